@@ -1,0 +1,3 @@
+import { installTemporalRuntime } from '../../src/temporal/runtime';
+
+installTemporalRuntime('WARN');
