@@ -1,0 +1,86 @@
+/**
+ * Adaptive rate: multiplicative decrease on 429/503 and on rising latency, a hold for the
+ * Retry-After the site gave us, then an additive ramp back towards the target (never above it).
+ */
+
+export interface AdaptiveConfig {
+  /** The rate never drops below min(floor, target). */
+  floorRate: number;
+  /** Seconds a ramp from zero to the target would take (additive increase). */
+  rampSeconds: number;
+  /** Longest Retry-After we honour; a site asking for a day gets this instead. */
+  maxRetryAfterMs: number;
+  /** Hold after a 429/503 without a usable Retry-After. */
+  defaultHoldMs: number;
+  /** Several throttles inside this interval halve the rate once. */
+  decreaseCooldownMs: number;
+  latencyDecreaseFactor: number;
+}
+
+export const DEFAULT_ADAPTIVE: AdaptiveConfig = {
+  floorRate: 0.1,
+  rampSeconds: 180,
+  maxRetryAfterMs: 15 * 60_000,
+  defaultHoldMs: 5_000,
+  decreaseCooldownMs: 2_000,
+  latencyDecreaseFactor: 0.75,
+};
+
+export interface AdaptiveState {
+  rate: number;
+  /** No grant before this time (epoch ms): a Retry-After window. */
+  holdUntilMs: number;
+  lastDecreaseMs: number;
+  lastRampMs: number;
+}
+
+export function newAdaptiveState(target: number, nowMs: number): AdaptiveState {
+  return { rate: target, holdUntilMs: 0, lastDecreaseMs: -Infinity, lastRampMs: nowMs };
+}
+
+function floorFor(target: number, cfg: AdaptiveConfig): number {
+  return Math.min(cfg.floorRate, target);
+}
+
+function decrease(state: AdaptiveState, target: number, factor: number, nowMs: number, cfg: AdaptiveConfig): boolean {
+  if (nowMs - state.lastDecreaseMs < cfg.decreaseCooldownMs) return false;
+  state.rate = Math.max(floorFor(target, cfg), state.rate * factor);
+  state.lastDecreaseMs = nowMs;
+  state.lastRampMs = nowMs;
+  return true;
+}
+
+/** A 429 or 503: halve at once (once per cooldown) and hold for the Retry-After. */
+export function onThrottle(state: AdaptiveState, target: number, nowMs: number, retryAfterMs: number | undefined, cfg: AdaptiveConfig = DEFAULT_ADAPTIVE): void {
+  decrease(state, target, 0.5, nowMs, cfg);
+  const hold = Math.min(cfg.maxRetryAfterMs, retryAfterMs ?? cfg.defaultHoldMs);
+  state.holdUntilMs = Math.max(state.holdUntilMs, nowMs + hold);
+  state.lastRampMs = Math.max(state.lastRampMs, state.holdUntilMs);
+}
+
+export function onLatencyElevated(state: AdaptiveState, target: number, nowMs: number, cfg: AdaptiveConfig = DEFAULT_ADAPTIVE): boolean {
+  return decrease(state, target, cfg.latencyDecreaseFactor, nowMs, cfg);
+}
+
+/** Reduce to a share of the current rate, e.g. after a temporary halt. */
+export function reduceTo(state: AdaptiveState, target: number, share: number, nowMs: number, cfg: AdaptiveConfig = DEFAULT_ADAPTIVE): void {
+  state.rate = Math.max(floorFor(target, cfg), state.rate * share);
+  state.lastRampMs = nowMs;
+}
+
+/** Additive increase for the time since the last ramp, outside any hold. */
+export function ramp(state: AdaptiveState, target: number, nowMs: number, cfg: AdaptiveConfig = DEFAULT_ADAPTIVE): void {
+  if (nowMs < state.holdUntilMs) return;
+  const from = Math.max(state.lastRampMs, state.holdUntilMs);
+  const elapsedS = Math.max(0, nowMs - from) / 1000;
+  state.lastRampMs = nowMs;
+  if (state.rate >= target) {
+    state.rate = target;
+    return;
+  }
+  state.rate = Math.min(target, state.rate + (target / cfg.rampSeconds) * elapsedS);
+}
+
+export function isHeld(state: AdaptiveState, nowMs: number): boolean {
+  return nowMs < state.holdUntilMs;
+}

@@ -1,0 +1,88 @@
+/**
+ * The circuit breaker's windows: error share over the last 60 s (temporary halt) and the last
+ * 50 request outcomes (permanent halt). Kept as per-second buckets and a short string so the
+ * state stays small in workflow history and across continue-as-new.
+ */
+
+export interface BreakerConfig {
+  windowMs: number;
+  /** Halt temporarily when errors / requests in the window reach this share... */
+  errorShare: number;
+  /** ...with at least this many requests in the window. */
+  minSamples: number;
+  coolDownMs: number;
+  /** Halt permanently when this many consecutive requests failed. */
+  consecutiveForHalt: number;
+}
+
+export const DEFAULT_BREAKER: BreakerConfig = {
+  windowMs: 60_000,
+  errorShare: 0.1,
+  minSamples: 20,
+  coolDownMs: 60_000,
+  consecutiveForHalt: 50,
+};
+
+export interface BreakerBucket {
+  /** Start of the second, epoch ms. */
+  atMs: number;
+  requests: number;
+  errors: number;
+}
+
+export interface BreakerState {
+  buckets: BreakerBucket[];
+  consecutiveErrors: number;
+  /** The last 50 outcomes, oldest first: 'e' error, 'o' ok. */
+  last: string;
+}
+
+export function newBreakerState(): BreakerState {
+  return { buckets: [], consecutiveErrors: 0, last: '' };
+}
+
+export function prune(state: BreakerState, nowMs: number, cfg: BreakerConfig = DEFAULT_BREAKER): void {
+  const oldest = nowMs - cfg.windowMs;
+  while (state.buckets.length > 0 && state.buckets[0]!.atMs + 1000 <= oldest) state.buckets.shift();
+}
+
+export function recordSample(state: BreakerState, atMs: number, isError: boolean, cfg: BreakerConfig = DEFAULT_BREAKER): void {
+  const second = Math.floor(atMs / 1000) * 1000;
+  let bucket = state.buckets[state.buckets.length - 1];
+  if (!bucket || bucket.atMs < second) {
+    bucket = { atMs: second, requests: 0, errors: 0 };
+    state.buckets.push(bucket);
+  } else if (bucket.atMs > second) {
+    // Reports can arrive slightly out of order; fold an older sample into its own second.
+    bucket = state.buckets.find((b) => b.atMs === second) ?? bucket;
+  }
+  bucket.requests += 1;
+  if (isError) bucket.errors += 1;
+  state.consecutiveErrors = isError ? state.consecutiveErrors + 1 : 0;
+  state.last = (state.last + (isError ? 'e' : 'o')).slice(-cfg.consecutiveForHalt);
+}
+
+export function windowCounts(state: BreakerState, nowMs: number, cfg: BreakerConfig = DEFAULT_BREAKER): { requests: number; errors: number } {
+  prune(state, nowMs, cfg);
+  let requests = 0;
+  let errors = 0;
+  for (const b of state.buckets) {
+    requests += b.requests;
+    errors += b.errors;
+  }
+  return { requests, errors };
+}
+
+export function shouldCoolDown(state: BreakerState, nowMs: number, cfg: BreakerConfig = DEFAULT_BREAKER): boolean {
+  const { requests, errors } = windowCounts(state, nowMs, cfg);
+  return requests >= cfg.minSamples && errors / requests >= cfg.errorShare - 1e-9;
+}
+
+export function shouldHalt(state: BreakerState, cfg: BreakerConfig = DEFAULT_BREAKER): boolean {
+  return state.consecutiveErrors >= cfg.consecutiveForHalt;
+}
+
+/** After a halt the old window must not trip the breaker again the moment granting resumes. */
+export function clearWindow(state: BreakerState): void {
+  state.buckets = [];
+}

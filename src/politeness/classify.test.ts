@@ -1,0 +1,27 @@
+import { classifyStatus, healthSample, isThrottle } from './classify';
+
+describe('error classification', () => {
+  it('counts 404 and 410 as link rot, not against the site', () => {
+    expect(classifyStatus(404)).toBe('linkrot');
+    expect(classifyStatus(410)).toBe('linkrot');
+  });
+  it('counts 403, 429 and 5xx against the site', () => {
+    for (const s of [403, 429, 500, 502, 503, 504]) expect(classifyStatus(s)).toBe('site-error');
+  });
+  it('treats other 4xx as the URL\'s problem', () => {
+    expect(classifyStatus(400)).toBe('url-error');
+    expect(classifyStatus(401)).toBe('url-error');
+  });
+  it('throttles only on 429 and 503', () => {
+    expect(isThrottle(429)).toBe(true);
+    expect(isThrottle(503)).toBe(true);
+    expect(isThrottle(500)).toBe(false);
+  });
+  it('does not count content errors or unsent requests as site-health errors', () => {
+    expect(healthSample('content', true)).toBe('ok');
+    expect(healthSample('linkrot', true)).toBe('ok');
+    expect(healthSample('error', true)).toBe('error');
+    expect(healthSample('robots', false)).toBe('none');
+    expect(healthSample('error', false)).toBe('none');
+  });
+});

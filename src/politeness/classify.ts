@@ -1,0 +1,24 @@
+import type { OutcomeClass } from '../shared/types';
+
+/** What an HTTP status means for the URL and for the site's health. */
+export type StatusMeaning = 'ok' | 'linkrot' | 'site-error' | 'url-error';
+
+export function classifyStatus(status: number): StatusMeaning {
+  if (status >= 200 && status < 300) return 'ok';
+  if (status === 404 || status === 410) return 'linkrot';
+  // 403 and 429 usually mean "you are too much for us"; 5xx means the site is struggling.
+  if (status === 403 || status === 429 || status >= 500) return 'site-error';
+  return 'url-error';
+}
+
+/** 429 and 503 ask us to slow down, not just report a failure. */
+export function isThrottle(status: number | undefined): boolean {
+  return status === 429 || status === 503;
+}
+
+/** Whether an outcome counts in the breaker's sample, and as an error there. */
+export function healthSample(cls: OutcomeClass, sent: boolean): 'error' | 'ok' | 'none' {
+  if (!sent) return 'none';
+  if (cls === 'error') return 'error';
+  return 'ok';
+}

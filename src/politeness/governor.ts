@@ -1,0 +1,220 @@
+import type { OutcomeClass, OutcomeReport, SourceConfig } from '../shared/types';
+import { DEFAULT_ADAPTIVE, isHeld, newAdaptiveState, onLatencyElevated, onThrottle, ramp, reduceTo, type AdaptiveConfig, type AdaptiveState } from './adaptiveRate';
+import { clearWindow, DEFAULT_BREAKER, newBreakerState, recordSample, shouldCoolDown, shouldHalt, windowCounts, type BreakerConfig, type BreakerState } from './breaker';
+import { healthSample, isThrottle } from './classify';
+import { DEFAULT_LATENCY, latencyElevated, newLatencyState, recordTtfb, resetRecent, type LatencyConfig, type LatencyState } from './latency';
+import { newPacerState, planWindow, windowLengthMs, type PacerState, type PlannedGrant, type Want } from './pacing';
+import { targetRate } from './targetRate';
+
+/**
+ * One source's politeness state and decisions: target and current rate, Retry-After hold,
+ * breaker windows, latency baseline and the pacing timeline. Plain data in, plain data out,
+ * no clock of its own (every call takes `nowMs`), so the monitor workflow can carry it across
+ * continue-as-new in one argument and the tests can drive it without Temporal.
+ */
+
+export type GovernorMode = 'running' | 'paused' | 'cooling' | 'halted' | 'stopped';
+
+export interface GovernorConfig {
+  adaptive: AdaptiveConfig;
+  breaker: BreakerConfig;
+  latency: LatencyConfig;
+  /** Lead between issuing a grant and its window start: time for the batch to start work. */
+  grantLeadMs: number;
+  /** Pace this much below the rate so network jitter cannot push a 1 s window over its ceiling. */
+  pacingMargin: number;
+  /** Rate share to resume at after a temporary halt. */
+  resumeShare: number;
+  globalCeiling?: number;
+}
+
+export const DEFAULT_GOVERNOR: GovernorConfig = {
+  adaptive: DEFAULT_ADAPTIVE,
+  breaker: DEFAULT_BREAKER,
+  latency: DEFAULT_LATENCY,
+  grantLeadMs: 300,
+  pacingMargin: 0.02,
+  resumeShare: 0.5,
+};
+
+export type Counts = Record<OutcomeClass, number> & { requests: number; retries: number };
+
+export interface GovernorState {
+  source: string;
+  sourceConfig: SourceConfig;
+  target: number;
+  burst: number;
+  mode: GovernorMode;
+  coolingUntilMs: number;
+  haltReason: string | null;
+  adaptive: AdaptiveState;
+  latency: LatencyState;
+  breaker: BreakerState;
+  pacer: PacerState;
+  counts: Counts;
+  nextGrantId: number;
+}
+
+export interface PolicyEvent {
+  event: 'throttled' | 'cooling' | 'resumed' | 'halted' | 'latency-slowdown' | 'paused' | 'stopped' | 'rate-set';
+  detail: string;
+}
+
+export function emptyCounts(): Counts {
+  return { done: 0, linkrot: 0, robots: 0, content: 0, refused: 0, error: 0, requests: 0, retries: 0 };
+}
+
+export class Governor {
+  constructor(public readonly state: GovernorState, public readonly cfg: GovernorConfig = DEFAULT_GOVERNOR) {}
+
+  static create(source: string, sourceConfig: SourceConfig, nowMs: number, cfg: GovernorConfig = DEFAULT_GOVERNOR): Governor {
+    const target = targetRate({ imageCount: sourceConfig.imageCount, explicitRate: sourceConfig.rate, globalCeiling: cfg.globalCeiling });
+    return new Governor(
+      {
+        source,
+        sourceConfig,
+        target,
+        burst: sourceConfig.burst ?? 0,
+        mode: 'running',
+        coolingUntilMs: 0,
+        haltReason: null,
+        adaptive: newAdaptiveState(target, nowMs),
+        latency: newLatencyState(),
+        breaker: newBreakerState(),
+        pacer: newPacerState(),
+        counts: emptyCounts(),
+        nextGrantId: 1,
+      },
+      cfg,
+    );
+  }
+
+  get rate(): number {
+    return this.state.adaptive.rate;
+  }
+
+  /** Feeds one batch report into the breaker, latency watch and adaptive rate. */
+  applyReport(report: OutcomeReport, nowMs: number): PolicyEvent[] {
+    const s = this.state;
+    const events: PolicyEvent[] = [];
+    let throttled = false;
+    let retryAfterMs = report.retryAfterMs;
+    for (const o of report.outcomes) {
+      if (o.final) s.counts[o.cls] += 1;
+      else s.counts.retries += 1;
+      if (o.sent) s.counts.requests += 1;
+      const sample = healthSample(o.cls, o.sent);
+      if (sample !== 'none') recordSample(s.breaker, nowMs, sample === 'error', this.cfg.breaker);
+      if (o.ttfbMs !== undefined && o.cls !== 'error') recordTtfb(s.latency, o.ttfbMs, this.cfg.latency);
+      if (isThrottle(o.status)) {
+        throttled = true;
+        if (o.retryAfterMs !== undefined) retryAfterMs = Math.max(retryAfterMs ?? 0, o.retryAfterMs);
+      }
+    }
+    if (throttled || report.retryAfterMs !== undefined) {
+      onThrottle(s.adaptive, s.target, nowMs, retryAfterMs, this.cfg.adaptive);
+      events.push({ event: 'throttled', detail: `rate ${fmt(s.adaptive.rate)}/s, hold ${Math.round((s.adaptive.holdUntilMs - nowMs) / 1000)} s` });
+    } else if (latencyElevated(s.latency, this.cfg.latency) && onLatencyElevated(s.adaptive, s.target, nowMs, this.cfg.adaptive)) {
+      resetRecent(s.latency);
+      events.push({ event: 'latency-slowdown', detail: `median ttfb above ${this.cfg.latency.factor}x baseline ${Math.round(s.latency.baselineMs ?? 0)} ms; rate ${fmt(s.adaptive.rate)}/s` });
+    }
+    if (s.mode === 'running' || s.mode === 'cooling') {
+      if (shouldHalt(s.breaker, this.cfg.breaker)) {
+        s.mode = 'halted';
+        s.haltReason = `the last ${this.cfg.breaker.consecutiveForHalt} requests all failed`;
+        events.push({ event: 'halted', detail: s.haltReason });
+      } else if (s.mode === 'running' && shouldCoolDown(s.breaker, nowMs, this.cfg.breaker)) {
+        const { requests, errors } = windowCounts(s.breaker, nowMs, this.cfg.breaker);
+        s.mode = 'cooling';
+        s.coolingUntilMs = nowMs + this.cfg.breaker.coolDownMs;
+        clearWindow(s.breaker);
+        events.push({ event: 'cooling', detail: `${errors}/${requests} requests failed in the last ${this.cfg.breaker.windowMs / 1000} s` });
+      }
+    }
+    return events;
+  }
+
+  /** Time-driven transitions: end of a temporary halt, the additive ramp. */
+  tick(nowMs: number): PolicyEvent[] {
+    const s = this.state;
+    const events: PolicyEvent[] = [];
+    if (s.mode === 'cooling' && nowMs >= s.coolingUntilMs) {
+      s.mode = 'running';
+      reduceTo(s.adaptive, s.target, this.cfg.resumeShare, nowMs, this.cfg.adaptive);
+      events.push({ event: 'resumed', detail: `after temporary halt at ${fmt(s.adaptive.rate)}/s` });
+    }
+    if (s.mode === 'running') ramp(s.adaptive, s.target, nowMs, this.cfg.adaptive);
+    else s.adaptive.lastRampMs = nowMs;
+    return events;
+  }
+
+  canGrant(nowMs: number): boolean {
+    return this.state.mode === 'running' && !isHeld(this.state.adaptive, nowMs);
+  }
+
+  windowMs(): number {
+    return windowLengthMs(this.rate);
+  }
+
+  /** When the next window should be planned: early enough for the batch to start in time. */
+  nextPlanAtMs(): number {
+    const lookahead = Math.min(this.windowMs() / 2, 2_000);
+    return this.state.pacer.nextFreeMs - lookahead;
+  }
+
+  /** The next moment something time-driven changes (hold ends, cooling ends). */
+  nextTimedChangeMs(nowMs: number): number | undefined {
+    const s = this.state;
+    const candidates: number[] = [];
+    if (s.adaptive.holdUntilMs > nowMs) candidates.push(s.adaptive.holdUntilMs);
+    if (s.mode === 'cooling') candidates.push(s.coolingUntilMs);
+    return candidates.length ? Math.min(...candidates) : undefined;
+  }
+
+  plan(wants: readonly Want[], nowMs: number): (PlannedGrant & { grantId: number })[] {
+    if (!this.canGrant(nowMs)) return [];
+    const paced = this.rate * (1 - this.cfg.pacingMargin);
+    const planned = planWindow(
+      this.state.pacer,
+      { nowMs, rate: paced, burst: this.state.burst, leadMs: this.cfg.grantLeadMs, windowMs: windowLengthMs(paced) },
+      wants,
+    );
+    return planned.map((g) => ({ ...g, grantId: this.state.nextGrantId++ }));
+  }
+
+  pause(): PolicyEvent {
+    if (this.state.mode !== 'stopped') this.state.mode = 'paused';
+    return { event: 'paused', detail: 'by operator' };
+  }
+
+  resume(nowMs: number, rate?: number): PolicyEvent {
+    const s = this.state;
+    if (rate !== undefined) this.setRate(rate, undefined, nowMs);
+    if (s.mode !== 'stopped') s.mode = 'running';
+    s.haltReason = null;
+    s.breaker.consecutiveErrors = 0;
+    clearWindow(s.breaker);
+    s.adaptive.lastRampMs = nowMs;
+    return { event: 'resumed', detail: `by operator at ${fmt(s.adaptive.rate)}/s` };
+  }
+
+  /** An operator's explicit rate becomes the target and the current rate at once. */
+  setRate(rate: number, burst: number | undefined, nowMs: number): PolicyEvent {
+    const s = this.state;
+    s.sourceConfig = { ...s.sourceConfig, rate, ...(burst !== undefined ? { burst } : {}) };
+    s.target = targetRate({ explicitRate: rate, globalCeiling: this.cfg.globalCeiling });
+    s.adaptive.rate = s.target;
+    s.adaptive.lastRampMs = nowMs;
+    if (burst !== undefined) s.burst = burst;
+    return { event: 'rate-set', detail: `target ${fmt(s.target)}/s burst ${s.burst}` };
+  }
+
+  stop(): PolicyEvent {
+    this.state.mode = 'stopped';
+    return { event: 'stopped', detail: 'by operator' };
+  }
+}
+
+function fmt(n: number): string {
+  return n >= 10 ? n.toFixed(0) : n.toFixed(2);
+}

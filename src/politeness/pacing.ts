@@ -1,0 +1,145 @@
+/**
+ * Grant windows. Requests to a source are paced on one global timeline of slots spaced
+ * 1000/rate ms apart. Each grant owns a contiguous, disjoint stretch of that timeline, so two
+ * batches (possibly on two machines) can never send inside each other's stretch, and a batch
+ * never sends after its stretch ends: a grant is valid only for its window. Burst slots, when
+ * configured and earned by idle time, may go at the start of a window without spacing.
+ */
+
+export interface PacerState {
+  /** End of the last granted stretch (epoch ms); the next stretch starts no earlier. */
+  nextFreeMs: number;
+  /** Burst slots earned by idle time, at most the configured burst. */
+  burstCredit: number;
+  /** Rotates which batch gets the remainder slot, for fairness. */
+  rotation: number;
+}
+
+export function newPacerState(): PacerState {
+  return { nextFreeMs: 0, burstCredit: 0, rotation: 0 };
+}
+
+export interface WindowParams {
+  nowMs: number;
+  rate: number;
+  burst: number;
+  /** How far ahead of now a window starts, so the batch can start its activity in time. */
+  leadMs: number;
+  /** Target window length; the planner grants whole slots. */
+  windowMs: number;
+}
+
+export interface Want {
+  batchId: string;
+  wanted: number;
+}
+
+export interface PlannedGrant {
+  batchId: string;
+  startMs: number;
+  endMs: number;
+  intervalMs: number;
+  slots: number;
+  burstSlots: number;
+}
+
+/**
+ * Window length from the rate: slow sources get long windows (few history events per request),
+ * fast ones short windows (smooth pacing, quick reaction). Always at least one slot.
+ */
+export function windowLengthMs(rate: number): number {
+  const forFortySlots = (40 / rate) * 1000;
+  return Math.min(60_000, Math.max(2_000, forFortySlots));
+}
+
+/** Splits `total` slots between wants as evenly as possible (water-filling), rotating the remainder. */
+export function fairShares(wants: readonly Want[], total: number, rotation: number): number[] {
+  const shares = wants.map(() => 0);
+  let left = total;
+  let open = wants.map((_, i) => i).filter((i) => wants[i]!.wanted > 0);
+  while (left > 0 && open.length > 0) {
+    const each = Math.floor(left / open.length);
+    if (each === 0) {
+      // Fewer slots than batches: hand single slots out starting at the rotation point.
+      const start = rotation % open.length;
+      for (let k = 0; k < open.length && left > 0; k++) {
+        const i = open[(start + k) % open.length]!;
+        shares[i]! += 1;
+        left -= 1;
+      }
+      break;
+    }
+    for (const i of open) {
+      const give = Math.min(each, wants[i]!.wanted - shares[i]!);
+      shares[i]! += give;
+      left -= give;
+    }
+    open = open.filter((i) => shares[i]! < wants[i]!.wanted);
+  }
+  return shares;
+}
+
+export function planWindow(state: PacerState, p: WindowParams, wants: readonly Want[]): PlannedGrant[] {
+  const intervalMs = 1000 / p.rate;
+  const startMs = Math.max(p.nowMs + p.leadMs, state.nextFreeMs);
+  // Idle time since the last stretch earns burst slots back, one per interval.
+  if (state.nextFreeMs > 0) {
+    state.burstCredit = Math.min(p.burst, state.burstCredit + Math.floor((startMs - state.nextFreeMs) / intervalMs));
+  } else {
+    state.burstCredit = p.burst;
+  }
+  const capacity = Math.max(1, Math.floor(p.windowMs / intervalMs));
+  const totalWanted = wants.reduce((s, w) => s + Math.max(0, w.wanted), 0);
+  if (totalWanted === 0) return [];
+  const burstUsable = Math.min(state.burstCredit, Math.max(0, totalWanted - 1));
+  const spaced = Math.min(capacity, totalWanted - burstUsable);
+  const shares = fairShares(wants, spaced + burstUsable, state.rotation);
+  state.rotation += 1;
+
+  const grants: PlannedGrant[] = [];
+  let offset = 0;
+  let burstLeft = burstUsable;
+  wants.forEach((w, i) => {
+    const slots = shares[i]!;
+    if (slots === 0) return;
+    const burstSlots = Math.min(burstLeft, slots - 1);
+    burstLeft -= burstSlots;
+    const spacedSlots = slots - burstSlots;
+    const grantStart = startMs + offset * intervalMs;
+    grants.push({
+      batchId: w.batchId,
+      startMs: grantStart,
+      endMs: grantStart + spacedSlots * intervalMs,
+      intervalMs,
+      slots,
+      burstSlots,
+    });
+    offset += spacedSlots;
+  });
+  state.burstCredit -= burstUsable - burstLeft;
+  state.nextFreeMs = startMs + offset * intervalMs;
+  return grants;
+}
+
+/** Earliest send time of request j (0-based) under a grant's schedule. */
+export function slotTime(g: { startMs: number; intervalMs: number; burstSlots: number }, j: number): number {
+  return g.startMs + Math.max(0, j - g.burstSlots) * g.intervalMs;
+}
+
+/** The largest number of times that fall inside any half-open window [t, t + windowMs). */
+export function maxInAnyWindow(times: readonly number[], windowMs: number): number {
+  const sorted = [...times].sort((a, b) => a - b);
+  let best = 0;
+  let lo = 0;
+  for (let hi = 0; hi < sorted.length; hi++) {
+    // The nanosecond tolerance keeps float rounding of slot times from inventing an overlap.
+    while (sorted[hi]! - sorted[lo]! >= windowMs - 1e-6) lo++;
+    best = Math.max(best, hi - lo + 1);
+  }
+  return best;
+}
+
+/** The contract's ceilings: ceil(rate) + burst per second, 10 x rate + burst per 10 s. */
+export function ceilings(rate: number, burst: number): { perSecond: number; perTenSeconds: number } {
+  return { perSecond: Math.ceil(rate) + burst, perTenSeconds: Math.floor(10 * rate) + burst };
+}

@@ -1,0 +1,40 @@
+/** A source's target rate from its size, an explicit override and a global ceiling. */
+
+export const SMALL_SOURCE_IMAGES = 5_000;
+export const LARGE_SOURCE_IMAGES = 500_000_000;
+export const SMALL_SOURCE_RATE = 1;
+export const LARGE_SOURCE_RATE = 200;
+
+/** Linear between 1 req/s at <= 5,000 images and 200 req/s at >= 500 million. */
+export function rateFromSize(imageCount: number): number {
+  if (!(imageCount > SMALL_SOURCE_IMAGES)) return SMALL_SOURCE_RATE;
+  if (imageCount >= LARGE_SOURCE_IMAGES) return LARGE_SOURCE_RATE;
+  const fraction = (imageCount - SMALL_SOURCE_IMAGES) / (LARGE_SOURCE_IMAGES - SMALL_SOURCE_IMAGES);
+  return SMALL_SOURCE_RATE + fraction * (LARGE_SOURCE_RATE - SMALL_SOURCE_RATE);
+}
+
+export interface TargetRateInput {
+  imageCount?: number;
+  explicitRate?: number;
+  globalCeiling?: number;
+}
+
+export function targetRate({ imageCount, explicitRate, globalCeiling }: TargetRateInput): number {
+  const base = explicitRate ?? rateFromSize(imageCount ?? 0);
+  return globalCeiling !== undefined ? Math.min(base, globalCeiling) : base;
+}
+
+/** Returns a message when `rate` is not a usable requests-per-second value, else undefined. */
+export function invalidRate(rate: unknown): string | undefined {
+  if (typeof rate !== 'number' || !Number.isFinite(rate)) return 'rate must be a finite number of requests per second';
+  if (rate <= 0) return 'rate must be greater than 0 requests per second';
+  if (rate > 10_000) return 'rate must be at most 10000 requests per second';
+  return undefined;
+}
+
+export function invalidBurst(burst: unknown): string | undefined {
+  if (typeof burst !== 'number' || !Number.isInteger(burst) || burst < 0 || burst > 1000) {
+    return 'burst must be a whole number from 0 to 1000';
+  }
+  return undefined;
+}

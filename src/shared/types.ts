@@ -1,0 +1,86 @@
+// Types shared by the client (CLI), workflows and activities. Plain data only: everything here
+// crosses Temporal payloads, so it stays small and JSON-serialisable.
+
+/** How one URL ended (final) or why it goes back to the queue (retry). */
+export type OutcomeClass =
+  | 'done'        // fetched, analysed, thumbnail stored, record written
+  | 'linkrot'     // 404/410: the image is gone; not held against the site
+  | 'robots'      // disallowed by robots.txt; no request was sent for the image
+  | 'content'     // response was not a decodable image (or too large, a bomb): the URL's fault
+  | 'refused'     // the network guard or URL validation refused it; no request sent
+  | 'error';      // site-health error: network, timeout, 5xx, 429, 403
+
+/** One request's result as the monitor sees it. */
+export interface RequestOutcome {
+  url: string;
+  cls: OutcomeClass;
+  /** HTTP status when a response arrived. */
+  status?: number;
+  /** Short reason, e.g. "http 503", "timeout: headers", "robots: disallowed". */
+  reason?: string;
+  /** Time to first byte in ms, when a response arrived. */
+  ttfbMs?: number;
+  totalMs?: number;
+  /** True when an HTTP request was sent to the source (robots/refused cost none). */
+  sent: boolean;
+  /** From a 429/503 Retry-After header, already converted to ms from now. */
+  retryAfterMs?: number;
+  /** True when this outcome is final for the URL; false means "try again later". */
+  final: boolean;
+  /** Attempts used for this URL so far, including this one. */
+  attempt: number;
+}
+
+/** A grant of request slots: the batch may send `slots` requests inside [startMs, endMs). */
+export interface Grant {
+  grantId: number;
+  batchId: string;
+  /** Epoch ms. No request before startMs; none at or after endMs (the grant expires). */
+  startMs: number;
+  endMs: number;
+  /** Minimum spacing between two requests, ms (1000 / rate). */
+  intervalMs: number;
+  /** Number of requests granted. */
+  slots: number;
+  /** Of those, how many may go at startMs without spacing (the configured burst). */
+  burstSlots: number;
+}
+
+/** The pacing schedule handed to the fetch activity along with its URLs. */
+export type PacingSchedule = Pick<Grant, 'startMs' | 'endMs' | 'intervalMs' | 'burstSlots'>;
+
+export interface TokenRequest {
+  batchId: string;
+  /** URLs the batch holds that have no slot yet. Absolute, so repeats are harmless. */
+  unassigned: number;
+  /** Grants the batch had received when it computed `unassigned`. */
+  grantsSeen: number;
+}
+
+export interface OutcomeReport {
+  batchId: string;
+  grantId: number;
+  outcomes: RequestOutcome[];
+  /** Granted slots the activity did not use (stopped early or the grant expired). */
+  unused: number;
+  /** Set when the activity stopped on a 429/503: how long the source asked us to wait. */
+  retryAfterMs?: number;
+}
+
+/** A bounded piece of a source's work: inline URLs (small) or a spool file of URLs. */
+export interface WorkChunk {
+  chunkId: string;
+  count: number;
+  urls?: string[];
+  /** Path or URI of an NDJSON/plain file holding exactly this chunk's URLs. */
+  spool?: string;
+}
+
+export interface SourceConfig {
+  /** Number of images the source holds, to derive a rate when none is given. */
+  imageCount?: number;
+  /** Explicit target rate, requests/s. */
+  rate?: number;
+  /** Extra requests allowed in a 1 s window above ceil(rate). */
+  burst?: number;
+}
