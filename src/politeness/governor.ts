@@ -99,6 +99,7 @@ export class Governor {
     const events: PolicyEvent[] = [];
     let throttled = false;
     let retryAfterMs = report.retryAfterMs;
+    let throttledAt = nowMs;
     for (const o of report.outcomes) {
       if (o.final) s.counts[o.cls] += 1;
       else s.counts.retries += 1;
@@ -108,11 +109,12 @@ export class Governor {
       if (o.ttfbMs !== undefined && o.cls !== 'error') recordTtfb(s.latency, o.ttfbMs, this.cfg.latency);
       if (isThrottle(o.status)) {
         throttled = true;
+        if (o.atMs !== undefined) throttledAt = Math.max(throttledAt, o.atMs);
         if (o.retryAfterMs !== undefined) retryAfterMs = Math.max(retryAfterMs ?? 0, o.retryAfterMs);
       }
     }
     if (throttled || report.retryAfterMs !== undefined) {
-      onThrottle(s.adaptive, s.target, nowMs, retryAfterMs, this.cfg.adaptive);
+      onThrottle(s.adaptive, s.target, throttledAt, retryAfterMs, this.cfg.adaptive);
       events.push({ event: 'throttled', detail: `rate ${fmt(s.adaptive.rate)}/s, hold ${Math.round((s.adaptive.holdUntilMs - nowMs) / 1000)} s` });
     } else if (latencyElevated(s.latency, this.cfg.latency) && onLatencyElevated(s.adaptive, s.target, nowMs, this.cfg.adaptive)) {
       resetRecent(s.latency);

@@ -29,6 +29,8 @@ export interface RequestOutcome {
   final: boolean;
   /** Attempts used for this URL so far, including this one. */
   attempt: number;
+  /** When the response arrived (epoch ms); a Retry-After counts from here. */
+  atMs?: number;
 }
 
 /** A grant of request slots: the batch may send `slots` requests inside [startMs, endMs). */
@@ -83,4 +85,37 @@ export interface SourceConfig {
   rate?: number;
   /** Extra requests allowed in a 1 s window above ceil(rate). */
   burst?: number;
+}
+
+/** One URL handed to the fetch activity under a grant. */
+export interface BatchItem {
+  url: string;
+  /** Attempt number this try will be (1-based). */
+  attempt: number;
+}
+
+export interface FetchBatchInput {
+  source: string;
+  batchId: string;
+  grantId: number;
+  items: BatchItem[];
+  schedule: PacingSchedule;
+  maxAttempts: number;
+}
+
+export interface FetchBatchResult {
+  /** One per item that was tried (in any order). */
+  outcomes: RequestOutcome[];
+  /** Indices into `items` that got no request: the activity stopped early or the grant expired. */
+  unused: number[];
+  /** Set when the source answered 429/503: how long it asked us to wait, ms. */
+  retryAfterMs?: number;
+}
+
+/** Final records the workflow itself decides (e.g. attempts used up after activity failures). */
+export interface FinalRecordInput {
+  source: string;
+  /** Names the record file; the same unit written twice replaces it. */
+  unit: string;
+  outcomes: RequestOutcome[];
 }

@@ -1,11 +1,20 @@
+import path from 'node:path';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
-import * as activities from '../activities';
+import * as smoke from '../activities/smoke';
+import { createCrawlActivities, type CrawlDeps, type UrlProcessor } from '../activities/crawlActivities';
+import { StoreRecorder } from '../activities/storeRecorder';
+import { pipelineConfigFromEnv } from '../pipeline/config';
+import { ImagePipeline } from '../pipeline/imagePipeline';
+import { Spool } from '../pipeline/spool';
+import { storeFromEnv } from '../pipeline/store';
 import { DEFAULT_NAMESPACE, TASK_QUEUE } from '../temporal/connect';
 
 export interface CrawlWorkerOptions {
   connection: NativeConnection;
   taskQueue?: string;
-  /** Extra activities (tests inject stubs) merged over the real ones. */
+  /** Dependencies of the crawl activities; defaults come from the environment. */
+  deps?: Partial<CrawlDeps>;
+  /** Activities (tests inject stubs) merged over the real ones. */
   activities?: Record<string, (...args: never[]) => unknown>;
   overrides?: Partial<WorkerOptions>;
 }
@@ -13,14 +22,31 @@ export interface CrawlWorkerOptions {
 // workflowsPath works both from src (ts, via the SDK's bundler) and from dist (js).
 export const WORKFLOWS_PATH = require.resolve('../workflows');
 
+/** Stands in for the image pipeline: answers every URL as done without any network. */
+export const stubProcessor: UrlProcessor = {
+  async process() {
+    return { outcome: { url: '', cls: 'done', status: 200, ttfbMs: 1, totalMs: 1, sent: true } };
+  },
+};
+
+/** The real pipeline: guarded fetcher, robots.txt, sharp, the configured store. */
+export function defaultDeps(dataDir = process.env.CRAWL_DATA_DIR ?? path.resolve('.crawl-data')): CrawlDeps {
+  const store = storeFromEnv(dataDir);
+  return {
+    processor: new ImagePipeline(pipelineConfigFromEnv(), store, new Spool(path.join(dataDir, 'spool'))),
+    recorder: new StoreRecorder(store),
+  };
+}
+
 /** One process type runs workflows and activities; scale by running more of them. */
 export function createCrawlWorker(opts: CrawlWorkerOptions): Promise<Worker> {
+  const deps = { ...defaultDeps(), ...(opts.deps ?? {}) };
   return Worker.create({
     connection: opts.connection,
     namespace: DEFAULT_NAMESPACE,
     taskQueue: opts.taskQueue ?? TASK_QUEUE,
     workflowsPath: WORKFLOWS_PATH,
-    activities: { ...activities, ...(opts.activities ?? {}) },
+    activities: { ...smoke, ...createCrawlActivities(deps), ...(opts.activities ?? {}) },
     ...opts.overrides,
   });
 }

@@ -1,0 +1,130 @@
+import fs from 'node:fs/promises';
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import { isThrottle } from '../politeness/classify';
+import type { FetchBatchInput, FetchBatchResult, FinalRecordInput, RequestOutcome, WorkChunk } from '../shared/types';
+import { runPaced } from './pacedRunner';
+import { blockSource, isSourceBlocked } from './sourceBlocks';
+
+/** What handling one URL produced: the outcome the monitor sees, and the record to keep. */
+export interface ProcessedUrl {
+  outcome: Omit<RequestOutcome, 'final' | 'attempt'>;
+  /** Extra fields for the metadata record (analysis, thumbnail key); not sent to workflows. */
+  record?: Record<string, unknown>;
+  /** The slot went to something else (robots.txt): hand the URL back unsent, no attempt used. */
+  requeue?: boolean;
+}
+
+export interface UrlProcessor {
+  process(url: string, ctx: { source: string; attempt: number; signal: AbortSignal }): Promise<ProcessedUrl>;
+}
+
+export interface Recorder {
+  /**
+   * Stores the final records of one unit of work durably; resolves once they are stored.
+   * Writing the same unit again replaces it, so a retried activity never duplicates a record.
+   */
+  write(source: string, unit: string, records: Record<string, unknown>[]): Promise<void>;
+}
+
+export interface CrawlDeps {
+  processor: UrlProcessor;
+  recorder: Recorder;
+  /** Fallback hold when a 429/503 carries no usable Retry-After. */
+  defaultHoldMs?: number;
+}
+
+interface Progress {
+  /** Item index -> its outcome and the record to write (when final). */
+  done: [number, RequestOutcome, Record<string, unknown> | null][];
+}
+
+const HEARTBEAT_EVERY_MS = 2_000;
+
+export function createCrawlActivities(deps: CrawlDeps) {
+  async function fetchBatch(input: FetchBatchInput): Promise<FetchBatchResult> {
+    if (!Array.isArray(input.items) || !input.schedule) throw ApplicationFailure.nonRetryable('fetchBatch needs items and a schedule', 'InvalidInput');
+    const ctx = Context.current();
+    const prior = (ctx.info.heartbeatDetails as Progress | undefined)?.done ?? [];
+    const done = new Map<number, { outcome: RequestOutcome; record: Record<string, unknown> | null }>(
+      prior.map(([i, outcome, record]) => [i, { outcome, record }]),
+    );
+    const requeued: number[] = [];
+    let retryAfterMs: number | undefined;
+    let throttled = false;
+    let lastBeat = 0;
+    const beat = () => {
+      lastBeat = Date.now();
+      ctx.heartbeat({ done: [...done].map(([i, d]) => [i, d.outcome, d.record]) } satisfies Progress);
+    };
+    const ticker = setInterval(() => { if (Date.now() - lastBeat >= HEARTBEAT_EVERY_MS) beat(); }, HEARTBEAT_EVERY_MS);
+    try {
+      const run = await runPaced({
+        count: input.items.length,
+        schedule: input.schedule,
+        skip: new Set(done.keys()),
+        signal: ctx.cancellationSignal,
+        shouldStop: () => throttled || isSourceBlocked(input.source),
+        run: async (i) => {
+          const item = input.items[i]!;
+          const processed = await deps.processor.process(item.url, { source: input.source, attempt: item.attempt, signal: ctx.cancellationSignal });
+          if (processed.requeue) {
+            requeued.push(i);
+            return;
+          }
+          const o = processed.outcome;
+          const final = o.cls !== 'error' || item.attempt >= input.maxAttempts;
+          const outcome: RequestOutcome = { ...o, url: item.url, final, attempt: item.attempt, atMs: Date.now() };
+          if (isThrottle(o.status)) {
+            throttled = true;
+            const hold = o.retryAfterMs ?? deps.defaultHoldMs ?? 5_000;
+            retryAfterMs = Math.max(retryAfterMs ?? 0, hold);
+            blockSource(input.source, Date.now() + hold);
+          }
+          done.set(i, { outcome, record: final ? { ...recordOf(input.source, outcome), ...(processed.record ?? {}) } : null });
+        },
+      }).catch((err) => {
+        beat(); // keep what finished, so the retry does not ask the site again
+        throw err;
+      });
+      // Records are stored before the activity reports success: a crash here means a retry,
+      // which skips the URLs already handled (heartbeat) and rewrites the same record file.
+      const records = [...done.values()].flatMap((d) => (d.record ? [d.record] : []));
+      if (records.length) await deps.recorder.write(input.source, `${input.batchId}-g${input.grantId}`, records);
+      beat();
+      return {
+        outcomes: [...done.values()].map((d) => d.outcome),
+        unused: [...run.unused, ...requeued].sort((a, b) => a - b),
+        retryAfterMs,
+      };
+    } finally {
+      clearInterval(ticker);
+    }
+  }
+
+  async function loadChunk(chunk: WorkChunk): Promise<string[]> {
+    if (chunk.urls) return chunk.urls;
+    if (!chunk.spool) throw ApplicationFailure.nonRetryable(`chunk ${chunk.chunkId} has neither urls nor a spool file`, 'InvalidInput');
+    const text = await fs.readFile(chunk.spool, 'utf8');
+    const urls = text.split('\n').map((l) => l.trim()).filter(Boolean);
+    if (urls.length !== chunk.count) {
+      throw ApplicationFailure.nonRetryable(`chunk ${chunk.chunkId}: spool ${chunk.spool} holds ${urls.length} URLs, expected ${chunk.count}`, 'InvalidInput');
+    }
+    return urls;
+  }
+
+  async function recordFinal(input: FinalRecordInput): Promise<void> {
+    await deps.recorder.write(input.source, input.unit, input.outcomes.map((o) => recordOf(input.source, o)));
+  }
+
+  return { fetchBatch, loadChunk, recordFinal };
+}
+
+export type CrawlActivities = ReturnType<typeof createCrawlActivities>;
+
+export function recordOf(source: string, o: RequestOutcome): Record<string, unknown> {
+  return {
+    url: o.url, source, outcome: o.cls, reason: o.reason ?? null, status: o.status ?? null,
+    ttfbMs: o.ttfbMs ?? null, totalMs: o.totalMs ?? null, attempts: o.attempt, recordedAt: new Date().toISOString(),
+  };
+}

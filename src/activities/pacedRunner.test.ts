@@ -1,0 +1,49 @@
+import { runPaced } from './pacedRunner';
+
+function fakeClock(start: number) {
+  let t = start;
+  return { now: () => t, sleep: async (ms: number) => { t += ms; }, advance: (ms: number) => { t += ms; } };
+}
+
+describe('paced runner', () => {
+  const schedule = { startMs: 10_000, endMs: 15_000, intervalMs: 1_000, burstSlots: 0 };
+
+  it('sends each item at its slot and never closer than one interval', async () => {
+    const clock = fakeClock(9_000);
+    const r = await runPaced({ count: 5, schedule, run: async (i) => i, shouldStop: () => false, ...clock });
+    expect(r.sentAt).toEqual([10_000, 11_000, 12_000, 13_000, 14_000]);
+    expect(r.unused).toEqual([]);
+  });
+
+  it('returns slots it can no longer use inside the window as unused, instead of bunching', async () => {
+    const clock = fakeClock(12_500); // started late
+    const r = await runPaced({ count: 5, schedule, run: async (i) => i, shouldStop: () => false, ...clock });
+    expect(r.sentAt).toEqual([12_500, 13_500]);
+    expect(r.unused).toEqual([2, 3, 4]);
+  });
+
+  it('stops dispatching the moment the source throttles and hands the rest back', async () => {
+    const clock = fakeClock(10_000);
+    let throttled = false;
+    const r = await runPaced({
+      count: 5, schedule, shouldStop: () => throttled, ...clock,
+      run: async (i) => { if (i === 1) throttled = true; return i; },
+    });
+    expect([...r.results.keys()]).toEqual([0, 1]);
+    expect(r.unused).toEqual([2, 3, 4]);
+  });
+
+  it('skips items an earlier attempt already finished', async () => {
+    const clock = fakeClock(10_000);
+    const sent: number[] = [];
+    const r = await runPaced({ count: 4, schedule, skip: new Set([0, 2]), run: async (i) => { sent.push(i); return i; }, shouldStop: () => false, ...clock });
+    expect(sent).toEqual([1, 3]);
+    expect(r.sentAt).toEqual([10_000, 11_000]);
+  });
+
+  it('lets burst slots go together at the window start', async () => {
+    const clock = fakeClock(10_000);
+    const r = await runPaced({ count: 4, schedule: { ...schedule, burstSlots: 2 }, run: async (i) => i, shouldStop: () => false, ...clock });
+    expect(r.sentAt).toEqual([10_000, 10_000, 10_000, 11_000]);
+  });
+});

@@ -1,0 +1,13 @@
+import type { ObjectStore } from '../pipeline/store';
+import { recordKey } from '../pipeline/keys';
+import type { Recorder } from './crawlActivities';
+
+/** Metadata records as NDJSON objects in the store, one object per unit of work. */
+export class StoreRecorder implements Recorder {
+  constructor(private readonly store: ObjectStore) {}
+
+  async write(source: string, unit: string, records: Record<string, unknown>[]): Promise<void> {
+    const text = records.map((r) => JSON.stringify(r)).join('\n') + '\n';
+    await this.store.put(recordKey(source, unit), text, 'application/x-ndjson');
+  }
+}

@@ -1,0 +1,96 @@
+import { createHash } from 'node:crypto';
+import sharp from 'sharp';
+import exifReader from 'exif-reader';
+import { estimateJpegQuality } from './jpegQuality';
+
+export type ImageType = 'jpeg' | 'png' | 'gif' | 'webp' | 'avif' | 'heif' | 'tiff';
+
+export class ContentError extends Error {}
+
+/** The image type from its first bytes; Content-Type is never trusted. */
+export function sniffImageType(b: Buffer): ImageType | undefined {
+  if (b.length >= 3 && b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff) return 'jpeg';
+  if (b.length >= 8 && b.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))) return 'png';
+  if (b.length >= 6 && (b.toString('latin1', 0, 6) === 'GIF87a' || b.toString('latin1', 0, 6) === 'GIF89a')) return 'gif';
+  if (b.length >= 12 && b.toString('latin1', 0, 4) === 'RIFF' && b.toString('latin1', 8, 12) === 'WEBP') return 'webp';
+  if (b.length >= 12 && b.toString('latin1', 4, 8) === 'ftyp') {
+    const brand = b.toString('latin1', 8, 12);
+    if (brand === 'avif' || brand === 'avis') return 'avif';
+    if (['heic', 'heix', 'mif1', 'msf1', 'hevc'].includes(brand)) return 'heif';
+  }
+  if (b.length >= 4 && (b.toString('latin1', 0, 4) === 'II*\0' || b.toString('latin1', 0, 4) === 'MM\0*')) return 'tiff';
+  return undefined;
+}
+
+export interface Analysis {
+  format: ImageType;
+  /** Display width and height, after EXIF orientation. */
+  width: number;
+  height: number;
+  bytes: number;
+  sha256: string;
+  jpegQuality: number | null;
+  orientation: number | null;
+  artist: string | null;
+  copyright: string | null;
+}
+
+export async function analyse(body: Buffer, maxPixels: number): Promise<Analysis> {
+  const format = sniffImageType(body);
+  if (!format) throw new ContentError('not an image: unrecognised leading bytes');
+  let meta: sharp.Metadata;
+  try {
+    // metadata() reads headers only: the pixel cap is checked before anything is decoded.
+    meta = await sharp(body, { limitInputPixels: maxPixels, failOn: 'error' }).metadata();
+  } catch (err) {
+    throw new ContentError(`undecodable ${format}: ${(err as Error).message}`);
+  }
+  const w = meta.width ?? 0;
+  const h = meta.height ?? 0;
+  if (!w || !h) throw new ContentError(`undecodable ${format}: no dimensions`);
+  if (w * h > maxPixels) throw new ContentError(`image of ${w}x${h} pixels exceeds the ${maxPixels}-pixel limit`);
+  const orientation = meta.orientation ?? null;
+  const rotated = orientation !== null && orientation >= 5 && orientation <= 8;
+  let artist: string | null = null;
+  let copyright: string | null = null;
+  if (meta.exif) {
+    try {
+      const exif = exifReader(meta.exif);
+      artist = clean(exif.Image?.Artist);
+      copyright = clean(exif.Image?.Copyright);
+    } catch {
+      // Broken EXIF does not make the image unusable; the fields stay empty.
+    }
+  }
+  return {
+    format,
+    width: rotated ? h : w,
+    height: rotated ? w : h,
+    bytes: body.length,
+    sha256: createHash('sha256').update(body).digest('hex'),
+    jpegQuality: format === 'jpeg' ? estimateJpegQuality(body) ?? null : null,
+    orientation,
+    artist,
+    copyright,
+  };
+}
+
+function clean(v: unknown): string | null {
+  if (typeof v !== 'string') return null;
+  const s = v.replace(/\0+$/g, '').trim();
+  return s === '' ? null : s.slice(0, 500);
+}
+
+/** Longest side at most maxSide, never enlarged, EXIF orientation applied, JPEG out. */
+export async function thumbnail(body: Buffer, opts: { maxPixels: number; maxSide: number; quality: number }): Promise<Buffer> {
+  try {
+    return await sharp(body, { limitInputPixels: opts.maxPixels, failOn: 'error' })
+      .rotate()
+      .resize(opts.maxSide, opts.maxSide, { fit: 'inside', withoutEnlargement: true })
+      .flatten({ background: '#ffffff' })
+      .jpeg({ quality: opts.quality })
+      .toBuffer();
+  } catch (err) {
+    throw new ContentError(`cannot decode for thumbnail: ${(err as Error).message}`);
+  }
+}

@@ -1,0 +1,55 @@
+/** Pipeline settings, from the environment with safe defaults. */
+
+export interface PipelineConfig {
+  /** The same on every request; names us and a contact URL. */
+  userAgent: string;
+  /** Product token matched against robots.txt groups. */
+  robotsAgent: string;
+  connectTimeoutMs: number;
+  headersTimeoutMs: number;
+  totalTimeoutMs: number;
+  /** After the grace period, a body slower than this is abandoned (slow-drip servers). */
+  minBytesPerSecond: number;
+  minRateGraceMs: number;
+  maxBodyBytes: number;
+  maxRedirects: number;
+  /** CIDR ranges and host names that may be reached even if private/loopback. */
+  allowNetworks: string[];
+  maxPixels: number;
+  thumbnailMaxSide: number;
+  thumbnailQuality: number;
+  robotsTtlMs: number;
+  robotsRetryMs: number;
+}
+
+export const DEFAULT_USER_AGENT = 'PoliteImageCrawler/0.1 (+https://github.com/polite-image-crawler; crawler@example.org)';
+
+function num(name: string, fallback: number): number {
+  const raw = process.env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isFinite(n) || n < 0) throw new Error(`${name} must be a non-negative number, got ${JSON.stringify(raw)}`);
+  return n;
+}
+
+export function pipelineConfigFromEnv(overrides: Partial<PipelineConfig> = {}): PipelineConfig {
+  const userAgent = process.env.CRAWL_USER_AGENT ?? DEFAULT_USER_AGENT;
+  return {
+    userAgent,
+    robotsAgent: userAgent.split('/')[0]!.trim(),
+    connectTimeoutMs: num('CRAWL_CONNECT_TIMEOUT_MS', 10_000),
+    headersTimeoutMs: num('CRAWL_HEADERS_TIMEOUT_MS', 20_000),
+    totalTimeoutMs: num('CRAWL_TOTAL_TIMEOUT_MS', 60_000),
+    minBytesPerSecond: num('CRAWL_MIN_BYTES_PER_SECOND', 4_096),
+    minRateGraceMs: num('CRAWL_MIN_RATE_GRACE_MS', 5_000),
+    maxBodyBytes: num('CRAWL_MAX_BODY_BYTES', 50 * 1024 * 1024),
+    maxRedirects: 5,
+    allowNetworks: (process.env.CRAWL_ALLOW_NETWORKS ?? '').split(',').map((s) => s.trim()).filter(Boolean),
+    maxPixels: num('CRAWL_MAX_PIXELS', 100_000_000),
+    thumbnailMaxSide: 640,
+    thumbnailQuality: num('CRAWL_THUMBNAIL_QUALITY', 80),
+    robotsTtlMs: 24 * 3600_000,
+    robotsRetryMs: 5 * 60_000,
+    ...overrides,
+  };
+}

@@ -1,0 +1,158 @@
+import net from 'node:net';
+import { Agent, errors as undiciErrors, request } from 'undici';
+import type { PipelineConfig } from './config';
+import { NetworkGuard } from './networkGuard';
+
+/**
+ * HTTP fetching for hostile input: http(s) only, redirects followed by hand (each hop
+ * re-validated and re-guarded), connect/header/total timeouts, a minimum transfer rate and a
+ * body-size cap enforced while streaming. TLS verification stays on (undici's default).
+ */
+
+export type FetchFailure =
+  | 'bad-url' | 'refused' | 'too-many-redirects' | 'timeout' | 'too-slow' | 'too-large' | 'network';
+
+export interface FetchResult {
+  ok: boolean;
+  /** Set when a response arrived (the final hop's status). */
+  status?: number;
+  failure?: FetchFailure;
+  reason?: string;
+  finalUrl: string;
+  redirects: number;
+  /** Time to first byte of the final hop's response headers, ms. */
+  ttfbMs?: number;
+  totalMs: number;
+  body?: Buffer;
+  contentType?: string;
+  retryAfter?: string;
+  /** True once any request left this process for the site. */
+  sent: boolean;
+}
+
+export class FetchError extends Error {
+  constructor(public readonly failure: FetchFailure, message: string) {
+    super(message);
+  }
+}
+
+export function validateUrl(raw: string): URL {
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    throw new FetchError('bad-url', `not a valid URL: ${JSON.stringify(raw.slice(0, 200))}`);
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new FetchError('bad-url', `scheme ${u.protocol} not allowed (http and https only)`);
+  if (u.username || u.password) throw new FetchError('bad-url', 'credentials in URLs are not allowed');
+  return u;
+}
+
+export class Fetcher {
+  readonly guard: NetworkGuard;
+  readonly agent: Agent;
+
+  constructor(private readonly cfg: PipelineConfig) {
+    this.guard = new NetworkGuard(cfg.allowNetworks);
+    // One Agent keeps one keep-alive pool per origin.
+    this.agent = new Agent({
+      connect: { timeout: cfg.connectTimeoutMs, lookup: this.guard.lookup },
+      headersTimeout: cfg.headersTimeoutMs,
+      bodyTimeout: Math.max(cfg.minRateGraceMs, 1_000),
+      keepAliveTimeout: 30_000,
+      connections: 64,
+    });
+  }
+
+  close(): Promise<void> {
+    return this.agent.close();
+  }
+
+  async fetch(rawUrl: string, opts: { signal?: AbortSignal; maxBytes?: number; accept?: string } = {}): Promise<FetchResult> {
+    const started = performance.now();
+    const elapsed = () => Math.round(performance.now() - started);
+    const maxBytes = opts.maxBytes ?? this.cfg.maxBodyBytes;
+    const total = AbortSignal.timeout(this.cfg.totalTimeoutMs);
+    const signal = opts.signal ? AbortSignal.any([opts.signal, total]) : total;
+    let url = rawUrl;
+    let sent = false;
+    let redirects = 0;
+    const fail = (failure: FetchFailure, reason: string, extra: Partial<FetchResult> = {}): FetchResult =>
+      ({ ok: false, failure, reason, finalUrl: url, redirects, totalMs: elapsed(), sent, ...extra });
+    try {
+      for (;;) {
+        const u = validateUrl(url);
+        const host = u.hostname.replace(/^\[|\]$/g, '');
+        // A literal IP never reaches the DNS lookup hook, so it is checked here.
+        if (net.isIP(host)) {
+          const refusal = this.guard.refusal(host, host);
+          if (refusal) return fail('refused', refusal);
+        }
+        const hopStart = performance.now();
+        sent = true;
+        const res = await request(u, {
+          method: 'GET',
+          dispatcher: this.agent,
+          signal,
+          maxRedirections: 0,
+          headers: { 'user-agent': this.cfg.userAgent, accept: opts.accept ?? 'image/*,*/*;q=0.5' },
+        } as Parameters<typeof request>[1]);
+        const ttfbMs = Math.round(performance.now() - hopStart);
+        const status = res.statusCode;
+        const header = (name: string) => {
+          const v = res.headers[name];
+          return Array.isArray(v) ? v[0] : v;
+        };
+        if (status >= 300 && status < 400 && status !== 304 && header('location')) {
+          await res.body.dump();
+          if (redirects >= this.cfg.maxRedirects) return fail('too-many-redirects', `more than ${this.cfg.maxRedirects} redirects`, { status, ttfbMs });
+          redirects += 1;
+          url = new URL(header('location')!, u).toString();
+          continue;
+        }
+        const base = { status, ttfbMs, finalUrl: url, redirects, contentType: header('content-type'), retryAfter: header('retry-after'), sent };
+        if (status < 200 || status >= 300) {
+          await res.body.dump().catch(() => undefined);
+          return { ok: false, ...base, totalMs: elapsed() };
+        }
+        const declared = Number(header('content-length'));
+        if (Number.isFinite(declared) && declared > maxBytes) {
+          res.body.destroy();
+          return fail('too-large', `content-length ${declared} exceeds the ${maxBytes}-byte limit`, base);
+        }
+        const chunks: Buffer[] = [];
+        let size = 0;
+        const bodyStart = performance.now();
+        for await (const chunk of res.body) {
+          size += (chunk as Buffer).length;
+          if (size > maxBytes) {
+            res.body.destroy();
+            return fail('too-large', `body exceeds the ${maxBytes}-byte limit`, base);
+          }
+          chunks.push(chunk as Buffer);
+          const bodyMs = performance.now() - bodyStart;
+          if (bodyMs > this.cfg.minRateGraceMs && (size * 1000) / bodyMs < this.cfg.minBytesPerSecond) {
+            res.body.destroy();
+            return fail('too-slow', `transfer below ${this.cfg.minBytesPerSecond} bytes/s`, base);
+          }
+        }
+        return { ok: true, ...base, body: Buffer.concat(chunks, size), totalMs: elapsed() };
+      }
+    } catch (err) {
+      return fail(...classifyError(err, total));
+    }
+  }
+}
+
+function classifyError(err: unknown, total: AbortSignal): [FetchFailure, string] {
+  if (err instanceof FetchError) return [err.failure, err.message];
+  const e = err as { code?: string; name?: string; message?: string; cause?: { code?: string; message?: string } };
+  const code = e.code ?? e.cause?.code;
+  if (code === 'ENETGUARD') return ['refused', (e.cause?.message ?? e.message ?? 'refused')];
+  if (total.aborted) return ['timeout', 'total timeout'];
+  if (err instanceof undiciErrors.ConnectTimeoutError) return ['timeout', 'connect timeout'];
+  if (err instanceof undiciErrors.HeadersTimeoutError) return ['timeout', 'headers timeout'];
+  if (err instanceof undiciErrors.BodyTimeoutError) return ['too-slow', 'body stalled'];
+  if (e.name === 'AbortError') return ['timeout', 'aborted'];
+  return ['network', `${code ?? e.name ?? 'error'}: ${e.message ?? String(err)}`.slice(0, 300)];
+}

@@ -1,0 +1,89 @@
+import { classifyStatus } from '../politeness/classify';
+import { parseRetryAfter } from '../politeness/retryAfter';
+import type { ProcessedUrl, UrlProcessor } from '../activities/crawlActivities';
+import { analyse, ContentError, thumbnail } from './analyse';
+import type { PipelineConfig } from './config';
+import { Fetcher, FetchError, validateUrl } from './fetcher';
+import { thumbnailKey } from './keys';
+import { RobotsCache } from './robots';
+import type { Spool } from './spool';
+import type { ObjectStore } from './store';
+
+const MAX_RETRY_AFTER_MS = 15 * 60_000;
+
+/**
+ * One URL through the whole pipeline: validate, robots.txt, fetch, analyse, thumbnail, store.
+ * Every problem of the URL or the site becomes an outcome; only infrastructure failures
+ * (the store is down) throw, so the activity is retried without re-fetching (spool).
+ */
+export class ImagePipeline implements UrlProcessor {
+  readonly fetcher: Fetcher;
+  readonly robots: RobotsCache;
+
+  constructor(private readonly cfg: PipelineConfig, private readonly store: ObjectStore, private readonly spool: Spool) {
+    this.fetcher = new Fetcher(cfg);
+    this.robots = new RobotsCache(this.fetcher, cfg);
+  }
+
+  close(): Promise<void> {
+    return this.fetcher.close();
+  }
+
+  async process(url: string, ctx: { source: string; attempt: number; signal: AbortSignal }): Promise<ProcessedUrl> {
+    const base = { url, sent: false };
+    let u: URL;
+    try {
+      u = validateUrl(url);
+    } catch (err) {
+      return { outcome: { ...base, cls: 'refused', reason: (err as FetchError).message } };
+    }
+
+    let body = await this.spool.get(url);
+    let fetchInfo: { status?: number; ttfbMs?: number; totalMs?: number; finalUrl?: string; redirects?: number; sent: boolean } = { status: 200, sent: false };
+    if (!body) {
+      if (!this.robots.known(u)) {
+        // Fetching robots.txt spends this slot: the image waits for a later one.
+        const { verdict, fetched } = await this.robots.check(u, ctx.signal);
+        return { outcome: { ...base, cls: 'error', sent: fetched, reason: `robots.txt ${verdict.kind === 'pending' ? 'being fetched' : 'fetched'}` }, requeue: true };
+      }
+      const { verdict } = await this.robots.check(u, ctx.signal);
+      if (verdict.kind === 'disallowed') return { outcome: { ...base, cls: 'robots', reason: verdict.reason } };
+      if (verdict.kind === 'unavailable') return { outcome: { ...base, cls: 'error', reason: `${verdict.reason}; host treated as disallowed for now` } };
+      if (verdict.kind === 'pending') return { outcome: { ...base, cls: 'error', reason: 'robots.txt being fetched' }, requeue: true };
+
+      const res = await this.fetcher.fetch(url, { signal: ctx.signal });
+      fetchInfo = { status: res.status, ttfbMs: res.ttfbMs, totalMs: res.totalMs, finalUrl: res.finalUrl, redirects: res.redirects, sent: res.sent };
+      const timing = { status: res.status, ttfbMs: res.ttfbMs, totalMs: res.totalMs, sent: res.sent };
+      if (!res.ok) {
+        if (res.failure === 'refused' || res.failure === 'bad-url') return { outcome: { ...base, ...timing, cls: 'refused', reason: res.reason } };
+        if (res.failure === 'too-large' || res.failure === 'too-many-redirects') return { outcome: { ...base, ...timing, cls: 'content', reason: res.reason } };
+        if (res.failure) return { outcome: { ...base, ...timing, cls: 'error', reason: `${res.failure}: ${res.reason}` } };
+        const meaning = classifyStatus(res.status!);
+        const reason = `http ${res.status}`;
+        if (meaning === 'linkrot') return { outcome: { ...base, ...timing, cls: 'linkrot', reason } };
+        if (meaning === 'url-error') return { outcome: { ...base, ...timing, cls: 'content', reason } };
+        const retryAfterMs = parseRetryAfter(res.retryAfter, Date.now(), MAX_RETRY_AFTER_MS);
+        return { outcome: { ...base, ...timing, cls: 'error', reason, retryAfterMs } };
+      }
+      body = res.body!;
+      await this.spool.put(url, body);
+    }
+
+    const timing = { status: fetchInfo.status, ttfbMs: fetchInfo.ttfbMs, totalMs: fetchInfo.totalMs, sent: fetchInfo.sent };
+    try {
+      const analysis = await analyse(body, this.cfg.maxPixels);
+      const thumb = await thumbnail(body, { maxPixels: this.cfg.maxPixels, maxSide: this.cfg.thumbnailMaxSide, quality: this.cfg.thumbnailQuality });
+      const key = thumbnailKey(url);
+      await this.store.put(key, thumb, 'image/jpeg');
+      await this.spool.delete(url);
+      return {
+        outcome: { ...base, ...timing, cls: 'done' },
+        record: { ...analysis, thumbnailKey: key, finalUrl: fetchInfo.finalUrl ?? url, redirects: fetchInfo.redirects ?? 0 },
+      };
+    } catch (err) {
+      if (!(err instanceof ContentError)) throw err;
+      await this.spool.delete(url);
+      return { outcome: { ...base, ...timing, cls: 'content', reason: err.message } };
+    }
+  }
+}

@@ -1,0 +1,56 @@
+/**
+ * JPEG quality estimated from the quantisation tables, the way ImageMagick's estimate works
+ * in spirit: compare the file's luminance table with the IJG/Annex K base table it was
+ * scaled from, and invert libjpeg's quality scaling.
+ */
+
+// JPEG Annex K luminance table (order does not matter: only sums are used).
+const ANNEX_K_LUMA = [
+  16, 11, 10, 16, 24, 40, 51, 61, 12, 12, 14, 19, 26, 58, 60, 55, 14, 13, 16, 24, 40, 57, 69, 56, 14, 17, 22, 29, 51, 87, 80, 62,
+  18, 22, 37, 56, 68, 109, 103, 77, 24, 35, 55, 64, 81, 104, 113, 92, 49, 64, 78, 87, 103, 121, 120, 101, 72, 92, 95, 98, 112, 100, 103, 99,
+];
+
+/** Reads the quantisation tables (id -> 64 values) from JPEG bytes; stops at the first scan. */
+export function readQuantTables(buf: Buffer): Map<number, number[]> {
+  const tables = new Map<number, number[]>();
+  if (buf.length < 4 || buf[0] !== 0xff || buf[1] !== 0xd8) return tables;
+  let p = 2;
+  while (p + 4 <= buf.length) {
+    if (buf[p] !== 0xff) { p++; continue; }
+    const marker = buf[p + 1]!;
+    if (marker === 0xff) { p++; continue; }
+    if (marker === 0xd8 || (marker >= 0xd0 && marker <= 0xd7) || marker === 0x01) { p += 2; continue; }
+    if (marker === 0xda || marker === 0xd9) break;
+    const len = buf.readUInt16BE(p + 2);
+    const end = p + 2 + len;
+    if (len < 2 || end > buf.length) break;
+    if (marker === 0xdb) {
+      let q = p + 4;
+      while (q < end) {
+        const pq = buf[q]! >> 4;
+        const id = buf[q]! & 0x0f;
+        q += 1;
+        const values: number[] = [];
+        for (let i = 0; i < 64 && q < end; i++) {
+          values.push(pq ? buf.readUInt16BE(q) : buf[q]!);
+          q += pq ? 2 : 1;
+        }
+        if (values.length === 64) tables.set(id, values);
+      }
+    }
+    p = end;
+  }
+  return tables;
+}
+
+/** Estimated quality 1-100, or undefined when the bytes carry no usable table. */
+export function estimateJpegQuality(buf: Buffer): number | undefined {
+  const luma = readQuantTables(buf).get(0);
+  if (!luma) return undefined;
+  const sum = luma.reduce((a, b) => a + b, 0);
+  if (sum <= 64) return 100; // every entry 1: the finest table there is
+  const base = ANNEX_K_LUMA.reduce((a, b) => a + b, 0);
+  const scale = (100 * sum) / base;
+  const q = scale <= 100 ? (200 - scale) / 2 : 5000 / scale;
+  return Math.max(1, Math.min(100, Math.round(q)));
+}

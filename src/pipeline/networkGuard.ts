@@ -1,0 +1,63 @@
+import dns from 'node:dns';
+import net from 'node:net';
+import ipaddr from 'ipaddr.js';
+
+/**
+ * Refuses loopback, private, link-local, multicast and reserved addresses unless an explicit
+ * allow-list opens them. Checked on the resolved IP of every connection, so neither a DNS
+ * answer nor a redirect can steer us into an internal network.
+ */
+
+type Addr = ipaddr.IPv4 | ipaddr.IPv6;
+
+export class NetworkGuard {
+  private readonly cidrs: [Addr, number][] = [];
+  private readonly hosts = new Set<string>();
+
+  constructor(allow: readonly string[]) {
+    for (const entry of allow) {
+      if (entry.includes('/')) {
+        try {
+          this.cidrs.push(ipaddr.parseCIDR(entry));
+        } catch {
+          throw new Error(`allow-network entry ${JSON.stringify(entry)} is not a valid CIDR range`);
+        }
+      } else if (ipaddr.isValid(entry)) {
+        const a = ipaddr.parse(entry);
+        this.cidrs.push([a, a.kind() === 'ipv4' ? 32 : 128]);
+      } else if (/^[a-z0-9.-]+$/i.test(entry)) {
+        this.hosts.add(entry.toLowerCase());
+      } else {
+        throw new Error(`allow-network entry ${JSON.stringify(entry)} is neither a CIDR range, an IP nor a host name`);
+      }
+    }
+  }
+
+  /** Undefined when the address may be reached, else the reason it may not. */
+  refusal(ip: string, host?: string): string | undefined {
+    if (host && this.hosts.has(host.toLowerCase())) return undefined;
+    if (!ipaddr.isValid(ip)) return `not an IP address: ${ip}`;
+    let addr: Addr = ipaddr.parse(ip);
+    if (addr.kind() === 'ipv6' && (addr as ipaddr.IPv6).isIPv4MappedAddress()) addr = (addr as ipaddr.IPv6).toIPv4Address();
+    for (const [net, bits] of this.cidrs) {
+      if (net.kind() === addr.kind() && addr.match(net, bits)) return undefined;
+    }
+    const range = addr.range();
+    return range === 'unicast' ? undefined : `address ${ip} is ${range}; not allowed (use --allow-network to open it)`;
+  }
+
+  /** A dns.lookup replacement for undici's connector that refuses forbidden answers. */
+  lookup: net.LookupFunction = (hostname, options, callback) => {
+    dns.lookup(hostname, { ...options, all: true }, (err, addresses) => {
+      if (err) return (callback as (e: Error | null) => void)(err);
+      const list = addresses as dns.LookupAddress[];
+      const allowed = list.filter((a) => this.refusal(a.address, hostname) === undefined);
+      if (allowed.length === 0) {
+        const reason = this.refusal(list[0]?.address ?? '', hostname) ?? 'no address';
+        return (callback as (e: Error | null) => void)(Object.assign(new Error(`refused ${hostname}: ${reason}`), { code: 'ENETGUARD' }));
+      }
+      if ((options as dns.LookupOptions).all) return (callback as (e: null, a: dns.LookupAddress[]) => void)(null, allowed);
+      return (callback as (e: null, a: string, f: number) => void)(null, allowed[0]!.address, allowed[0]!.family);
+    });
+  };
+}

@@ -1,0 +1,80 @@
+import robotsParser from 'robots-parser';
+import type { PipelineConfig } from './config';
+import type { Fetcher } from './fetcher';
+
+/**
+ * robots.txt per origin with RFC 9309 semantics: 2xx is parsed; 4xx means no restrictions;
+ * 5xx or unreachable means "disallow everything for now" and is asked again after a short
+ * interval. Cached at most 24 h. The fetch goes through the same guarded fetcher.
+ */
+
+export type RobotsVerdict =
+  | { kind: 'allowed' }
+  | { kind: 'disallowed'; reason: string }
+  | { kind: 'unavailable'; reason: string }
+  /** Not known yet: fetching robots.txt used this request slot. */
+  | { kind: 'pending' };
+
+interface Entry {
+  expiresAt: number;
+  check(url: string): RobotsVerdict;
+}
+
+const ROBOTS_MAX_BYTES = 512 * 1024; // RFC 9309: parse at least 500 KiB
+
+export class RobotsCache {
+  private readonly entries = new Map<string, Entry>();
+  private readonly inflight = new Map<string, Promise<Entry>>();
+
+  constructor(private readonly fetcher: Fetcher, private readonly cfg: PipelineConfig, private readonly now: () => number = Date.now) {}
+
+  /** Whether robots.txt for this URL's origin is already known (no request needed). */
+  known(url: URL): boolean {
+    const e = this.entries.get(url.origin);
+    return !!e && e.expiresAt > this.now();
+  }
+
+  /**
+   * The verdict for a URL. When robots.txt is not cached, fetches it (one request) and
+   * returns its verdict; the caller decides whether the image request may follow in the same slot.
+   */
+  async check(url: URL, signal?: AbortSignal): Promise<{ verdict: RobotsVerdict; fetched: boolean }> {
+    const origin = url.origin;
+    const cached = this.entries.get(origin);
+    if (cached && cached.expiresAt > this.now()) return { verdict: cached.check(url.href), fetched: false };
+    const running = this.inflight.get(origin);
+    if (running) return { verdict: { kind: 'pending' }, fetched: false };
+    const p = this.load(origin, signal);
+    this.inflight.set(origin, p);
+    try {
+      const entry = await p;
+      this.entries.set(origin, entry);
+      return { verdict: entry.check(url.href), fetched: true };
+    } finally {
+      this.inflight.delete(origin);
+    }
+  }
+
+  private async load(origin: string, signal?: AbortSignal): Promise<Entry> {
+    const robotsUrl = `${origin}/robots.txt`;
+    const res = await this.fetcher.fetch(robotsUrl, { signal, maxBytes: ROBOTS_MAX_BYTES, accept: 'text/plain,*/*;q=0.5' });
+    const now = this.now();
+    if (res.ok && res.body) {
+      const robot = robotsParser(robotsUrl, res.body.toString('utf8'));
+      const agent = this.cfg.robotsAgent;
+      return {
+        expiresAt: now + this.cfg.robotsTtlMs,
+        check: (u) => (robot.isAllowed(u, agent) === false ? { kind: 'disallowed', reason: `robots.txt disallows ${new URL(u).pathname}` } : { kind: 'allowed' }),
+      };
+    }
+    if (res.failure === 'too-large' && res.status !== undefined) {
+      // Oversized robots.txt: RFC 9309 lets us parse the first 500 KiB; we conservatively allow.
+      return { expiresAt: now + this.cfg.robotsTtlMs, check: () => ({ kind: 'allowed' }) };
+    }
+    if (res.status !== undefined && res.status >= 400 && res.status < 500) {
+      return { expiresAt: now + this.cfg.robotsTtlMs, check: () => ({ kind: 'allowed' }) };
+    }
+    const reason = res.status !== undefined ? `robots.txt answered ${res.status}` : `robots.txt unreachable (${res.reason ?? res.failure})`;
+    return { expiresAt: now + this.cfg.robotsRetryMs, check: () => ({ kind: 'unavailable', reason }) };
+  }
+}

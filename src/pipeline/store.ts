@@ -1,0 +1,111 @@
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { GetObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+
+/** Where thumbnails and metadata records go: a local directory or any S3-compatible store. */
+export interface ObjectStore {
+  readonly description: string;
+  put(key: string, body: Buffer | string, contentType: string): Promise<void>;
+  get(key: string): Promise<Buffer | undefined>;
+}
+
+function safeKey(key: string): string {
+  if (key.startsWith('/') || key.split('/').some((p) => p === '..' || p === '')) throw new Error(`unsafe object key ${JSON.stringify(key)}`);
+  return key;
+}
+
+export class LocalStore implements ObjectStore {
+  constructor(private readonly root: string) {}
+
+  get description(): string {
+    return `local directory ${this.root}`;
+  }
+
+  async put(key: string, body: Buffer | string): Promise<void> {
+    const file = path.join(this.root, safeKey(key));
+    await fs.mkdir(path.dirname(file), { recursive: true });
+    // Write-then-rename: a reader never sees half a file, and a re-run overwrites atomically.
+    const tmp = `${file}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
+    const fh = await fs.open(tmp, 'w');
+    try {
+      await fh.writeFile(body);
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    await fs.rename(tmp, file);
+  }
+
+  async get(key: string): Promise<Buffer | undefined> {
+    try {
+      return await fs.readFile(path.join(this.root, safeKey(key)));
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+      throw err;
+    }
+  }
+}
+
+export interface S3StoreConfig {
+  bucket: string;
+  prefix?: string;
+  endpoint?: string;
+  region?: string;
+  forcePathStyle?: boolean;
+}
+
+/** Credentials come from the standard AWS chain (env, profile, role); they are never logged. */
+export class S3Store implements ObjectStore {
+  private readonly client: S3Client;
+
+  constructor(private readonly cfg: S3StoreConfig, client?: S3Client) {
+    this.client = client ?? new S3Client({
+      region: cfg.region ?? 'us-east-1',
+      endpoint: cfg.endpoint,
+      forcePathStyle: cfg.forcePathStyle ?? false,
+    });
+  }
+
+  get description(): string {
+    return `s3://${this.cfg.bucket}/${this.cfg.prefix ?? ''}${this.cfg.endpoint ? ` at ${this.cfg.endpoint}` : ''}`;
+  }
+
+  private key(key: string): string {
+    return `${this.cfg.prefix ?? ''}${safeKey(key)}`;
+  }
+
+  async put(key: string, body: Buffer | string, contentType: string): Promise<void> {
+    await this.client.send(new PutObjectCommand({ Bucket: this.cfg.bucket, Key: this.key(key), Body: body, ContentType: contentType }));
+  }
+
+  async get(key: string): Promise<Buffer | undefined> {
+    try {
+      const res = await this.client.send(new GetObjectCommand({ Bucket: this.cfg.bucket, Key: this.key(key) }));
+      return Buffer.from(await res.Body!.transformToByteArray());
+    } catch (err) {
+      if ((err as { name?: string }).name === 'NoSuchKey') return undefined;
+      throw err;
+    }
+  }
+
+  destroy(): void {
+    this.client.destroy();
+  }
+}
+
+export function storeFromEnv(dataDir: string): ObjectStore {
+  const kind = process.env.CRAWL_STORE ?? 'local';
+  if (kind === 'local') return new LocalStore(process.env.CRAWL_LOCAL_STORE_DIR ?? path.join(dataDir, 'store'));
+  if (kind === 's3') {
+    const bucket = process.env.CRAWL_S3_BUCKET;
+    if (!bucket) throw new Error('CRAWL_STORE=s3 needs CRAWL_S3_BUCKET');
+    return new S3Store({
+      bucket,
+      prefix: process.env.CRAWL_S3_PREFIX ?? '',
+      endpoint: process.env.CRAWL_S3_ENDPOINT,
+      region: process.env.CRAWL_S3_REGION ?? process.env.AWS_REGION,
+      forcePathStyle: process.env.CRAWL_S3_FORCE_PATH_STYLE === 'true',
+    });
+  }
+  throw new Error(`CRAWL_STORE must be "local" or "s3", got ${JSON.stringify(kind)}`);
+}

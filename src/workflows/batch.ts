@@ -1,0 +1,142 @@
+import {
+  ActivityFailure, getExternalWorkflowHandle, log, proxyActivities, setHandler, condition, workflowInfo,
+} from '@temporalio/workflow';
+import type { CrawlActivities } from '../activities/crawlActivities';
+import type { BatchItem, FetchBatchResult, Grant, OutcomeClass, RequestOutcome, WorkChunk } from '../shared/types';
+import { batchFinishedSignal, grantSignal, reportOutcomesSignal, requestTokensSignal } from './messages';
+
+/**
+ * A batch owns a bounded list of URLs. It asks its monitor for slots, runs the fetch activity
+ * for exactly the granted URLs inside the grant's window, reports every outcome back, and puts
+ * retryable and unused URLs back in its queue for a later grant. It never sends on its own.
+ */
+
+export interface BatchInput {
+  source: string;
+  monitorId: string;
+  chunk: WorkChunk;
+  maxAttempts: number;
+}
+
+export interface BatchResult {
+  batchId: string;
+  counts: Partial<Record<OutcomeClass, number>>;
+  urls: number;
+}
+
+const { loadChunk, recordFinal } = proxyActivities<CrawlActivities>({
+  startToCloseTimeout: '2 minutes',
+  retry: { maximumAttempts: 10, initialInterval: '1 second', maximumInterval: '1 minute' },
+});
+
+// How long a single request may take after its slot (the fetch's own total timeout is less).
+const REQUEST_TAIL_MS = 120_000;
+
+export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult> {
+  const batchId = workflowInfo().workflowId;
+  const monitor = getExternalWorkflowHandle(input.monitorId);
+  const urls = input.chunk.urls ?? (await loadChunk(input.chunk));
+  const attempts = urls.map(() => 0);
+  const finals: (OutcomeClass | null)[] = urls.map(() => null);
+  const pending: number[] = urls.map((_, i) => i);
+  let remaining = urls.length;
+  const grants: Grant[] = [];
+  let grantsSeen = 0;
+  let running = 0;
+  let lastAsk: string | null = null;
+
+  setHandler(grantSignal, (g) => {
+    grants.push(g);
+    grantsSeen += 1;
+  });
+
+  const finish = (index: number, cls: OutcomeClass) => {
+    if (finals[index] !== null) return;
+    finals[index] = cls;
+    remaining -= 1;
+  };
+
+  async function runGrant(g: Grant, indices: number[]): Promise<void> {
+    const items: BatchItem[] = indices.map((i) => ({ url: urls[i]!, attempt: attempts[i]! + 1 }));
+    const byUrl = new Map(indices.map((i) => [urls[i]!, i]));
+    const { fetchBatch } = proxyActivities<CrawlActivities>({
+      startToCloseTimeout: Math.max(1_000, g.endMs - Date.now()) + REQUEST_TAIL_MS,
+      heartbeatTimeout: '30 seconds',
+      // A retried attempt resumes from its heartbeat and still only sends inside the window.
+      retry: { maximumAttempts: 3, initialInterval: '1 second', nonRetryableErrorTypes: ['InvalidInput'] },
+    });
+    let result: FetchBatchResult;
+    try {
+      result = await fetchBatch({
+        source: input.source, batchId, grantId: g.grantId, items, maxAttempts: input.maxAttempts,
+        schedule: { startMs: g.startMs, endMs: g.endMs, intervalMs: g.intervalMs, burstSlots: g.burstSlots },
+      });
+    } catch (err) {
+      if (!(err instanceof ActivityFailure)) throw err;
+      // The activity failed for good: count a try for each URL; those out of tries end here.
+      log.warn('fetch activity failed', { batchId, grantId: g.grantId, error: String(err.cause?.message ?? err.message) });
+      const outcomes: RequestOutcome[] = indices.map((i) => {
+        attempts[i]! += 1;
+        const final = attempts[i]! >= input.maxAttempts;
+        return { url: urls[i]!, cls: 'error', reason: `activity failed: ${err.cause?.message ?? err.message}`, sent: false, final, attempt: attempts[i]! };
+      });
+      const finalOnes = outcomes.filter((o) => o.final);
+      if (finalOnes.length) await recordFinal({ source: input.source, unit: `${batchId}-g${g.grantId}-failed`, outcomes: finalOnes });
+      for (const o of outcomes) {
+        const i = byUrl.get(o.url)!;
+        if (o.final) finish(i, o.cls);
+        else pending.push(i);
+      }
+      await monitor.signal(reportOutcomesSignal, { batchId, grantId: g.grantId, outcomes, unused: 0 });
+      return;
+    }
+    for (const o of result.outcomes) {
+      const i = byUrl.get(o.url);
+      if (i === undefined) continue;
+      attempts[i] = o.attempt;
+      if (o.final) finish(i, o.cls);
+      else pending.push(i);
+    }
+    for (const k of result.unused) pending.push(indices[k]!);
+    // Outcomes go to the monitor without the URL text: it needs classes and timings, and
+    // history stays small.
+    await monitor.signal(reportOutcomesSignal, {
+      batchId, grantId: g.grantId, unused: result.unused.length, retryAfterMs: result.retryAfterMs,
+      outcomes: result.outcomes.map((o) => ({ ...o, url: '' })),
+    });
+  }
+
+  while (remaining > 0) {
+    const ask = `${pending.length}/${grantsSeen}`;
+    if (pending.length > 0 && ask !== lastAsk) {
+      lastAsk = ask;
+      await monitor.signal(requestTokensSignal, { batchId, unassigned: pending.length, grantsSeen });
+    }
+    const seenBefore = grantsSeen;
+    const pendingBefore = pending.length;
+    await condition(() => grants.length > 0 || remaining === 0 || pending.length !== pendingBefore || grantsSeen !== seenBefore);
+    while (grants.length > 0) {
+      const g = grants.shift()!;
+      const indices = pending.splice(0, g.slots);
+      if (indices.length === 0) {
+        await monitor.signal(reportOutcomesSignal, { batchId, grantId: g.grantId, outcomes: [], unused: g.slots });
+        continue;
+      }
+      running += 1;
+      void runGrant(g, indices)
+        .catch((err) => {
+          // Anything but an activity failure is a bug: fail the workflow task so it is retried.
+          throw err;
+        })
+        .finally(() => {
+          running -= 1;
+        });
+    }
+  }
+  await condition(() => running === 0);
+
+  const counts: Partial<Record<OutcomeClass, number>> = {};
+  for (const f of finals) if (f) counts[f] = (counts[f] ?? 0) + 1;
+  await monitor.signal(batchFinishedSignal, { batchId, chunkId: input.chunk.chunkId, urls: urls.length });
+  return { batchId, counts, urls: urls.length };
+}

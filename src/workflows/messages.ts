@@ -1,0 +1,39 @@
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { Grant, OutcomeReport, TokenRequest, WorkChunk } from '../shared/types';
+import type { MonitorStats } from './monitorState';
+
+// The crawl's message names. They are a public interface: operators use them with the
+// Temporal CLI (see README), so renaming one is a breaking change.
+
+// --- crawl monitor: operator surface -----------------------------------------------------
+export const statsQuery = defineQuery<MonitorStats>('stats');
+export const pauseUpdate = defineUpdate<string, []>('pause');
+// The argument may be omitted from the Temporal CLI; the handler treats a missing one as {}.
+export const resumeUpdate = defineUpdate<string, [ResumeInput]>('resume');
+export const setRateUpdate = defineUpdate<string, [SetRateInput]>('setRate');
+export const stopUpdate = defineUpdate<string, []>('stop');
+/** Adds chunks of URLs; chunk ids already seen are ignored, so re-sending is harmless. */
+export const addWorkSignal = defineSignal<[WorkChunk[]]>('addWork');
+
+// --- crawl monitor: batch traffic ----------------------------------------------------------
+export const requestTokensSignal = defineSignal<[TokenRequest]>('requestTokens');
+export const reportOutcomesSignal = defineSignal<[OutcomeReport]>('reportOutcomes');
+export const batchFinishedSignal = defineSignal<[BatchFinished]>('batchFinished');
+
+// --- batch ---------------------------------------------------------------------------------
+export const grantSignal = defineSignal<[Grant]>('grant');
+
+export interface ResumeInput {
+  rate?: number;
+}
+
+export interface SetRateInput {
+  rate: number;
+  burst?: number;
+}
+
+export interface BatchFinished {
+  batchId: string;
+  chunkId: string;
+  urls: number;
+}

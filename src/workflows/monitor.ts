@@ -1,0 +1,158 @@
+import {
+  ParentClosePolicy, allHandlersFinished, condition, continueAsNew, getExternalWorkflowHandle, log, setHandler,
+  setCurrentDetails, startChild, upsertSearchAttributes, workflowInfo, WorkflowIdReusePolicy,
+} from '@temporalio/workflow';
+import type { PolicyEvent } from '../politeness/governor';
+import { invalidBurst, invalidRate } from '../politeness/targetRate';
+import { CRAWL_DONE, CRAWL_ERRORS, CRAWL_RATE, CRAWL_SOURCE, CRAWL_STATE } from '../temporal/searchAttributes';
+import type { WorkChunk } from '../shared/types';
+import { crawlBatchWorkflow } from './batch';
+import {
+  addWorkSignal, batchFinishedSignal, grantSignal, pauseUpdate, reportOutcomesSignal, requestTokensSignal, resumeUpdate,
+  setRateUpdate, statsQuery, stopUpdate, type ResumeInput, type SetRateInput,
+} from './messages';
+import { MonitorModel, type MonitorInput, type MonitorStats } from './monitorState';
+
+/**
+ * The crawl monitor: one long-running workflow per source, the durable governor of its
+ * politeness. This file is the message table and the main loop; decisions live in
+ * MonitorModel and the politeness policy.
+ */
+export async function crawlMonitorWorkflow(input: MonitorInput): Promise<MonitorStats> {
+  const m = MonitorModel.fromInput(input, Date.now());
+  let dirty = false;
+  const wake = () => { dirty = true; };
+  const announce = (events: PolicyEvent[]) => {
+    for (const e of events) {
+      const line = `${e.event}: ${e.detail}`;
+      if (e.event === 'halted') {
+        // The alert an operator must see: log event, search attribute (below), UI details.
+        log.error('ALERT source halted permanently; waiting for an operator', { source: m.state.source, reason: e.detail });
+        m.alert(`HALTED ${e.detail}`, Date.now());
+      } else {
+        log.info(`monitor ${e.event}`, { source: m.state.source, detail: e.detail });
+        if (e.event !== 'rate-set') m.alert(line, Date.now());
+      }
+    }
+    if (events.length) wake();
+  };
+
+  setHandler(statsQuery, () => m.stats(Date.now()));
+  setHandler(addWorkSignal, (chunks: WorkChunk[]) => { if (m.addWork(chunks)) wake(); });
+  setHandler(requestTokensSignal, (req) => { m.onTokenRequest(req); wake(); });
+  setHandler(reportOutcomesSignal, (report) => announce(m.onReport(report, Date.now())));
+  setHandler(batchFinishedSignal, (done) => { m.onBatchFinished(done); wake(); });
+
+  setHandler(pauseUpdate, () => { announce([m.governor.pause()]); return m.state.governor.mode; }, {
+    validator: () => { if (m.state.governor.mode === 'stopped') throw new Error('the crawl is stopped; it cannot be paused'); },
+  });
+  setHandler(resumeUpdate, (arg?: ResumeInput) => { announce([m.governor.resume(Date.now(), arg?.rate)]); return m.state.governor.mode; }, {
+    validator: (arg?: ResumeInput) => {
+      if (m.state.governor.mode === 'stopped') throw new Error('the crawl is stopped; start it again instead of resuming');
+      if (arg?.rate !== undefined) assertValid(invalidRate(arg.rate));
+    },
+  });
+  setHandler(setRateUpdate, (arg: SetRateInput) => { announce([m.governor.setRate(arg.rate, arg.burst, Date.now())]); return `target ${arg.rate}/s`; }, {
+    validator: (arg: SetRateInput) => {
+      if (!arg || typeof arg !== 'object') throw new Error('setRate needs {"rate": <requests per second>, "burst"?: <n>}');
+      assertValid(invalidRate(arg.rate));
+      if (arg.burst !== undefined) assertValid(invalidBurst(arg.burst));
+    },
+  });
+  setHandler(stopUpdate, () => { announce([m.governor.stop()]); return 'stopped'; });
+
+  const batchQueue = m.state.options.taskQueue ?? workflowInfo().taskQueue;
+  let lastPublished = '';
+
+  for (;;) {
+    const now = Date.now();
+    announce(m.governor.tick(now));
+
+    for (const chunk of m.takeChunksToStart()) {
+      const batchId = `${workflowInfo().workflowId}/batch:${chunk.chunkId}`;
+      m.batchStarted(batchId, chunk);
+      try {
+        await startChild(crawlBatchWorkflow, {
+          workflowId: batchId,
+          taskQueue: batchQueue,
+          args: [{ source: m.state.source, monitorId: workflowInfo().workflowId, chunk, maxAttempts: m.state.options.maxAttempts }],
+          // Batches outlive a monitor run that continues-as-new; they find it again by id.
+          parentClosePolicy: ParentClosePolicy.ABANDON,
+          workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+        });
+      } catch (err) {
+        // Already started (a previous run of this monitor did it before continuing-as-new,
+        // or the same chunk was added twice): it will report to us by id all the same.
+        log.warn('batch already exists; adopting it', { batchId, error: String(err) });
+      }
+    }
+
+    for (const g of m.planGrants(now)) {
+      try {
+        await getExternalWorkflowHandle(g.batchId).signal(grantSignal, g);
+      } catch (err) {
+        log.warn('grant not delivered; batch gone', { batchId: g.batchId, error: String(err) });
+        m.onBatchFinished({ batchId: g.batchId, chunkId: '', urls: 0 });
+      }
+    }
+
+    lastPublished = publish(m, lastPublished, now);
+
+    const mode = m.state.governor.mode;
+    if (mode === 'stopped' || (m.drained() && m.state.options.finishWhenDrained)) {
+      await condition(allHandlersFinished);
+      publish(m, '', Date.now());
+      return m.stats(Date.now());
+    }
+    const info = workflowInfo();
+    if (info.continueAsNewSuggested || info.historyLength > m.state.options.maxHistoryEvents) {
+      await condition(allHandlersFinished);
+      await continueAsNew<typeof crawlMonitorWorkflow>({ source: m.state.source, carried: m.state, governorConfig: input.governorConfig });
+    }
+
+    const wakeAt = m.nextWakeMs(Date.now());
+    dirty = false;
+    if (wakeAt === undefined) await condition(() => dirty);
+    else await condition(() => dirty, Math.max(1, wakeAt - Date.now()));
+  }
+}
+
+function assertValid(message: string | undefined): void {
+  if (message) throw new Error(message);
+}
+
+/** Search attributes (history events) only on change and at most every interval; details always. */
+function publish(m: MonitorModel, last: string, nowMs: number): string {
+  const g = m.state.governor;
+  const errors = g.counts.error;
+  const done = g.counts.done;
+  const key = `${g.mode}|${g.adaptive.rate.toFixed(2)}|${done}|${errors}`;
+  setCurrentDetails(detailsMarkdown(m, nowMs));
+  const modeChanged = !last.startsWith(`${g.mode}|`);
+  if (key === last || (!modeChanged && nowMs - m.state.lastSearchAttributesMs < m.state.options.searchAttributeIntervalMs)) return last;
+  m.state.lastSearchAttributesMs = nowMs;
+  upsertSearchAttributes([
+    { key: CRAWL_SOURCE, value: g.source },
+    { key: CRAWL_STATE, value: g.mode },
+    { key: CRAWL_RATE, value: Math.round(g.adaptive.rate * 100) / 100 },
+    { key: CRAWL_DONE, value: done },
+    { key: CRAWL_ERRORS, value: errors },
+  ]);
+  return key;
+}
+
+function detailsMarkdown(m: MonitorModel, nowMs: number): string {
+  const s = m.stats(nowMs);
+  const lines = [
+    `## ${s.source}: **${s.state}**`,
+    `rate **${s.rate}/s** of target ${s.target}/s (burst ${s.burst})`,
+    `URLs ${s.urls.finished}/${s.urls.total} finished; batches ${s.batches.active} active, ${s.batches.finished} done`,
+    `done ${s.counts.done} · link rot ${s.counts.linkrot} · robots ${s.counts.robots} · content ${s.counts.content} · refused ${s.counts.refused} · errors ${s.counts.error} · retries ${s.counts.retries}`,
+    `breaker: ${s.breaker.windowErrors}/${s.breaker.windowRequests} errors in 60 s, ${s.breaker.consecutiveErrors} consecutive`,
+  ];
+  if (s.retryAfterUntil) lines.push(`Retry-After hold until ${s.retryAfterUntil}`);
+  if (s.coolingUntil) lines.push(`temporary halt until ${s.coolingUntil}`);
+  if (s.haltReason) lines.push(`**HALTED**: ${s.haltReason}. Resume with the \`resume\` update or \`crawl resume\`.`);
+  if (s.alerts.length) lines.push('', 'recent events:', ...s.alerts.slice(-5).map((a) => `- ${a}`));
+  return lines.join('\n');
+}

@@ -1,0 +1,264 @@
+import { DEFAULT_GOVERNOR, Governor, type Counts, type GovernorConfig, type GovernorMode, type GovernorState, type PolicyEvent } from '../politeness/governor';
+import { ceilings } from '../politeness/pacing';
+import type { Grant, OutcomeReport, SourceConfig, TokenRequest, WorkChunk } from '../shared/types';
+import type { BatchFinished } from './messages';
+
+/**
+ * The monitor's bookkeeping, free of Temporal calls: work queue, batches in flight, grants
+ * they have not yet acknowledged, and the governor. One serialisable object, so
+ * continue-as-new carries all of it in one argument.
+ */
+
+export interface MonitorOptions {
+  maxBatches: number;
+  /** Complete the workflow once every chunk is finished (false: idle until stopped). */
+  finishWhenDrained: boolean;
+  /** Continue-as-new past this many history events even before the server suggests it. */
+  maxHistoryEvents: number;
+  maxAttempts: number;
+  taskQueue?: string;
+  /** Minimum interval between search-attribute updates (each is a history event). */
+  searchAttributeIntervalMs: number;
+}
+
+export const DEFAULT_MONITOR_OPTIONS: MonitorOptions = {
+  maxBatches: 4,
+  finishWhenDrained: true,
+  maxHistoryEvents: 10_000,
+  maxAttempts: 3,
+  searchAttributeIntervalMs: 15_000,
+};
+
+export interface BatchEntry {
+  batchId: string;
+  chunkId: string;
+  urls: number;
+  /** What the batch last said it holds without a slot. */
+  unassigned: number;
+  /** Grants sent to this batch so far (its grant sequence). */
+  grantsSent: number;
+  /** Slots of grants the batch had not yet seen at its last request: [grant seq, slots]. */
+  unseen: [number, number][];
+}
+
+export interface MonitorState {
+  source: string;
+  governor: GovernorState;
+  queue: WorkChunk[];
+  seenChunkIds: string[];
+  batches: BatchEntry[];
+  finishedBatches: number;
+  totalUrls: number;
+  finishedUrls: number;
+  grantedSlots: number;
+  unusedSlots: number;
+  alerts: string[];
+  lastSearchAttributesMs: number;
+  options: MonitorOptions;
+}
+
+export interface MonitorInput {
+  source: string;
+  config?: SourceConfig;
+  work?: WorkChunk[];
+  options?: Partial<MonitorOptions>;
+  governorConfig?: Partial<GovernorConfig>;
+  /** Set by continue-as-new: everything the previous run knew. */
+  carried?: MonitorState;
+}
+
+export interface MonitorStats {
+  source: string;
+  state: GovernorMode;
+  rate: number;
+  target: number;
+  burst: number;
+  ceilingPerSecond: number;
+  retryAfterUntil: string | null;
+  coolingUntil: string | null;
+  haltReason: string | null;
+  counts: Counts;
+  urls: { total: number; finished: number; queuedChunks: number; inBatches: number };
+  batches: { active: number; finished: number };
+  tokens: { granted: number; unused: number; wanted: number; nextWindowAt: string | null };
+  breaker: { windowRequests: number; windowErrors: number; consecutiveErrors: number; last50: string };
+  latency: { baselineMs: number | null; recentMedianMs: number | null };
+  alerts: string[];
+}
+
+export function monitorWorkflowId(source: string): string {
+  return `crawl-monitor:${source}`;
+}
+
+export class MonitorModel {
+  readonly governor: Governor;
+
+  constructor(public readonly state: MonitorState, governorConfig: GovernorConfig = DEFAULT_GOVERNOR) {
+    this.governor = new Governor(state.governor, governorConfig);
+  }
+
+  static fromInput(input: MonitorInput, nowMs: number): MonitorModel {
+    const governorConfig = { ...DEFAULT_GOVERNOR, ...(input.governorConfig ?? {}) };
+    if (input.carried) {
+      const model = new MonitorModel(input.carried, governorConfig);
+      if (input.work) model.addWork(input.work);
+      return model;
+    }
+    const governor = Governor.create(input.source, input.config ?? {}, nowMs, governorConfig);
+    const model = new MonitorModel(
+      {
+        source: input.source,
+        governor: governor.state,
+        queue: [],
+        seenChunkIds: [],
+        batches: [],
+        finishedBatches: 0,
+        totalUrls: 0,
+        finishedUrls: 0,
+        grantedSlots: 0,
+        unusedSlots: 0,
+        alerts: [],
+        lastSearchAttributesMs: 0,
+        options: { ...DEFAULT_MONITOR_OPTIONS, ...(input.options ?? {}) },
+      },
+      governorConfig,
+    );
+    model.addWork(input.work ?? []);
+    return model;
+  }
+
+  addWork(chunks: readonly WorkChunk[]): number {
+    let added = 0;
+    for (const chunk of chunks) {
+      if (this.state.seenChunkIds.includes(chunk.chunkId)) continue;
+      this.state.seenChunkIds.push(chunk.chunkId);
+      this.state.queue.push(chunk);
+      this.state.totalUrls += chunk.count;
+      added++;
+    }
+    return added;
+  }
+
+  /** Chunks to start as batches now, within the in-flight bound; not while paused or halted. */
+  takeChunksToStart(): WorkChunk[] {
+    const mode = this.state.governor.mode;
+    if (mode !== 'running' && mode !== 'cooling') return [];
+    const room = this.state.options.maxBatches - this.state.batches.length;
+    return room > 0 ? this.state.queue.splice(0, room) : [];
+  }
+
+  batchStarted(batchId: string, chunk: WorkChunk): void {
+    this.state.batches.push({ batchId, chunkId: chunk.chunkId, urls: chunk.count, unassigned: 0, grantsSent: 0, unseen: [] });
+  }
+
+  onTokenRequest(req: TokenRequest): void {
+    const b = this.state.batches.find((x) => x.batchId === req.batchId);
+    if (!b) return;
+    b.unassigned = req.unassigned;
+    b.unseen = b.unseen.filter(([seq]) => seq > req.grantsSeen);
+  }
+
+  onReport(report: OutcomeReport, nowMs: number): PolicyEvent[] {
+    this.state.unusedSlots += report.unused;
+    return this.governor.applyReport(report, nowMs);
+  }
+
+  onBatchFinished(done: BatchFinished): void {
+    const i = this.state.batches.findIndex((x) => x.batchId === done.batchId);
+    if (i < 0) return;
+    this.state.batches.splice(i, 1);
+    this.state.finishedBatches += 1;
+    this.state.finishedUrls += done.urls;
+  }
+
+  wants(): { batchId: string; wanted: number }[] {
+    return this.state.batches.map((b) => ({
+      batchId: b.batchId,
+      wanted: Math.max(0, b.unassigned - b.unseen.reduce((s, [, slots]) => s + slots, 0)),
+    }));
+  }
+
+  /** Plans the next window when it is due and someone wants slots. */
+  planGrants(nowMs: number): Grant[] {
+    if (nowMs < this.governor.nextPlanAtMs()) return [];
+    const wants = this.wants().filter((w) => w.wanted > 0);
+    if (wants.length === 0) return [];
+    const grants = this.governor.plan(wants, nowMs);
+    for (const g of grants) {
+      const b = this.state.batches.find((x) => x.batchId === g.batchId)!;
+      b.grantsSent += 1;
+      b.unseen.push([b.grantsSent, g.slots]);
+      this.state.grantedSlots += g.slots;
+    }
+    return grants;
+  }
+
+  /** When the loop must wake even without a message. */
+  nextWakeMs(nowMs: number): number | undefined {
+    const times: number[] = [];
+    const timed = this.governor.nextTimedChangeMs(nowMs);
+    if (timed !== undefined) times.push(timed);
+    if (this.wants().some((w) => w.wanted > 0) && this.governor.canGrant(nowMs)) times.push(this.governor.nextPlanAtMs());
+    if (this.state.governor.mode === 'running' && this.governor.rate < this.state.governor.target) {
+      times.push(nowMs + 5_000); // keep ramping while below target
+    }
+    const future = times.map((t) => Math.max(t, nowMs + 1));
+    return future.length ? Math.min(...future) : undefined;
+  }
+
+  drained(): boolean {
+    return this.state.queue.length === 0 && this.state.batches.length === 0;
+  }
+
+  alert(message: string, nowMs: number): void {
+    this.state.alerts.push(`${new Date(nowMs).toISOString()} ${message}`);
+    if (this.state.alerts.length > 10) this.state.alerts.shift();
+  }
+
+  stats(nowMs: number): MonitorStats {
+    const g = this.state.governor;
+    const windowReq = g.breaker.buckets.filter((b) => b.atMs + 1000 > nowMs - 60_000);
+    const recent = g.latency.recent;
+    const sorted = [...recent].sort((a, b) => a - b);
+    return {
+      source: g.source,
+      state: g.mode,
+      rate: round(g.adaptive.rate),
+      target: round(g.target),
+      burst: g.burst,
+      ceilingPerSecond: ceilings(g.adaptive.rate, g.burst).perSecond,
+      retryAfterUntil: g.adaptive.holdUntilMs > nowMs ? new Date(g.adaptive.holdUntilMs).toISOString() : null,
+      coolingUntil: g.mode === 'cooling' ? new Date(g.coolingUntilMs).toISOString() : null,
+      haltReason: g.haltReason,
+      counts: { ...g.counts },
+      urls: {
+        total: this.state.totalUrls,
+        finished: this.state.finishedUrls,
+        queuedChunks: this.state.queue.length,
+        inBatches: this.state.batches.reduce((s, b) => s + b.urls, 0),
+      },
+      batches: { active: this.state.batches.length, finished: this.state.finishedBatches },
+      tokens: {
+        granted: this.state.grantedSlots,
+        unused: this.state.unusedSlots,
+        wanted: this.wants().reduce((s, w) => s + w.wanted, 0),
+        nextWindowAt: g.pacer.nextFreeMs > 0 ? new Date(g.pacer.nextFreeMs).toISOString() : null,
+      },
+      breaker: {
+        windowRequests: windowReq.reduce((s, b) => s + b.requests, 0),
+        windowErrors: windowReq.reduce((s, b) => s + b.errors, 0),
+        consecutiveErrors: g.breaker.consecutiveErrors,
+        last50: g.breaker.last,
+      },
+      latency: {
+        baselineMs: g.latency.baselineMs === null ? null : Math.round(g.latency.baselineMs),
+        recentMedianMs: sorted.length ? sorted[Math.floor(sorted.length / 2)]! : null,
+      },
+      alerts: [...this.state.alerts],
+    };
+  }
+}
+
+function round(n: number): number {
+  return Math.round(n * 1000) / 1000;
+}

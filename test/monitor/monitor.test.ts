@@ -1,0 +1,202 @@
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Worker } from '@temporalio/worker';
+import { createTimeSkippingEnv } from '../support/temporal';
+import { chunksOf, indexOf, monitorWorker, scriptedActivities, sendTimes } from '../support/monitorHarness';
+import { ceilings, maxInAnyWindow } from '../../src/politeness/pacing';
+import { crawlMonitorWorkflow } from '../../src/workflows/monitor';
+import { resumeUpdate, setRateUpdate, statsQuery } from '../../src/workflows/messages';
+import { CRAWL_STATE } from '../../src/temporal/searchAttributes';
+import { WORKFLOWS_PATH } from '../../src/workers/worker';
+
+describe('crawl monitor (time-skipping server)', () => {
+  let env: TestWorkflowEnvironment;
+  // A fresh server per test: time-skipping is global to a server, so one test's leftovers
+  // (a workflow task queued for a worker that has shut down) must not freeze the next one's clock.
+  beforeEach(async () => { env = await createTimeSkippingEnv(); });
+  afterEach(async () => { await env?.teardown(); });
+
+  let n = 0;
+  const ids = () => { n += 1; return { taskQueue: `monitor-${n}`, workflowId: `crawl-monitor:test-${n}` }; };
+  const gapsBetweenGrants = (starts: number[]) => {
+    const s = [...starts].sort((a, b) => a - b);
+    return s.slice(1).map((t, i) => t - s[i]!);
+  };
+
+  it('pauses granting for 60 s at 10% errors in a minute, then resumes at a reduced rate', async () => {
+    const { taskQueue, workflowId } = ids();
+    const { grants, acts } = scriptedActivities((url, attempt) => (indexOf(url) % 10 === 9 && attempt === 1 ? { cls: 'error', status: 500 } : { cls: 'done', status: 200 }));
+    const worker = await monitorWorker(env, taskQueue, acts);
+    const stats = await worker.runUntil(env.client.workflow.execute(crawlMonitorWorkflow, {
+      taskQueue, workflowId,
+      args: [{ source: 'ten-percent.test', config: { rate: 5 }, work: chunksOf('ten-percent.test', 400, 100) }],
+    }));
+    expect(stats.alerts.some((a) => /cooling: \d+\/\d+ requests failed/.test(a))).toBe(true);
+    // No batch got a grant to act on for 60 s after the breaker tripped.
+    expect(Math.max(...gapsBetweenGrants(grants.map((g) => g.scheduledMs)))).toBeGreaterThanOrEqual(60_000);
+    expect(stats.alerts.some((a) => /resumed: after temporary halt/.test(a))).toBe(true);
+    expect(stats.counts.done).toBe(400);
+    expect(stats.urls).toMatchObject({ total: 400, finished: 400 });
+  });
+
+  it('keeps granting at 9% errors', async () => {
+    const { taskQueue, workflowId } = ids();
+    // Errors spread evenly: every prefix of the crawl has at most 9% errors.
+    const isError = (i: number) => Math.floor((i + 1) * 0.09) > Math.floor(i * 0.09);
+    const { grants, acts } = scriptedActivities((url, attempt) => (isError(indexOf(url)) && attempt === 1 ? { cls: 'error', status: 500 } : { cls: 'done', status: 200 }));
+    const worker = await monitorWorker(env, taskQueue, acts);
+    const stats = await worker.runUntil(env.client.workflow.execute(crawlMonitorWorkflow, {
+      taskQueue, workflowId,
+      args: [{ source: 'nine-percent.test', config: { rate: 5 }, work: chunksOf('nine-percent.test', 400, 400) }],
+    }));
+    expect(stats.alerts.filter((a) => /cooling/.test(a))).toEqual([]);
+    expect(Math.max(...gapsBetweenGrants(grants.map((g) => g.scheduledMs)))).toBeLessThan(60_000);
+    expect(stats.counts.done).toBe(400);
+  });
+
+  it('halts after 50 consecutive failures, loses nothing pending, and resume finishes the crawl', async () => {
+    const { taskQueue, workflowId } = ids();
+    let siteDown = true;
+    const { grants, records, acts } = scriptedActivities(() => (siteDown ? { cls: 'error', status: 502 } : { cls: 'done', status: 200 }));
+    const worker = await monitorWorker(env, taskQueue, acts);
+    await worker.runUntil(async () => {
+      const handle = await env.client.workflow.start(crawlMonitorWorkflow, {
+        taskQueue, workflowId,
+        args: [{ source: 'down.test', config: { rate: 10 }, work: chunksOf('down.test', 300, 100), options: { maxAttempts: 20 } }],
+      });
+      let stats = await handle.query(statsQuery);
+      for (let i = 0; i < 30 && stats.state !== 'halted'; i++) {
+        await env.sleep(30_000);
+        stats = await handle.query(statsQuery);
+      }
+      expect(stats.state).toBe('halted');
+      expect(stats.haltReason).toMatch(/last 50 requests all failed/);
+      expect(stats.breaker.consecutiveErrors).toBeGreaterThanOrEqual(50);
+      expect(stats.alerts.some((a) => a.includes('HALTED'))).toBe(true);
+      expect((await handle.describe()).typedSearchAttributes.get(CRAWL_STATE)).toBe('halted');
+
+      // Halted means halted: an hour passes with no grant and nothing is lost.
+      const grantsAtHalt = grants.length;
+      await env.sleep(3_600_000);
+      stats = await handle.query(statsQuery);
+      expect(grants.length).toBe(grantsAtHalt);
+      expect(stats.state).toBe('halted');
+      expect(stats.urls.finished).toBe(0);
+      expect(records).toEqual([]);
+
+      siteDown = false;
+      expect(await handle.executeUpdate(resumeUpdate, { args: [{ rate: 20 }] })).toBe('running');
+      const final = await handle.result();
+      expect(final.counts.done).toBe(300);
+      expect(final.urls).toMatchObject({ total: 300, finished: 300 });
+      expect(new Set(records.map((r) => r.url)).size).toBe(300);
+      expect(records.every((r) => r.outcome === 'done')).toBe(true);
+    });
+  });
+
+  it('holds every grant for a 429 Retry-After of 120 s, then ramps back gradually to the target', async () => {
+    const { taskQueue, workflowId } = ids();
+    let throttledOnce = false;
+    const { grants, acts } = scriptedActivities((url) => {
+      if (!throttledOnce && indexOf(url) === 100) { throttledOnce = true; return { cls: 'error', status: 429, retryAfterMs: 120_000 }; }
+      return { cls: 'done', status: 200 };
+    });
+    const worker = await monitorWorker(env, taskQueue, acts);
+    const stats = await worker.runUntil(env.client.workflow.execute(crawlMonitorWorkflow, {
+      taskQueue, workflowId,
+      args: [{ source: 'throttle.test', config: { rate: 10 }, work: chunksOf('throttle.test', 4000, 4000) }],
+    }));
+    const ordered = [...grants].sort((a, b) => a.startMs - b.startMs);
+    const hit = ordered.findIndex((g) => g.sent < g.slots);
+    expect(hit).toBeGreaterThanOrEqual(0);
+    const throttleAt = ordered[hit]!.startMs + (ordered[hit]!.sent - 1) * ordered[hit]!.intervalMs;
+    const all = sendTimes(grants);
+    // Nothing sent inside the Retry-After window, and no grant acted on inside it.
+    expect(all.filter((t) => t > throttleAt && t < throttleAt + 120_000)).toEqual([]);
+    expect(ordered[hit + 1]!.scheduledMs).toBeGreaterThanOrEqual(throttleAt + 120_000 - 2_500);
+    // Ramp: right after the hold about half the target; minutes later the target again.
+    const rateBetween = (from: number, to: number) => all.filter((t) => t >= from && t < to).length / ((to - from) / 1000);
+    const holdEnd = throttleAt + 120_000;
+    const early = rateBetween(holdEnd, holdEnd + 20_000);
+    expect(early).toBeGreaterThan(4);
+    expect(early).toBeLessThan(7);
+    expect(rateBetween(holdEnd + 100_000, holdEnd + 120_000)).toBeGreaterThan(early);
+    expect(rateBetween(holdEnd + 200_000, holdEnd + 230_000)).toBeGreaterThan(9);
+    expect(stats.counts.done).toBe(4000);
+    expect(stats.counts.retries).toBe(1);
+  });
+
+  it.each([1, 7.5, 40])('keeps grants under the 1 s and 10 s ceilings at rate %p over 10 simulated minutes', async (rate) => {
+    const { taskQueue, workflowId } = ids();
+    const { grants, acts } = scriptedActivities(() => ({ cls: 'done', status: 200 }));
+    const worker = await monitorWorker(env, taskQueue, acts);
+    const total = Math.ceil(rate * 600);
+    const stats = await worker.runUntil(env.client.workflow.execute(crawlMonitorWorkflow, {
+      taskQueue, workflowId,
+      args: [{ source: `ceiling-${rate}.test`, config: { rate }, work: chunksOf(`ceiling-${rate}.test`, total, Math.ceil(total / 3)) }],
+    }));
+    const times = sendTimes(grants);
+    const c = ceilings(rate, 0);
+    expect(maxInAnyWindow(times, 1_000)).toBeLessThanOrEqual(c.perSecond);
+    expect(maxInAnyWindow(times, 10_000)).toBeLessThanOrEqual(c.perTenSeconds);
+    const span = (Math.max(...times) - Math.min(...times)) / 1000 + 1 / rate;
+    expect(times.length / span).toBeGreaterThanOrEqual(rate * 0.95);
+    expect(stats.counts.done).toBe(total);
+  });
+
+  it('continues-as-new in the middle of a crawl without losing state or a URL', async () => {
+    const { taskQueue, workflowId } = ids();
+    const { records, acts } = scriptedActivities((url, attempt) => (indexOf(url) % 20 === 3 && attempt === 1 ? { cls: 'error', status: 500 } : indexOf(url) % 11 === 5 ? { cls: 'linkrot', status: 404 } : { cls: 'done', status: 200 }));
+    const worker = await monitorWorker(env, taskQueue, acts);
+    await worker.runUntil(async () => {
+      const handle = await env.client.workflow.start(crawlMonitorWorkflow, {
+        taskQueue, workflowId,
+        args: [{ source: 'can.test', config: { rate: 20 }, work: chunksOf('can.test', 1200, 200), options: { maxHistoryEvents: 150, maxBatches: 2 } }],
+      });
+      const firstRunId = handle.firstExecutionRunId;
+      await env.sleep(20_000);
+      // By id, not by run: the run that started may have continued-as-new already.
+      const current = env.client.workflow.getHandle(workflowId);
+      expect(await current.executeUpdate(setRateUpdate, { args: [{ rate: 25, burst: 2 }] })).toMatch(/target 25/);
+      const final = await handle.result();
+      const latest = await env.client.workflow.getHandle(workflowId).describe();
+      expect(latest.runId).not.toBe(firstRunId); // it did continue-as-new
+      expect(final.target).toBe(25); // operator settings survived
+      expect(final.burst).toBe(2);
+      const linkrot = Array.from({ length: 1200 }, (_, i) => i).filter((i) => i % 11 === 5).length;
+      expect(final.counts.linkrot).toBe(linkrot);
+      expect(final.counts.done).toBe(1200 - linkrot);
+      expect(final.urls).toMatchObject({ total: 1200, finished: 1200 });
+      expect(records).toHaveLength(1200);
+      expect(new Set(records.map((r) => r.url)).size).toBe(1200);
+    });
+  });
+
+  it('rejects bad operator input with a clear message', async () => {
+    const { taskQueue, workflowId } = ids();
+    const { acts } = scriptedActivities(() => ({ cls: 'done', status: 200 }));
+    const worker = await monitorWorker(env, taskQueue, acts);
+    await worker.runUntil(async () => {
+      const handle = await env.client.workflow.start(crawlMonitorWorkflow, {
+        taskQueue, workflowId,
+        args: [{ source: 'validate.test', config: { rate: 1 }, work: chunksOf('validate.test', 5, 5) }],
+      });
+      const rejection = (pattern: RegExp) => ({ cause: expect.objectContaining({ message: expect.stringMatching(pattern) }) });
+      await expect(handle.executeUpdate(setRateUpdate, { args: [{ rate: -3 }] })).rejects.toMatchObject(rejection(/greater than 0/));
+      await expect(handle.executeUpdate(setRateUpdate, { args: [{ rate: 2, burst: 1.5 }] })).rejects.toMatchObject(rejection(/burst must be a whole number/));
+      await expect(handle.executeUpdate(resumeUpdate, { args: [{ rate: -1 }] })).rejects.toMatchObject(rejection(/greater than 0/));
+      expect((await handle.query(statsQuery)).target).toBe(1);
+      await handle.result();
+    });
+  });
+
+  it('replays its own recorded history deterministically', async () => {
+    const { taskQueue, workflowId } = ids();
+    const { acts } = scriptedActivities((url) => (indexOf(url) % 5 === 0 ? { cls: 'error', status: 503, retryAfterMs: 3_000 } : { cls: 'done', status: 200 }));
+    const worker = await monitorWorker(env, taskQueue, acts);
+    await worker.runUntil(env.client.workflow.execute(crawlMonitorWorkflow, {
+      taskQueue, workflowId, args: [{ source: 'replay.test', config: { rate: 4 }, work: chunksOf('replay.test', 60, 30) }],
+    }));
+    const history = await env.client.workflow.getHandle(workflowId).fetchHistory();
+    await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, history, workflowId);
+  });
+});

@@ -1,0 +1,82 @@
+import { Context } from '@temporalio/activity';
+import { Worker } from '@temporalio/worker';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { FetchBatchInput, FetchBatchResult, OutcomeClass, RequestOutcome, WorkChunk } from '../../src/shared/types';
+import { isThrottle } from '../../src/politeness/classify';
+import { WORKFLOWS_PATH } from '../../src/workers/worker';
+
+/** What the scripted "site" answers for one request. */
+export type Answer = { cls: OutcomeClass; status?: number; retryAfterMs?: number; ttfbMs?: number };
+export type Script = (url: string, attempt: number) => Answer;
+
+export interface RecordedGrant {
+  batchId: string;
+  grantId: number;
+  startMs: number;
+  endMs: number;
+  intervalMs: number;
+  burstSlots: number;
+  slots: number;
+  /** Slots actually sent (the scripted activity sends one per slot until it is throttled). */
+  sent: number;
+  /** Workflow time at which the batch scheduled the activity, i.e. when it acted on the grant. */
+  scheduledMs: number;
+}
+
+/**
+ * A stand-in for the fetch activity that answers from a script without waiting for slots
+ * (time-skipping moves workflow time, not the activity's clock), stops at the first 429/503
+ * like the real one, and records every grant it was given.
+ */
+export function scriptedActivities(script: Script) {
+  const grants: RecordedGrant[] = [];
+  const records: Record<string, unknown>[] = [];
+  const acts = {
+    async fetchBatch(input: FetchBatchInput): Promise<FetchBatchResult> {
+      const outcomes: RequestOutcome[] = [];
+      const unused: number[] = [];
+      let retryAfterMs: number | undefined;
+      input.items.forEach((item, i) => {
+        if (retryAfterMs !== undefined) { unused.push(i); return; }
+        const a = script(item.url, item.attempt);
+        const final = a.cls !== 'error' || item.attempt >= input.maxAttempts;
+        const atMs = input.schedule.startMs + Math.max(0, i - input.schedule.burstSlots) * input.schedule.intervalMs;
+        outcomes.push({ url: item.url, cls: a.cls, status: a.status, ttfbMs: a.ttfbMs ?? 20, sent: true, final, attempt: item.attempt, retryAfterMs: a.retryAfterMs, atMs });
+        if (isThrottle(a.status)) retryAfterMs = a.retryAfterMs ?? 5_000;
+      });
+      const scheduledMs = Context.current().info.scheduledTimestampMs;
+      grants.push({ batchId: input.batchId, grantId: input.grantId, ...input.schedule, slots: input.items.length, sent: outcomes.length, scheduledMs });
+      for (const o of outcomes) if (o.final) records.push({ url: o.url, outcome: o.cls });
+      return { outcomes, unused, retryAfterMs };
+    },
+    async loadChunk(chunk: WorkChunk): Promise<string[]> {
+      return chunk.urls ?? [];
+    },
+    async recordFinal(input: { outcomes: RequestOutcome[] }): Promise<void> {
+      for (const o of input.outcomes) records.push({ url: o.url, outcome: o.cls });
+    },
+  };
+  return { grants, records, acts };
+}
+
+export function chunksOf(source: string, total: number, perChunk: number): WorkChunk[] {
+  const chunks: WorkChunk[] = [];
+  for (let start = 0; start < total; start += perChunk) {
+    const urls = Array.from({ length: Math.min(perChunk, total - start) }, (_, k) => `https://${source}/img/${start + k}.jpg`);
+    chunks.push({ chunkId: `c${start}`, count: urls.length, urls });
+  }
+  return chunks;
+}
+
+export function indexOf(url: string): number {
+  return Number(/\/(\d+)\.jpg$/.exec(url)![1]);
+}
+
+export async function monitorWorker(env: TestWorkflowEnvironment, taskQueue: string, acts: object): Promise<Worker> {
+  return Worker.create({ connection: env.nativeConnection, taskQueue, workflowsPath: WORKFLOWS_PATH, activities: acts });
+}
+
+/** Every send time implied by the recorded grants (one per sent slot). */
+export function sendTimes(grants: RecordedGrant[]): number[] {
+  return grants.flatMap((g) => Array.from({ length: g.sent }, (_, j) => g.startMs + Math.max(0, j - g.burstSlots) * g.intervalMs));
+}
