@@ -55,3 +55,20 @@ PY
   trap - EXIT
   log "installed $name $version at $BIN/$name"
 done
+
+# An S3-protocol server for the S3 store's integration test: moto's standalone server (a real
+# HTTP server process speaking the S3 API). MinIO ships no binary through the registries
+# these machines reach; docker-compose.yml uses MinIO in production-like stacks.
+MOTO_PIN="moto[s3,server]==5.2.5"
+VENV="$TOOLS/venv"
+if [ -x "$VENV/bin/moto_server" ] && [ "$(cat "$VENV/.pin" 2>/dev/null)" = "$MOTO_PIN" ]; then
+  log "moto_server already installed"
+else
+  log "installing $MOTO_PIN into $VENV"
+  rm -rf "$VENV"
+  python3 -m venv "$VENV"
+  "$VENV/bin/pip" install --quiet --disable-pip-version-check "$MOTO_PIN"
+  echo "$MOTO_PIN" >"$VENV/.pin"
+  ln -sf "$VENV/bin/moto_server" "$BIN/moto_server"
+  log "installed moto_server"
+fi

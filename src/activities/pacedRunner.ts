@@ -41,16 +41,18 @@ export async function runPaced<R>(o: PacedRunOptions<R>): Promise<PacedRunResult
   const sentAt: number[] = [];
   const inflight: Promise<void>[] = [];
   const { schedule } = o;
-  // A send must leave a full interval before the window ends, so the next grant's first
-  // request (at the window end) is still one interval after ours.
-  const lastSendMs = schedule.endMs - schedule.intervalMs + 0.5;
+  // Slots are laid out slightly wider than the minimum gap, so a send delayed by a busy event
+  // loop can catch up on later slots without two sends ever coming closer than minGap.
+  const minGap = Math.min(schedule.minGapMs ?? schedule.intervalMs, schedule.intervalMs);
+  // A send must leave a full gap before the window ends, where the next grant may start.
+  const lastSendMs = schedule.endMs - minGap;
   let lastSent = -Infinity;
   let slot = 0;
   for (let index = 0; index < o.count; index++) {
     if (o.skip?.has(index)) continue;
     const j = slot++;
     // Burst slots and the first spaced slot share the window start; later ones are spaced.
-    const spacing = j <= schedule.burstSlots ? 0 : schedule.intervalMs;
+    const spacing = j <= schedule.burstSlots ? 0 : minGap;
     const earliest = Math.max(slotTime(schedule, j), lastSent + spacing);
     let t = now();
     if (t < earliest) {

@@ -1,0 +1,49 @@
+import { analyse, ContentError, sniffImageType, thumbnail } from '../../src/pipeline/analyse';
+import { estimateJpegQuality } from '../../src/pipeline/jpegQuality';
+import { bombPng, jpeg, png, rotatedJpeg } from '../support/images';
+
+describe('image analysis (real sharp)', () => {
+  it.each([50, 75, 90])('estimates JPEG quality %p within +-5', async (q) => {
+    const est = estimateJpegQuality(await jpeg(320, 240, q));
+    expect(est).toBeDefined();
+    expect(Math.abs(est! - q)).toBeLessThanOrEqual(5);
+  });
+
+  it('reports display width and height after EXIF orientation, and licensing EXIF', async () => {
+    const a = await analyse(await rotatedJpeg(), 50_000_000);
+    expect({ w: a.width, h: a.height, o: a.orientation }).toEqual({ w: 200, h: 400, o: 6 });
+    expect(a.artist).toBe('Ada Lovelace');
+    expect(a.copyright).toBe('CC BY 4.0');
+    expect(a.format).toBe('jpeg');
+  });
+
+  it('decides the type from the bytes and hashes them', async () => {
+    const body = await png(64, 48);
+    const a = await analyse(body, 50_000_000);
+    expect(a).toMatchObject({ format: 'png', width: 64, height: 48, bytes: body.length, jpegQuality: null });
+    expect(a.sha256).toMatch(/^[0-9a-f]{64}$/);
+    expect(sniffImageType(Buffer.from('<!doctype html><html>'))).toBeUndefined();
+  });
+
+  it('refuses a 30000x30000 PNG header cheaply, before decoding', async () => {
+    const started = Date.now();
+    await expect(analyse(bombPng(), 100_000_000)).rejects.toThrow(ContentError);
+    await expect(analyse(bombPng(), 100_000_000)).rejects.toThrow(/pixel limit|exceeds/);
+    expect(Date.now() - started).toBeLessThan(1_000);
+  });
+
+  it('calls a truncated JPEG a content error when its pixels are decoded', async () => {
+    const whole = await jpeg(200, 200);
+    await expect(thumbnail(whole.subarray(0, Math.floor(whole.length / 3)), { maxPixels: 50_000_000, maxSide: 640, quality: 80 })).rejects.toThrow(ContentError);
+  });
+
+  it('makes thumbnails with the longest side 640, never enlarged, orientation applied', async () => {
+    const sharp = (await import('sharp')).default;
+    const big = await sharp(await thumbnail(await jpeg(1600, 900), { maxPixels: 50_000_000, maxSide: 640, quality: 80 })).metadata();
+    expect([big.width, big.height, big.format]).toEqual([640, 360, 'jpeg']);
+    const small = await sharp(await thumbnail(await png(100, 50), { maxPixels: 50_000_000, maxSide: 640, quality: 80 })).metadata();
+    expect([small.width, small.height]).toEqual([100, 50]);
+    const turned = await sharp(await thumbnail(await rotatedJpeg(), { maxPixels: 50_000_000, maxSide: 640, quality: 80 })).metadata();
+    expect([turned.width, turned.height]).toEqual([200, 400]);
+  });
+});

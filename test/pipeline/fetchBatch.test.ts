@@ -1,0 +1,145 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import sharp from 'sharp';
+import { createCrawlActivities } from '../../src/activities/crawlActivities';
+import { clearSourceBlocks } from '../../src/activities/sourceBlocks';
+import { StoreRecorder } from '../../src/activities/storeRecorder';
+import { pipelineConfigFromEnv } from '../../src/pipeline/config';
+import { ImagePipeline } from '../../src/pipeline/imagePipeline';
+import { thumbnailKey } from '../../src/pipeline/keys';
+import { Spool } from '../../src/pipeline/spool';
+import { LocalStore } from '../../src/pipeline/store';
+import type { FetchBatchInput, FetchBatchResult, RequestOutcome } from '../../src/shared/types';
+import { bombPng, jpeg, png, rotatedJpeg } from '../support/images';
+import { drip, Origin, redirect } from '../support/origin';
+
+describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici, sharp, store)', () => {
+  const origin = new Origin();
+  let dir: string;
+  let pipeline: ImagePipeline;
+  let store: LocalStore;
+  let acts: ReturnType<typeof createCrawlActivities>;
+
+  beforeAll(async () => {
+    const big = await jpeg(1200, 800, 85);
+    origin
+      .serve('/robots.txt', 'User-agent: *\nDisallow: /private/\n', 'text/plain')
+      .serve('/good.jpg', big)
+      .serve('/good.png', await png(300, 200), 'image/png')
+      .serve('/rotated.jpg', await rotatedJpeg())
+      .serve('/truncated.jpg', big.subarray(0, Math.floor(big.length / 2)))
+      .serve('/page.jpg', '<!doctype html><html><body>not an image</body></html>', 'image/jpeg')
+      .serve('/bomb.png', bombPng(), 'image/png')
+      .serve('/huge.jpg', Buffer.alloc(300_000, 1))
+      .serve('/private/secret.jpg', big)
+      .route('/gone.jpg', (_q, r) => { r.writeHead(410); r.end(); })
+      .route('/r1', redirect('/r2'))
+      .route('/r2', redirect('/r3'))
+      .route('/r3', redirect('/good.png'))
+      .route('/loop', redirect('/loop'))
+      .route('/to-internal', redirect('http://10.0.0.1/x.jpg'))
+      .route('/drip.jpg', drip)
+      .route('/busy.jpg', (_q, r) => { r.writeHead(503, { 'retry-after': '120' }); r.end(); });
+    await origin.start();
+  });
+  afterAll(async () => { await pipeline?.close(); await origin.stop(); });
+
+  beforeEach(() => {
+    clearSourceBlocks();
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crawl-fetch-'));
+    store = new LocalStore(path.join(dir, 'store'));
+    const cfg = pipelineConfigFromEnv({
+      allowNetworks: ['127.0.0.0/8'], maxBodyBytes: 200_000, minBytesPerSecond: 1_000, minRateGraceMs: 1_500,
+      totalTimeoutMs: 8_000, headersTimeoutMs: 3_000,
+    });
+    pipeline = new ImagePipeline(cfg, store, new Spool(path.join(dir, 'spool')));
+    acts = createCrawlActivities({ processor: pipeline, recorder: new StoreRecorder(store) });
+  });
+
+  function input(paths: string[], intervalMs = 10): FetchBatchInput {
+    const startMs = Date.now() + 50;
+    return {
+      source: `127.0.0.1:${origin.port}`, batchId: 'b1', grantId: 1, maxAttempts: 1,
+      items: paths.map((p) => ({ url: origin.url(p), attempt: 1 })),
+      schedule: { startMs, endMs: startMs + (paths.length + 1) * intervalMs * 3, intervalMs: intervalMs * 3, minGapMs: intervalMs, burstSlots: 0 },
+    };
+  }
+
+  async function run(paths: string[]) {
+    // The first slot of a new host goes to robots.txt: warm it so the table below is exact.
+    await new MockActivityEnvironment().run(acts.fetchBatch, input(['/good.png']));
+    const result = (await new MockActivityEnvironment().run(acts.fetchBatch, input(paths))) as FetchBatchResult;
+    const by = new Map<string, RequestOutcome>(result.outcomes.map((o) => [new URL(o.url).pathname, o]));
+    return { result, by };
+  }
+
+  it('gives every URL the right outcome and reason, and loses none of the batch', async () => {
+    const paths = ['/good.jpg', '/good.png', '/rotated.jpg', '/truncated.jpg', '/page.jpg', '/bomb.png', '/huge.jpg',
+      '/gone.jpg', '/missing.jpg', '/r1', '/loop', '/to-internal', '/drip.jpg', '/private/secret.jpg'];
+    const { result, by } = await run(paths);
+    expect(result.unused).toEqual([]);
+    expect(result.outcomes).toHaveLength(paths.length);
+    const table = Object.fromEntries(paths.map((p) => [p, `${by.get(p)?.cls}: ${by.get(p)?.reason ?? ''}`]));
+    expect(table).toEqual({
+      '/good.jpg': 'done: ',
+      '/good.png': 'done: ',
+      '/rotated.jpg': 'done: ',
+      '/truncated.jpg': expect.stringMatching(/^content: cannot decode/),
+      '/page.jpg': 'content: not an image: unrecognised leading bytes',
+      '/bomb.png': expect.stringMatching(/^content: .*(pixel limit|exceeds)/),
+      '/huge.jpg': expect.stringMatching(/^content: content-length 300000 exceeds/),
+      '/gone.jpg': 'linkrot: http 410',
+      '/missing.jpg': 'linkrot: http 404',
+      '/r1': 'done: ',
+      '/loop': 'content: more than 5 redirects',
+      '/to-internal': expect.stringMatching(/^refused: address 10\.0\.0\.1 is private/),
+      '/drip.jpg': expect.stringMatching(/^error: too-slow/),
+      '/private/secret.jpg': expect.stringMatching(/^robots: robots.txt disallows \/private\/secret.jpg/),
+    });
+    expect(by.get('/private/secret.jpg')!.sent).toBe(false);
+    expect(origin.hits('/private/')).toEqual([]);
+    // Every request identified us the same way.
+    expect(new Set(origin.requests.map((r) => r.userAgent))).toEqual(new Set([pipelineConfigFromEnv().userAgent]));
+  });
+
+  it('writes a thumbnail under an idempotent key and one record per final URL', async () => {
+    await run(['/good.jpg', '/rotated.jpg', '/gone.jpg']);
+    const thumb = await store.get(thumbnailKey(origin.url('/good.jpg')));
+    const meta = await sharp(thumb!).metadata();
+    expect([meta.width, meta.height]).toEqual([640, 427]);
+    const files = fs.readdirSync(path.join(dir, 'store', 'records'), { recursive: true }).filter((f) => String(f).endsWith('.ndjson'));
+    const records = files.flatMap((f) => fs.readFileSync(path.join(dir, 'store', 'records', String(f)), 'utf8').trim().split('\n').map((l) => JSON.parse(l)));
+    const rotated = records.find((r) => r.url.endsWith('/rotated.jpg'));
+    expect(rotated).toMatchObject({ outcome: 'done', width: 200, height: 400, orientation: 6, artist: 'Ada Lovelace', format: 'jpeg' });
+    expect(records.find((r) => r.url.endsWith('/gone.jpg'))).toMatchObject({ outcome: 'linkrot', reason: 'http 410', status: 410 });
+    expect(new Set(records.map((r) => r.url)).size).toBe(records.length);
+  });
+
+  it('stops at a 503, hands the rest of the grant back and reports the Retry-After', async () => {
+    const before = origin.requests.length;
+    const { result, by } = await run(['/good.png', '/busy.jpg', '/good.jpg', '/rotated.jpg']);
+    expect(by.get('/busy.jpg')).toMatchObject({ cls: 'error', status: 503, retryAfterMs: 120_000, final: true });
+    expect(result.retryAfterMs).toBe(120_000);
+    expect(result.unused).toEqual([2, 3]);
+    expect(origin.requests.slice(before).filter((r) => r.path === '/rotated.jpg' || r.path === '/good.jpg')).toEqual([]);
+  });
+
+  it('spends a new host\'s first slot on robots.txt and hands the image back unsent', async () => {
+    const fresh = createCrawlActivities({ processor: new ImagePipeline(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'] }), store, new Spool(path.join(dir, 'spool2'))), recorder: new StoreRecorder(store) });
+    const before = origin.requests.length;
+    const result = (await new MockActivityEnvironment().run(fresh.fetchBatch, input(['/good.png']))) as FetchBatchResult;
+    expect(result.outcomes).toEqual([]);
+    expect(result.unused).toEqual([0]);
+    expect(origin.requests.slice(before).map((r) => r.path)).toEqual(['/robots.txt']);
+  });
+
+  it('never sends before a slot nor closer than the interval', async () => {
+    const before = origin.requests.length;
+    await run(['/good.png', '/good.png', '/good.png', '/good.png']);
+    const times = origin.requests.slice(before).filter((r) => r.path === '/good.png').slice(1).map((r) => r.atMs);
+    const gaps = times.slice(1).map((t, i) => t - times[i]!);
+    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(9); // interval 10 ms, 1 ms clock granularity
+  });
+});

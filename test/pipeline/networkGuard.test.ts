@@ -1,0 +1,25 @@
+import { NetworkGuard } from '../../src/pipeline/networkGuard';
+
+describe('network guard', () => {
+  const closed = new NetworkGuard([]);
+  it.each(['127.0.0.1', '10.1.2.3', '172.16.0.1', '192.168.1.1', '169.254.169.254', '224.0.0.1', '0.0.0.0', '::1', 'fe80::1', 'fc00::1', '::ffff:127.0.0.1', '100.64.0.1'])(
+    'refuses %s by default', (ip) => {
+      expect(closed.refusal(ip)).toMatch(/not allowed/);
+    },
+  );
+  it('lets public unicast through', () => {
+    expect(closed.refusal('93.184.216.34')).toBeUndefined();
+    expect(closed.refusal('2606:2800:220:1:248:1893:25c8:1946')).toBeUndefined();
+  });
+  it('opens exactly the allow-listed ranges and hosts', () => {
+    const g = new NetworkGuard(['127.0.0.0/8', 'intranet.example']);
+    expect(g.refusal('127.0.0.1')).toBeUndefined();
+    expect(g.refusal('127.9.9.9')).toBeUndefined();
+    expect(g.refusal('10.0.0.1')).toMatch(/private/);
+    expect(g.refusal('10.0.0.1', 'intranet.example')).toBeUndefined();
+  });
+  it('rejects a malformed allow-list entry with a clear message', () => {
+    expect(() => new NetworkGuard(['10.0.0.0/99'])).toThrow(/not a valid CIDR/);
+    expect(() => new NetworkGuard(['bad host!'])).toThrow(/neither a CIDR/);
+  });
+});

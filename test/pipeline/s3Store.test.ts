@@ -1,0 +1,49 @@
+import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
+import { StoreRecorder } from '../../src/activities/storeRecorder';
+import { recordKey } from '../../src/pipeline/keys';
+import { S3Store } from '../../src/pipeline/store';
+import { S3TestServer } from '../support/s3server';
+
+describe('S3 store against a real S3-protocol server (moto_server on 127.0.0.1)', () => {
+  const server = new S3TestServer();
+  let store: S3Store;
+  const saved = { ...process.env };
+
+  beforeAll(async () => {
+    await server.start();
+    // Credentials through the standard chain (env), as in production.
+    process.env.AWS_ACCESS_KEY_ID = 'test-key';
+    process.env.AWS_SECRET_ACCESS_KEY = 'test-secret';
+    const admin = new S3Client({ region: 'us-east-1', endpoint: server.endpoint, forcePathStyle: true });
+    await admin.send(new CreateBucketCommand({ Bucket: 'crawl' }));
+    admin.destroy();
+    store = new S3Store({ bucket: 'crawl', prefix: 'run1/', endpoint: server.endpoint, region: 'us-east-1', forcePathStyle: true });
+  });
+  afterAll(async () => {
+    store?.destroy();
+    await server.stop();
+    process.env = saved;
+  });
+
+  it('puts and gets thumbnails under the prefix, and a re-put overwrites the same key', async () => {
+    await store.put('thumbnails/ab/cd/x.jpg', Buffer.from('first'), 'image/jpeg');
+    await store.put('thumbnails/ab/cd/x.jpg', Buffer.from('second'), 'image/jpeg');
+    expect((await store.get('thumbnails/ab/cd/x.jpg'))?.toString()).toBe('second');
+    expect(await store.get('thumbnails/none.jpg')).toBeUndefined();
+  });
+
+  it('stores metadata records as NDJSON', async () => {
+    await new StoreRecorder(store).write('museum.example', 'batch-1-g3', [{ url: 'https://m/1.jpg', outcome: 'done' }, { url: 'https://m/2.jpg', outcome: 'linkrot' }]);
+    const text = (await store.get(recordKey('museum.example', 'batch-1-g3')))!.toString();
+    expect(text.trim().split('\n').map((l) => JSON.parse(l).outcome)).toEqual(['done', 'linkrot']);
+  });
+
+  it('refuses unsafe keys', async () => {
+    await expect(store.put('../escape', 'x', 'text/plain')).rejects.toThrow(/unsafe object key/);
+  });
+
+  it('says what it is without leaking credentials', () => {
+    expect(store.description).toBe(`s3://crawl/run1/ at ${server.endpoint}`);
+    expect(store.description).not.toContain('test-secret');
+  });
+});

@@ -1,0 +1,66 @@
+import zlib from 'node:zlib';
+import sharp from 'sharp';
+
+/** Real images made by sharp, so tests need no binary fixtures in the repo. */
+
+export function gradient(width: number, height: number): Promise<Buffer> {
+  const raw = Buffer.alloc(width * height * 3);
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) {
+      const i = (y * width + x) * 3;
+      raw[i] = (x * 255) / width;
+      raw[i + 1] = (y * 255) / height;
+      raw[i + 2] = ((x + y) * 7) % 256;
+    }
+  }
+  return sharp(raw, { raw: { width, height, channels: 3 } }).png().toBuffer();
+}
+
+export async function jpeg(width: number, height: number, quality = 85): Promise<Buffer> {
+  return sharp(await gradient(width, height)).jpeg({ quality }).toBuffer();
+}
+
+export async function png(width: number, height: number): Promise<Buffer> {
+  return gradient(width, height);
+}
+
+/** A 400x200 JPEG whose EXIF says "rotate 90": it displays as 200x400. */
+export async function rotatedJpeg(): Promise<Buffer> {
+  return sharp(await gradient(400, 200))
+    .withMetadata({ orientation: 6 })
+    .withExif({ IFD0: { Artist: 'Ada Lovelace', Copyright: 'CC BY 4.0' } })
+    .jpeg({ quality: 80 })
+    .toBuffer();
+}
+
+function crc32(buf: Buffer): number {
+  let c = ~0;
+  for (const b of buf) {
+    c ^= b;
+    for (let k = 0; k < 8; k++) c = c & 1 ? (c >>> 1) ^ 0xedb88320 : c >>> 1;
+  }
+  return ~c >>> 0;
+}
+
+function chunk(type: string, data: Buffer): Buffer {
+  const len = Buffer.alloc(4);
+  len.writeUInt32BE(data.length);
+  const td = Buffer.concat([Buffer.from(type, 'latin1'), data]);
+  const crc = Buffer.alloc(4);
+  crc.writeUInt32BE(crc32(td));
+  return Buffer.concat([len, td, crc]);
+}
+
+/** A small PNG whose header claims 30000x30000 pixels: a decompression bomb. */
+export function bombPng(side = 30_000): Buffer {
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(side, 0);
+  ihdr.writeUInt32BE(side, 4);
+  ihdr[8] = 8; // bit depth
+  ihdr[9] = 2; // RGB
+  const idat = zlib.deflateSync(Buffer.alloc(side + 1)); // one row's worth; the rest "compresses away"
+  return Buffer.concat([
+    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+    chunk('IHDR', ihdr), chunk('IDAT', idat), chunk('IEND', Buffer.alloc(0)),
+  ]);
+}
