@@ -1,7 +1,8 @@
-import fs from 'node:fs/promises';
+import { setMaxListeners } from 'node:events';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { isThrottle } from '../politeness/classify';
+import type { ObjectStore } from '../pipeline/store';
 import type { FetchBatchInput, FetchBatchResult, FinalRecordInput, RequestOutcome, WorkChunk } from '../shared/types';
 import { runPaced } from './pacedRunner';
 import { blockSource, isSourceBlocked } from './sourceBlocks';
@@ -30,6 +31,8 @@ export interface Recorder {
 export interface CrawlDeps {
   processor: UrlProcessor;
   recorder: Recorder;
+  /** Where chunk files (URL lists) and their done-markers live. */
+  store?: ObjectStore;
   /** Fallback hold when a 429/503 carries no usable Retry-After. */
   defaultHoldMs?: number;
 }
@@ -40,6 +43,8 @@ interface Progress {
 }
 
 const HEARTBEAT_EVERY_MS = 2_000;
+/** This many site errors in a row inside one grant and the activity stops sending (reflex). */
+export const ERROR_BURST = 5;
 
 export function createCrawlActivities(deps: CrawlDeps) {
   async function fetchBatch(input: FetchBatchInput): Promise<FetchBatchResult> {
@@ -52,6 +57,9 @@ export function createCrawlActivities(deps: CrawlDeps) {
     const requeued: number[] = [];
     let retryAfterMs: number | undefined;
     let throttled = false;
+    let errorRun = 0;
+    // Every request adds an abort listener to this signal; many in flight is normal here.
+    setMaxListeners(0, ctx.cancellationSignal);
     let lastBeat = 0;
     const beat = () => {
       lastBeat = Date.now();
@@ -64,7 +72,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
         schedule: input.schedule,
         skip: new Set(done.keys()),
         signal: ctx.cancellationSignal,
-        shouldStop: () => throttled || isSourceBlocked(input.source),
+        shouldStop: () => throttled || errorRun >= ERROR_BURST || isSourceBlocked(input.source),
         run: async (i) => {
           const item = input.items[i]!;
           const processed = await deps.processor.process(item.url, { source: input.source, attempt: item.attempt, signal: ctx.cancellationSignal });
@@ -75,6 +83,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
           const o = processed.outcome;
           const final = o.cls !== 'error' || item.attempt >= input.maxAttempts;
           const outcome: RequestOutcome = { ...o, url: item.url, final, attempt: item.attempt, atMs: Date.now() };
+          if (o.sent) errorRun = o.cls === 'error' ? errorRun + 1 : 0;
           if (isThrottle(o.status)) {
             throttled = true;
             const hold = o.retryAfterMs ?? deps.defaultHoldMs ?? 5_000;
@@ -104,20 +113,27 @@ export function createCrawlActivities(deps: CrawlDeps) {
 
   async function loadChunk(chunk: WorkChunk): Promise<string[]> {
     if (chunk.urls) return chunk.urls;
-    if (!chunk.spool) throw ApplicationFailure.nonRetryable(`chunk ${chunk.chunkId} has neither urls nor a spool file`, 'InvalidInput');
-    const text = await fs.readFile(chunk.spool, 'utf8');
-    const urls = text.split('\n').map((l) => l.trim()).filter(Boolean);
+    if (!chunk.spool || !deps.store) throw ApplicationFailure.nonRetryable(`chunk ${chunk.chunkId} has neither urls nor a readable spool`, 'InvalidInput');
+    const body = await deps.store.get(chunk.spool);
+    if (!body) throw ApplicationFailure.nonRetryable(`chunk ${chunk.chunkId}: ${chunk.spool} is missing from ${deps.store.description}`, 'InvalidInput');
+    const urls = body.toString('utf8').split('\n').map((l) => l.trim()).filter(Boolean);
     if (urls.length !== chunk.count) {
-      throw ApplicationFailure.nonRetryable(`chunk ${chunk.chunkId}: spool ${chunk.spool} holds ${urls.length} URLs, expected ${chunk.count}`, 'InvalidInput');
+      throw ApplicationFailure.nonRetryable(`chunk ${chunk.chunkId}: ${chunk.spool} holds ${urls.length} URLs, expected ${chunk.count}`, 'InvalidInput');
     }
     return urls;
+  }
+
+  /** Leaves a marker so that starting the same manifest again skips this chunk. */
+  async function markChunkDone(chunk: WorkChunk): Promise<void> {
+    if (!chunk.spool || !deps.store) return;
+    await deps.store.put(chunk.spool.replace(/\.txt$/, '.done'), new Date().toISOString(), 'text/plain');
   }
 
   async function recordFinal(input: FinalRecordInput): Promise<void> {
     await deps.recorder.write(input.source, input.unit, input.outcomes.map((o) => recordOf(input.source, o)));
   }
 
-  return { fetchBatch, loadChunk, recordFinal };
+  return { fetchBatch, loadChunk, markChunkDone, recordFinal };
 }
 
 export type CrawlActivities = ReturnType<typeof createCrawlActivities>;

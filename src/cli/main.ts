@@ -3,7 +3,17 @@ import { Command, InvalidArgumentError } from 'commander';
 import { log } from '../shared/log';
 import { ensureTemporalServer } from '../temporal/devServer';
 import { connectClient, connectWorker, ensureSearchAttributes, TASK_QUEUE } from '../temporal/connect';
-import { createCrawlWorker } from '../workers/worker';
+import { createCrawlWorker, defaultDeps } from '../workers/worker';
+import type { WorkflowHandle } from '@temporalio/client';
+import { readCatalog } from '../crawl/catalog';
+import { runCrawl } from '../crawl/run';
+import { startCrawl } from '../crawl/start';
+import { listSources, monitoringUpdate, sourceStatus, statusTable, UnknownSourceError } from '../crawl/status';
+import { startDemoSite } from '../demo/demo';
+import { storeFromEnv } from '../pipeline/store';
+import { invalidRate } from '../politeness/targetRate';
+import { pauseUpdate, resumeUpdate, setRateUpdate, stopUpdate } from '../workflows/messages';
+import { monitorWorkflowId } from '../workflows/monitorState';
 import { installTemporalRuntime } from '../temporal/runtime';
 
 const DEFAULT_DATA_DIR = process.env.CRAWL_DATA_DIR ?? path.resolve('.crawl-data');
@@ -12,6 +22,36 @@ function parsePort(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 1 || n > 65535) throw new InvalidArgumentError('must be a port number 1-65535');
   return n;
+}
+
+function parseRate(value: string): number {
+  const n = Number(value);
+  const bad = invalidRate(n);
+  if (bad) throw new InvalidArgumentError(bad);
+  return n;
+}
+
+/** Runs an operator update on a source's monitor, turning "no such workflow" into a clear message. */
+async function onMonitor(source: string, update: (h: WorkflowHandle) => Promise<string>): Promise<void> {
+  const client = await connectClient();
+  try {
+    const handle = client.workflow.getHandle(monitorWorkflowId(source));
+    try {
+      const d = await handle.describe();
+      if (d.status.name !== 'RUNNING') throw new Error(`the monitor of "${source}" is ${d.status.name.toLowerCase()}; nothing to change`);
+    } catch (err) {
+      if ((err as Error).name === 'WorkflowNotFoundError') throw new UnknownSourceError(source);
+      throw err;
+    }
+    try {
+      process.stdout.write(`${source}: ${await update(handle)}\n`);
+    } catch (err) {
+      const cause = (err as { cause?: Error }).cause;
+      throw new Error(`${source}: ${cause?.message ?? (err as Error).message}`);
+    }
+  } finally {
+    await client.connection.close();
+  }
 }
 
 function untilSignal(): Promise<NodeJS.Signals> {
@@ -47,12 +87,13 @@ export function buildProgram(): Command {
     .command('worker')
     .description('run a crawler worker (workflows and activities) against TEMPORAL_ADDRESS')
     .option('--task-queue <name>', 'task queue', TASK_QUEUE)
-    .action(async (opts: { taskQueue: string }) => {
+    .option('--allow-network <cidr>', 'open a private/loopback range or host (repeatable; also CRAWL_ALLOW_NETWORKS)', (v: string, p: string[]) => [...p, v], [] as string[])
+    .action(async (opts: { taskQueue: string; allowNetwork: string[] }) => {
       const client = await connectClient();
       await ensureSearchAttributes(client);
       await client.connection.close();
       const connection = await connectWorker();
-      const worker = await createCrawlWorker({ connection, taskQueue: opts.taskQueue });
+      const worker = await createCrawlWorker({ connection, taskQueue: opts.taskQueue, deps: defaultDeps({ allowNetworks: opts.allowNetwork }) });
       log.info({ event: 'worker.start', taskQueue: opts.taskQueue }, 'worker running');
       const running = worker.run();
       await Promise.race([untilSignal().then(() => worker.shutdown()), running]);
@@ -60,30 +101,91 @@ export function buildProgram(): Command {
       await connection.close();
     });
 
+  const collect = (value: string, previous: string[]) => [...previous, value];
+
+  program
+    .command('run')
+    .description('crawl a manifest on the embedded default: server + worker unless TEMPORAL_ADDRESS, progress, summary')
+    .argument('<manifest>', 'NDJSON ({"url","source"?}), CSV with a url column, or one URL per line')
+    .option('--catalog <file>', 'source catalogue: [{"name","imageCount"?,"rate"?,"burst"?}]')
+    .option('--out <dir>', 'output directory: thumbnails, records, metadata.ndjson, embedded server data', path.resolve('crawl-out'))
+    .option('--allow-network <cidr>', 'open a private/loopback range or host (repeatable)', collect, [] as string[])
+    .action(async (manifest: string, opts: { catalog?: string; out: string; allowNetwork: string[] }) => {
+      const result = await runCrawl({ manifest, catalog: opts.catalog, outDir: path.resolve(opts.out), allowNetworks: opts.allowNetwork });
+      process.exitCode = result.exitCode;
+    });
+
+  program
+    .command('start')
+    .description('start (or add work to) the monitor of every source in a manifest, then return')
+    .argument('<manifest>')
+    .option('--catalog <file>', 'source catalogue')
+    .option('--data-dir <dir>', 'where chunk files go (the workers must see the same store)', DEFAULT_DATA_DIR)
+    .action(async (manifest: string, opts: { catalog?: string; dataDir: string }) => {
+      const client = await connectClient();
+      const summary = await startCrawl({
+        client, store: storeFromEnv(opts.dataDir), manifest, taskQueue: TASK_QUEUE,
+        catalog: opts.catalog ? await readCatalog(opts.catalog) : undefined,
+        onBadLine: (b) => process.stderr.write(`crawl: ${manifest} line ${b.line}: ${b.error} (skipped)\n`),
+      });
+      for (const [name, s] of summary.sources) process.stdout.write(`${name}: ${s.urls} URLs in ${s.chunks} chunk(s)${s.alreadyDone ? `, ${s.alreadyDone} already crawled` : ''}\n`);
+      if (summary.badLines) process.stdout.write(`${summary.badLines} bad line(s) skipped\n`);
+      await client.connection.close();
+    });
+
+  program
+    .command('status')
+    .description('show every source: a table, --json, or --watch for a monitoring_update line every 5 s')
+    .argument('[sources...]', 'sources to show (default: all)')
+    .option('--json', 'one JSON object')
+    .option('--watch', 'print a monitoring_update JSON line every --interval seconds until Ctrl-C')
+    .option('--interval <seconds>', 'watch interval', (v) => Number(v), 5)
+    .action(async (sources: string[], opts: { json?: boolean; watch?: boolean; interval: number }) => {
+      const client = await connectClient();
+      const names = sources.length ? sources : await listSources(client);
+      let previous: { atMs: number; done: number } | undefined;
+      for (;;) {
+        const statuses = await Promise.all(names.map((s) => sourceStatus(client, s)));
+        const update = monitoringUpdate(statuses, previous);
+        if (opts.watch) process.stdout.write(`${JSON.stringify(update)}\n`);
+        else process.stdout.write(opts.json ? `${JSON.stringify({ sources: statuses }, null, 2)}\n` : `${statusTable(statuses)}\n`);
+        if (!opts.watch) break;
+        previous = { atMs: Date.now(), done: update.global.done };
+        await new Promise((r) => setTimeout(r, opts.interval * 1000));
+      }
+      await client.connection.close();
+    });
+
+  const operator = (name: string, description: string) => program.command(name).description(description).argument('<source>');
+
+  operator('pause', 'stop granting requests to a source (nothing is lost)')
+    .action(async (source: string) => { await onMonitor(source, (h) => h.executeUpdate(pauseUpdate)); });
+  operator('resume', 'resume a paused or halted source')
+    .option('--rate <n>', 'new target rate, requests/s', parseRate)
+    .action(async (source: string, opts: { rate?: number }) => { await onMonitor(source, (h) => h.executeUpdate(resumeUpdate, { args: [{ rate: opts.rate }] })); });
+  operator('set-rate', 'set a source\'s target rate (and burst)')
+    .argument('<rate>', 'requests/s', parseRate)
+    .option('--burst <n>', 'extra requests allowed at once', (v) => Number(v))
+    .action(async (source: string, rate: number, opts: { burst?: number }) => { await onMonitor(source, (h) => h.executeUpdate(setRateUpdate, { args: [{ rate, burst: opts.burst }] })); });
+  operator('stop', 'stop crawling a source for good (its monitor completes)')
+    .action(async (source: string) => { await onMonitor(source, (h) => h.executeUpdate(stopUpdate)); });
+
   program
     .command('demo')
-    .description('start the embedded server and a worker, run the smoke workflow, and exit')
-    .option('--data-dir <dir>', 'data directory', DEFAULT_DATA_DIR)
-    .action(async (opts: { dataDir: string }) => {
-      const server = await ensureTemporalServer({ dataDir: opts.dataDir });
+    .description('crawl a generated set of images from four loopback sources (one rate-limits, one fails)')
+    .option('--out <dir>', 'output directory', path.resolve('crawl-demo'))
+    .option('--scale <n>', 'multiply the number of images', (v) => Number(v), 1)
+    .action(async (opts: { out: string; scale: number }) => {
+      const out = path.resolve(opts.out);
+      const site = await startDemoSite(path.join(out, 'site'), opts.scale);
       try {
-        const client = await connectClient(server.address);
-        await ensureSearchAttributes(client);
-        const connection = await connectWorker(server.address);
-        const worker = await createCrawlWorker({ connection });
-        const result = await worker.runUntil(
-          client.workflow.execute('smokeWorkflow', {
-            taskQueue: TASK_QUEUE,
-            workflowId: `smoke-${Date.now()}`,
-            args: ['crawler', 2000],
-          }),
-        );
-        process.stdout.write(`${JSON.stringify(result)}\n`);
-        if (server.uiUrl) process.stdout.write(`Web UI: ${server.uiUrl}\n`);
-        await connection.close();
-        await client.connection.close();
+        process.stdout.write('demo: museum 2/s (robots.txt, a 404), photos 25/s, throttled 10/s (429s), broken 5/s (500s: the breaker halts it)\n');
+        const result = await runCrawl({ manifest: site.manifest, catalog: site.catalog, outDir: out, allowNetworks: ['127.0.0.0/8'] });
+        const unexpected = result.statuses.filter((s) => s.source !== 'broken' && s.workflowStatus !== 'COMPLETED');
+        process.stdout.write(unexpected.length ? 'demo: some sources did not finish\n' : 'demo: done; "broken" halted as intended and waits for an operator (crawl stop broken)\n');
+        process.exitCode = unexpected.length ? 1 : 0;
       } finally {
-        await server.stop();
+        await site.stop();
       }
     });
 

@@ -29,18 +29,28 @@ export const stubProcessor: UrlProcessor = {
   },
 };
 
+export interface DepsOptions {
+  dataDir?: string;
+  /** Added to CRAWL_ALLOW_NETWORKS (e.g. from repeated --allow-network). */
+  allowNetworks?: string[];
+}
+
 /** The real pipeline: guarded fetcher, robots.txt, sharp, the configured store. */
-export function defaultDeps(dataDir = process.env.CRAWL_DATA_DIR ?? path.resolve('.crawl-data')): CrawlDeps {
+export function defaultDeps(opts: DepsOptions = {}): CrawlDeps {
+  const dataDir = opts.dataDir ?? process.env.CRAWL_DATA_DIR ?? path.resolve('.crawl-data');
   const store = storeFromEnv(dataDir);
+  const base = pipelineConfigFromEnv();
+  const cfg = pipelineConfigFromEnv({ allowNetworks: [...base.allowNetworks, ...(opts.allowNetworks ?? [])] });
   return {
-    processor: new ImagePipeline(pipelineConfigFromEnv(), store, new Spool(path.join(dataDir, 'spool'))),
+    processor: new ImagePipeline(cfg, store, new Spool(path.join(dataDir, 'spool'))),
     recorder: new StoreRecorder(store),
+    store,
   };
 }
 
 /** One process type runs workflows and activities; scale by running more of them. */
 export function createCrawlWorker(opts: CrawlWorkerOptions): Promise<Worker> {
-  const deps = { ...defaultDeps(), ...(opts.deps ?? {}) };
+  const deps = opts.deps?.processor && opts.deps.recorder ? (opts.deps as CrawlDeps) : { ...defaultDeps(), ...(opts.deps ?? {}) };
   return Worker.create({
     connection: opts.connection,
     namespace: DEFAULT_NAMESPACE,

@@ -24,7 +24,7 @@ export interface BatchResult {
   urls: number;
 }
 
-const { loadChunk, recordFinal } = proxyActivities<CrawlActivities>({
+const { loadChunk, markChunkDone, recordFinal } = proxyActivities<CrawlActivities>({
   startToCloseTimeout: '2 minutes',
   retry: { maximumAttempts: 10, initialInterval: '1 second', maximumInterval: '1 minute' },
 });
@@ -137,6 +137,7 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
 
   const counts: Partial<Record<OutcomeClass, number>> = {};
   for (const f of finals) if (f) counts[f] = (counts[f] ?? 0) + 1;
+  await markChunkDone(input.chunk);
   await monitor.signal(batchFinishedSignal, { batchId, chunkId: input.chunk.chunkId, urls: urls.length });
   return { batchId, counts, urls: urls.length };
 }

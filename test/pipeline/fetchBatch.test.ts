@@ -41,6 +41,7 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
       .route('/loop', redirect('/loop'))
       .route('/to-internal', redirect('http://10.0.0.1/x.jpg'))
       .route('/drip.jpg', drip)
+      .route('/fail.jpg', (_q, r) => { r.writeHead(500); r.end(); })
       .route('/busy.jpg', (_q, r) => { r.writeHead(503, { 'retry-after': '120' }); r.end(); });
     await origin.start();
   });
@@ -124,6 +125,15 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     expect(result.retryAfterMs).toBe(120_000);
     expect(result.unused).toEqual([2, 3]);
     expect(origin.requests.slice(before).filter((r) => r.path === '/rotated.jpg' || r.path === '/good.jpg')).toEqual([]);
+  });
+
+  it('stops sending after a burst of site errors and hands the rest back', async () => {
+    const before = origin.requests.length;
+    const { result } = await run(Array.from({ length: 8 }, () => '/fail.jpg'));
+    expect(result.outcomes).toHaveLength(5);
+    expect(result.outcomes.every((o) => o.cls === 'error' && o.reason === 'http 500')).toBe(true);
+    expect(result.unused).toEqual([5, 6, 7]);
+    expect(origin.requests.slice(before).filter((r) => r.path === '/fail.jpg')).toHaveLength(5);
   });
 
   it('spends a new host\'s first slot on robots.txt and hands the image back unsent', async () => {

@@ -1,0 +1,41 @@
+import fs from 'node:fs/promises';
+import type { SourceConfig } from '../shared/types';
+import { invalidBurst, invalidRate } from '../politeness/targetRate';
+
+/**
+ * The source catalogue: per-source image count, explicit rate and burst. JSON (an array or an
+ * object keyed by name) or NDJSON, each entry {name, imageCount?, rate?, burst?}.
+ */
+export type Catalog = Map<string, SourceConfig>;
+
+export async function readCatalog(path: string): Promise<Catalog> {
+  let text: string;
+  try {
+    text = await fs.readFile(path, 'utf8');
+  } catch (err) {
+    throw new Error(`cannot read catalog ${path}: ${(err as Error).message}`);
+  }
+  let entries: unknown[];
+  const trimmed = text.trim();
+  try {
+    if (trimmed.startsWith('[')) entries = JSON.parse(trimmed);
+    else if (trimmed.startsWith('{') && !trimmed.includes('\n{')) {
+      const obj = JSON.parse(trimmed) as Record<string, object>;
+      entries = Object.entries(obj).map(([name, v]) => ({ name, ...v }));
+    } else entries = trimmed.split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l));
+  } catch (err) {
+    throw new Error(`catalog ${path} is not valid JSON or NDJSON: ${(err as Error).message}`);
+  }
+  const catalog: Catalog = new Map();
+  entries.forEach((e, i) => {
+    const where = `catalog ${path} entry ${i + 1}`;
+    if (!e || typeof e !== 'object') throw new Error(`${where}: expected an object`);
+    const { name, imageCount, rate, burst } = e as Record<string, unknown>;
+    if (typeof name !== 'string' || name === '') throw new Error(`${where}: "name" is required`);
+    if (imageCount !== undefined && (typeof imageCount !== 'number' || !Number.isInteger(imageCount) || imageCount < 0)) throw new Error(`${where} (${name}): imageCount must be a whole number >= 0`);
+    if (rate !== undefined && invalidRate(rate)) throw new Error(`${where} (${name}): ${invalidRate(rate)}`);
+    if (burst !== undefined && invalidBurst(burst)) throw new Error(`${where} (${name}): ${invalidBurst(burst)}`);
+    catalog.set(name, { imageCount: imageCount as number | undefined, rate: rate as number | undefined, burst: burst as number | undefined });
+  });
+  return catalog;
+}

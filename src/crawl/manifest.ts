@@ -1,0 +1,119 @@
+import fs from 'node:fs';
+import readline from 'node:readline';
+
+/**
+ * Manifests are streamed line by line, never loaded whole. Formats: NDJSON ({"url", "source"?}),
+ * CSV with a header naming a `url` column (and optionally `source`), or one URL per line.
+ * A bad line is reported with its number and reason and skipped; the rest proceeds.
+ */
+
+export type ManifestEntry = { line: number; url: string; source: string } | { line: number; error: string };
+export type ManifestFormat = 'ndjson' | 'csv' | 'lines';
+
+export function sourceOfUrl(u: URL): string {
+  return u.host.toLowerCase();
+}
+
+function checkUrl(raw: string): URL | string {
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    return `not a URL: ${JSON.stringify(raw.slice(0, 120))}`;
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') return `scheme ${u.protocol} not allowed (http and https only)`;
+  if (u.username || u.password) return 'credentials in URLs are not allowed';
+  return u;
+}
+
+function checkSource(s: unknown): string | undefined {
+  if (typeof s !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$/.test(s)) {
+    return 'source must be 1-200 characters of letters, digits, ".", "_", ":" or "-"';
+  }
+  return undefined;
+}
+
+/** Splits one CSV line (RFC 4180 quoting). */
+export function splitCsv(line: string): string[] {
+  const out: string[] = [];
+  let cur = '';
+  let quoted = false;
+  for (let i = 0; i < line.length; i++) {
+    const c = line[i]!;
+    if (quoted) {
+      if (c === '"' && line[i + 1] === '"') { cur += '"'; i++; } else if (c === '"') quoted = false; else cur += c;
+    } else if (c === '"') quoted = true;
+    else if (c === ',') { out.push(cur); cur = ''; } else cur += c;
+  }
+  out.push(cur);
+  return out.map((s) => s.trim());
+}
+
+export function detectFormat(path: string, firstLine: string): ManifestFormat {
+  if (/\.(ndjson|jsonl)$/i.test(path) || firstLine.trimStart().startsWith('{')) return 'ndjson';
+  if (/\.csv$/i.test(path)) return 'csv';
+  return 'lines';
+}
+
+export async function* readManifest(path: string): AsyncGenerator<ManifestEntry> {
+  const rl = readline.createInterface({ input: fs.createReadStream(path, 'utf8'), crlfDelay: Infinity });
+  let format: ManifestFormat | undefined;
+  let urlCol = -1;
+  let sourceCol = -1;
+  let line = 0;
+  for await (const rawLine of rl) {
+    line++;
+    const text = rawLine.trim();
+    if (text === '' || text.startsWith('#')) continue;
+    format ??= detectFormat(path, text);
+    let rawUrl: unknown;
+    let source: unknown;
+    if (format === 'ndjson') {
+      let obj: unknown;
+      try {
+        obj = JSON.parse(text);
+      } catch {
+        yield { line, error: 'not valid JSON' };
+        continue;
+      }
+      if (!obj || typeof obj !== 'object' || Array.isArray(obj)) {
+        yield { line, error: 'expected a JSON object with a "url"' };
+        continue;
+      }
+      rawUrl = (obj as Record<string, unknown>).url;
+      source = (obj as Record<string, unknown>).source;
+    } else if (format === 'csv') {
+      const cells = splitCsv(text);
+      if (urlCol < 0) {
+        urlCol = cells.findIndex((c) => c.toLowerCase() === 'url');
+        sourceCol = cells.findIndex((c) => c.toLowerCase() === 'source');
+        if (urlCol < 0) {
+          yield { line, error: 'CSV header has no "url" column; nothing can be read from this file' };
+          return;
+        }
+        continue;
+      }
+      rawUrl = cells[urlCol];
+      source = sourceCol >= 0 && cells[sourceCol] ? cells[sourceCol] : undefined;
+    } else {
+      rawUrl = text;
+    }
+    if (typeof rawUrl !== 'string' || rawUrl === '') {
+      yield { line, error: 'missing "url"' };
+      continue;
+    }
+    const u = checkUrl(rawUrl);
+    if (typeof u === 'string') {
+      yield { line, error: u };
+      continue;
+    }
+    if (source !== undefined && source !== null && source !== '') {
+      const bad = checkSource(source);
+      if (bad) {
+        yield { line, error: bad };
+        continue;
+      }
+    }
+    yield { line, url: u.href, source: (source as string | undefined) || sourceOfUrl(u) };
+  }
+}

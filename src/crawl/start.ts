@@ -1,0 +1,114 @@
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import type { Client } from '@temporalio/client';
+import type { ObjectStore } from '../pipeline/store';
+import type { SourceConfig, WorkChunk } from '../shared/types';
+import { addWorkSignal } from '../workflows/messages';
+import { crawlMonitorWorkflow } from '../workflows/monitor';
+import { monitorWorkflowId, type MonitorOptions } from '../workflows/monitorState';
+import type { Catalog } from './catalog';
+import { readManifest } from './manifest';
+
+/**
+ * Splits a manifest per source into chunk files in the store and hands each monitor only
+ * small chunk references (signal-with-start), so URL lists never enter workflow history.
+ * Chunk ids derive from the manifest's content, and a finished chunk leaves a done-marker:
+ * starting the same manifest twice crawls nothing twice.
+ */
+
+export const CHUNK_SIZE = 500;
+const CHUNKS_PER_SIGNAL = 200;
+
+export interface BadLine {
+  line: number;
+  error: string;
+}
+
+export interface StartSummary {
+  manifestId: string;
+  sources: Map<string, { urls: number; chunks: number; alreadyDone: number }>;
+  badLines: number;
+}
+
+export interface StartOptions {
+  client: Client;
+  store: ObjectStore;
+  manifest: string;
+  catalog?: Catalog;
+  taskQueue: string;
+  chunkSize?: number;
+  monitorOptions?: Partial<MonitorOptions>;
+  onBadLine?: (bad: BadLine) => void;
+}
+
+export function chunkKeys(manifestId: string, source: string, n: number): { urls: string; done: string } {
+  const dir = `work/${manifestId}/${source.replace(/[^A-Za-z0-9._-]+/g, '_')}`;
+  const name = `chunk-${String(n).padStart(6, '0')}`;
+  return { urls: `${dir}/${name}.txt`, done: `${dir}/${name}.done` };
+}
+
+async function manifestId(path: string): Promise<string> {
+  const hash = createHash('sha256');
+  for await (const chunk of fs.createReadStream(path)) hash.update(chunk as Buffer);
+  return hash.digest('hex').slice(0, 16);
+}
+
+export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
+  if (!fs.existsSync(opts.manifest)) throw new Error(`manifest ${opts.manifest} does not exist`);
+  const id = await manifestId(opts.manifest);
+  const chunkSize = opts.chunkSize ?? CHUNK_SIZE;
+  const buffers = new Map<string, string[]>();
+  const refs = new Map<string, WorkChunk[]>();
+  const summary: StartSummary = { manifestId: id, sources: new Map(), badLines: 0 };
+
+  const send = async (source: string) => {
+    const list = refs.get(source) ?? [];
+    if (list.length === 0) return;
+    refs.set(source, []);
+    const config: SourceConfig = opts.catalog?.get(source) ?? {};
+    await opts.client.workflow.signalWithStart(crawlMonitorWorkflow, {
+      workflowId: monitorWorkflowId(source),
+      taskQueue: opts.taskQueue,
+      args: [{ source, config, options: { taskQueue: opts.taskQueue, ...(opts.monitorOptions ?? {}) } }],
+      signal: addWorkSignal,
+      signalArgs: [list],
+    });
+  };
+
+  const flush = async (source: string) => {
+    const urls = buffers.get(source) ?? [];
+    if (urls.length === 0) return;
+    buffers.set(source, []);
+    const s = summary.sources.get(source)!;
+    const n = s.chunks++;
+    const keys = chunkKeys(id, source, n);
+    if (await opts.store.get(keys.done)) {
+      s.alreadyDone += urls.length;
+      return;
+    }
+    await opts.store.put(keys.urls, urls.join('\n') + '\n', 'text/plain');
+    const list = refs.get(source) ?? [];
+    list.push({ chunkId: `${id}-${n}`, count: urls.length, spool: keys.urls });
+    refs.set(source, list);
+    if (list.length >= CHUNKS_PER_SIGNAL) await send(source);
+  };
+
+  for await (const entry of readManifest(opts.manifest)) {
+    if ('error' in entry) {
+      summary.badLines++;
+      opts.onBadLine?.(entry);
+      continue;
+    }
+    if (!summary.sources.has(entry.source)) summary.sources.set(entry.source, { urls: 0, chunks: 0, alreadyDone: 0 });
+    summary.sources.get(entry.source)!.urls++;
+    const buf = buffers.get(entry.source) ?? [];
+    buf.push(entry.url);
+    buffers.set(entry.source, buf);
+    if (buf.length >= chunkSize) await flush(entry.source);
+  }
+  for (const source of summary.sources.keys()) {
+    await flush(source);
+    await send(source);
+  }
+  return summary;
+}

@@ -1,0 +1,48 @@
+import { pipelineConfigFromEnv } from '../../src/pipeline/config';
+import { Fetcher } from '../../src/pipeline/fetcher';
+import { RobotsCache } from '../../src/pipeline/robots';
+import { Origin } from '../support/origin';
+
+describe('robots.txt (RFC 9309) per origin', () => {
+  const cfg = pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'], userAgent: 'PoliteImageCrawler/0.1 (+https://example.org/bot)', robotsAgent: 'PoliteImageCrawler' });
+  const fetcher = new Fetcher(cfg);
+  afterAll(() => fetcher.close());
+
+  async function withRobots(route: (o: Origin) => Origin, fn: (o: Origin, cache: RobotsCache) => Promise<void>) {
+    const o = await route(new Origin()).start();
+    try {
+      await fn(o, new RobotsCache(fetcher, cfg));
+    } finally {
+      await o.stop();
+    }
+  }
+
+  it('obeys the group for our product token and caches the file', async () => {
+    await withRobots((o) => o.serve('/robots.txt', 'User-agent: PoliteImageCrawler\nDisallow: /no/\n\nUser-agent: *\nDisallow: /\n', 'text/plain'), async (o, cache) => {
+      expect((await cache.check(new URL(o.url('/no/a.jpg')))).verdict.kind).toBe('disallowed');
+      expect((await cache.check(new URL(o.url('/yes/a.jpg')))).verdict.kind).toBe('allowed');
+      expect(o.hits('/robots.txt')).toHaveLength(1);
+    });
+  });
+
+  it('treats a 4xx robots.txt as allow-all', async () => {
+    await withRobots((o) => o, async (o, cache) => {
+      expect((await cache.check(new URL(o.url('/any.jpg')))).verdict.kind).toBe('allowed');
+    });
+  });
+
+  it('treats a 5xx robots.txt as disallow-for-now', async () => {
+    await withRobots((o) => o.route('/robots.txt', (_q, r) => { r.writeHead(503); r.end(); }), async (o, cache) => {
+      const { verdict } = await cache.check(new URL(o.url('/any.jpg')));
+      expect(verdict).toEqual({ kind: 'unavailable', reason: 'robots.txt answered 503' });
+    });
+  });
+
+  it('treats an unreachable host as disallow-for-now', async () => {
+    const o = await new Origin().start();
+    const url = new URL(o.url('/any.jpg'));
+    await o.stop();
+    const { verdict } = await new RobotsCache(fetcher, cfg).check(url);
+    expect(verdict.kind).toBe('unavailable');
+  });
+});
