@@ -96,7 +96,8 @@ export function buildProgram(): Command {
       const worker = await createCrawlWorker({ connection, taskQueue: opts.taskQueue, deps: defaultDeps({ allowNetworks: opts.allowNetwork }) });
       log.info({ event: 'worker.start', taskQueue: opts.taskQueue }, 'worker running');
       const running = worker.run();
-      await Promise.race([untilSignal().then(() => worker.shutdown()), running]);
+      // Ctrl-C / SIGTERM drain the worker; activities in flight finish or are retried elsewhere.
+      void untilSignal().then(() => { if (worker.getState() === 'RUNNING') worker.shutdown(); });
       await running;
       await connection.close();
     });

@@ -61,7 +61,7 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
     const byUrl = new Map(indices.map((i) => [urls[i]!, i]));
     const { fetchBatch } = proxyActivities<CrawlActivities>({
       startToCloseTimeout: Math.max(1_000, g.endMs - Date.now()) + REQUEST_TAIL_MS,
-      heartbeatTimeout: '30 seconds',
+      heartbeatTimeout: '10 seconds',
       // A retried attempt resumes from its heartbeat and still only sends inside the window.
       retry: { maximumAttempts: 3, initialInterval: '1 second', nonRetryableErrorTypes: ['InvalidInput'] },
     });

@@ -1,0 +1,70 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { readCatalog } from '../../src/crawl/catalog';
+import { readManifest, splitCsv, type ManifestEntry } from '../../src/crawl/manifest';
+
+async function entries(name: string, text: string): Promise<ManifestEntry[]> {
+  const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'manifest-')), name);
+  fs.writeFileSync(file, text);
+  const out: ManifestEntry[] = [];
+  for await (const e of readManifest(file)) out.push(e);
+  return out;
+}
+
+describe('manifests', () => {
+  it('reads NDJSON, reports bad lines by number and keeps the rest', async () => {
+    const got = await entries('m.ndjson', [
+      '{"url":"https://a.example/1.jpg"}',
+      '{"url":"https://a.example/2.jpg","source":"museum"}',
+      'not json',
+      '{"url":"ftp://a.example/3.jpg"}',
+      '',
+      '{"nourl":1}',
+      '{"url":"https://user:pw@a.example/4.jpg"}',
+      '{"url":"https://b.example:8443/5.jpg","source":"bad source!"}',
+      '{"url":"http://B.example/6.jpg"}',
+    ].join('\n'));
+    expect(got).toEqual([
+      { line: 1, url: 'https://a.example/1.jpg', source: 'a.example' },
+      { line: 2, url: 'https://a.example/2.jpg', source: 'museum' },
+      { line: 3, error: 'not valid JSON' },
+      { line: 4, error: 'scheme ftp: not allowed (http and https only)' },
+      { line: 6, error: 'missing "url"' },
+      { line: 7, error: 'credentials in URLs are not allowed' },
+      { line: 8, error: expect.stringMatching(/^source must be/) },
+      { line: 9, url: 'http://b.example/6.jpg', source: 'b.example' },
+    ]);
+  });
+
+  it('reads CSV by its header and plain URL lists', async () => {
+    expect(await entries('m.csv', 'source,url\nmuseum,"https://m.example/a,b.jpg"\n,https://x.example/1.png\n')).toEqual([
+      { line: 2, url: 'https://m.example/a,b.jpg', source: 'museum' },
+      { line: 3, url: 'https://x.example/1.png', source: 'x.example' },
+    ]);
+    expect(await entries('m.csv', 'link\nhttps://x.example/1.png\n')).toEqual([{ line: 1, error: expect.stringMatching(/no "url" column/) }]);
+    expect(await entries('m.txt', '# comment\nhttps://x.example/1.png\nnot a url\n')).toEqual([
+      { line: 2, url: 'https://x.example/1.png', source: 'x.example' },
+      { line: 3, error: 'not a URL: "not a url"' },
+    ]);
+    expect(splitCsv('a,"b ""q"", c",d')).toEqual(['a', 'b "q", c', 'd']);
+  });
+
+  it('reads a 200,000-line manifest line by line', async () => {
+    const lines = Array.from({ length: 200_000 }, (_, i) => `https://s${i % 7}.example/${i}.jpg`).join('\n');
+    let n = 0;
+    for (const e of await entries('big.txt', lines)) if ('url' in e) n++;
+    expect(n).toBe(200_000);
+  });
+
+  it('validates the source catalogue with clear messages', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'catalog-'));
+    const good = path.join(dir, 'c.json');
+    fs.writeFileSync(good, JSON.stringify([{ name: 'museum', imageCount: 4000, rate: 2, burst: 1 }]));
+    expect((await readCatalog(good)).get('museum')).toEqual({ imageCount: 4000, rate: 2, burst: 1 });
+    const bad = path.join(dir, 'bad.json');
+    fs.writeFileSync(bad, JSON.stringify([{ name: 'museum', rate: 0 }]));
+    await expect(readCatalog(bad)).rejects.toThrow(/entry 1 \(museum\): rate must be greater than 0/);
+    await expect(readCatalog(path.join(dir, 'missing.json'))).rejects.toThrow(/cannot read catalog/);
+  });
+});
