@@ -15,11 +15,22 @@ describe('paced runner', () => {
     expect(r.unused).toEqual([]);
   });
 
-  it('returns slots it can no longer use inside the window as unused, instead of bunching', async () => {
-    const clock = fakeClock(12_500); // started late
+  it('skips slots it is too late for instead of bunching, and hands back what is left', async () => {
+    const clock = fakeClock(12_500); // started late: the slots at 10 s, 11 s and 12 s are gone
     const r = await runPaced({ count: 5, schedule, run: async (i) => i, shouldStop: () => false, ...clock });
-    expect(r.sentAt).toEqual([12_500, 13_500]);
+    expect(r.sentAt).toEqual([13_000, 14_000]);
+    expect([...r.results.keys()]).toEqual([0, 1]);
     expect(r.unused).toEqual([2, 3, 4]);
+  });
+
+  it('moves an item to the next slot when one slot is missed, within the lateness bound', async () => {
+    let t = 10_000;
+    let calls = 0;
+    // The first wait overshoots by 30 ms (a busy event loop), the next by 5 ms (within bounds).
+    const sleep = async (ms: number) => { calls += 1; t += ms + (calls === 1 ? 30 : calls === 2 ? 5 : 0); };
+    const r = await runPaced({ count: 3, schedule, run: async (i) => i, shouldStop: () => false, now: () => t, sleep });
+    expect(r.sentAt).toEqual([10_000, 12_005, 13_000]);
+    expect(r.unused).toEqual([]);
   });
 
   it('stops dispatching the moment the source throttles and hands the rest back', async () => {

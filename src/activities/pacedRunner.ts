@@ -2,10 +2,15 @@ import { slotTime } from '../politeness/pacing';
 import type { PacingSchedule } from '../shared/types';
 
 /**
- * Sends work on a grant's schedule: item j never before its slot, never closer than one
- * interval to the previous send (except burst slots), and never after the grant's window.
- * Work runs concurrently once started; only the start times are paced.
+ * Sends work on a grant's schedule. Each send takes one slot: never before the slot's time,
+ * and never more than MAX_LATENESS_MS after it; a slot we are too late for is skipped and its
+ * item moves to the next slot, and items left without a slot go back unused. Because slots
+ * are laid out for 98% of the rate, at most ceil(rate) (+ burst) sends can then fall in any
+ * second, with about 10 ms to spare for jitter on the way to the site. Work runs concurrently
+ * once started; only the start times are paced.
  */
+
+export const MAX_LATENESS_MS = 10;
 
 export interface PacedRunOptions<R> {
   count: number;
@@ -33,42 +38,33 @@ const defaultSleep = (ms: number, signal?: AbortSignal) =>
     signal?.addEventListener('abort', () => { clearTimeout(t); resolve(); }, { once: true });
   });
 
+export function slotCount(schedule: PacingSchedule): number {
+  return Math.max(0, Math.round((schedule.endMs - schedule.startMs) / schedule.intervalMs)) + schedule.burstSlots;
+}
+
 export async function runPaced<R>(o: PacedRunOptions<R>): Promise<PacedRunResult<R>> {
   const now = o.now ?? Date.now;
   const sleep = o.sleep ?? ((ms: number) => defaultSleep(ms, o.signal));
   const results = new Map<number, R>();
-  const unused: number[] = [];
   const sentAt: number[] = [];
   const inflight: Promise<void>[] = [];
-  const { schedule } = o;
-  // Slots are laid out slightly wider than the minimum gap, so a send delayed by a busy event
-  // loop can catch up on later slots without two sends ever coming closer than minGap.
-  const minGap = Math.min(schedule.minGapMs ?? schedule.intervalMs, schedule.intervalMs);
-  // A send must leave a full gap before the window ends, where the next grant may start.
-  const lastSendMs = schedule.endMs - minGap;
-  let lastSent = -Infinity;
-  let slot = 0;
-  for (let index = 0; index < o.count; index++) {
-    if (o.skip?.has(index)) continue;
-    const j = slot++;
-    // Burst slots and the first spaced slot share the window start; later ones are spaced.
-    const spacing = j <= schedule.burstSlots ? 0 : minGap;
-    const earliest = Math.max(slotTime(schedule, j), lastSent + spacing);
-    let t = now();
-    if (t < earliest) {
-      await sleep(earliest - t);
-      t = Math.max(now(), earliest);
+  const items = Array.from({ length: o.count }, (_, i) => i).filter((i) => !o.skip?.has(i));
+  const slots = slotCount(o.schedule);
+  let next = 0;
+  for (let j = 0; j < slots && next < items.length; j++) {
+    const at = slotTime(o.schedule, j);
+    // Timers may fire a little early by the wall clock: wait until the slot has really come.
+    for (let t = now(); t < at; t = now()) {
+      if (o.signal?.aborted) break;
+      await sleep(at - t);
     }
-    const tooLate = t > lastSendMs;
-    if (o.shouldStop() || o.signal?.aborted || tooLate) {
-      unused.push(index);
-      for (let rest = index + 1; rest < o.count; rest++) if (!o.skip?.has(rest)) unused.push(rest);
-      break;
-    }
-    lastSent = t;
+    if (o.shouldStop() || o.signal?.aborted) break;
+    const t = now();
+    if (t > at + MAX_LATENESS_MS) continue; // missed this slot; the item waits for the next one
+    const index = items[next++]!;
     sentAt.push(t);
     inflight.push(o.run(index).then((r) => { results.set(index, r); }));
   }
   await Promise.all(inflight);
-  return { results, unused, sentAt };
+  return { results, unused: items.slice(next), sentAt };
 }

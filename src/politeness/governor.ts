@@ -178,7 +178,7 @@ export class Governor {
     const paced = this.rate * (1 - this.cfg.pacingMargin);
     const planned = planWindow(
       this.state.pacer,
-      { nowMs, rate: paced, burst: this.state.burst, leadMs: this.cfg.grantLeadMs, windowMs: windowLengthMs(paced), minGapMs: 1000 / this.rate },
+      { nowMs, rate: paced, burst: this.state.burst, leadMs: this.cfg.grantLeadMs, windowMs: windowLengthMs(paced) },
       wants,
     );
     return planned.map((g) => ({ ...g, grantId: this.state.nextGrantId++ }));

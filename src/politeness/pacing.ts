@@ -27,8 +27,6 @@ export interface WindowParams {
   leadMs: number;
   /** Target window length; the planner grants whole slots. */
   windowMs: number;
-  /** Smallest gap between two sends (defaults to the slot interval). */
-  minGapMs?: number;
 }
 
 export interface Want {
@@ -41,7 +39,6 @@ export interface PlannedGrant {
   startMs: number;
   endMs: number;
   intervalMs: number;
-  minGapMs: number;
   slots: number;
   burstSlots: number;
 }
@@ -114,7 +111,6 @@ export function planWindow(state: PacerState, p: WindowParams, wants: readonly W
       startMs: grantStart,
       endMs: grantStart + spacedSlots * intervalMs,
       intervalMs,
-      minGapMs: Math.min(intervalMs, p.minGapMs ?? intervalMs),
       slots,
       burstSlots,
     });

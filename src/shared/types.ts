@@ -42,8 +42,6 @@ export interface Grant {
   endMs: number;
   /** Spacing of the slots, ms: a little wider than 1000 / rate (the pacing margin). */
   intervalMs: number;
-  /** No two requests closer than this (1000 / rate): lets a late send catch up, never overtake. */
-  minGapMs: number;
   /** Number of requests granted. */
   slots: number;
   /** Of those, how many may go at startMs without spacing (the configured burst). */
@@ -51,7 +49,7 @@ export interface Grant {
 }
 
 /** The pacing schedule handed to the fetch activity along with its URLs. */
-export type PacingSchedule = Pick<Grant, 'startMs' | 'endMs' | 'intervalMs' | 'burstSlots'> & { minGapMs?: number };
+export type PacingSchedule = Pick<Grant, 'startMs' | 'endMs' | 'intervalMs' | 'burstSlots'>;
 
 export interface TokenRequest {
   batchId: string;

@@ -69,7 +69,7 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
     try {
       result = await fetchBatch({
         source: input.source, batchId, grantId: g.grantId, items, maxAttempts: input.maxAttempts,
-        schedule: { startMs: g.startMs, endMs: g.endMs, intervalMs: g.intervalMs, minGapMs: g.minGapMs, burstSlots: g.burstSlots },
+        schedule: { startMs: g.startMs, endMs: g.endMs, intervalMs: g.intervalMs, burstSlots: g.burstSlots },
       });
     } catch (err) {
       if (!(err instanceof ActivityFailure)) throw err;

@@ -1,0 +1,48 @@
+import type { Client } from '@temporalio/client';
+import type { ProcessedUrl, UrlProcessor } from '../src/activities/crawlActivities';
+import { maxInAnyWindow } from '../src/politeness/pacing';
+
+/** Shared pieces of the benchmark scripts. */
+
+/** A URL processor that answers at once and remembers when each source was sent a request. */
+export class RecordingStub implements UrlProcessor {
+  readonly sends = new Map<string, number[]>();
+
+  async process(url: string, ctx: { source: string }): Promise<ProcessedUrl> {
+    const list = this.sends.get(ctx.source) ?? [];
+    list.push(Date.now());
+    this.sends.set(ctx.source, list);
+    return { outcome: { url, cls: 'done', status: 200, ttfbMs: 1, totalMs: 1, sent: true } };
+  }
+}
+
+/** Requests per second over the steady part of a run (first and last windows left out). */
+export function steadyRate(times: number[], skipMs: number): number {
+  const sorted = [...times].sort((a, b) => a - b);
+  if (sorted.length < 2) return 0;
+  const from = sorted[0]! + skipMs;
+  const to = sorted[sorted.length - 1]! - 1_000;
+  const inside = sorted.filter((t) => t >= from && t < to).length;
+  return to > from ? inside / ((to - from) / 1000) : 0;
+}
+
+export function max1s(times: number[]): number {
+  return maxInAnyWindow(times, 1_000);
+}
+
+/** History events of every workflow whose id starts with the prefix (monitors and their batches). */
+export async function historyEvents(client: Client, idPrefix: string): Promise<number> {
+  let total = 0;
+  for await (const wf of client.workflow.list({ query: `WorkflowId STARTS_WITH '${idPrefix}'` })) {
+    total += wf.historyLength;
+  }
+  return total;
+}
+
+export function peakRssMb(): number {
+  return Math.round(process.resourceUsage().maxRSS / 1024);
+}
+
+export function fmt(n: number, digits = 3): number {
+  return Math.round(n * 10 ** digits) / 10 ** digits;
+}
