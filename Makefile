@@ -1,6 +1,6 @@
 # Each target does all the set-up it needs, so a fresh clone works with one command.
 # `make setup` is idempotent: a second run downloads and rebuilds nothing.
-.PHONY: setup tools build demo test typecheck lint unit compose-check clean
+.PHONY: setup tools build demo test typecheck lint compose-check clean
 
 SRC := $(shell find src bench -name '*.ts' 2>/dev/null) tsconfig.json tsconfig.build.json
 
@@ -30,12 +30,9 @@ typecheck: node_modules/.installed
 lint: node_modules/.installed
 	npm run --silent lint
 
-unit: setup
-	npx jest --testPathIgnorePatterns integration foundation
-
 # The whole suite: type check, lint, then every test against the real pinned servers.
 test: setup typecheck lint
-	npx jest
+	UV_THREADPOOL_SIZE=16 npx jest
 
 compose-check:
 	docker-compose -f docker-compose.yml config --quiet

@@ -4,7 +4,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { isThrottle } from '../politeness/classify';
 import type { ObjectStore } from '../pipeline/store';
 import type { FetchBatchInput, FetchBatchResult, FinalRecordInput, RequestOutcome, WorkChunk } from '../shared/types';
-import { runPaced } from './pacedRunner';
+import { MAX_LATENESS_MS, runPaced } from './pacedRunner';
 import { blockSource, isSourceBlocked } from './sourceBlocks';
 
 /** What handling one URL produced: the outcome the monitor sees, and the record to keep. */
@@ -17,7 +17,11 @@ export interface ProcessedUrl {
 }
 
 export interface UrlProcessor {
-  process(url: string, ctx: { source: string; attempt: number; signal: AbortSignal }): Promise<ProcessedUrl>;
+  /**
+   * Handles one URL. `sendBy` is the latest moment a request may leave for the site (its slot
+   * plus the lateness bound): past it, hand the URL back unsent with `requeue`.
+   */
+  process(url: string, ctx: { source: string; attempt: number; signal: AbortSignal; sendBy?: number }): Promise<ProcessedUrl>;
 }
 
 export interface Recorder {
@@ -73,9 +77,10 @@ export function createCrawlActivities(deps: CrawlDeps) {
         skip: new Set(done.keys()),
         signal: ctx.cancellationSignal,
         shouldStop: () => throttled || errorRun >= ERROR_BURST || isSourceBlocked(input.source),
-        run: async (i) => {
+        run: async (i, slotMs) => {
           const item = input.items[i]!;
-          const processed = await deps.processor.process(item.url, { source: input.source, attempt: item.attempt, signal: ctx.cancellationSignal });
+          const sendBy = slotMs + MAX_LATENESS_MS;
+          const processed = await deps.processor.process(item.url, { source: input.source, attempt: item.attempt, signal: ctx.cancellationSignal, sendBy });
           if (processed.requeue) {
             requeued.push(i);
             return;

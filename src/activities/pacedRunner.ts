@@ -17,7 +17,8 @@ export interface PacedRunOptions<R> {
   schedule: PacingSchedule;
   /** Indices already done by an earlier attempt (from heartbeat details): not sent again. */
   skip?: ReadonlySet<number>;
-  run(index: number): Promise<R>;
+  /** Starts item `index` in the slot at `slotMs`; the request must leave by slotMs + MAX_LATENESS_MS. */
+  run(index: number, slotMs: number): Promise<R>;
   /** Checked before every send: true stops dispatching (e.g. the source said 429). */
   shouldStop(): boolean;
   now?: () => number;
@@ -63,7 +64,7 @@ export async function runPaced<R>(o: PacedRunOptions<R>): Promise<PacedRunResult
     if (t > at + MAX_LATENESS_MS) continue; // missed this slot; the item waits for the next one
     const index = items[next++]!;
     sentAt.push(t);
-    inflight.push(o.run(index).then((r) => { results.set(index, r); }));
+    inflight.push(o.run(index, at).then((r) => { results.set(index, r); }));
   }
   await Promise.all(inflight);
   return { results, unused: items.slice(next), sentAt };

@@ -29,8 +29,12 @@ export class ImagePipeline implements UrlProcessor {
     return this.fetcher.close();
   }
 
-  async process(url: string, ctx: { source: string; attempt: number; signal: AbortSignal }): Promise<ProcessedUrl> {
+  async process(url: string, ctx: { source: string; attempt: number; signal: AbortSignal; sendBy?: number }): Promise<ProcessedUrl> {
     const base = { url, sent: false };
+    // Checked right before anything leaves for the site: work before it (spool, robots cache)
+    // can be slow under load, and a late request would crowd the next slot at the origin.
+    const tooLate = () => ctx.sendBy !== undefined && Date.now() > ctx.sendBy;
+    const late: ProcessedUrl = { outcome: { ...base, cls: 'error', reason: 'missed its slot' }, requeue: true };
     let u: URL;
     try {
       u = validateUrl(url);
@@ -42,6 +46,7 @@ export class ImagePipeline implements UrlProcessor {
     let fetchInfo: { status?: number; ttfbMs?: number; totalMs?: number; finalUrl?: string; redirects?: number; sent: boolean } = { status: 200, sent: false };
     if (!body) {
       if (!this.robots.known(u)) {
+        if (tooLate()) return late;
         // Fetching robots.txt spends this slot: the image waits for a later one.
         const { verdict, fetched } = await this.robots.check(u, ctx.signal);
         return { outcome: { ...base, cls: 'error', sent: fetched, reason: `robots.txt ${verdict.kind === 'pending' ? 'being fetched' : 'fetched'}` }, requeue: true };
@@ -51,6 +56,7 @@ export class ImagePipeline implements UrlProcessor {
       if (verdict.kind === 'unavailable') return { outcome: { ...base, cls: 'error', reason: `${verdict.reason}; host treated as disallowed for now` } };
       if (verdict.kind === 'pending') return { outcome: { ...base, cls: 'error', reason: 'robots.txt being fetched' }, requeue: true };
 
+      if (tooLate()) return late;
       const res = await this.fetcher.fetch(url, { signal: ctx.signal });
       fetchInfo = { status: res.status, ttfbMs: res.ttfbMs, totalMs: res.totalMs, finalUrl: res.finalUrl, redirects: res.redirects, sent: res.sent };
       const timing = { status: res.status, ttfbMs: res.ttfbMs, totalMs: res.totalMs, sent: res.sent };

@@ -90,6 +90,8 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
     expect(records.filter((r) => r.outcome === 'done')).toHaveLength(110);
     // What each site actually saw, robots.txt included.
     const seen = (o: Origin) => o.requests.filter((r) => r.atMs >= started).map((r) => r.atMs);
+    const trace = (o: Origin) => o.requests.filter((r) => r.atMs >= started).map((r) => `${r.atMs - started} ${r.path}`).join('\n');
+    if (maxInAnyWindow(seen(a), 1_000) > ceilings(4, 0).perSecond) throw new Error(`source a over its ceiling:\n${trace(a)}`);
     expect(maxInAnyWindow(seen(a), 1_000)).toBeLessThanOrEqual(ceilings(4, 0).perSecond);
     expect(maxInAnyWindow(seen(b), 1_000)).toBeLessThanOrEqual(ceilings(15, 2).perSecond);
     expect(maxInAnyWindow(seen(c), 1_000)).toBeLessThanOrEqual(ceilings(3, 0).perSecond);
