@@ -1,3 +1,5 @@
+import type { Grant } from '../shared/types';
+
 /**
  * Grant windows. Requests to a source are paced on one global timeline of slots spaced
  * 1000/rate ms apart. Each grant owns a contiguous, disjoint stretch of that timeline, so two
@@ -34,14 +36,7 @@ export interface Want {
   wanted: number;
 }
 
-export interface PlannedGrant {
-  batchId: string;
-  startMs: number;
-  endMs: number;
-  intervalMs: number;
-  slots: number;
-  burstSlots: number;
-}
+export type PlannedGrant = Omit<Grant, 'grantId'>;
 
 /**
  * Window length from the rate: slow sources get long windows (few history events per request),
