@@ -5,22 +5,41 @@ function sendTimes(grants: ReturnType<typeof planWindow>): number[] {
 }
 
 describe('pacing', () => {
-  it('shares slots fairly between batches, rotating the remainder', () => {
-    expect(fairShares([{ batchId: 'a', wanted: 100 }, { batchId: 'b', wanted: 100 }], 10, 0)).toEqual([5, 5]);
+  it('gives windows to batches in rotating order, filling one before the next', () => {
+    const two = [{ batchId: 'a', wanted: 100 }, { batchId: 'b', wanted: 100 }];
+    expect(fairShares(two, 10, 0)).toEqual([10, 0]);
+    expect(fairShares(two, 10, 1)).toEqual([0, 10]);
     expect(fairShares([{ batchId: 'a', wanted: 2 }, { batchId: 'b', wanted: 100 }], 10, 0)).toEqual([2, 8]);
-    expect(fairShares([{ batchId: 'a', wanted: 5 }, { batchId: 'b', wanted: 5 }, { batchId: 'c', wanted: 5 }], 2, 0)).toEqual([1, 1, 0]);
-    expect(fairShares([{ batchId: 'a', wanted: 5 }, { batchId: 'b', wanted: 5 }, { batchId: 'c', wanted: 5 }], 2, 1)).toEqual([0, 1, 1]);
+    const three = [{ batchId: 'a', wanted: 5 }, { batchId: 'b', wanted: 5 }, { batchId: 'c', wanted: 5 }];
+    expect(fairShares(three, 12, 2)).toEqual([5, 2, 5]);
   });
 
-  it('gives each grant a disjoint stretch of one timeline', () => {
+  it('is fair over successive windows', () => {
+    const pacer = newPacerState();
+    const got = { a: 0, b: 0, c: 0 };
+    let now = 0;
+    for (let w = 0; w < 30; w++) {
+      for (const g of planWindow(pacer, { nowMs: now, rate: 10, burst: 0, leadMs: 0, windowMs: 2_000 }, [{ batchId: 'a', wanted: 1e6 }, { batchId: 'b', wanted: 1e6 }, { batchId: 'c', wanted: 1e6 }])) {
+        got[g.batchId as 'a' | 'b' | 'c'] += g.slots;
+      }
+      now = pacer.nextFreeMs;
+    }
+    expect(got).toEqual({ a: 200, b: 200, c: 200 });
+  });
+
+  it('gives each grant a contiguous stretch of one timeline, disjoint from the others', () => {
     const pacer = newPacerState();
     const grants = planWindow(pacer, { nowMs: 1_000, rate: 10, burst: 0, leadMs: 300, windowMs: 2_000 },
       [{ batchId: 'a', wanted: 50 }, { batchId: 'b', wanted: 50 }]);
-    expect(grants.map((g) => [g.batchId, g.slots, g.startMs, g.endMs])).toEqual([
-      ['a', 10, 1_300, 2_300],
-      ['b', 10, 2_300, 3_300],
-    ]);
-    expect(pacer.nextFreeMs).toBe(3_300);
+    expect(grants.map((g) => [g.batchId, g.slots, g.startMs, g.endMs])).toEqual([['a', 20, 1_300, 3_300]]);
+    const next = planWindow(pacer, { nowMs: 2_000, rate: 10, burst: 0, leadMs: 300, windowMs: 1_000 },
+      [{ batchId: 'a', wanted: 3 }, { batchId: 'b', wanted: 50 }]);
+    // b's turn now; a small want after it would share the window, b first.
+    expect(next.map((g) => [g.batchId, g.slots, g.startMs, g.endMs])).toEqual([['b', 10, 3_300, 4_300]]);
+    const third = planWindow(pacer, { nowMs: 3_000, rate: 10, burst: 0, leadMs: 300, windowMs: 1_000 },
+      [{ batchId: 'a', wanted: 3 }, { batchId: 'b', wanted: 40 }]);
+    expect(third.map((g) => [g.batchId, g.slots, g.startMs, g.endMs])).toEqual([['a', 3, 4_300, 4_600], ['b', 7, 4_600, 5_300]]);
+    expect(pacer.nextFreeMs).toBe(5_300);
   });
 
   it.each([0.5, 1, 3, 7.5, 50, 200])('never exceeds the 1 s and 10 s ceilings at rate %p over 10 minutes', (rate) => {

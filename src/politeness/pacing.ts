@@ -47,29 +47,20 @@ export function windowLengthMs(rate: number): number {
   return Math.min(60_000, Math.max(2_000, forFortySlots));
 }
 
-/** Splits `total` slots between wants as evenly as possible (water-filling), rotating the remainder. */
+/**
+ * Hands `total` slots to the wants in rotating order, filling one batch before the next. Over
+ * successive windows every batch gets its turn (fair), while each window makes as few grants as
+ * possible: every grant costs history events in the monitor and the batch.
+ */
 export function fairShares(wants: readonly Want[], total: number, rotation: number): number[] {
   const shares = wants.map(() => 0);
   let left = total;
-  let open = wants.map((_, i) => i).filter((i) => wants[i]!.wanted > 0);
-  while (left > 0 && open.length > 0) {
-    const each = Math.floor(left / open.length);
-    if (each === 0) {
-      // Fewer slots than batches: hand single slots out starting at the rotation point.
-      const start = rotation % open.length;
-      for (let k = 0; k < open.length && left > 0; k++) {
-        const i = open[(start + k) % open.length]!;
-        shares[i]! += 1;
-        left -= 1;
-      }
-      break;
-    }
-    for (const i of open) {
-      const give = Math.min(each, wants[i]!.wanted - shares[i]!);
-      shares[i]! += give;
-      left -= give;
-    }
-    open = open.filter((i) => shares[i]! < wants[i]!.wanted);
+  const n = wants.length;
+  for (let k = 0; k < n && left > 0; k++) {
+    const i = (rotation + k) % n;
+    const give = Math.min(left, Math.max(0, wants[i]!.wanted));
+    shares[i] = give;
+    left -= give;
   }
   return shares;
 }
