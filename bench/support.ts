@@ -46,3 +46,17 @@ export function peakRssMb(): number {
 export function fmt(n: number, digits = 3): number {
   return Math.round(n * 10 ** digits) / 10 ** digits;
 }
+
+/** Starts bench/originProcess in a child process and resolves with its port. */
+export async function startOriginProcess(dir: string, hosts: string[]): Promise<{ port: number; stop(): void }> {
+  const { spawn } = await import('node:child_process');
+  const child = spawn(process.execPath, [require.resolve('./originProcess'), dir, hosts.join(',')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.stdout!.on('data', (d: Buffer) => {
+      const m = /listening (\d+)/.exec(d.toString());
+      if (m) resolve(Number(m[1]));
+    });
+    child.once('exit', (code) => reject(new Error(`origin process exited with ${code}`)));
+  });
+  return { port, stop: () => child.kill('SIGKILL') };
+}

@@ -14,7 +14,8 @@ const MAX_RETRY_AFTER_MS = 15 * 60_000;
 /**
  * One URL through the whole pipeline: validate, robots.txt, fetch, analyse, thumbnail, store.
  * Every problem of the URL or the site becomes an outcome; only infrastructure failures
- * (the store is down) throw, so the activity is retried without re-fetching (spool).
+ * (the store is down) throw, and then the fetched bytes go to the spool first, so the retried
+ * activity stores them without asking the site again.
  */
 export class ImagePipeline implements UrlProcessor {
   readonly fetcher: Fetcher;
@@ -42,7 +43,9 @@ export class ImagePipeline implements UrlProcessor {
       return { outcome: { ...base, cls: 'refused', reason: (err as FetchError).message } };
     }
 
-    let body = await this.spool.get(url);
+    const spooled = await this.spool.get(url);
+    const fromSpool = spooled !== undefined;
+    let body = spooled;
     let fetchInfo: { status?: number; ttfbMs?: number; totalMs?: number; finalUrl?: string; redirects?: number; sent: boolean } = { status: 200, sent: false };
     if (!body) {
       if (!this.robots.known(u)) {
@@ -72,7 +75,6 @@ export class ImagePipeline implements UrlProcessor {
         return { outcome: { ...base, ...timing, cls: 'error', reason, retryAfterMs } };
       }
       body = res.body!;
-      await this.spool.put(url, body);
     }
 
     const timing = { status: fetchInfo.status, ttfbMs: fetchInfo.ttfbMs, totalMs: fetchInfo.totalMs, sent: fetchInfo.sent };
@@ -80,15 +82,21 @@ export class ImagePipeline implements UrlProcessor {
       const analysis = await analyse(body, this.cfg.maxPixels);
       const thumb = await thumbnail(body, { maxPixels: this.cfg.maxPixels, maxSide: this.cfg.thumbnailMaxSide, quality: this.cfg.thumbnailQuality });
       const key = thumbnailKey(url);
-      await this.store.put(key, thumb, 'image/jpeg');
-      await this.spool.delete(url);
+      try {
+        await this.store.put(key, thumb, 'image/jpeg');
+      } catch (err) {
+        // Keep the bytes so the retry stores them without asking the site again.
+        if (!fromSpool) await this.spool.put(url, body).catch(() => undefined);
+        throw err;
+      }
+      if (fromSpool) await this.spool.delete(url);
       return {
         outcome: { ...base, ...timing, cls: 'done' },
         record: { ...analysis, thumbnailKey: key, finalUrl: fetchInfo.finalUrl ?? url, redirects: fetchInfo.redirects ?? 0 },
       };
     } catch (err) {
       if (!(err instanceof ContentError)) throw err;
-      await this.spool.delete(url);
+      if (fromSpool) await this.spool.delete(url);
       return { outcome: { ...base, ...timing, cls: 'content', reason: err.message } };
     }
   }

@@ -21,7 +21,7 @@ export class LocalStore implements ObjectStore {
     return `local directory ${this.root}`;
   }
 
-  async put(key: string, body: Buffer | string): Promise<void> {
+  async put(key: string, body: Buffer | string, _contentType?: string): Promise<void> {
     const file = path.join(this.root, safeKey(key));
     await fs.mkdir(path.dirname(file), { recursive: true });
     // Write-then-rename: a reader never sees half a file, and a re-run overwrites atomically.

@@ -136,6 +136,28 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     expect(origin.requests.slice(before).filter((r) => r.path === '/fail.jpg')).toHaveLength(5);
   });
 
+  it('does not ask the site again when storing failed after the download', async () => {
+    let failNext = true;
+    const flaky = {
+      description: 'flaky', get: (k: string) => store.get(k),
+      put: async (k: string, b: Buffer | string, t: string) => {
+        if (failNext && k.startsWith('thumbnails/')) { failNext = false; throw new Error('store unavailable'); }
+        return store.put(k, b, t);
+      },
+    };
+    const spool = new Spool(path.join(dir, 'spool-flaky'));
+    const p2 = new ImagePipeline(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'] }), flaky, spool);
+    const a2 = createCrawlActivities({ processor: p2, recorder: new StoreRecorder(store) });
+    await new MockActivityEnvironment().run(a2.fetchBatch, input(['/good.png'])); // robots.txt
+    const before = origin.requests.length;
+    await expect(new MockActivityEnvironment().run(a2.fetchBatch, input(['/rotated.jpg']))).rejects.toThrow(/store unavailable/);
+    const retried = (await new MockActivityEnvironment().run(a2.fetchBatch, input(['/rotated.jpg']))) as FetchBatchResult;
+    expect(retried.outcomes.map((o) => o.cls)).toEqual(['done']);
+    expect(origin.requests.slice(before).filter((r) => r.path === '/rotated.jpg')).toHaveLength(1);
+    expect(await spool.get(origin.url('/rotated.jpg'))).toBeUndefined(); // cleaned up once stored
+    await p2.close();
+  });
+
   it('spends a new host\'s first slot on robots.txt and hands the image back unsent', async () => {
     const fresh = createCrawlActivities({ processor: new ImagePipeline(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'] }), store, new Spool(path.join(dir, 'spool2'))), recorder: new StoreRecorder(store) });
     const before = origin.requests.length;
