@@ -32,7 +32,7 @@ export const DEFAULT_GOVERNOR: GovernorConfig = {
   adaptive: DEFAULT_ADAPTIVE,
   breaker: DEFAULT_BREAKER,
   latency: DEFAULT_LATENCY,
-  grantLeadMs: 300,
+  grantLeadMs: 1_000,
   pacingMargin: 0.02,
   resumeShare: 0.5,
 };
