@@ -54,7 +54,7 @@ async function main(): Promise<void> {
   }
   const activityPerS = urls.length / ((performance.now() - started) / 1000);
   await pipeline.close();
-  site.stop();
+  await site.stop();
 
   console.log(`images: ${N} (${Math.round(images.reduce((s, b) => s + b.length, 0) / N / 1024)} KiB average), cores: ${os.cpus().length}`);
   console.log(`sharp alone (analyse + thumbnail): ${fmt(sharpPerS, 1)} images/s`);

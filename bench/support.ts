@@ -48,9 +48,13 @@ export function fmt(n: number, digits = 3): number {
 }
 
 /** Starts bench/originProcess in a child process and resolves with its port. */
-export async function startOriginProcess(dir: string, hosts: string[]): Promise<{ port: number; stop(): void }> {
+export interface OriginArrival { atMs: number; host: string; path: string }
+
+export async function startOriginProcess(dir: string, hosts: string[], logFile?: string): Promise<{ port: number; stop(): Promise<OriginArrival[]> }> {
   const { spawn } = await import('node:child_process');
-  const child = spawn(process.execPath, [require.resolve('./originProcess'), dir, hosts.join(',')], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const fs = await import('node:fs');
+  const args = [require.resolve('./originProcess'), dir, hosts.join(','), '0', ...(logFile ? [logFile] : [])];
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise<number>((resolve, reject) => {
     child.stdout!.on('data', (d: Buffer) => {
       const m = /listening (\d+)/.exec(d.toString());
@@ -58,5 +62,18 @@ export async function startOriginProcess(dir: string, hosts: string[]): Promise<
     });
     child.once('exit', (code) => reject(new Error(`origin process exited with ${code}`)));
   });
-  return { port, stop: () => child.kill('SIGKILL') };
+  child.removeAllListeners('exit');
+  return {
+    port,
+    stop: () => new Promise<OriginArrival[]>((resolve) => {
+      child.once('exit', () => {
+        const text = logFile && fs.existsSync(logFile) ? fs.readFileSync(logFile, 'utf8') : '';
+        resolve(text.split('\n').filter(Boolean).map((l) => {
+          const [at, host, p] = l.split(' ');
+          return { atMs: Number(at), host: host!, path: p! };
+        }));
+      });
+      child.kill('SIGTERM');
+    }),
+  };
 }

@@ -33,7 +33,7 @@ export const DEFAULT_GOVERNOR: GovernorConfig = {
   breaker: DEFAULT_BREAKER,
   latency: DEFAULT_LATENCY,
   grantLeadMs: 1_000,
-  pacingMargin: 0.02,
+  pacingMargin: 0.03,
   resumeShare: 0.5,
 };
 
