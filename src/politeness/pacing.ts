@@ -44,7 +44,7 @@ export type PlannedGrant = Omit<Grant, 'grantId'>;
  */
 export function windowLengthMs(rate: number): number {
   const forFortySlots = (40 / rate) * 1000;
-  return Math.min(60_000, Math.max(2_000, forFortySlots));
+  return Math.min(60_000, Math.max(4_000, forFortySlots));
 }
 
 /**
