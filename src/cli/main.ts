@@ -8,12 +8,11 @@ import type { WorkflowHandle } from '@temporalio/client';
 import { readCatalog } from '../crawl/catalog';
 import { runCrawl } from '../crawl/run';
 import { startCrawl } from '../crawl/start';
-import { listSources, monitoringUpdate, sourceStatus, statusTable, UnknownSourceError } from '../crawl/status';
+import { describeMonitor, listSources, monitoringUpdate, sourceStatus, statusTable } from '../crawl/status';
 import { startDemoSite } from '../demo/demo';
 import { storeFromEnv } from '../pipeline/store';
 import { invalidRate } from '../politeness/targetRate';
 import { pauseUpdate, resumeUpdate, setRateUpdate, stopUpdate } from '../workflows/messages';
-import { monitorWorkflowId } from '../workflows/monitorState';
 import { installTemporalRuntime } from '../temporal/runtime';
 
 const DEFAULT_DATA_DIR = process.env.CRAWL_DATA_DIR ?? path.resolve('.crawl-data');
@@ -35,14 +34,8 @@ function parseRate(value: string): number {
 async function onMonitor(source: string, update: (h: WorkflowHandle) => Promise<string>): Promise<void> {
   const client = await connectClient();
   try {
-    const handle = client.workflow.getHandle(monitorWorkflowId(source));
-    try {
-      const d = await handle.describe();
-      if (d.status.name !== 'RUNNING') throw new Error(`the monitor of "${source}" is ${d.status.name.toLowerCase()}; nothing to change`);
-    } catch (err) {
-      if ((err as Error).name === 'WorkflowNotFoundError') throw new UnknownSourceError(source);
-      throw err;
-    }
+    const { handle, status } = await describeMonitor(client, source);
+    if (status !== 'RUNNING') throw new Error(`the monitor of "${source}" is ${status.toLowerCase()}; nothing to change`);
     try {
       process.stdout.write(`${source}: ${await update(handle)}\n`);
     } catch (err) {

@@ -44,10 +44,9 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
   try {
     const client = await connectClient(server.address);
     await ensureSearchAttributes(client);
-    const deps = defaultDeps({ dataDir: opts.outDir, allowNetworks: opts.allowNetworks });
     if (!process.env.TEMPORAL_ADDRESS) {
       const connection = await connectWorker(server.address);
-      worker = await createCrawlWorker({ connection, deps });
+      worker = await createCrawlWorker({ connection, deps: defaultDeps({ dataDir: opts.outDir, allowNetworks: opts.allowNetworks }) });
       workerDone = worker.run();
     }
     const store = storeFromEnv(opts.outDir);

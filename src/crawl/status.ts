@@ -1,4 +1,4 @@
-import type { Client } from '@temporalio/client';
+import type { Client, WorkflowHandle } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { statsQuery } from '../workflows/messages';
 import { monitorWorkflowId, type MonitorStats } from '../workflows/monitorState';
@@ -16,15 +16,24 @@ export class UnknownSourceError extends Error {
   }
 }
 
-export async function sourceStatus(client: Client, source: string): Promise<SourceStatus> {
+/** A source's monitor and its workflow status; an unknown source is a clear error. */
+export async function describeMonitor(client: Client, source: string): Promise<{ handle: WorkflowHandle; status: string }> {
   const handle = client.workflow.getHandle(monitorWorkflowId(source));
-  let status: string;
   try {
-    status = (await handle.describe()).status.name;
+    return { handle, status: (await handle.describe()).status.name };
   } catch (err) {
     if (err instanceof WorkflowNotFoundError) throw new UnknownSourceError(source);
     throw err;
   }
+}
+
+/** What an operator calls the source's state: the monitor's own while it runs. */
+function displayState(s: SourceStatus): string {
+  return s.workflowStatus === 'RUNNING' ? s.stats?.state ?? 'unknown' : s.workflowStatus.toLowerCase();
+}
+
+export async function sourceStatus(client: Client, source: string): Promise<SourceStatus> {
+  const { handle, status } = await describeMonitor(client, source);
   let stats: MonitorStats | null = null;
   if (status === 'RUNNING') stats = await handle.query(statsQuery);
   else if (status === 'COMPLETED') stats = (await handle.result()) as MonitorStats;
@@ -53,7 +62,7 @@ export function monitoringUpdate(statuses: SourceStatus[], previous?: { atMs: nu
   let rate = 0, target = 0, done = 0, errors = 0, finished = 0, total = 0, running = 0, halted = 0;
   for (const s of statuses) {
     const st = s.stats;
-    const state = s.workflowStatus === 'RUNNING' ? st?.state ?? 'unknown' : s.workflowStatus.toLowerCase();
+    const state = displayState(s);
     if (state === 'halted') halted++;
     if (s.workflowStatus === 'RUNNING') running++;
     if (!st) { sources[s.source] = { state, rate: 0, target: 0, done: 0, errors: 0, linkrot: 0, content: 0, robots: 0, refused: 0, finished: 0, total: 0, breaker: '', retryAfterUntil: null }; continue; }
@@ -83,7 +92,7 @@ export function statusTable(statuses: SourceStatus[]): string {
   const rows = [['SOURCE', 'STATE', 'RATE/S', 'TARGET', 'FINISHED', 'DONE', 'LINKROT', 'CONTENT', 'ROBOTS', 'ERRORS', 'NOTE']];
   for (const s of statuses) {
     const st = s.stats;
-    const state = s.workflowStatus === 'RUNNING' ? st?.state ?? '?' : s.workflowStatus.toLowerCase();
+    const state = displayState(s);
     const note = st?.haltReason ?? (st?.retryAfterUntil ? `Retry-After until ${st.retryAfterUntil}` : st?.coolingUntil ? `cooling until ${st.coolingUntil}` : '');
     rows.push([s.source, state, String(st?.rate ?? ''), String(st?.target ?? ''), st ? `${st.urls.finished}/${st.urls.total}` : '', String(st?.counts.done ?? ''),
       String(st?.counts.linkrot ?? ''), String(st?.counts.content ?? ''), String(st?.counts.robots ?? ''), String(st?.counts.error ?? ''), note]);

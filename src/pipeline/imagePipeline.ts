@@ -46,7 +46,9 @@ export class ImagePipeline implements UrlProcessor {
     const spooled = await this.spool.get(url);
     const fromSpool = spooled !== undefined;
     let body = spooled;
-    let fetchInfo: { status?: number; ttfbMs?: number; totalMs?: number; finalUrl?: string; redirects?: number; sent: boolean } = { status: 200, sent: false };
+    let timing: { status?: number; ttfbMs?: number; totalMs?: number; sent: boolean } = { status: 200, sent: false };
+    let finalUrl = url;
+    let redirects = 0;
     if (!body) {
       if (!this.robots.known(u)) {
         if (tooLate()) return late;
@@ -57,12 +59,12 @@ export class ImagePipeline implements UrlProcessor {
       const { verdict } = await this.robots.check(u, ctx.signal);
       if (verdict.kind === 'disallowed') return { outcome: { ...base, cls: 'robots', reason: verdict.reason } };
       if (verdict.kind === 'unavailable') return { outcome: { ...base, cls: 'error', reason: `${verdict.reason}; host treated as disallowed for now` } };
-      if (verdict.kind === 'pending') return { outcome: { ...base, cls: 'error', reason: 'robots.txt being fetched' }, requeue: true };
 
       if (tooLate()) return late;
       const res = await this.fetcher.fetch(url, { signal: ctx.signal });
-      fetchInfo = { status: res.status, ttfbMs: res.ttfbMs, totalMs: res.totalMs, finalUrl: res.finalUrl, redirects: res.redirects, sent: res.sent };
-      const timing = { status: res.status, ttfbMs: res.ttfbMs, totalMs: res.totalMs, sent: res.sent };
+      timing = { status: res.status, ttfbMs: res.ttfbMs, totalMs: res.totalMs, sent: res.sent };
+      finalUrl = res.finalUrl;
+      redirects = res.redirects;
       if (!res.ok) {
         if (res.failure === 'refused' || res.failure === 'bad-url') return { outcome: { ...base, ...timing, cls: 'refused', reason: res.reason } };
         if (res.failure === 'too-large' || res.failure === 'too-many-redirects') return { outcome: { ...base, ...timing, cls: 'content', reason: res.reason } };
@@ -77,7 +79,6 @@ export class ImagePipeline implements UrlProcessor {
       body = res.body!;
     }
 
-    const timing = { status: fetchInfo.status, ttfbMs: fetchInfo.ttfbMs, totalMs: fetchInfo.totalMs, sent: fetchInfo.sent };
     try {
       const analysis = await analyse(body, this.cfg.maxPixels);
       const thumb = await thumbnail(body, { maxPixels: this.cfg.maxPixels, maxSide: this.cfg.thumbnailMaxSide, quality: this.cfg.thumbnailQuality });
@@ -92,7 +93,7 @@ export class ImagePipeline implements UrlProcessor {
       if (fromSpool) await this.spool.delete(url);
       return {
         outcome: { ...base, ...timing, cls: 'done' },
-        record: { ...analysis, thumbnailKey: key, finalUrl: fetchInfo.finalUrl ?? url, redirects: fetchInfo.redirects ?? 0 },
+        record: { ...analysis, thumbnailKey: key, finalUrl, redirects },
       };
     } catch (err) {
       if (!(err instanceof ContentError)) throw err;

@@ -3,32 +3,49 @@ import path from 'node:path';
 import { urlHash } from './keys';
 
 /**
- * Fetched bytes wait here until their thumbnail and record are stored, so that a failure
- * after the download (store down, worker killed) does not cost the site another request.
+ * Fetched bytes are put here when storing their thumbnail fails, so the retried activity can
+ * store them without asking the site again. Spooled files are rare, so which URLs have one is
+ * kept in memory (read from the directory once): the common case costs no file system call.
  */
 export class Spool {
+  private index?: Promise<Set<string>>;
+
   constructor(private readonly dir: string) {}
 
-  private file(url: string): string {
-    return path.join(this.dir, `${urlHash(url)}.bin`);
+  private file(hash: string): string {
+    return path.join(this.dir, `${hash}.bin`);
+  }
+
+  private hashes(): Promise<Set<string>> {
+    this.index ??= fs.readdir(this.dir).then(
+      (names) => new Set(names.filter((n) => n.endsWith('.bin')).map((n) => n.slice(0, -4))),
+      () => new Set<string>(),
+    );
+    return this.index;
   }
 
   async get(url: string): Promise<Buffer | undefined> {
+    const hash = urlHash(url);
+    if (!(await this.hashes()).has(hash)) return undefined;
     try {
-      return await fs.readFile(this.file(url));
+      return await fs.readFile(this.file(hash));
     } catch {
       return undefined;
     }
   }
 
   async put(url: string, body: Buffer): Promise<void> {
+    const hash = urlHash(url);
     await fs.mkdir(this.dir, { recursive: true });
-    const tmp = `${this.file(url)}.${process.pid}.tmp`;
+    const tmp = `${this.file(hash)}.${process.pid}.tmp`;
     await fs.writeFile(tmp, body);
-    await fs.rename(tmp, this.file(url));
+    await fs.rename(tmp, this.file(hash));
+    (await this.hashes()).add(hash);
   }
 
   async delete(url: string): Promise<void> {
-    await fs.rm(this.file(url), { force: true });
+    const hash = urlHash(url);
+    (await this.hashes()).delete(hash);
+    await fs.rm(this.file(hash), { force: true });
   }
 }

@@ -58,15 +58,18 @@ export function recordSample(state: BreakerState, atMs: number, isError: boolean
   }
   bucket.requests += 1;
   if (isError) bucket.errors += 1;
+  prune(state, atMs, cfg);
   state.consecutiveErrors = isError ? state.consecutiveErrors + 1 : 0;
   state.last = (state.last + (isError ? 'e' : 'o')).slice(-cfg.consecutiveForHalt);
 }
 
+/** Requests and errors in the window ending at nowMs. Reads only: safe in a query handler. */
 export function windowCounts(state: BreakerState, nowMs: number, cfg: BreakerConfig = DEFAULT_BREAKER): { requests: number; errors: number } {
-  prune(state, nowMs, cfg);
+  const oldest = nowMs - cfg.windowMs;
   let requests = 0;
   let errors = 0;
   for (const b of state.buckets) {
+    if (b.atMs + 1000 <= oldest) continue;
     requests += b.requests;
     errors += b.errors;
   }

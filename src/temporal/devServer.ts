@@ -23,7 +23,8 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
-function portOpen(host: string, port: number): Promise<boolean> {
+/** Whether something accepts TCP connections at host:port. */
+export function portOpen(host: string, port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = net.connect({ host, port });
     socket.once('connect', () => { socket.destroy(); resolve(true); });

@@ -1,7 +1,7 @@
 import path from 'node:path';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import * as smoke from '../activities/smoke';
-import { createCrawlActivities, type CrawlDeps, type UrlProcessor } from '../activities/crawlActivities';
+import { createCrawlActivities, type CrawlDeps } from '../activities/crawlActivities';
 import { StoreRecorder } from '../activities/storeRecorder';
 import { pipelineConfigFromEnv } from '../pipeline/config';
 import { ImagePipeline } from '../pipeline/imagePipeline';
@@ -13,21 +13,12 @@ export interface CrawlWorkerOptions {
   connection: NativeConnection;
   taskQueue?: string;
   /** Dependencies of the crawl activities; defaults come from the environment. */
-  deps?: Partial<CrawlDeps>;
-  /** Activities (tests inject stubs) merged over the real ones. */
-  activities?: Record<string, (...args: never[]) => unknown>;
+  deps?: CrawlDeps;
   overrides?: Partial<WorkerOptions>;
 }
 
 // workflowsPath works both from src (ts, via the SDK's bundler) and from dist (js).
 export const WORKFLOWS_PATH = require.resolve('../workflows');
-
-/** Stands in for the image pipeline: answers every URL as done without any network. */
-export const stubProcessor: UrlProcessor = {
-  async process() {
-    return { outcome: { url: '', cls: 'done', status: 200, ttfbMs: 1, totalMs: 1, sent: true } };
-  },
-};
 
 export interface DepsOptions {
   dataDir?: string;
@@ -40,7 +31,7 @@ export function defaultDeps(opts: DepsOptions = {}): CrawlDeps {
   const dataDir = opts.dataDir ?? process.env.CRAWL_DATA_DIR ?? path.resolve('.crawl-data');
   const store = storeFromEnv(dataDir);
   const base = pipelineConfigFromEnv();
-  const cfg = pipelineConfigFromEnv({ allowNetworks: [...base.allowNetworks, ...(opts.allowNetworks ?? [])] });
+  const cfg = { ...base, allowNetworks: [...base.allowNetworks, ...(opts.allowNetworks ?? [])] };
   return {
     processor: new ImagePipeline(cfg, store, new Spool(path.join(dataDir, 'spool'))),
     recorder: new StoreRecorder(store),
@@ -50,13 +41,13 @@ export function defaultDeps(opts: DepsOptions = {}): CrawlDeps {
 
 /** One process type runs workflows and activities; scale by running more of them. */
 export function createCrawlWorker(opts: CrawlWorkerOptions): Promise<Worker> {
-  const deps = opts.deps?.processor && opts.deps.recorder ? (opts.deps as CrawlDeps) : { ...defaultDeps(), ...(opts.deps ?? {}) };
+  const deps = opts.deps ?? defaultDeps();
   return Worker.create({
     connection: opts.connection,
     namespace: DEFAULT_NAMESPACE,
     taskQueue: opts.taskQueue ?? TASK_QUEUE,
     workflowsPath: WORKFLOWS_PATH,
-    activities: { ...smoke, ...createCrawlActivities(deps), ...(opts.activities ?? {}) },
+    activities: { ...smoke, ...createCrawlActivities(deps) },
     ...opts.overrides,
   });
 }

@@ -123,14 +123,10 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
         continue;
       }
       running += 1;
-      void runGrant(g, indices)
-        .catch((err) => {
-          // Anything but an activity failure is a bug: fail the workflow task so it is retried.
-          throw err;
-        })
-        .finally(() => {
-          running -= 1;
-        });
+      // Anything but an activity failure rejects here and fails the workflow task (retried).
+      void runGrant(g, indices).finally(() => {
+        running -= 1;
+      });
     }
   }
   await condition(() => running === 0);

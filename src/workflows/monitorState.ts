@@ -1,4 +1,6 @@
 import { DEFAULT_GOVERNOR, Governor, type Counts, type GovernorConfig, type GovernorMode, type GovernorState, type PolicyEvent } from '../politeness/governor';
+import { windowCounts } from '../politeness/breaker';
+import { median } from '../politeness/latency';
 import { ceilings } from '../politeness/pacing';
 import type { Grant, OutcomeReport, SourceConfig, TokenRequest, WorkChunk } from '../shared/types';
 import type { BatchFinished } from './messages';
@@ -217,9 +219,7 @@ export class MonitorModel {
 
   stats(nowMs: number): MonitorStats {
     const g = this.state.governor;
-    const windowReq = g.breaker.buckets.filter((b) => b.atMs + 1000 > nowMs - 60_000);
-    const recent = g.latency.recent;
-    const sorted = [...recent].sort((a, b) => a - b);
+    const breakerWindow = windowCounts(g.breaker, nowMs, this.governor.cfg.breaker);
     return {
       source: g.source,
       state: g.mode,
@@ -245,14 +245,14 @@ export class MonitorModel {
         nextWindowAt: g.pacer.nextFreeMs > 0 ? new Date(g.pacer.nextFreeMs).toISOString() : null,
       },
       breaker: {
-        windowRequests: windowReq.reduce((s, b) => s + b.requests, 0),
-        windowErrors: windowReq.reduce((s, b) => s + b.errors, 0),
+        windowRequests: breakerWindow.requests,
+        windowErrors: breakerWindow.errors,
         consecutiveErrors: g.breaker.consecutiveErrors,
         last50: g.breaker.last,
       },
       latency: {
         baselineMs: g.latency.baselineMs === null ? null : Math.round(g.latency.baselineMs),
-        recentMedianMs: sorted.length ? sorted[Math.floor(sorted.length / 2)]! : null,
+        recentMedianMs: g.latency.recent.length ? median(g.latency.recent) : null,
       },
       alerts: [...this.state.alerts],
     };

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import { portOpen } from '../../src/temporal/devServer';
 import { TOOLS_BIN, SETUP_COMMAND } from '../../src/temporal/tools';
 
 /** moto's standalone S3 server as a real process on 127.0.0.1 (installed by the setup step). */
@@ -20,7 +21,7 @@ export class S3TestServer {
     this.child = spawn(bin, ['-H', '127.0.0.1', '-p', String(this.port)], { stdio: 'ignore' });
     const deadline = Date.now() + 30_000;
     while (Date.now() < deadline) {
-      if (await canConnect(this.port)) return this;
+      if (await portOpen('127.0.0.1', this.port)) return this;
       await new Promise((r) => setTimeout(r, 200));
     }
     throw new Error('moto_server did not start within 30 s');
@@ -43,13 +44,5 @@ function freePort(): Promise<number> {
       srv.close(() => resolve(port));
     });
     srv.on('error', reject);
-  });
-}
-
-function canConnect(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const s = net.connect({ host: '127.0.0.1', port });
-    s.once('connect', () => { s.destroy(); resolve(true); });
-    s.once('error', () => resolve(false));
   });
 }
