@@ -18,7 +18,7 @@ import { resolveTool } from '../src/temporal/tools';
 import { createCrawlWorker, defaultDeps } from '../src/workers/worker';
 import { monitorWorkflowId } from '../src/workflows/monitorState';
 import { makeImageSet, sharpAlone } from './images';
-import { fmt, historyEvents, max1s, peakRssMb, startOriginProcess, steadyRate } from './support';
+import { cpuMsByProcess, cpuMsSince, fmt, historyEvents, max1s, peakRssMb, startOriginProcess, steadyRate } from './support';
 
 const N = Number(process.env.BENCH_IMAGES ?? 1600);
 const RATES = [30, 50, 70, 90];
@@ -54,7 +54,9 @@ async function main(): Promise<void> {
   });
   const worker = await newWorker();
 
+  const cpuBeforeSharp = cpuMsByProcess();
   const sharpPerS = await sharpAlone(images);
+  const sharpCpuMs = cpuMsSince(cpuBeforeSharp);
 
   // Phase 1: N images across 4 sources at different rates.
   const manifest = path.join(dir, 'manifest.ndjson');
@@ -70,14 +72,22 @@ async function main(): Promise<void> {
   }).join('\n'));
   const catalog = new Map(RATES.map((rate, k) => [`site${k}`, { rate }]));
   let elapsedS = 0;
+  let startedAt = 0;
+  const cpuBeforeCrawl = cpuMsByProcess();
   await worker.runUntil(async () => {
+    startedAt = Date.now();
     const started = performance.now();
     const summary = await startCrawl({ client: env.client, store, manifest, catalog, taskQueue: 'bench-e2e' });
     await Promise.all([...summary.sources.keys()].map((s) => env.client.workflow.getHandle(monitorWorkflowId(s)).result()));
     elapsedS = (performance.now() - started) / 1000;
   });
   const imagesPerS = total / elapsedS;
+  const crawlCpuMs = cpuMsSince(cpuBeforeCrawl);
   const phase1 = await site.stop();
+  const arrivals = phase1.map((r) => r.atMs).sort((a, b) => a - b);
+  // Where the wall time goes: before the first request reaches a site, and after the last.
+  const firstRequestS = (arrivals[0]! - startedAt) / 1000;
+  const afterLastRequestS = elapsedS - (arrivals[arrivals.length - 1]! - startedAt) / 1000;
   const perSource = await Promise.all(origins.map(async (_o, k) => {
     const times = phase1.filter((r) => r.host.startsWith(`${hosts[k]}:`)).map((r) => r.atMs);
     const ceiling = ceilings(RATES[k]!, 0).perSecond;
@@ -113,13 +123,16 @@ async function main(): Promise<void> {
   await env.teardown();
 
   console.log(`phase 1: ${total} images over 4 sources (rates ${RATES.join(', ')}/s) in ${fmt(elapsedS, 1)} s`);
+  console.log(`  first request reached a site after ${fmt(firstRequestS, 2)} s; the crawl ended ${fmt(afterLastRequestS, 2)} s after the last one`);
   console.log(`  crawl ${fmt(imagesPerS, 1)} images/s vs sharp alone ${fmt(sharpPerS, 1)} images/s: ratio ${fmt(imagesPerS / sharpPerS)} (target >= 0.85)`);
   for (const s of perSource) console.log(`  ${s.source}: ${s.requests} requests, max ${s.max1s} in any 1 s vs ceiling ${s.ceiling} (${s.max1sRatio})`);
+  const perImage = (m: Record<string, number>) => Object.entries(m).filter(([, v]) => v > 0).map(([k, v]) => `${k} ${fmt(v / total, 2)}`).join(', ');
+  console.log(`  CPU ms per image: sharp alone: ${perImage(sharpCpuMs)}; crawl: ${perImage(crawlCpuMs)}`);
   console.log(`  history events per image: ${fmt(eventsPerImage)} (target <= 1)`);
   console.log(`phase 2: ${MANY} sources x ${MANY_URLS} URLs at 1 req/s: slowest source ${fmt(manyMinRatio)} req/s (target >= 0.9), max in any 1 s ${Math.max(...manyRates.map((r) => r.max1s))}, smallest gap between two requests of one source ${Math.min(...manyRates.map((r) => r.minGapMs))} ms (slots are ${Math.round(1000 / 0.97)} ms apart)`);
   console.log(JSON.stringify({
     bench: 'e2e', images: total, imagesPerS: fmt(imagesPerS, 1), sharpPerS: fmt(sharpPerS, 1), ratio: fmt(imagesPerS / sharpPerS),
-    max1sRatio: Math.max(...perSource.map((s) => s.max1sRatio)), eventsPerImage: fmt(eventsPerImage), peakRssMb: peakRssMb(),
+    max1sRatio: Math.max(...perSource.map((s) => s.max1sRatio)), eventsPerImage: fmt(eventsPerImage), firstRequestS: fmt(firstRequestS, 2), afterLastRequestS: fmt(afterLastRequestS, 2), crawlCpuMs, sharpCpuMs, peakRssMb: peakRssMb(),
     manySources: MANY, manyMinRateRatio: fmt(manyMinRatio), manyMax1s: Math.max(...manyRates.map((r) => r.max1s)),
     manyMinGapMs: Math.min(...manyRates.map((r) => r.minGapMs)), perSource,
   }));

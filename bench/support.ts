@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import type { Client } from '@temporalio/client';
 import type { ProcessedUrl, UrlProcessor } from '../src/activities/crawlActivities';
 import { maxInAnyWindow } from '../src/politeness/pacing';
@@ -76,4 +77,38 @@ export async function startOriginProcess(dir: string, hosts: string[], logFile?:
       child.kill('SIGTERM');
     }),
   };
+}
+
+/**
+ * CPU milliseconds used so far by this process and by each of its child processes (the
+ * Temporal server, the sites), from /proc; empty on systems without it.
+ */
+export function cpuMsByProcess(): Map<string, number> {
+  const out = new Map<string, number>();
+  const self = process.cpuUsage();
+  out.set('crawler', (self.user + self.system) / 1000);
+  const tick = 100; // USER_HZ, 100 on Linux
+  if (!fs.existsSync('/proc/self/stat')) return out;
+  for (const pid of fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    let stat: string;
+    try {
+      stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    } catch {
+      continue;
+    }
+    // The command name is parenthesised and may hold spaces: fields start after the last ')'.
+    const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (Number(fields[1]) !== process.pid) continue;
+    const ms = ((Number(fields[11]) + Number(fields[12])) * 1000) / tick;
+    const key = name.startsWith('temporal') ? 'temporal server' : name === 'node' ? 'sites' : name;
+    out.set(key, (out.get(key) ?? 0) + ms);
+  }
+  return out;
+}
+
+/** CPU milliseconds per process between two cpuMsByProcess() readings. */
+export function cpuMsSince(before: Map<string, number>): Record<string, number> {
+  const now = cpuMsByProcess();
+  return Object.fromEntries([...now].map(([k, v]) => [k, Math.round(v - (before.get(k) ?? 0))]));
 }

@@ -67,6 +67,11 @@ export interface OutcomeReport {
   unused: number;
   /** Set when the activity stopped on a 429/503: how long the source asked us to wait. */
   retryAfterMs?: number;
+  /**
+   * The batch's token request, carried along so that a grant's round trip costs one signal
+   * (and its history events) instead of two.
+   */
+  tokens?: Omit<TokenRequest, 'batchId'>;
 }
 
 /** A bounded piece of a source's work: inline URLs (small) or a spool file of URLs. */

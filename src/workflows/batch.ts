@@ -44,6 +44,11 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
   let grantsSeen = 0;
   let running = 0;
   let lastAsk: string | null = null;
+  /** The token request as of now; remembered so the main loop does not send it again. */
+  const tokens = () => {
+    lastAsk = `${pending.length}/${grantsSeen}`;
+    return { unassigned: pending.length, grantsSeen };
+  };
 
   setHandler(grantSignal, (g) => {
     grants.push(g);
@@ -87,7 +92,7 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
         if (o.final) finish(i, o.cls);
         else pending.push(i);
       }
-      await monitor.signal(reportOutcomesSignal, { batchId, grantId: g.grantId, outcomes, unused: 0 });
+      await monitor.signal(reportOutcomesSignal, { batchId, grantId: g.grantId, outcomes, unused: 0, tokens: tokens() });
       return;
     }
     for (const o of result.outcomes) {
@@ -103,6 +108,7 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
     await monitor.signal(reportOutcomesSignal, {
       batchId, grantId: g.grantId, unused: result.unused.length, retryAfterMs: result.retryAfterMs,
       outcomes: result.outcomes.map((o) => ({ ...o, url: '' })),
+      tokens: tokens(),
     });
   }
 
@@ -119,7 +125,7 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
       const g = grants.shift()!;
       const indices = pending.splice(0, g.slots);
       if (indices.length === 0) {
-        await monitor.signal(reportOutcomesSignal, { batchId, grantId: g.grantId, outcomes: [], unused: g.slots });
+        await monitor.signal(reportOutcomesSignal, { batchId, grantId: g.grantId, outcomes: [], unused: g.slots, tokens: tokens() });
         continue;
       }
       running += 1;
@@ -128,6 +134,9 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
         running -= 1;
       });
     }
+    // The monitor subtracts the slots of every grant it sent from our last request, so using a
+    // grant needs no new request: its view already matches ours.
+    lastAsk = `${pending.length}/${grantsSeen}`;
   }
   await condition(() => running === 0);
 

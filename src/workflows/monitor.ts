@@ -40,7 +40,10 @@ export async function crawlMonitorWorkflow(input: MonitorInput): Promise<Monitor
   setHandler(statsQuery, () => m.stats(Date.now()));
   setHandler(addWorkSignal, (chunks: WorkChunk[]) => { if (m.addWork(chunks)) wake(); });
   setHandler(requestTokensSignal, (req) => { m.onTokenRequest(req); wake(); });
-  setHandler(reportOutcomesSignal, (report) => announce(m.onReport(report, Date.now())));
+  setHandler(reportOutcomesSignal, (report) => {
+    announce(m.onReport(report, Date.now()));
+    if (report.tokens) wake();
+  });
   setHandler(batchFinishedSignal, (done) => { m.onBatchFinished(done); wake(); });
 
   setHandler(pauseUpdate, () => { announce([m.governor.pause()]); return m.state.governor.mode; }, {

@@ -162,6 +162,7 @@ export class MonitorModel {
 
   onReport(report: OutcomeReport, nowMs: number): PolicyEvent[] {
     this.state.unusedSlots += report.unused;
+    if (report.tokens) this.onTokenRequest({ batchId: report.batchId, ...report.tokens });
     return this.governor.applyReport(report, nowMs);
   }
 

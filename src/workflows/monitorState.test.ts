@@ -1,0 +1,51 @@
+import { MonitorModel } from './monitorState';
+
+// The batch no longer asks again after using a grant; these pin the bookkeeping that makes
+// that safe: the monitor subtracts every grant the batch has not acknowledged.
+describe('MonitorModel token bookkeeping', () => {
+  const T0 = 1_000_000;
+
+  function modelWithBatch(): { m: MonitorModel; batchId: string } {
+    const m = MonitorModel.fromInput({ source: 's', config: { rate: 10 }, work: [{ chunkId: 'c1', count: 500 }] }, T0);
+    const [chunk] = m.takeChunksToStart();
+    m.batchStarted('b1', chunk!);
+    return { m, batchId: 'b1' };
+  }
+
+  it('counts granted slots against the last request until the batch reports again', () => {
+    const { m, batchId } = modelWithBatch();
+    m.onTokenRequest({ batchId, unassigned: 500, grantsSeen: 0 });
+    const first = m.planGrants(T0);
+    expect(first).toHaveLength(1);
+    expect(m.wants()[0]!.wanted).toBe(500 - first[0]!.slots);
+  });
+
+  it('takes the token request carried by an outcome report, including slots handed back', () => {
+    const { m, batchId } = modelWithBatch();
+    m.onTokenRequest({ batchId, unassigned: 500, grantsSeen: 0 });
+    const [g1] = m.planGrants(T0);
+    // The batch used grant 1, got 7 URLs back unused, and reports with its new count.
+    const after = 500 - g1!.slots + 7;
+    m.onReport({ batchId, grantId: 1, outcomes: [], unused: 7, tokens: { unassigned: after, grantsSeen: 1 } }, T0 + 5_000);
+    expect(m.wants()[0]!.wanted).toBe(after);
+  });
+
+  it('still subtracts a grant the batch had not seen when it reported', () => {
+    const { m, batchId } = modelWithBatch();
+    m.onTokenRequest({ batchId, unassigned: 500, grantsSeen: 0 });
+    const [g1] = m.planGrants(T0);
+    const [g2] = m.planGrants(g1!.endMs);
+    expect(g2).toBeDefined();
+    // Report written after grant 1 only: grant 2 is still outstanding from the batch's view.
+    m.onReport({ batchId, grantId: 1, outcomes: [], unused: 0, tokens: { unassigned: 500 - g1!.slots, grantsSeen: 1 } }, g1!.endMs + 10);
+    expect(m.wants()[0]!.wanted).toBe(500 - g1!.slots - g2!.slots);
+  });
+
+  it('leaves the bookkeeping alone for a report without a token request', () => {
+    const { m, batchId } = modelWithBatch();
+    m.onTokenRequest({ batchId, unassigned: 500, grantsSeen: 0 });
+    const [g1] = m.planGrants(T0);
+    m.onReport({ batchId, grantId: 1, outcomes: [], unused: 3 }, T0 + 5_000);
+    expect(m.wants()[0]!.wanted).toBe(500 - g1!.slots);
+  });
+});
