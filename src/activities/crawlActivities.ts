@@ -110,6 +110,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
         outcomes: [...done.values()].map((d) => d.outcome),
         unused: [...run.unused, ...requeued].sort((a, b) => a - b),
         retryAfterMs,
+        missedSlots: run.missed,
       };
     } finally {
       clearInterval(ticker);

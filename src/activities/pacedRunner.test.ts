@@ -21,6 +21,7 @@ describe('paced runner', () => {
     expect(r.sentAt).toEqual([13_000, 14_000]);
     expect([...r.results.keys()]).toEqual([0, 1]);
     expect(r.unused).toEqual([2, 3, 4]);
+    expect(r.missed).toBe(3);
   });
 
   it('moves an item to the next slot when one slot is missed, within the lateness bound', async () => {
@@ -31,6 +32,7 @@ describe('paced runner', () => {
     const r = await runPaced({ count: 3, schedule, run: async (i) => i, shouldStop: () => false, now: () => t, sleep });
     expect(r.sentAt).toEqual([10_000, 12_005, 13_000]);
     expect(r.unused).toEqual([]);
+    expect(r.missed).toBe(1);
   });
 
   it('stops dispatching the moment the source throttles and hands the rest back', async () => {

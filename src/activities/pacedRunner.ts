@@ -32,6 +32,8 @@ export interface PacedRunResult<R> {
   results: Map<number, R>;
   unused: number[];
   sentAt: number[];
+  /** Slots that came and went without a send because we were too late for them. */
+  missed: number;
 }
 
 const defaultSleep = (ms: number, signal?: AbortSignal) =>
@@ -53,6 +55,7 @@ export async function runPaced<R>(o: PacedRunOptions<R>): Promise<PacedRunResult
   const items = Array.from({ length: o.count }, (_, i) => i).filter((i) => !o.skip?.has(i));
   const slots = slotCount(o.schedule);
   let next = 0;
+  let missed = 0;
   for (let j = 0; j < slots && next < items.length; j++) {
     const at = slotTime(o.schedule, j);
     // Timers may fire a little early by the wall clock: wait until the slot has really come.
@@ -62,11 +65,14 @@ export async function runPaced<R>(o: PacedRunOptions<R>): Promise<PacedRunResult
     }
     if (o.shouldStop() || o.signal?.aborted) break;
     const t = now();
-    if (t > at + MAX_LATENESS_MS) continue; // missed this slot; the item waits for the next one
+    if (t > at + MAX_LATENESS_MS) {
+      missed += 1; // the item waits for the next slot
+      continue;
+    }
     const index = items[next++]!;
     sentAt.push(t);
     inflight.push(o.run(index, at).then((r) => { results.set(index, r); }));
   }
   await Promise.all(inflight);
-  return { results, unused: items.slice(next), sentAt };
+  return { results, unused: items.slice(next), sentAt, missed };
 }

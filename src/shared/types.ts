@@ -65,6 +65,8 @@ export interface OutcomeReport {
   outcomes: RequestOutcome[];
   /** Granted slots the activity did not use (stopped early or the grant expired). */
   unused: number;
+  /** Of the slots that passed, how many went by without a request because the worker was late. */
+  missedSlots?: number;
   /** Set when the activity stopped on a 429/503: how long the source asked us to wait. */
   retryAfterMs?: number;
   /**
@@ -115,6 +117,8 @@ export interface FetchBatchResult {
   unused: number[];
   /** Set when the source answered 429/503: how long it asked us to wait, ms. */
   retryAfterMs?: number;
+  /** Slots the worker was too late for (it is busy): they passed without a request. */
+  missedSlots?: number;
 }
 
 /** Final records the workflow itself decides (e.g. attempts used up after activity failures). */

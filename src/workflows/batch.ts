@@ -106,7 +106,7 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
     // Outcomes go to the monitor without the URL text: it needs classes and timings, and
     // history stays small.
     await monitor.signal(reportOutcomesSignal, {
-      batchId, grantId: g.grantId, unused: result.unused.length, retryAfterMs: result.retryAfterMs,
+      batchId, grantId: g.grantId, unused: result.unused.length, retryAfterMs: result.retryAfterMs, missedSlots: result.missedSlots,
       outcomes: result.outcomes.map((o) => ({ ...o, url: '' })),
       tokens: tokens(),
     });

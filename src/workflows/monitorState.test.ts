@@ -48,4 +48,24 @@ describe('MonitorModel token bookkeeping', () => {
     m.onReport({ batchId, grantId: 1, outcomes: [], unused: 3 }, T0 + 5_000);
     expect(m.wants()[0]!.wanted).toBe(500 - g1!.slots);
   });
+
+  it('gives a batch whose worker misses slots enough spare slots to finish its last window', () => {
+    const { m, batchId } = modelWithBatch();
+    m.onTokenRequest({ batchId, unassigned: 12, grantsSeen: 0 });
+    const outcomes = Array.from({ length: 6 }, () => ({ url: '', cls: 'done' as const, sent: true, final: true, attempt: 1 }));
+    // Half the slots of a grant went by while the worker was busy.
+    for (let i = 0; i < 10; i++) m.onReport({ batchId, grantId: 0, outcomes, unused: 6, missedSlots: 6 }, T0);
+    expect(m.stats(T0).tokens.missed).toBe(60);
+    const [g] = m.planGrants(T0);
+    expect(g!.slots).toBeGreaterThanOrEqual(23); // 12 wanted, ~50% missed
+    expect(g!.slots).toBeLessThanOrEqual(24);
+    expect(m.wants()[0]!.wanted).toBe(0);
+  });
+
+  it('plans exactly what is wanted when no slot was missed', () => {
+    const { m, batchId } = modelWithBatch();
+    m.onTokenRequest({ batchId, unassigned: 12, grantsSeen: 0 });
+    m.onReport({ batchId, grantId: 0, outcomes: [], unused: 0, missedSlots: 0 }, T0);
+    expect(m.planGrants(T0)[0]!.slots).toBe(12);
+  });
 });

@@ -1,6 +1,7 @@
 import { DEFAULT_GOVERNOR, Governor, type Counts, type GovernorConfig, type GovernorMode, type GovernorState, type PolicyEvent } from '../politeness/governor';
 import { windowCounts } from '../politeness/breaker';
 import { median } from '../politeness/latency';
+import { slotsWithMissAllowance, updateMissRate } from '../politeness/missedSlots';
 import { ceilings } from '../politeness/pacing';
 import type { Grant, OutcomeReport, SourceConfig, TokenRequest, WorkChunk } from '../shared/types';
 import type { BatchFinished } from './messages';
@@ -54,6 +55,9 @@ export interface MonitorState {
   finishedUrls: number;
   grantedSlots: number;
   unusedSlots: number;
+  /** Slots workers were too late for; optional because older runs did not carry them. */
+  missedSlots?: number;
+  missRate?: number;
   alerts: string[];
   lastSearchAttributesMs: number;
   options: MonitorOptions;
@@ -82,7 +86,8 @@ export interface MonitorStats {
   counts: Counts;
   urls: { total: number; finished: number; queuedChunks: number; inBatches: number };
   batches: { active: number; finished: number };
-  tokens: { granted: number; unused: number; wanted: number; nextWindowAt: string | null };
+  /** `missed`: slots that passed while the worker was too busy to send (add workers if high). */
+  tokens: { granted: number; unused: number; missed: number; wanted: number; nextWindowAt: string | null };
   breaker: { windowRequests: number; windowErrors: number; consecutiveErrors: number; last50: string };
   latency: { baselineMs: number | null; recentMedianMs: number | null };
   alerts: string[];
@@ -162,6 +167,10 @@ export class MonitorModel {
 
   onReport(report: OutcomeReport, nowMs: number): PolicyEvent[] {
     this.state.unusedSlots += report.unused;
+    if (report.missedSlots !== undefined) {
+      this.state.missedSlots = (this.state.missedSlots ?? 0) + report.missedSlots;
+      this.state.missRate = updateMissRate(this.state.missRate ?? 0, report.missedSlots, report.outcomes.length);
+    }
     if (report.tokens) this.onTokenRequest({ batchId: report.batchId, ...report.tokens });
     return this.governor.applyReport(report, nowMs);
   }
@@ -184,7 +193,10 @@ export class MonitorModel {
   /** Plans the next window when it is due and someone wants slots. */
   planGrants(nowMs: number): Grant[] {
     if (nowMs < this.governor.nextPlanAtMs()) return [];
-    const wants = this.wants().filter((w) => w.wanted > 0);
+    const missRate = this.state.missRate ?? 0;
+    const wants = this.wants()
+      .filter((w) => w.wanted > 0)
+      .map((w) => ({ ...w, wanted: slotsWithMissAllowance(w.wanted, missRate) }));
     if (wants.length === 0) return [];
     const grants = this.governor.plan(wants, nowMs);
     for (const g of grants) {
@@ -242,6 +254,7 @@ export class MonitorModel {
       tokens: {
         granted: this.state.grantedSlots,
         unused: this.state.unusedSlots,
+        missed: this.state.missedSlots ?? 0,
         wanted: this.wants().reduce((s, w) => s + w.wanted, 0),
         nextWindowAt: g.pacer.nextFreeMs > 0 ? new Date(g.pacer.nextFreeMs).toISOString() : null,
       },

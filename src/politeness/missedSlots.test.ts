@@ -1,0 +1,24 @@
+import { slotsWithMissAllowance, updateMissRate } from './missedSlots';
+
+describe('missed-slot allowance', () => {
+  it('follows the share of slots missed, weighting recent reports', () => {
+    let m = 0;
+    for (let i = 0; i < 20; i++) m = updateMissRate(m, 40, 60);
+    expect(m).toBeCloseTo(0.4, 2);
+    m = updateMissRate(m, 0, 100);
+    expect(m).toBeCloseTo(0.28, 2);
+    expect(updateMissRate(m, 0, 0)).toBe(m); // a report with no slots says nothing
+  });
+
+  it('plans enough slots that the wanted URLs fit despite the misses', () => {
+    expect(slotsWithMissAllowance(60, 0)).toBe(60);
+    // 40% missed: 100 slots leave 60 sends.
+    expect(slotsWithMissAllowance(60, 0.4)).toBe(100);
+    expect(slotsWithMissAllowance(1, 0.05)).toBe(2);
+  });
+
+  it('never more than doubles, and never plans slots for nothing', () => {
+    expect(slotsWithMissAllowance(50, 0.9)).toBe(100);
+    expect(slotsWithMissAllowance(0, 0.4)).toBe(0);
+  });
+});
