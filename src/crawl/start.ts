@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import type { Client } from '@temporalio/client';
 import type { ObjectStore } from '../pipeline/store';
+import { forEachLimit } from '../shared/concurrency';
 import type { SourceConfig, WorkChunk } from '../shared/types';
 import { addWorkSignal } from '../workflows/messages';
 import { crawlMonitorWorkflow } from '../workflows/monitor';
@@ -52,6 +53,9 @@ async function manifestId(path: string): Promise<string> {
   for await (const chunk of fs.createReadStream(path)) hash.update(chunk as Buffer);
   return hash.digest('hex').slice(0, 16);
 }
+
+/** Sources whose last chunk and monitor start are in flight at once. */
+const START_CONCURRENCY = 16;
 
 export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
   if (!fs.existsSync(opts.manifest)) throw new Error(`manifest ${opts.manifest} does not exist`);
@@ -106,9 +110,12 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
     buffers.set(entry.source, buf);
     if (buf.length >= chunkSize) await flush(entry.source);
   }
-  for (const source of summary.sources.keys()) {
+  // Many sources start at once: one by one, a few thousand sources would take minutes to start
+  // (each is a store write and a signal-with-start), and the first would be crawling long
+  // before the last had begun.
+  await forEachLimit([...summary.sources.keys()], START_CONCURRENCY, async (source) => {
     await flush(source);
     await send(source);
-  }
+  });
   return summary;
 }

@@ -61,7 +61,8 @@ export class ImagePipeline implements UrlProcessor {
       if (verdict.kind === 'unavailable') return { outcome: { ...base, cls: 'error', reason: `${verdict.reason}; host treated as disallowed for now` } };
 
       if (tooLate()) return late;
-      const res = await this.fetcher.fetch(url, { signal: ctx.signal });
+      const res = await this.fetcher.fetch(url, { signal: ctx.signal, sendBy: ctx.sendBy });
+      if (res.failure === 'late') return late;
       timing = { status: res.status, ttfbMs: res.ttfbMs, totalMs: res.totalMs, sent: res.sent };
       finalUrl = res.finalUrl;
       redirects = res.redirects;

@@ -23,10 +23,15 @@ export class LocalStore implements ObjectStore {
 
   async put(key: string, body: Buffer | string, _contentType?: string): Promise<void> {
     const file = path.join(this.root, safeKey(key));
-    await fs.mkdir(path.dirname(file), { recursive: true });
     // Write-then-rename: a reader never sees half a file, and a re-run overwrites atomically.
     const tmp = `${file}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
-    const fh = await fs.open(tmp, 'w');
+    // Directories are made on first need only: a mkdir per object is a thread-pool round trip
+    // per image on the hot path.
+    const fh = await fs.open(tmp, 'w').catch(async (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'ENOENT') throw err;
+      await fs.mkdir(path.dirname(file), { recursive: true });
+      return fs.open(tmp, 'w');
+    });
     try {
       await fh.writeFile(body);
       await fh.sync();

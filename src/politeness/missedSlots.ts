@@ -3,7 +3,9 @@
  * late request would crowd the next one at the site), so its URL waits for a later grant:
  * one more round trip through the monitor, history events and a gap of a grant's lead time.
  * When the worker has been missing slots, a batch's last window of work gets that many more
- * slots, spaced as always, so it can finish inside the window instead of asking again.
+ * slots, spaced as always, so it can finish inside the window instead of asking again; one
+ * spare slot at least, since a source's first grant has no history to go by. Spare slots
+ * only lengthen the batch's own last window: spacing, and so the site's load, is unchanged.
  */
 
 /** Weight of the newest report in the running miss rate. */
@@ -22,5 +24,5 @@ export function updateMissRate(previous: number, missed: number, dispatched: num
 export function slotsWithMissAllowance(wanted: number, missRate: number): number {
   if (wanted <= 0) return 0;
   const m = Math.min(MAX_MISS_RATE, Math.max(0, missRate));
-  return wanted + Math.ceil((wanted * m) / (1 - m));
+  return wanted + Math.max(1, Math.ceil((wanted * m) / (1 - m)));
 }

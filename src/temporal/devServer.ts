@@ -4,6 +4,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { log } from '../shared/log';
+import { lowerPriority, serverNiceFromEnv } from './priority';
 import { ALL_SEARCH_ATTRIBUTES } from './searchAttributes';
 import { resolveTool, SETUP_COMMAND } from './tools';
 
@@ -73,6 +74,7 @@ export async function ensureTemporalServer(opts: DevServerOptions): Promise<Runn
     log.info({ event: 'temporal.reuse', address }, 'a Temporal server is already listening; using it');
     return { address, owned: false, stop: async () => undefined };
   }
+  const nice = serverNiceFromEnv();
   const bin = resolveTool('temporal');
   if (!bin) throw new Error(`No Temporal CLI binary; run ${SETUP_COMMAND}`);
   fs.mkdirSync(opts.dataDir, { recursive: true });
@@ -95,6 +97,8 @@ export async function ensureTemporalServer(opts: DevServerOptions): Promise<Runn
     child.kill('SIGKILL');
     throw err;
   }
+  const threads = child.pid ? lowerPriority(child.pid, nice) : 0;
+  if (threads) log.info({ event: 'temporal.priority', nice, threads }, 'embedded Temporal server runs below the crawler\'s CPU priority');
   return {
     address,
     uiUrl: `http://${ip}:${uiPort}`,

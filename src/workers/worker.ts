@@ -48,6 +48,18 @@ export function createCrawlWorker(opts: CrawlWorkerOptions): Promise<Worker> {
     taskQueue: opts.taskQueue ?? TASK_QUEUE,
     workflowsPath: WORKFLOWS_PATH,
     activities: { ...smoke, ...createCrawlActivities(deps) },
+    // A fetch activity spends most of its life waiting for its slots, one per source and grant
+    // at a time: the SDK's default of 100 would leave sources beyond the hundredth unserved.
+    maxConcurrentActivityTaskExecutions: maxActivitiesFromEnv(),
     ...opts.overrides,
   });
+}
+
+/** CRAWL_MAX_ACTIVITIES: fetch activities one worker runs at once (default 1000). */
+export function maxActivitiesFromEnv(): number {
+  const raw = process.env.CRAWL_MAX_ACTIVITIES;
+  if (raw === undefined || raw === '') return 1000;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`CRAWL_MAX_ACTIVITIES must be a positive integer, got ${JSON.stringify(raw)}`);
+  return n;
 }

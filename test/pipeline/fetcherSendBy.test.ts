@@ -1,0 +1,32 @@
+import { pipelineConfigFromEnv } from '../../src/pipeline/config';
+import { Fetcher } from '../../src/pipeline/fetcher';
+import { Origin } from '../support/origin';
+
+// A paced request that cannot be on the wire by its send-by time must not be sent at all:
+// going out late would crowd the next request at the site.
+describe('Fetcher send-by deadline (real undici, origin on 127.0.0.1)', () => {
+  const origin = new Origin();
+  let fetcher: Fetcher;
+
+  beforeAll(async () => {
+    origin.serve('/a.jpg', Buffer.from('x')).serve('/b.jpg', Buffer.from('y'));
+    await origin.start();
+    fetcher = new Fetcher(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'] }));
+  });
+  afterAll(async () => { await fetcher.close(); await origin.stop(); });
+
+  it('does not write a request whose send-by time has passed, and says so', async () => {
+    const res = await fetcher.fetch(origin.url('/a.jpg'), { sendBy: Date.now() - 1 });
+    expect(res).toMatchObject({ ok: false, failure: 'late', sent: false });
+    await new Promise((r) => setTimeout(r, 100));
+    expect(origin.hits('/a.jpg')).toHaveLength(0);
+  });
+
+  it('sends a request that is in time, and the next one after a refusal', async () => {
+    const late = await fetcher.fetch(origin.url('/b.jpg'), { sendBy: Date.now() - 1 });
+    expect(late.failure).toBe('late');
+    const res = await fetcher.fetch(origin.url('/b.jpg'), { sendBy: Date.now() + 5_000 });
+    expect(res).toMatchObject({ ok: true, status: 200, sent: true });
+    expect(origin.hits('/b.jpg')).toHaveLength(1);
+  });
+});

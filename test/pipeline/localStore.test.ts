@@ -1,0 +1,35 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { LocalStore } from '../../src/pipeline/store';
+
+describe('LocalStore', () => {
+  let root: string;
+  beforeEach(() => { root = fs.mkdtempSync(path.join(os.tmpdir(), 'local-store-')); });
+  afterEach(() => fs.rmSync(root, { recursive: true, force: true }));
+
+  it('makes directories on first need, overwrites in place, and leaves no temporary files', async () => {
+    const store = new LocalStore(root);
+    await store.put('thumbnails/ab/cd/x.jpg', Buffer.from('one'), 'image/jpeg');
+    await store.put('thumbnails/ab/cd/y.jpg', Buffer.from('two'), 'image/jpeg');
+    await store.put('thumbnails/ab/cd/x.jpg', Buffer.from('three'), 'image/jpeg');
+    expect((await store.get('thumbnails/ab/cd/x.jpg'))!.toString()).toBe('three');
+    expect((await store.get('thumbnails/ab/cd/y.jpg'))!.toString()).toBe('two');
+    expect(fs.readdirSync(path.join(root, 'thumbnails/ab/cd')).sort()).toEqual(['x.jpg', 'y.jpg']);
+    expect(await store.get('thumbnails/ab/cd/missing.jpg')).toBeUndefined();
+  });
+
+  it('recreates a directory removed behind its back', async () => {
+    const store = new LocalStore(root);
+    await store.put('records/s/a.ndjson', '{}\n', 'application/x-ndjson');
+    fs.rmSync(path.join(root, 'records'), { recursive: true });
+    await store.put('records/s/b.ndjson', '{"b":1}\n', 'application/x-ndjson');
+    expect((await store.get('records/s/b.ndjson'))!.toString()).toBe('{"b":1}\n');
+  });
+
+  it('refuses keys that would leave its directory', async () => {
+    const store = new LocalStore(root);
+    await expect(store.put('../escape.txt', 'x', 'text/plain')).rejects.toThrow(/unsafe object key/);
+    await expect(store.put('/etc/x', 'x', 'text/plain')).rejects.toThrow(/unsafe object key/);
+  });
+});
