@@ -12,7 +12,11 @@ export interface ProcessedUrl {
   outcome: Omit<RequestOutcome, 'final' | 'attempt'>;
   /** Extra fields for the metadata record (analysis, thumbnail key); not sent to workflows. */
   record?: Record<string, unknown>;
-  /** The slot went to something else (robots.txt): hand the URL back unsent, no attempt used. */
+  /**
+   * Nothing was sent for the URL (the slot went to robots.txt, or passed before the request could
+   * leave): it takes a later slot of the same grant if one is left, else goes back unused. No
+   * attempt is used.
+   */
   requeue?: boolean;
 }
 
@@ -58,7 +62,6 @@ export function createCrawlActivities(deps: CrawlDeps) {
     const done = new Map<number, { outcome: RequestOutcome; record: Record<string, unknown> | null }>(
       prior.map(([i, outcome, record]) => [i, { outcome, record }]),
     );
-    const requeued: number[] = [];
     let retryAfterMs: number | undefined;
     let throttled = false;
     let errorRun = 0;
@@ -81,10 +84,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
           const item = input.items[i]!;
           const sendBy = slotMs + MAX_LATENESS_MS;
           const processed = await deps.processor.process(item.url, { source: input.source, attempt: item.attempt, signal: ctx.cancellationSignal, sendBy });
-          if (processed.requeue) {
-            requeued.push(i);
-            return;
-          }
+          if (processed.requeue) return 'requeue' as const;
           const o = processed.outcome;
           const final = o.cls !== 'error' || item.attempt >= input.maxAttempts;
           const outcome: RequestOutcome = { ...o, url: item.url, final, attempt: item.attempt, atMs: Date.now() };
@@ -96,7 +96,9 @@ export function createCrawlActivities(deps: CrawlDeps) {
             blockSource(input.source, Date.now() + hold);
           }
           done.set(i, { outcome, record: final ? { ...recordOf(input.source, outcome), ...(processed.record ?? {}) } : null });
+          return 'done' as const;
         },
+        requeued: (r) => r === 'requeue',
       }).catch((err) => {
         beat(); // keep what finished, so the retry does not ask the site again
         throw err;
@@ -108,7 +110,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
       beat();
       return {
         outcomes: [...done.values()].map((d) => d.outcome),
-        unused: [...run.unused, ...requeued].sort((a, b) => a - b),
+        unused: [...run.unused].sort((a, b) => a - b),
         retryAfterMs,
         missedSlots: run.missed,
       };

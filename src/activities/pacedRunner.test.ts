@@ -59,4 +59,33 @@ describe('paced runner', () => {
     const r = await runPaced({ count: 4, schedule: { ...schedule, burstSlots: 2 }, run: async (i) => i, shouldStop: () => false, ...clock });
     expect(r.sentAt).toEqual([10_000, 10_000, 10_000, 11_000]);
   });
+
+  it('gives an item handed back by its run a later slot of the same grant', async () => {
+    const clock = fakeClock(10_000);
+    let first = true;
+    const r = await runPaced({
+      count: 3, schedule, ...clock, shouldStop: () => false,
+      // Item 0's first run spends its slot on something else (robots.txt) and hands it back.
+      run: async (i) => {
+        if (i === 0 && first) { first = false; return 'requeue'; }
+        return 'done';
+      },
+      requeued: (res) => res === 'requeue',
+    });
+    expect(r.sentAt).toEqual([10_000, 11_000, 12_000, 13_000]);
+    expect([...r.results.keys()].sort()).toEqual([0, 1, 2]);
+    expect(r.unused).toEqual([]);
+  });
+
+  it('hands back an item that was handed back after the last slot', async () => {
+    const clock = fakeClock(10_000);
+    const r = await runPaced({
+      count: 5, schedule, ...clock, shouldStop: () => false,
+      run: async (i) => (i === 4 ? 'requeue' : 'done'),
+      requeued: (res) => res === 'requeue',
+    });
+    expect(r.sentAt).toHaveLength(5);
+    expect(r.unused).toEqual([4]);
+    expect(r.results.has(4)).toBe(false);
+  });
 });

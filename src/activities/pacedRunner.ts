@@ -20,6 +20,11 @@ export interface PacedRunOptions<R> {
   skip?: ReadonlySet<number>;
   /** Starts item `index` in the slot at `slotMs`; the request must leave by slotMs + MAX_LATENESS_MS. */
   run(index: number, slotMs: number): Promise<R>;
+  /**
+   * True when the run sent nothing and its item should wait for a later slot (it was too late
+   * by the time it could leave, or the slot went to robots.txt). The item goes back in line.
+   */
+  requeued?(result: R): boolean;
   /** Checked before every send: true stops dispatching (e.g. the source said 429). */
   shouldStop(): boolean;
   now?: () => number;
@@ -56,7 +61,9 @@ export async function runPaced<R>(o: PacedRunOptions<R>): Promise<PacedRunResult
   const slots = slotCount(o.schedule);
   let next = 0;
   let missed = 0;
-  for (let j = 0; j < slots && next < items.length; j++) {
+  let running = 0;
+  // Slots keep coming while runs are in flight: one may hand its item back for a later slot.
+  for (let j = 0; j < slots && (next < items.length || running > 0); j++) {
     const at = slotTime(o.schedule, j);
     // Timers may fire a little early by the wall clock: wait until the slot has really come.
     for (let t = now(); t < at; t = now()) {
@@ -64,6 +71,7 @@ export async function runPaced<R>(o: PacedRunOptions<R>): Promise<PacedRunResult
       await sleep(at - t);
     }
     if (o.shouldStop() || o.signal?.aborted) break;
+    if (next >= items.length) continue; // nothing to send in this slot right now
     const t = now();
     if (t > at + MAX_LATENESS_MS) {
       missed += 1; // the item waits for the next slot
@@ -71,7 +79,15 @@ export async function runPaced<R>(o: PacedRunOptions<R>): Promise<PacedRunResult
     }
     const index = items[next++]!;
     sentAt.push(t);
-    inflight.push(o.run(index, at).then((r) => { results.set(index, r); }));
+    running += 1;
+    inflight.push(o.run(index, at).then((r) => {
+      running -= 1;
+      if (o.requeued?.(r)) items.push(index);
+      else results.set(index, r);
+    }, (err) => {
+      running -= 1;
+      throw err;
+    }));
   }
   await Promise.all(inflight);
   return { results, unused: items.slice(next), sentAt, missed };

@@ -137,7 +137,7 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
   });
 
   it('does not ask the site again when storing failed after the download', async () => {
-    let failNext = true;
+    let failNext = false;
     const flaky = {
       description: 'flaky', get: (k: string) => store.get(k),
       put: async (k: string, b: Buffer | string, t: string) => {
@@ -149,6 +149,7 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     const p2 = new ImagePipeline(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'] }), flaky, spool);
     const a2 = createCrawlActivities({ processor: p2, recorder: new StoreRecorder(store) });
     await new MockActivityEnvironment().run(a2.fetchBatch, input(['/good.png'])); // robots.txt
+    failNext = true;
     const before = origin.requests.length;
     await expect(new MockActivityEnvironment().run(a2.fetchBatch, input(['/rotated.jpg']))).rejects.toThrow(/store unavailable/);
     const retried = (await new MockActivityEnvironment().run(a2.fetchBatch, input(['/rotated.jpg']))) as FetchBatchResult;
@@ -158,10 +159,25 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     await p2.close();
   });
 
-  it('spends a new host\'s first slot on robots.txt and hands the image back unsent', async () => {
+  it('spends a new host\'s first slot on robots.txt and gives the image a later slot of the grant', async () => {
     const fresh = createCrawlActivities({ processor: new ImagePipeline(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'] }), store, new Spool(path.join(dir, 'spool2'))), recorder: new StoreRecorder(store) });
     const before = origin.requests.length;
-    const result = (await new MockActivityEnvironment().run(fresh.fetchBatch, input(['/good.png']))) as FetchBatchResult;
+    const grant = input(['/good.png']); // two slots
+    const result = (await new MockActivityEnvironment().run(fresh.fetchBatch, grant)) as FetchBatchResult;
+    expect(result.outcomes.map((o) => o.cls)).toEqual(['done']);
+    expect(result.unused).toEqual([]);
+    const sent = origin.requests.slice(before);
+    expect(sent.map((r) => r.path)).toEqual(['/robots.txt', '/good.png']);
+    expect(sent[1]!.atMs - sent[0]!.atMs).toBeGreaterThanOrEqual(grant.schedule.intervalMs - 15);
+  });
+
+  it('hands the image back unsent when robots.txt took the grant\'s only slot', async () => {
+    const fresh = createCrawlActivities({ processor: new ImagePipeline(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'] }), store, new Spool(path.join(dir, 'spool3'))), recorder: new StoreRecorder(store) });
+    const before = origin.requests.length;
+    const startMs = Date.now() + 50;
+    const result = (await new MockActivityEnvironment().run(fresh.fetchBatch, {
+      ...input(['/good.png']), schedule: { startMs, endMs: startMs + 30, intervalMs: 30, burstSlots: 0 },
+    })) as FetchBatchResult;
     expect(result.outcomes).toEqual([]);
     expect(result.unused).toEqual([0]);
     expect(origin.requests.slice(before).map((r) => r.path)).toEqual(['/robots.txt']);
