@@ -46,11 +46,16 @@ export interface CrawlDeps {
 }
 
 interface Progress {
-  /** Item index -> its outcome and the record to write (when final). */
+  /**
+   * Item index -> its outcome and, when final, the record's extra fields (analysis); the rest
+   * of the record is derived from the outcome when it is written, so it is not carried twice.
+   */
   done: [number, RequestOutcome, Record<string, unknown> | null][];
 }
 
-const HEARTBEAT_EVERY_MS = 2_000;
+// Details carry every finished URL, so each heartbeat costs in proportion to the grant; the SDK
+// sends at most one per 8 s (80% of the 10 s heartbeat timeout) anyway.
+const HEARTBEAT_EVERY_MS = 5_000;
 /** This many site errors in a row inside one grant and the activity stops sending (reflex). */
 export const ERROR_BURST = 5;
 
@@ -59,8 +64,8 @@ export function createCrawlActivities(deps: CrawlDeps) {
     if (!Array.isArray(input.items) || !input.schedule) throw ApplicationFailure.nonRetryable('fetchBatch needs items and a schedule', 'InvalidInput');
     const ctx = Context.current();
     const prior = (ctx.info.heartbeatDetails as Progress | undefined)?.done ?? [];
-    const done = new Map<number, { outcome: RequestOutcome; record: Record<string, unknown> | null }>(
-      prior.map(([i, outcome, record]) => [i, { outcome, record }]),
+    const done = new Map<number, { outcome: RequestOutcome; extra: Record<string, unknown> | null }>(
+      prior.map(([i, outcome, extra]) => [i, { outcome, extra }]),
     );
     let retryAfterMs: number | undefined;
     let throttled = false;
@@ -70,7 +75,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
     let lastBeat = 0;
     const beat = () => {
       lastBeat = Date.now();
-      ctx.heartbeat({ done: [...done].map(([i, d]) => [i, d.outcome, d.record]) } satisfies Progress);
+      ctx.heartbeat({ done: [...done].map(([i, d]) => [i, d.outcome, d.extra]) } satisfies Progress);
     };
     const ticker = setInterval(() => { if (Date.now() - lastBeat >= HEARTBEAT_EVERY_MS) beat(); }, HEARTBEAT_EVERY_MS);
     try {
@@ -95,7 +100,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
             retryAfterMs = Math.max(retryAfterMs ?? 0, hold);
             blockSource(input.source, Date.now() + hold);
           }
-          done.set(i, { outcome, record: final ? { ...recordOf(input.source, outcome), ...(processed.record ?? {}) } : null });
+          done.set(i, { outcome, extra: final ? processed.record ?? {} : null });
           return 'done' as const;
         },
         requeued: (r) => r === 'requeue',
@@ -105,7 +110,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
       });
       // Records are stored before the activity reports success: a crash here means a retry,
       // which skips the URLs already handled (heartbeat) and rewrites the same record file.
-      const records = [...done.values()].flatMap((d) => (d.record ? [d.record] : []));
+      const records = [...done.values()].flatMap((d) => (d.extra ? [{ ...recordOf(input.source, d.outcome), ...d.extra }] : []));
       if (records.length) await deps.recorder.write(input.source, `${input.batchId}-g${input.grantId}`, records);
       beat();
       return {

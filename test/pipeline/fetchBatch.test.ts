@@ -8,7 +8,7 @@ import { clearSourceBlocks } from '../../src/activities/sourceBlocks';
 import { StoreRecorder } from '../../src/activities/storeRecorder';
 import { pipelineConfigFromEnv } from '../../src/pipeline/config';
 import { ImagePipeline } from '../../src/pipeline/imagePipeline';
-import { thumbnailKey } from '../../src/pipeline/keys';
+import { recordKey, thumbnailKey } from '../../src/pipeline/keys';
 import { Spool } from '../../src/pipeline/spool';
 import { LocalStore } from '../../src/pipeline/store';
 import type { FetchBatchInput, FetchBatchResult, RequestOutcome } from '../../src/shared/types';
@@ -125,6 +125,26 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     expect(result.retryAfterMs).toBe(120_000);
     expect(result.unused).toEqual([2, 3]);
     expect(origin.requests.slice(before).filter((r) => r.path === '/rotated.jpg' || r.path === '/good.jpg')).toEqual([]);
+  });
+
+  it('resumes a retried attempt from its heartbeat: no second request, full records written again', async () => {
+    await run(['/good.png']); // robots.txt warm
+    const grant = { ...input(['/good.jpg', '/gone.jpg']), grantId: 7 };
+    let details: unknown;
+    const first = new MockActivityEnvironment();
+    first.on('heartbeat', (d: unknown) => { details = d; });
+    await first.run(acts.fetchBatch, grant);
+    const unit = recordKey(grant.source, `${grant.batchId}-g7`);
+    const written = (await store.get(unit))!.toString();
+    fs.rmSync(path.join(dir, 'store', unit));
+    const before = origin.requests.length;
+    const retried = (await new MockActivityEnvironment({ heartbeatDetails: details }).run(acts.fetchBatch, grant)) as FetchBatchResult;
+    expect(origin.requests.length).toBe(before);
+    expect(retried.outcomes.map((o) => o.cls).sort()).toEqual(['done', 'linkrot']);
+    const strip = (text: string) => text.trim().split('\n').map((l) => { const { recordedAt: _r, ...rest } = JSON.parse(l); return rest; });
+    const again = strip((await store.get(unit))!.toString());
+    expect(again).toEqual(strip(written));
+    expect(again.find((r) => r.outcome === 'done')).toMatchObject({ format: 'jpeg', width: 1200, height: 800, thumbnailKey: expect.any(String) });
   });
 
   it('stops sending after a burst of site errors and hands the rest back', async () => {
