@@ -13,12 +13,12 @@ import { startCrawl } from '../src/crawl/start';
 import { LocalStore } from '../src/pipeline/store';
 import { ceilings } from '../src/politeness/pacing';
 import { connectClient, connectWorker, ensureSearchAttributes } from '../src/temporal/connect';
-import { ensureTemporalServer } from '../src/temporal/devServer';
+import { ensureTemporalServer, freePort } from '../src/temporal/devServer';
 import { installTemporalRuntime } from '../src/temporal/runtime';
 import { createCrawlWorker, defaultDeps } from '../src/workers/worker';
 import { monitorWorkflowId } from '../src/workflows/monitorState';
 import { makeImageSet, sharpAlone } from './images';
-import { cpuMsByProcess, cpuMsSince, fmt, freePort, historyEvents, max1s, peakRssMb, startOriginProcess, steadyRate } from './support';
+import { cpuMsByProcess, cpuMsSince, fmt, historyEvents, max1s, peakRssMb, startOriginProcess, steadyRate } from './support';
 
 const N = Number(process.env.BENCH_IMAGES ?? 1600);
 const RATES = [30, 50, 70, 90];

@@ -113,15 +113,3 @@ export function cpuMsSince(before: Map<string, number>): Record<string, number> 
   return Object.fromEntries([...now].map(([k, v]) => [k, Math.round(v - (before.get(k) ?? 0))]));
 }
 
-/** A TCP port free on 127.0.0.1 right now. */
-export async function freePort(): Promise<number> {
-  const net = await import('node:net');
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as import('node:net').AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}

@@ -34,6 +34,18 @@ export function portOpen(host: string, port: number): Promise<boolean> {
   });
 }
 
+/** A TCP port that is free on 127.0.0.1 right now (for servers started by tests and benches). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
 async function waitForFrontend(address: string, child: ChildProcess | undefined, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let lastError: unknown;

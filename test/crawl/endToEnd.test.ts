@@ -12,17 +12,10 @@ import { crawlMonitorWorkflow } from '../../src/workflows/monitor';
 import { monitorWorkflowId, type MonitorStats } from '../../src/workflows/monitorState';
 import { createLocalEnv } from '../support/temporal';
 import { jpeg } from '../support/images';
+import { readRecords } from '../support/records';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 const CLI = path.join(ROOT, 'bin', 'crawl');
-
-function readRecords(dataDir: string): Record<string, unknown>[] {
-  const dir = path.join(dataDir, 'store', 'records');
-  if (!fs.existsSync(dir)) return [];
-  return (fs.readdirSync(dir, { recursive: true }) as string[])
-    .filter((f) => f.endsWith('.ndjson'))
-    .flatMap((f) => fs.readFileSync(path.join(dir, f), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)));
-}
 
 async function imageOrigin(host: string, port = 0): Promise<Origin> {
   const body = await jpeg(400, 300);

@@ -1,5 +1,4 @@
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { Worker } from '@temporalio/worker';
@@ -7,29 +6,11 @@ import { startCrawl } from '../../src/crawl/start';
 import { Origin } from '../../src/demo/origin';
 import { LocalStore } from '../../src/pipeline/store';
 import { connectClient, connectWorker, ensureSearchAttributes } from '../../src/temporal/connect';
-import { ensureTemporalServer, portOpen, type RunningServer } from '../../src/temporal/devServer';
+import { ensureTemporalServer, freePort, portOpen, type RunningServer } from '../../src/temporal/devServer';
 import { createCrawlWorker, defaultDeps } from '../../src/workers/worker';
 import { monitorWorkflowId, type MonitorStats } from '../../src/workflows/monitorState';
 import { jpeg } from '../support/images';
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as net.AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-function records(dataDir: string): Record<string, unknown>[] {
-  const dir = path.join(dataDir, 'store', 'records');
-  if (!fs.existsSync(dir)) return [];
-  return (fs.readdirSync(dir, { recursive: true }) as string[])
-    .filter((f) => f.endsWith('.ndjson'))
-    .flatMap((f) => fs.readFileSync(path.join(dir, f), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)));
-}
+import { readRecords } from '../support/records';
 
 // Issue 5's durability promise for the embedded default: stop the server in the middle of a
 // crawl, start it again on the same SQLite file, and the crawl finishes with nothing lost or
@@ -92,7 +73,7 @@ describe('the embedded server (SQLite) stopped and restarted mid-crawl', () => {
       await first.close();
     }
     expect(await portOpen('127.0.0.1', port)).toBe(false);
-    expect(records(dataDir).length).toBeLessThan(40);
+    expect(readRecords(dataDir).length).toBeLessThan(40);
 
     first = await up();
     try {
@@ -100,7 +81,7 @@ describe('the embedded server (SQLite) stopped and restarted mid-crawl', () => {
       const stats = (await client.workflow.getHandle(monitorWorkflowId(source)).result()) as MonitorStats;
       await client.connection.close();
       expect(stats.urls).toMatchObject({ total: 40, finished: 40 });
-      const all = records(dataDir);
+      const all = readRecords(dataDir);
       expect(all).toHaveLength(40);
       expect(new Set(all.map((r) => r.url))).toEqual(new Set(urls));
       expect(all.every((r) => r.outcome === 'done')).toBe(true);
