@@ -84,7 +84,7 @@ async function main(): Promise<void> {
   await worker.runUntil(async () => {
     startedAt = Date.now();
     const started = performance.now();
-    const summary = await startCrawl({ client: client, store, manifest, catalog, taskQueue: 'bench-e2e' });
+    const summary = await startCrawl({ client, store, manifest, catalog, taskQueue: 'bench-e2e' });
     await Promise.all([...summary.sources.keys()].map((s) => client.workflow.getHandle(monitorWorkflowId(s)).result()));
     elapsedS = (performance.now() - started) / 1000;
   });
@@ -120,7 +120,7 @@ async function main(): Promise<void> {
   const manyWorker = await newWorker(); // bundling the workflows blocks the loop: not measured
   loopDelay.enable();
   await manyWorker.runUntil(async () => {
-    const summary = await startCrawl({ client: client, store, manifest: many, catalog: manyCatalog, taskQueue: 'bench-e2e' });
+    const summary = await startCrawl({ client, store, manifest: many, catalog: manyCatalog, taskQueue: 'bench-e2e' });
     await Promise.all([...summary.sources.keys()].map((s) => client.workflow.getHandle(monitorWorkflowId(s)).result()));
   });
   const requests = await site.stop();

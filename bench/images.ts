@@ -1,6 +1,7 @@
 import os from 'node:os';
 import sharp from 'sharp';
 import { analyse, thumbnail } from '../src/pipeline/analyse';
+import { forEachLimit } from '../src/shared/concurrency';
 
 /** A varied, reproducible image set: photo-like JPEGs of several sizes and qualities. */
 export async function makeImageSet(count: number): Promise<Buffer[]> {
@@ -22,13 +23,9 @@ export async function makeImageSet(count: number): Promise<Buffer[]> {
 export async function sharpAlone(images: Buffer[], maxPixels = 100_000_000): Promise<number> {
   const concurrency = Math.max(2, os.cpus().length * 2);
   const started = performance.now();
-  let next = 0;
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (next < images.length) {
-      const img = images[next++]!;
-      await analyse(img, maxPixels);
-      await thumbnail(img, { maxPixels, maxSide: 640, quality: 80 });
-    }
-  }));
+  await forEachLimit(images, concurrency, async (img) => {
+    await analyse(img, maxPixels);
+    await thumbnail(img, { maxPixels, maxSide: 640, quality: 80 });
+  });
   return images.length / ((performance.now() - started) / 1000);
 }

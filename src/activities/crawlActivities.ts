@@ -115,7 +115,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
       beat();
       return {
         outcomes: [...done.values()].map((d) => d.outcome),
-        unused: [...run.unused].sort((a, b) => a - b),
+        unused: run.unused.sort((a, b) => a - b),
         retryAfterMs,
         missedSlots: run.missed,
       };

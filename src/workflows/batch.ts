@@ -44,9 +44,11 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
   let grantsSeen = 0;
   let running = 0;
   let lastAsk: string | null = null;
+  /** What the monitor must know of us: a request is sent only when this changed. */
+  const ask = () => `${pending.length}/${grantsSeen}`;
   /** The token request as of now; remembered so the main loop does not send it again. */
   const tokens = () => {
-    lastAsk = `${pending.length}/${grantsSeen}`;
+    lastAsk = ask();
     return { unassigned: pending.length, grantsSeen };
   };
 
@@ -113,10 +115,8 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
   }
 
   while (remaining > 0) {
-    const ask = `${pending.length}/${grantsSeen}`;
-    if (pending.length > 0 && ask !== lastAsk) {
-      lastAsk = ask;
-      await monitor.signal(requestTokensSignal, { batchId, unassigned: pending.length, grantsSeen });
+    if (pending.length > 0 && ask() !== lastAsk) {
+      await monitor.signal(requestTokensSignal, { batchId, ...tokens() });
     }
     const seenBefore = grantsSeen;
     const pendingBefore = pending.length;
@@ -136,7 +136,7 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
     }
     // The monitor subtracts the slots of every grant it sent from our last request, so using a
     // grant needs no new request: its view already matches ours.
-    lastAsk = `${pending.length}/${grantsSeen}`;
+    lastAsk = ask();
   }
   await condition(() => running === 0);
 

@@ -55,9 +55,9 @@ export interface MonitorState {
   finishedUrls: number;
   grantedSlots: number;
   unusedSlots: number;
-  /** Slots workers were too late for; optional because older runs did not carry them. */
-  missedSlots?: number;
-  missRate?: number;
+  /** Slots workers were too late for, in all and as a running share. */
+  missedSlots: number;
+  missRate: number;
   alerts: string[];
   lastSearchAttributesMs: number;
   options: MonitorOptions;
@@ -124,6 +124,8 @@ export class MonitorModel {
         finishedUrls: 0,
         grantedSlots: 0,
         unusedSlots: 0,
+        missedSlots: 0,
+        missRate: 0,
         alerts: [],
         lastSearchAttributesMs: 0,
         options: { ...DEFAULT_MONITOR_OPTIONS, ...(input.options ?? {}) },
@@ -168,8 +170,8 @@ export class MonitorModel {
   onReport(report: OutcomeReport, nowMs: number): PolicyEvent[] {
     this.state.unusedSlots += report.unused;
     if (report.missedSlots !== undefined) {
-      this.state.missedSlots = (this.state.missedSlots ?? 0) + report.missedSlots;
-      this.state.missRate = updateMissRate(this.state.missRate ?? 0, report.missedSlots, report.outcomes.length);
+      this.state.missedSlots += report.missedSlots;
+      this.state.missRate = updateMissRate(this.state.missRate, report.missedSlots, report.outcomes.length);
     }
     if (report.tokens) this.onTokenRequest({ batchId: report.batchId, ...report.tokens });
     return this.governor.applyReport(report, nowMs);
@@ -193,7 +195,7 @@ export class MonitorModel {
   /** Plans the next window when it is due and someone wants slots. */
   planGrants(nowMs: number): Grant[] {
     if (nowMs < this.governor.nextPlanAtMs()) return [];
-    const missRate = this.state.missRate ?? 0;
+    const missRate = this.state.missRate;
     const wants = this.wants()
       .filter((w) => w.wanted > 0)
       .map((w) => ({ ...w, wanted: slotsWithMissAllowance(w.wanted, missRate) }));
@@ -254,7 +256,7 @@ export class MonitorModel {
       tokens: {
         granted: this.state.grantedSlots,
         unused: this.state.unusedSlots,
-        missed: this.state.missedSlots ?? 0,
+        missed: this.state.missedSlots,
         wanted: this.wants().reduce((s, w) => s + w.wanted, 0),
         nextWindowAt: g.pacer.nextFreeMs > 0 ? new Date(g.pacer.nextFreeMs).toISOString() : null,
       },
