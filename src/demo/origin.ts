@@ -21,6 +21,8 @@ export class Origin {
   private server?: http.Server;
   port = 0;
   host = '127.0.0.1';
+  /** TCP connections accepted, to tell keep-alive reuse from reconnecting. */
+  connections = 0;
 
   route(path: string, handler: Route): this {
     this.routes.set(path, handler);
@@ -48,6 +50,7 @@ export class Origin {
       res.writeHead(404, { 'content-type': 'text/plain' });
       res.end('not found');
     });
+    this.server.on('connection', () => { this.connections += 1; });
     this.server.keepAliveTimeout = 60_000;
     this.host = host;
     await new Promise<void>((resolve, reject) => {

@@ -9,7 +9,7 @@ describe('Fetcher send-by deadline (real undici, origin on 127.0.0.1)', () => {
   let fetcher: Fetcher;
 
   beforeAll(async () => {
-    origin.serve('/a.jpg', Buffer.from('x')).serve('/b.jpg', Buffer.from('y'));
+    origin.serve('/a.jpg', Buffer.from('x')).serve('/b.jpg', Buffer.from('y')).serve('/c.jpg', Buffer.from('z'));
     await origin.start();
     fetcher = new Fetcher(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'] }));
   });
@@ -28,5 +28,16 @@ describe('Fetcher send-by deadline (real undici, origin on 127.0.0.1)', () => {
     const res = await fetcher.fetch(origin.url('/b.jpg'), { sendBy: Date.now() + 5_000 });
     expect(res).toMatchObject({ ok: true, status: 200, sent: true });
     expect(origin.hits('/b.jpg')).toHaveLength(1);
+  });
+
+  it('keeps the keep-alive connection when it refuses a late request', async () => {
+    // Under load, a refusal that closed the connection made the next request reconnect and miss
+    // its slot too.
+    expect((await fetcher.fetch(origin.url('/c.jpg'))).ok).toBe(true);
+    const before = origin.connections;
+    expect((await fetcher.fetch(origin.url('/c.jpg'), { sendBy: Date.now() - 1 })).failure).toBe('late');
+    expect((await fetcher.fetch(origin.url('/c.jpg'), { sendBy: Date.now() + 5_000 })).ok).toBe(true);
+    expect(origin.connections).toBe(before);
+    expect(origin.hits('/c.jpg')).toHaveLength(2);
   });
 });
