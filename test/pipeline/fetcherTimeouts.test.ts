@@ -1,0 +1,43 @@
+import { getEventListeners } from 'node:events';
+import { pipelineConfigFromEnv } from '../../src/pipeline/config';
+import { Fetcher } from '../../src/pipeline/fetcher';
+import { Origin } from '../support/origin';
+
+// The total timeout and the caller's abort signal, and that neither outlives the request: a
+// crawler makes millions of requests, and anything each one leaves behind adds up.
+describe('Fetcher total timeout and cancellation (real undici, origin on 127.0.0.1)', () => {
+  const origin = new Origin();
+  let fetcher: Fetcher;
+
+  beforeAll(async () => {
+    origin
+      .serve('/ok.jpg', Buffer.from('x'))
+      // Accepts the request and never answers.
+      .route('/silent.jpg', () => undefined);
+    await origin.start();
+    fetcher = new Fetcher(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'], totalTimeoutMs: 300, headersTimeoutMs: 10_000 }));
+  });
+  afterAll(async () => { await fetcher.close(); await origin.stop(); });
+
+  it('gives up on a silent server at the total timeout', async () => {
+    const started = Date.now();
+    const res = await fetcher.fetch(origin.url('/silent.jpg'));
+    expect(res).toMatchObject({ ok: false, failure: 'timeout', reason: 'total timeout', sent: true });
+    expect(Date.now() - started).toBeLessThan(5_000);
+  });
+
+  it("stops when the caller's signal aborts", async () => {
+    const caller = new AbortController();
+    setTimeout(() => caller.abort(new Error('activity cancelled')), 50);
+    const res = await fetcher.fetch(origin.url('/silent.jpg'), { signal: caller.signal });
+    expect(res.ok).toBe(false);
+    expect(res.reason).not.toBe('total timeout');
+  });
+
+  it("leaves no listener on the caller's signal once a request is done", async () => {
+    const caller = new AbortController();
+    expect((await fetcher.fetch(origin.url('/ok.jpg'), { signal: caller.signal })).ok).toBe(true);
+    expect((await fetcher.fetch(origin.url('/silent.jpg'), { signal: caller.signal })).failure).toBe('timeout');
+    expect(getEventListeners(caller.signal, 'abort')).toHaveLength(0);
+  });
+});
