@@ -5,6 +5,8 @@ import { isThrottle } from '../politeness/classify';
 import type { ObjectStore } from '../pipeline/store';
 import type { FetchBatchInput, FetchBatchResult, FinalRecordInput, RequestOutcome, WorkChunk } from '../shared/types';
 import { MAX_LATENESS_MS, runPaced } from './pacedRunner';
+import { HEARTBEAT_EVERY_MS } from '../shared/heartbeat';
+import { GrantAttempts } from './grantAttempts';
 import { blockSource, isSourceBlocked } from './sourceBlocks';
 
 /** What handling one URL produced: the outcome the monitor sees, and the record to keep. */
@@ -53,75 +55,84 @@ interface Progress {
   done: [number, RequestOutcome, Record<string, unknown> | null][];
 }
 
-// Details carry every finished URL, so each heartbeat costs in proportion to the grant; the SDK
-// sends at most one per 8 s (80% of the 10 s heartbeat timeout) anyway.
-const HEARTBEAT_EVERY_MS = 5_000;
 /** This many site errors in a row inside one grant and the activity stops sending (reflex). */
 export const ERROR_BURST = 5;
+
+type Done = Map<number, { outcome: RequestOutcome; extra: Record<string, unknown> | null }>;
+
+const attempts = new GrantAttempts<Done>();
 
 export function createCrawlActivities(deps: CrawlDeps) {
   async function fetchBatch(input: FetchBatchInput): Promise<FetchBatchResult> {
     if (!Array.isArray(input.items) || !input.schedule) throw ApplicationFailure.nonRetryable('fetchBatch needs items and a schedule', 'InvalidInput');
     const ctx = Context.current();
     const prior = (ctx.info.heartbeatDetails as Progress | undefined)?.done ?? [];
-    const done = new Map<number, { outcome: RequestOutcome; extra: Record<string, unknown> | null }>(
-      prior.map(([i, outcome, extra]) => [i, { outcome, extra }]),
-    );
-    let retryAfterMs: number | undefined;
-    let throttled = false;
-    let errorRun = 0;
-    // Every request adds an abort listener to this signal; many in flight is normal here.
-    setMaxListeners(0, ctx.cancellationSignal);
+    const done: Done = new Map(prior.map(([i, outcome, extra]) => [i, { outcome, extra }]));
     let lastBeat = 0;
     const beat = () => {
       lastBeat = Date.now();
       ctx.heartbeat({ done: [...done].map(([i, d]) => [i, d.outcome, d.extra]) } satisfies Progress);
     };
+    // Beats from the start, also while waiting for an attempt this one replaces to stop.
     const ticker = setInterval(() => { if (Date.now() - lastBeat >= HEARTBEAT_EVERY_MS) beat(); }, HEARTBEAT_EVERY_MS);
+    const attempt = attempts.begin(JSON.stringify([input.source, input.batchId, input.grantId]));
     try {
-      const run = await runPaced({
-        count: input.items.length,
-        schedule: input.schedule,
-        skip: new Set(done.keys()),
-        signal: ctx.cancellationSignal,
-        shouldStop: () => throttled || errorRun >= ERROR_BURST || isSourceBlocked(input.source),
-        run: async (i, slotMs) => {
-          const item = input.items[i]!;
-          const sendBy = slotMs + MAX_LATENESS_MS;
-          const processed = await deps.processor.process(item.url, { source: input.source, attempt: item.attempt, signal: ctx.cancellationSignal, sendBy });
-          if (processed.requeue) return 'requeue' as const;
-          const o = processed.outcome;
-          const final = o.cls !== 'error' || item.attempt >= input.maxAttempts;
-          const outcome: RequestOutcome = { ...o, url: item.url, final, attempt: item.attempt, atMs: Date.now() };
-          if (o.sent) errorRun = o.cls === 'error' ? errorRun + 1 : 0;
-          if (isThrottle(o.status)) {
-            throttled = true;
-            const hold = o.retryAfterMs ?? deps.defaultHoldMs ?? 5_000;
-            retryAfterMs = Math.max(retryAfterMs ?? 0, hold);
-            blockSource(input.source, Date.now() + hold);
-          }
-          done.set(i, { outcome, extra: final ? processed.record ?? {} : null });
-          return 'done' as const;
-        },
-        requeued: (r) => r === 'requeue',
-      }).catch((err) => {
-        beat(); // keep what finished, so the retry does not ask the site again
-        throw err;
-      });
-      // Records are stored before the activity reports success: a crash here means a retry,
-      // which skips the URLs already handled (heartbeat) and rewrites the same record file.
-      const records = [...done.values()].flatMap((d) => (d.extra ? [{ ...recordOf(input.source, d.outcome), ...d.extra }] : []));
-      if (records.length) await deps.recorder.write(input.source, `${input.batchId}-g${input.grantId}`, records);
-      beat();
-      return {
-        outcomes: [...done.values()].map((d) => d.outcome),
-        unused: run.unused.sort((a, b) => a - b),
-        retryAfterMs,
-        missedSlots: run.missed,
-      };
+      for (const [i, d] of (await attempt.takeOver()) ?? []) if (!done.has(i)) done.set(i, d);
+      return await crawlGrant(input, ctx, done, beat, attempt.superseded);
     } finally {
       clearInterval(ticker);
+      attempt.release(done);
     }
+  }
+
+  async function crawlGrant(input: FetchBatchInput, ctx: Context, done: Done, beat: () => void, superseded: () => boolean): Promise<FetchBatchResult> {
+    let retryAfterMs: number | undefined;
+    let throttled = false;
+    let errorRun = 0;
+    // Every request adds an abort listener to this signal; many in flight is normal here.
+    setMaxListeners(0, ctx.cancellationSignal);
+    const run = await runPaced({
+      count: input.items.length,
+      schedule: input.schedule,
+      skip: new Set(done.keys()),
+      signal: ctx.cancellationSignal,
+      shouldStop: () => superseded() || throttled || errorRun >= ERROR_BURST || isSourceBlocked(input.source),
+      run: async (i, slotMs) => {
+        const item = input.items[i]!;
+        const sendBy = slotMs + MAX_LATENESS_MS;
+        const processed = await deps.processor.process(item.url, { source: input.source, attempt: item.attempt, signal: ctx.cancellationSignal, sendBy });
+        if (processed.requeue) return 'requeue' as const;
+        const o = processed.outcome;
+        const final = o.cls !== 'error' || item.attempt >= input.maxAttempts;
+        const outcome: RequestOutcome = { ...o, url: item.url, final, attempt: item.attempt, atMs: Date.now() };
+        if (o.sent) errorRun = o.cls === 'error' ? errorRun + 1 : 0;
+        if (isThrottle(o.status)) {
+          throttled = true;
+          const hold = o.retryAfterMs ?? deps.defaultHoldMs ?? 5_000;
+          retryAfterMs = Math.max(retryAfterMs ?? 0, hold);
+          blockSource(input.source, Date.now() + hold);
+        }
+        done.set(i, { outcome, extra: final ? processed.record ?? {} : null });
+        return 'done' as const;
+      },
+      requeued: (r) => r === 'requeue',
+    }).catch((err) => {
+      beat(); // keep what finished, so the retry does not ask the site again
+      throw err;
+    });
+    // The newer attempt writes the records and reports; this one's result would be ignored.
+    if (superseded()) throw ApplicationFailure.retryable('superseded by a newer attempt of the same grant', 'Superseded');
+    // Records are stored before the activity reports success: a crash here means a retry,
+    // which skips the URLs already handled (heartbeat) and rewrites the same record file.
+    const records = [...done.values()].flatMap((d) => (d.extra ? [{ ...recordOf(input.source, d.outcome), ...d.extra }] : []));
+    if (records.length) await deps.recorder.write(input.source, `${input.batchId}-g${input.grantId}`, records);
+    beat();
+    return {
+      outcomes: [...done.values()].map((d) => d.outcome),
+      unused: run.unused.sort((a, b) => a - b),
+      retryAfterMs,
+      missedSlots: run.missed,
+    };
   }
 
   async function loadChunk(chunk: WorkChunk): Promise<string[]> {

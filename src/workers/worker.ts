@@ -2,6 +2,7 @@ import path from 'node:path';
 import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import * as smoke from '../activities/smoke';
 import { createCrawlActivities, type CrawlDeps } from '../activities/crawlActivities';
+import { HEARTBEAT_EVERY_MS } from '../shared/heartbeat';
 import { StoreRecorder } from '../activities/storeRecorder';
 import { pipelineConfigFromEnv } from '../pipeline/config';
 import { ImagePipeline } from '../pipeline/imagePipeline';
@@ -51,6 +52,8 @@ export function createCrawlWorker(opts: CrawlWorkerOptions): Promise<Worker> {
     // A fetch activity spends most of its life waiting for its slots, one per source and grant
     // at a time: the SDK's default of 100 would leave sources beyond the hundredth unserved.
     maxConcurrentActivityTaskExecutions: maxActivitiesFromEnv(),
+    // Heartbeats go out as often as the activity beats, not at 80% of the timeout.
+    maxHeartbeatThrottleInterval: HEARTBEAT_EVERY_MS,
     ...opts.overrides,
   });
 }

@@ -2,6 +2,7 @@ import {
   ActivityFailure, getExternalWorkflowHandle, log, proxyActivities, setHandler, condition, workflowInfo,
 } from '@temporalio/workflow';
 import type { CrawlActivities } from '../activities/crawlActivities';
+import { HEARTBEAT_TIMEOUT_MS } from '../shared/heartbeat';
 import type { BatchItem, FetchBatchResult, Grant, OutcomeClass, RequestOutcome, WorkChunk } from '../shared/types';
 import { batchFinishedSignal, grantSignal, reportOutcomesSignal, requestTokensSignal } from './messages';
 
@@ -68,7 +69,7 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
     const byUrl = new Map(indices.map((i) => [urls[i]!, i]));
     const { fetchBatch } = proxyActivities<CrawlActivities>({
       startToCloseTimeout: Math.max(1_000, g.endMs - Date.now()) + REQUEST_TAIL_MS,
-      heartbeatTimeout: '10 seconds',
+      heartbeatTimeout: HEARTBEAT_TIMEOUT_MS,
       // A retried attempt resumes from its heartbeat and still only sends inside the window.
       retry: { maximumAttempts: 3, initialInterval: '1 second', nonRetryableErrorTypes: ['InvalidInput'] },
     });

@@ -147,6 +147,30 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     expect(again.find((r) => r.outcome === 'done')).toMatchObject({ format: 'jpeg', width: 1200, height: 800, thumbnailKey: expect.any(String) });
   });
 
+  it('a retried attempt that starts while the first still runs takes over: each URL downloaded once', async () => {
+    // The server retries an attempt whose heartbeat came late; the first attempt may still be
+    // running here. It must stop, and its finished URLs must not be fetched again.
+    await run(['/good.png']); // robots.txt warm
+    const paths = [1, 2, 3, 4, 5, 6].map((k) => `/takeover/${k}.jpg`);
+    const small = await jpeg(64, 48, 80);
+    for (const p of paths) origin.serve(p, small);
+    const startMs = Date.now() + 50;
+    const grant: FetchBatchInput = {
+      ...input(paths), grantId: 9, schedule: { startMs, endMs: startMs + 12 * 100, intervalMs: 100, burstSlots: 0 },
+    };
+    const before = origin.requests.length;
+    const first = new MockActivityEnvironment().run(acts.fetchBatch, grant);
+    const firstDone = first.then(() => 'completed', (err: Error) => err.message);
+    await new Promise((r) => setTimeout(r, 50 + 250)); // about three of six sent
+    const retried = (await new MockActivityEnvironment({ attempt: 2 }).run(acts.fetchBatch, grant)) as FetchBatchResult;
+    expect(await firstDone).toMatch(/superseded/);
+    expect(retried.outcomes.map((o) => o.cls)).toEqual(Array(6).fill('done'));
+    const sent = origin.requests.slice(before).map((r) => r.path);
+    expect(sent.sort()).toEqual([...paths].sort());
+    const unit = recordKey(grant.source, `${grant.batchId}-g9`);
+    expect((await store.get(unit))!.toString().trim().split('\n')).toHaveLength(6);
+  });
+
   it('stops sending after a burst of site errors and hands the rest back', async () => {
     const before = origin.requests.length;
     const { result } = await run(Array.from({ length: 8 }, () => '/fail.jpg'));
