@@ -37,7 +37,10 @@ export interface PacedRunResult<R> {
   results: Map<number, R>;
   unused: number[];
   sentAt: number[];
-  /** Slots that came and went without a send because we were too late for them. */
+  /**
+   * Slots that did not serve their item: we woke up too late for them, or the run handed its
+   * item back (it could not leave in time at the socket, or the slot went to robots.txt).
+   */
   missed: number;
 }
 
@@ -82,7 +85,10 @@ export async function runPaced<R>(o: PacedRunOptions<R>): Promise<PacedRunResult
     running += 1;
     inflight.push(o.run(index, at).then((r) => {
       running -= 1;
-      if (o.requeued?.(r)) items.push(index);
+      if (o.requeued?.(r)) {
+        items.push(index);
+        missed += 1;
+      }
       else results.set(index, r);
     }, (err) => {
       running -= 1;

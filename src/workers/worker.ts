@@ -3,6 +3,7 @@ import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker
 import * as smoke from '../activities/smoke';
 import { createCrawlActivities, type CrawlDeps } from '../activities/crawlActivities';
 import { HEARTBEAT_EVERY_MS } from '../shared/heartbeat';
+import { helperNiceFromEnv, keepHelperThreadsBelowMain } from '../temporal/priority';
 import { StoreRecorder } from '../activities/storeRecorder';
 import { pipelineConfigFromEnv } from '../pipeline/config';
 import { ImagePipeline } from '../pipeline/imagePipeline';
@@ -43,6 +44,7 @@ export function defaultDeps(opts: DepsOptions = {}): CrawlDeps {
 /** One process type runs workflows and activities; scale by running more of them. */
 export function createCrawlWorker(opts: CrawlWorkerOptions): Promise<Worker> {
   const deps = opts.deps ?? defaultDeps();
+  keepHelperThreadsBelowMain(helperNiceFromEnv());
   return Worker.create({
     connection: opts.connection,
     namespace: DEFAULT_NAMESPACE,

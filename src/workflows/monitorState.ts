@@ -86,7 +86,7 @@ export interface MonitorStats {
   counts: Counts;
   urls: { total: number; finished: number; queuedChunks: number; inBatches: number };
   batches: { active: number; finished: number };
-  /** `missed`: slots that passed while the worker was too busy to send (add workers if high). */
+  /** `missed`: slots that served no URL: the worker was too busy to send in time (add workers if high), or robots.txt took the slot. */
   tokens: { granted: number; unused: number; missed: number; wanted: number; nextWindowAt: string | null };
   breaker: { windowRequests: number; windowErrors: number; consecutiveErrors: number; last50: string };
   latency: { baselineMs: number | null; recentMedianMs: number | null };
