@@ -14,6 +14,7 @@ import { ImagePipeline } from '../src/pipeline/imagePipeline';
 import { Spool } from '../src/pipeline/spool';
 import { LocalStore } from '../src/pipeline/store';
 import type { FetchBatchResult } from '../src/shared/types';
+import { helperNiceFromEnv, keepHelperThreadsBelowMain } from '../src/temporal/priority';
 import { makeImageSet, sharpAlone } from './images';
 import { fmt, peakRssMb, startOriginProcess } from './support';
 
@@ -22,6 +23,8 @@ const RATE = Number(process.env.BENCH_RATE ?? 200); // the brief's largest per-s
 const WARM_UP = 60;
 
 async function main(): Promise<void> {
+  // Thread priorities as in a crawl worker (createCrawlWorker sets them the same way).
+  keepHelperThreadsBelowMain(helperNiceFromEnv());
   const images = await makeImageSet(N);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-pipeline-'));
   fs.mkdirSync(path.join(dir, 'site'));
