@@ -20,6 +20,12 @@ export interface PipelineConfig {
   thumbnailQuality: number;
   robotsTtlMs: number;
   robotsRetryMs: number;
+  /**
+   * Downloaded images waiting for or in analysis. At this many the worker sends nothing more
+   * (those slots count as missed) until it has caught up: fetching faster than the CPU can
+   * analyse only piles bytes up in memory.
+   */
+  maxBacklog: number;
 }
 
 export const DEFAULT_USER_AGENT = 'PoliteImageCrawler/0.1 (+https://github.com/polite-image-crawler; crawler@example.org)';
@@ -50,6 +56,7 @@ export function pipelineConfigFromEnv(overrides: Partial<PipelineConfig> = {}): 
     thumbnailQuality: num('CRAWL_THUMBNAIL_QUALITY', 80),
     robotsTtlMs: 24 * 3600_000,
     robotsRetryMs: 5 * 60_000,
+    maxBacklog: num('CRAWL_MAX_BACKLOG', 32),
     ...overrides,
   };
 }

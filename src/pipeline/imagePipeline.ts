@@ -20,6 +20,8 @@ const MAX_RETRY_AFTER_MS = 15 * 60_000;
 export class ImagePipeline implements UrlProcessor {
   readonly fetcher: Fetcher;
   readonly robots: RobotsCache;
+  /** Downloaded bodies not yet through analysis and storage (see PipelineConfig.maxBacklog). */
+  private backlog = 0;
 
   constructor(private readonly cfg: PipelineConfig, private readonly store: ObjectStore, private readonly spool: Spool) {
     this.fetcher = new Fetcher(cfg);
@@ -61,6 +63,7 @@ export class ImagePipeline implements UrlProcessor {
       if (verdict.kind === 'unavailable') return { outcome: { ...base, cls: 'error', reason: `${verdict.reason}; host treated as disallowed for now` } };
 
       if (tooLate()) return late;
+      if (this.backlog >= this.cfg.maxBacklog) return { outcome: { ...base, cls: 'error', reason: 'worker busy: analysis backlog full' }, requeue: true };
       const res = await this.fetcher.fetch(url, { signal: ctx.signal, sendBy: ctx.sendBy });
       if (res.failure === 'late') return late;
       timing = { status: res.status, ttfbMs: res.ttfbMs, totalMs: res.totalMs, sent: res.sent };
@@ -80,6 +83,7 @@ export class ImagePipeline implements UrlProcessor {
       body = res.body!;
     }
 
+    this.backlog += 1;
     try {
       const analysis = await analyse(body, this.cfg.maxPixels);
       const thumb = await thumbnail(body, { maxPixels: this.cfg.maxPixels, maxSide: this.cfg.thumbnailMaxSide, quality: this.cfg.thumbnailQuality });
@@ -100,6 +104,8 @@ export class ImagePipeline implements UrlProcessor {
       if (!(err instanceof ContentError)) throw err;
       if (fromSpool) await this.spool.delete(url);
       return { outcome: { ...base, ...timing, cls: 'content', reason: err.message } };
+    } finally {
+      this.backlog -= 1;
     }
   }
 }

@@ -1,0 +1,54 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { pipelineConfigFromEnv } from '../../src/pipeline/config';
+import { ImagePipeline } from '../../src/pipeline/imagePipeline';
+import { Spool } from '../../src/pipeline/spool';
+import { LocalStore } from '../../src/pipeline/store';
+import { jpeg } from '../support/images';
+import { Origin } from '../support/origin';
+
+// A worker that cannot analyse as fast as its slots come must not keep downloading: the bytes
+// would pile up in memory. Past its backlog it sends nothing and hands the URL back.
+describe('ImagePipeline analysis backlog (real undici, sharp, local store)', () => {
+  const origin = new Origin();
+  let pipeline: ImagePipeline;
+  let releaseStore!: () => void;
+  let storeEntered!: () => void;
+
+  beforeAll(async () => {
+    const img = await jpeg(200, 100, 80);
+    origin.serve('/robots.txt', 'User-agent: *\nAllow: /\n', 'text/plain').serve('/one.jpg', img).serve('/two.jpg', img);
+    await origin.start();
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'backlog-'));
+    const local = new LocalStore(path.join(dir, 'store'));
+    // The first thumbnail's store write waits until the test lets it go.
+    const blocked = new Promise<void>((r) => { releaseStore = r; });
+    let first = true;
+    const store = {
+      description: 'blocking test store',
+      get: (k: string) => local.get(k),
+      put: async (k: string, b: Buffer | string, t: string) => {
+        if (first) { first = false; storeEntered(); await blocked; }
+        return local.put(k, b, t);
+      },
+    };
+    pipeline = new ImagePipeline(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'], maxBacklog: 1 }), store, new Spool(path.join(dir, 'spool')));
+  });
+  afterAll(async () => { await pipeline.close(); await origin.stop(); });
+
+  it('hands a URL back unsent while its backlog is full, and sends it once it has caught up', async () => {
+    const ctx = { source: 's', attempt: 1, signal: new AbortController().signal };
+    await pipeline.process(origin.url('/robots.txt'), ctx); // the host's robots.txt, out of the way
+    const entered = new Promise<void>((r) => { storeEntered = r; });
+    const one = pipeline.process(origin.url('/one.jpg'), ctx);
+    await entered; // /one.jpg downloaded and being stored: the backlog is full
+    const busy = await pipeline.process(origin.url('/two.jpg'), ctx);
+    expect(busy).toMatchObject({ requeue: true, outcome: { sent: false, reason: expect.stringMatching(/worker busy/) } });
+    expect(origin.hits('/two.jpg')).toHaveLength(0);
+    releaseStore();
+    expect((await one).outcome.cls).toBe('done');
+    expect((await pipeline.process(origin.url('/two.jpg'), ctx)).outcome.cls).toBe('done');
+    expect(origin.hits('/two.jpg')).toHaveLength(1);
+  });
+});
