@@ -63,10 +63,10 @@ describe('MonitorModel token bookkeeping', () => {
     expect(m.wants()[0]!.wanted).toBe(0);
   });
 
-  it('plans one spare slot when no slot was missed', () => {
+  it('plans two spare slots when no slot was missed', () => {
     const { m, batchId } = modelWithBatch();
     m.onTokenRequest({ batchId, unassigned: 12, grantsSeen: 0 });
     m.onReport({ batchId, grantId: 0, outcomes: [], unused: 0, missedSlots: 0 }, T0);
-    expect(m.planGrants(T0)[0]!.slots).toBe(13);
+    expect(m.planGrants(T0)[0]!.slots).toBe(14);
   });
 });
