@@ -56,7 +56,7 @@ export function pipelineConfigFromEnv(overrides: Partial<PipelineConfig> = {}): 
     thumbnailQuality: num('CRAWL_THUMBNAIL_QUALITY', 80),
     robotsTtlMs: 24 * 3600_000,
     robotsRetryMs: 5 * 60_000,
-    maxBacklog: num('CRAWL_MAX_BACKLOG', 32),
+    maxBacklog: num('CRAWL_MAX_BACKLOG', 64),
     ...overrides,
   };
 }
