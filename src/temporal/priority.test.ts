@@ -24,18 +24,23 @@ describe('lowerPriority', () => {
     }
   });
 
-  it('reads CRAWL_SERVER_NICE and refuses nonsense', () => {
-    const saved = process.env.CRAWL_SERVER_NICE;
+  it.each([
+    ['CRAWL_SERVER_NICE', serverNiceFromEnv, 10],
+    ['CRAWL_HELPER_NICE', helperNiceFromEnv, 5],
+  ] as const)('reads %s (0 = off) and refuses nonsense', (name, read, fallback) => {
+    const saved = process.env[name];
     try {
-      delete process.env.CRAWL_SERVER_NICE;
-      expect(serverNiceFromEnv()).toBe(10);
-      process.env.CRAWL_SERVER_NICE = '0';
-      expect(serverNiceFromEnv()).toBe(0);
-      process.env.CRAWL_SERVER_NICE = 'high';
-      expect(() => serverNiceFromEnv()).toThrow(/CRAWL_SERVER_NICE must be an integer from 0 to 19/);
+      delete process.env[name];
+      expect(read()).toBe(fallback);
+      process.env[name] = '0';
+      expect(read()).toBe(0);
+      for (const bad of ['high', '25', '-1']) {
+        process.env[name] = bad;
+        expect(() => read()).toThrow(new RegExp(`${name} must be an integer from 0 to 19`));
+      }
     } finally {
-      if (saved === undefined) delete process.env.CRAWL_SERVER_NICE;
-      else process.env.CRAWL_SERVER_NICE = saved;
+      if (saved === undefined) delete process.env[name];
+      else process.env[name] = saved;
     }
   });
 
@@ -46,20 +51,5 @@ describe('lowerPriority', () => {
     expect(helpers.length).toBeGreaterThan(0);
     expect(helpers.map((t) => os.getPriority(t) >= mainBefore + 4)).toEqual(helpers.map(() => true));
     expect(os.getPriority(process.pid)).toBe(mainBefore);
-  });
-
-  it('reads CRAWL_HELPER_NICE (default 5, 0 = off) and refuses nonsense', () => {
-    const saved = process.env.CRAWL_HELPER_NICE;
-    try {
-      delete process.env.CRAWL_HELPER_NICE;
-      expect(helperNiceFromEnv()).toBe(5);
-      process.env.CRAWL_HELPER_NICE = '0';
-      expect(helperNiceFromEnv()).toBe(0);
-      process.env.CRAWL_HELPER_NICE = '25';
-      expect(() => helperNiceFromEnv()).toThrow(/CRAWL_HELPER_NICE must be an integer from 0 to 19/);
-    } finally {
-      if (saved === undefined) delete process.env.CRAWL_HELPER_NICE;
-      else process.env.CRAWL_HELPER_NICE = saved;
-    }
   });
 });
