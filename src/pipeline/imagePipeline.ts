@@ -55,8 +55,8 @@ export class ImagePipeline implements UrlProcessor {
       if (!this.robots.known(u)) {
         if (tooLate()) return late;
         // Fetching robots.txt spends this slot: the image waits for a later one.
-        const { verdict, fetched } = await this.robots.check(u, ctx.signal);
-        return { outcome: { ...base, cls: 'error', sent: fetched, reason: `robots.txt ${verdict.kind === 'pending' ? 'being fetched' : 'fetched'}` }, requeue: true };
+        const { fetched } = await this.robots.check(u, ctx.signal, ctx.sendBy);
+        return { outcome: { ...base, cls: 'error', sent: fetched, reason: `robots.txt ${fetched ? 'fetched' : 'not fetched yet'}` }, requeue: true };
       }
       const { verdict } = await this.robots.check(u, ctx.signal);
       if (verdict.kind === 'disallowed') return { outcome: { ...base, cls: 'robots', reason: verdict.reason } };

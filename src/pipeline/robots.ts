@@ -24,7 +24,7 @@ const ROBOTS_MAX_BYTES = 512 * 1024; // RFC 9309: parse at least 500 KiB
 
 export class RobotsCache {
   private readonly entries = new Map<string, Entry>();
-  private readonly inflight = new Map<string, Promise<Entry>>();
+  private readonly inflight = new Map<string, Promise<Entry | 'late'>>();
 
   constructor(private readonly fetcher: Fetcher, private readonly cfg: PipelineConfig, private readonly now: () => number = Date.now) {}
 
@@ -38,16 +38,18 @@ export class RobotsCache {
    * The verdict for a URL. When robots.txt is not cached, fetches it (one request) and
    * returns its verdict; the caller decides whether the image request may follow in the same slot.
    */
-  async check(url: URL, signal?: AbortSignal): Promise<{ verdict: RobotsVerdict; fetched: boolean }> {
+  async check(url: URL, signal?: AbortSignal, sendBy?: number): Promise<{ verdict: RobotsVerdict; fetched: boolean }> {
     const origin = url.origin;
     const cached = this.entries.get(origin);
     if (cached && cached.expiresAt > this.now()) return { verdict: cached.check(url.href), fetched: false };
     const running = this.inflight.get(origin);
     if (running) return { verdict: { kind: 'pending' }, fetched: false };
-    const p = this.load(origin, signal);
+    const p = this.load(origin, signal, sendBy);
     this.inflight.set(origin, p);
     try {
       const entry = await p;
+      // Not sent: it could not leave by its send-by time. Nothing is known; ask again later.
+      if (entry === 'late') return { verdict: { kind: 'pending' }, fetched: false };
       this.entries.set(origin, entry);
       return { verdict: entry.check(url.href), fetched: true };
     } finally {
@@ -55,9 +57,11 @@ export class RobotsCache {
     }
   }
 
-  private async load(origin: string, signal?: AbortSignal): Promise<Entry> {
+  /** `sendBy`: robots.txt takes an image's request slot, so it leaves by that slot's deadline or not at all. */
+  private async load(origin: string, signal?: AbortSignal, sendBy?: number): Promise<Entry | 'late'> {
     const robotsUrl = `${origin}/robots.txt`;
-    const res = await this.fetcher.fetch(robotsUrl, { signal, maxBytes: ROBOTS_MAX_BYTES, accept: 'text/plain,*/*;q=0.5' });
+    const res = await this.fetcher.fetch(robotsUrl, { signal, sendBy, maxBytes: ROBOTS_MAX_BYTES, accept: 'text/plain,*/*;q=0.5' });
+    if (res.failure === 'late') return 'late';
     const now = this.now();
     if (res.ok && res.body) {
       const robot = robotsParser(robotsUrl, res.body.toString('utf8'));

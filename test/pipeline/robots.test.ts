@@ -45,4 +45,15 @@ describe('robots.txt (RFC 9309) per origin', () => {
     const { verdict } = await new RobotsCache(fetcher, cfg).check(url);
     expect(verdict.kind).toBe('unavailable');
   });
+
+  it('does not send robots.txt past the send-by time of the slot it takes, and asks again later', async () => {
+    await withRobots((o) => o.serve('/robots.txt', 'User-agent: *\nDisallow: /no/\n', 'text/plain'), async (o, cache) => {
+      const url = new URL(o.url('/no/a.jpg'));
+      expect(await cache.check(url, undefined, Date.now() - 1)).toEqual({ verdict: { kind: 'pending' }, fetched: false });
+      expect(o.hits('/robots.txt')).toHaveLength(0);
+      expect(cache.known(url)).toBe(false);
+      expect(await cache.check(url, undefined, Date.now() + 5_000)).toMatchObject({ verdict: { kind: 'disallowed' }, fetched: true });
+      expect(o.hits('/robots.txt')).toHaveLength(1);
+    });
+  });
 });
