@@ -88,6 +88,10 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
     expect(maxInAnyWindow(seen(a), 1_000)).toBeLessThanOrEqual(ceilings(4, 0).perSecond);
     expect(maxInAnyWindow(seen(b), 1_000)).toBeLessThanOrEqual(ceilings(15, 2).perSecond);
     expect(maxInAnyWindow(seen(c), 1_000)).toBeLessThanOrEqual(ceilings(3, 0).perSecond);
+    // Each image downloaded once: no retried attempt or second grant asked for it again.
+    const imagePaths = [a, b, c].flatMap((o) => o.requests.filter((r) => r.atMs >= started && r.path.startsWith('/e2e/')).map((r) => r.path));
+    expect(imagePaths).toHaveLength(110);
+    expect(new Set(imagePaths).size).toBe(110);
   });
 
   it('survives a worker killed with SIGKILL mid-crawl: every URL ends with exactly one record', async () => {
