@@ -88,8 +88,9 @@ export async function runPaced<R>(o: PacedRunOptions<R>): Promise<PacedRunResult
       if (o.requeued?.(r)) {
         items.push(index);
         missed += 1;
+      } else {
+        results.set(index, r);
       }
-      else results.set(index, r);
     }, (err) => {
       running -= 1;
       throw err;

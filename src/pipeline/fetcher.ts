@@ -193,8 +193,7 @@ export class Fetcher {
       }
     } catch (err) {
       if (err instanceof LateError) sent = false;
-      if (total.signal.reason instanceof FetchError) return fail('timeout', 'total timeout');
-      return fail(...classifyError(err));
+      return fail(...classifyError(err, total.signal));
     } finally {
       clearTimeout(timer);
       parent?.removeEventListener('abort', onParentAbort);
@@ -202,7 +201,9 @@ export class Fetcher {
   }
 }
 
-function classifyError(err: unknown): [FetchFailure, string] {
+/** `total`: aborted with a FetchError by the total timeout, or with the caller's reason. */
+function classifyError(err: unknown, total: AbortSignal): [FetchFailure, string] {
+  if (total.reason instanceof FetchError) return [total.reason.failure, total.reason.message];
   if (err instanceof FetchError) return [err.failure, err.message];
   if (err instanceof LateError) return ['late', err.message];
   const e = err as { code?: string; name?: string; message?: string; cause?: { code?: string; message?: string } };

@@ -65,7 +65,7 @@ export interface OutcomeReport {
   outcomes: RequestOutcome[];
   /** Granted slots the activity did not use (stopped early or the grant expired). */
   unused: number;
-  /** Of the slots that passed, how many went by without a request because the worker was late. */
+  /** Of the slots that passed, how many served no URL (see FetchBatchResult.missedSlots). */
   missedSlots?: number;
   /** Set when the activity stopped on a 429/503: how long the source asked us to wait. */
   retryAfterMs?: number;
@@ -117,7 +117,10 @@ export interface FetchBatchResult {
   unused: number[];
   /** Set when the source answered 429/503: how long it asked us to wait, ms. */
   retryAfterMs?: number;
-  /** Slots the worker was too late for (it is busy): they passed without a request. */
+  /**
+   * Slots that served no URL: the worker woke up too late for them or could not get the request
+   * out by its send-by time (it is busy), or robots.txt took them.
+   */
   missedSlots?: number;
 }
 
