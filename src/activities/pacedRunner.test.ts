@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events';
 import { runPaced } from './pacedRunner';
 
 function fakeClock(start: number) {
@@ -89,5 +90,31 @@ describe('paced runner', () => {
     expect(r.sentAt).toHaveLength(5);
     expect(r.unused).toEqual([4]);
     expect(r.results.has(4)).toBe(false);
+  });
+});
+
+describe('paced runner sleeping on the real clock', () => {
+  it('leaves no abort listener behind on the activity signal, however many slots it waited for', async () => {
+    const ac = new AbortController();
+    const start = Date.now() + 5;
+    const r = await runPaced({
+      count: 20, schedule: { startMs: start, endMs: start + 40, intervalMs: 2, burstSlots: 0 },
+      run: async (i) => i, shouldStop: () => false, signal: ac.signal,
+    });
+    expect(r.results.size + r.unused.length).toBe(20);
+    expect(getEventListeners(ac.signal, 'abort')).toHaveLength(0);
+  });
+
+  it('wakes at once when the activity is cancelled mid-wait', async () => {
+    const ac = new AbortController();
+    const start = Date.now() + 60_000;
+    setTimeout(() => ac.abort(), 20);
+    const began = Date.now();
+    const r = await runPaced({
+      count: 3, schedule: { startMs: start, endMs: start + 3_000, intervalMs: 1_000, burstSlots: 0 },
+      run: async (i) => i, shouldStop: () => false, signal: ac.signal,
+    });
+    expect(Date.now() - began).toBeLessThan(5_000);
+    expect(r.sentAt).toEqual([]);
   });
 });

@@ -44,10 +44,16 @@ export interface PacedRunResult<R> {
   missed: number;
 }
 
-const defaultSleep = (ms: number, signal?: AbortSignal) =>
+/**
+ * The abort listener goes when the timer fires: a grant sleeps once per slot, and listeners left
+ * on the activity's signal piled up by the thousand, making every add and remove on it (one per
+ * request, in the fetcher) walk the whole list.
+ */
+export const defaultSleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve) => {
-    const t = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => { clearTimeout(t); resolve(); }, { once: true });
+    const onAbort = () => { clearTimeout(t); resolve(); };
+    const t = setTimeout(() => { signal?.removeEventListener('abort', onAbort); resolve(); }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
   });
 
 export function slotCount(schedule: PacingSchedule): number {
