@@ -16,7 +16,7 @@ import { LocalStore } from '../src/pipeline/store';
 import type { FetchBatchResult } from '../src/shared/types';
 import { helperNiceFromEnv, keepHelperThreadsBelowMain } from '../src/temporal/priority';
 import { makeImageSet, sharpAlone } from './images';
-import { fmt, peakRssMb, startOriginProcess } from './support';
+import { cpuMsByProcess, cpuMsSince, fmt, peakRssMb, startOriginProcess } from './support';
 
 const N = Number(process.env.BENCH_IMAGES ?? 600);
 const RATE = Number(process.env.BENCH_RATE ?? 200); // the brief's largest per-source rate
@@ -64,29 +64,39 @@ async function main(): Promise<void> {
     return { perS: urls.length / ((performance.now() - started) / 1000), done, grants, missed };
   }
 
-  // Warm-up (robots.txt, connections, JIT), then each measurement twice, interleaved.
+  // Warm-up (robots.txt, connections, JIT), then each measurement twice in the order
+  // sharp, activity, activity, sharp: this machine's speed drifts by 10-20% within a minute
+  // (other tenants of the host), and that order cancels a steady drift out of the ratio.
   await crawl(Array.from({ length: WARM_UP }, (_, i) => origin(`/warm/${i}.jpg`)));
   await sharpAlone(images.slice(0, WARM_UP));
   const urls = images.map((_, i) => origin(`/img/${i}.jpg`));
   const sharpRuns: number[] = [];
   const crawlRuns: Awaited<ReturnType<typeof crawl>>[] = [];
-  for (let round = 0; round < 2; round++) {
-    sharpRuns.push(await sharpAlone(images));
-    crawlRuns.push(await crawl(urls));
+  // CPU per image by process: on a CPU-bound machine the ratio of the rates follows it.
+  const cpu = { sharp: [] as Record<string, number>[], crawl: [] as Record<string, number>[] };
+  for (const phase of ['sharp', 'crawl', 'crawl', 'sharp'] as const) {
+    const before = cpuMsByProcess();
+    if (phase === 'sharp') sharpRuns.push(await sharpAlone(images));
+    else crawlRuns.push(await crawl(urls));
+    cpu[phase].push(cpuMsSince(before));
   }
+  const perImage = (runs: Record<string, number>[]) => Object.fromEntries(Object.keys(runs[0]!).map((k) =>
+    [k, fmt(runs.reduce((sum, r) => sum + (r[k] ?? 0), 0) / runs.length / N, 2)]));
   await pipeline.close();
   await site.stop();
 
   const sharpPerS = mean(sharpRuns);
   const activityPerS = mean(crawlRuns.map((r) => r.perS));
   const last = crawlRuns[crawlRuns.length - 1]!;
-  console.log(`images: ${N} (${Math.round(images.reduce((s, b) => s + b.length, 0) / N / 1024)} KiB average), cores: ${os.cpus().length}; two rounds each, after a warm-up of ${WARM_UP}`);
+  console.log(`images: ${N} (${Math.round(images.reduce((s, b) => s + b.length, 0) / N / 1024)} KiB average), cores: ${os.cpus().length}; two rounds each (sharp, activity, activity, sharp), after a warm-up of ${WARM_UP}`);
   console.log(`sharp alone (analyse + thumbnail): ${sharpRuns.map((r) => fmt(r, 1)).join(', ')} images/s`);
   console.log(`fetchBatch activity paced at ${RATE}/s (fetch + analyse + thumbnail + store + record): ${crawlRuns.map((r) => fmt(r.perS, 1)).join(', ')} images/s; last round ${last.done}/${N} done in ${last.grants} grant(s), ${last.missed} slots missed (CPU busy)`);
+  console.log(`CPU ms per image: sharp alone ${JSON.stringify(perImage(cpu.sharp))}; activity ${JSON.stringify(perImage(cpu.crawl))}`);
   console.log(`ratio ${fmt(activityPerS / sharpPerS)} (target >= 0.9); peak RSS ${peakRssMb()} MB`);
   console.log(JSON.stringify({
     bench: 'pipeline', images: N, pacedAt: RATE, sharpPerS: fmt(sharpPerS, 1), activityPerS: fmt(activityPerS, 1), ratio: fmt(activityPerS / sharpPerS),
     done: last.done, grants: last.grants, missedSlots: last.missed, peakRssMb: peakRssMb(),
+    cpuMsPerImage: { sharpAlone: perImage(cpu.sharp), activity: perImage(cpu.crawl) },
   }));
 }
 
