@@ -49,7 +49,7 @@ export interface PacedRunResult<R> {
  * on the activity's signal piled up by the thousand, making every add and remove on it (one per
  * request, in the fetcher) walk the whole list.
  */
-export const defaultSleep = (ms: number, signal?: AbortSignal) =>
+const defaultSleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve) => {
     const onAbort = () => { clearTimeout(t); resolve(); };
     const t = setTimeout(() => { signal?.removeEventListener('abort', onAbort); resolve(); }, ms);
