@@ -62,7 +62,7 @@ async function main(): Promise<void> {
   const worker = await newWorker();
 
   // Sharp alone runs before and after phase 1 and the two rates are averaged: this machine's
-  // speed drifts by 10-20% within a minute (other tenants of the host), and bracketing the
+  // speed drifts by 10-30% within minutes (other tenants of the host), and bracketing the
   // crawl cancels a steady drift out of the ratio.
   const cpuBeforeSharp = cpuMsByProcess();
   const sharpBeforePerS = await sharpAlone(images);

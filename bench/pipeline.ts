@@ -65,7 +65,7 @@ async function main(): Promise<void> {
   }
 
   // Warm-up (robots.txt, connections, JIT), then each measurement twice in the order
-  // sharp, activity, activity, sharp: this machine's speed drifts by 10-20% within a minute
+  // sharp, activity, activity, sharp: this machine's speed drifts by 10-30% within minutes
   // (other tenants of the host), and that order cancels a steady drift out of the ratio.
   await crawl(Array.from({ length: WARM_UP }, (_, i) => origin(`/warm/${i}.jpg`)));
   await sharpAlone(images.slice(0, WARM_UP));

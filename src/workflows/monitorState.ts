@@ -55,7 +55,7 @@ export interface MonitorState {
   finishedUrls: number;
   grantedSlots: number;
   unusedSlots: number;
-  /** Slots workers were too late for, in all and as a running share. */
+  /** Slots that served no URL (see FetchBatchResult.missedSlots), in all and as a running share. */
   missedSlots: number;
   missRate: number;
   alerts: string[];
