@@ -203,8 +203,19 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     await p2.close();
   });
 
+  /**
+   * Activities with an empty robots.txt cache whose connection to the origin is already open:
+   * robots.txt must leave within 10 ms of its slot, and a first connection (or, in a process
+   * that has made no request yet, undici's first use) can take longer than that.
+   */
+  async function withFreshRobotsCache(spool: string) {
+    const pipeline = new ImagePipeline(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'] }), store, new Spool(path.join(dir, spool)));
+    await pipeline.fetcher.fetch(origin.url('/open-connection'));
+    return createCrawlActivities({ processor: pipeline, recorder: new StoreRecorder(store) });
+  }
+
   it('spends a new host\'s first slot on robots.txt and gives the image a later slot of the grant', async () => {
-    const fresh = createCrawlActivities({ processor: new ImagePipeline(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'] }), store, new Spool(path.join(dir, 'spool2'))), recorder: new StoreRecorder(store) });
+    const fresh = await withFreshRobotsCache('spool2');
     const before = origin.requests.length;
     const grant = input(['/good.png']); // two slots
     const result = (await new MockActivityEnvironment().run(fresh.fetchBatch, grant)) as FetchBatchResult;
@@ -216,7 +227,7 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
   });
 
   it('hands the image back unsent when robots.txt took the grant\'s only slot', async () => {
-    const fresh = createCrawlActivities({ processor: new ImagePipeline(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'] }), store, new Spool(path.join(dir, 'spool3'))), recorder: new StoreRecorder(store) });
+    const fresh = await withFreshRobotsCache('spool3');
     const before = origin.requests.length;
     const startMs = Date.now() + 50;
     const result = (await new MockActivityEnvironment().run(fresh.fetchBatch, {
