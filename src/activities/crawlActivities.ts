@@ -125,9 +125,12 @@ export function createCrawlActivities(deps: CrawlDeps) {
     // The newer attempt writes the records and reports; this one's result would be ignored.
     if (superseded()) throw ApplicationFailure.retryable('superseded by a newer attempt of the same grant', 'Superseded');
     // Records are stored before the activity reports success: a crash here means a retry,
-    // which skips the URLs already handled (heartbeat) and rewrites the same record file.
+    // which skips the URLs already handled (heartbeat) and rewrites the same record file. A
+    // retry writes the file even with nothing in it: an earlier attempt may have written it and
+    // died before its last heartbeat went out, and the URLs in it, unknown to this attempt, go
+    // back to the batch and would get a second record under another grant.
     const records = [...done.values()].flatMap((d) => (d.extra ? [{ ...recordOf(input.source, d.outcome), ...d.extra }] : []));
-    if (records.length) await deps.recorder.write(input.source, `${input.batchId}-g${input.grantId}`, records);
+    if (records.length || ctx.info.attempt > 1) await deps.recorder.write(input.source, `${input.batchId}-g${input.grantId}`, records);
     beat();
     return {
       outcomes: [...done.values()].map((d) => d.outcome),

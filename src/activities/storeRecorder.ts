@@ -7,7 +7,8 @@ export class StoreRecorder implements Recorder {
   constructor(private readonly store: ObjectStore) {}
 
   async write(source: string, unit: string, records: Record<string, unknown>[]): Promise<void> {
-    const text = records.map((r) => JSON.stringify(r)).join('\n') + '\n';
+    // No records, an empty file: it replaces the unit's earlier contents without a blank line.
+    const text = records.map((r) => `${JSON.stringify(r)}\n`).join('');
     await this.store.put(recordKey(source, unit), text, 'application/x-ndjson');
   }
 }

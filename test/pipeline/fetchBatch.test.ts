@@ -176,6 +176,19 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     expect((await store.get(unit))!.toString().trim().split('\n')).toHaveLength(6);
   });
 
+  it('a retried attempt replaces the record file an earlier attempt left, even with nothing to record', async () => {
+    // Attempt 1 wrote its records and was killed before its last heartbeat went out: attempt 2
+    // does not know those URLs were done, so they go back to the batch and will be recorded under
+    // another grant. Their records from attempt 1 must not stay behind as well.
+    const past = Date.now() - 10_000;
+    const grant: FetchBatchInput = { ...input(['/good.jpg']), grantId: 11, schedule: { startMs: past, endMs: past + 1_000, intervalMs: 1_000, burstSlots: 0 } };
+    const unit = `${grant.batchId}-g11`;
+    await new StoreRecorder(store).write(grant.source, unit, [{ url: origin.url('/good.jpg'), outcome: 'done' }]);
+    const retried = (await new MockActivityEnvironment({ attempt: 2 }).run(acts.fetchBatch, grant)) as FetchBatchResult;
+    expect(retried.unused).toEqual([0]);
+    expect((await store.get(recordKey(grant.source, unit)))!.toString()).toBe('');
+  });
+
   it('stops sending after a burst of site errors and hands the rest back', async () => {
     const before = origin.requests.length;
     const { result } = await run(Array.from({ length: 8 }, () => '/fail.jpg'));
