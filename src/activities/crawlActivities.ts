@@ -28,6 +28,12 @@ export interface UrlProcessor {
    * plus the lateness bound): past it, hand the URL back unsent with `requeue`.
    */
   process(url: string, ctx: { source: string; attempt: number; signal: AbortSignal; sendBy?: number }): Promise<ProcessedUrl>;
+  /**
+   * Called ahead of the URL's slot, preconnectLeadMs(url) before it: opens a connection to its
+   * host when none is free, so the request can leave the moment its slot comes.
+   */
+  preconnect?(url: string): void;
+  preconnectLeadMs?(url: string): number;
 }
 
 export interface Recorder {
@@ -98,6 +104,10 @@ export function createCrawlActivities(deps: CrawlDeps) {
       schedule: input.schedule,
       skip: new Set(done.keys()),
       signal: ctx.cancellationSignal,
+      prepare: deps.processor.preconnect && {
+        leadMs: (i) => deps.processor.preconnectLeadMs?.(input.items[i]!.url) ?? 0,
+        run: (i) => deps.processor.preconnect!(input.items[i]!.url),
+      },
       shouldStop: () => superseded() || throttled || errorRun >= ERROR_BURST || isSourceBlocked(input.source),
       run: async (i, slotMs) => {
         const item = input.items[i]!;

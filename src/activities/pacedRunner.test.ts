@@ -47,6 +47,18 @@ describe('paced runner', () => {
     expect(r.unused).toEqual([2, 3, 4]);
   });
 
+  it('prepares each item its lead before its slot, or at once when that time has passed', async () => {
+    const clock = fakeClock(9_900);
+    const prepared: [number, number][] = [];
+    const r = await runPaced({
+      count: 3, schedule, run: async (i) => i, shouldStop: () => false, ...clock,
+      prepare: { leadMs: (i) => (i === 0 ? 1_000 : 300), run: (i) => { prepared.push([i, clock.now()]); } },
+    });
+    // Item 0's lead reaches back before the run started: prepared at once.
+    expect(prepared).toEqual([[0, 9_900], [1, 10_700], [2, 11_700]]);
+    expect(r.sentAt).toEqual([10_000, 11_000, 12_000]);
+  });
+
   it('skips items an earlier attempt already finished', async () => {
     const clock = fakeClock(10_000);
     const sent: number[] = [];

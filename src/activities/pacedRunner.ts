@@ -25,6 +25,11 @@ export interface PacedRunOptions<R> {
    * by the time it could leave, or the slot went to robots.txt). The item goes back in line.
    */
   requeued?(result: R): boolean;
+  /**
+   * Called for the item next in line, leadMs(index) before its slot (at once if that time has
+   * passed): e.g. to open a connection, so that the request can leave the moment its slot comes.
+   */
+  prepare?: { leadMs(index: number): number; run(index: number): void };
   /** Checked before every send: true stops dispatching (e.g. the source said 429). */
   shouldStop(): boolean;
   now?: () => number;
@@ -74,6 +79,11 @@ export async function runPaced<R>(o: PacedRunOptions<R>): Promise<PacedRunResult
   // Slots keep coming while runs are in flight: one may hand its item back for a later slot.
   for (let j = 0; j < slots && (next < items.length || running > 0); j++) {
     const at = slotTime(o.schedule, j);
+    if (o.prepare && next < items.length) {
+      const ready = at - o.prepare.leadMs(items[next]!);
+      for (let t = now(); t < ready && !o.signal?.aborted; t = now()) await sleep(ready - t);
+      if (next < items.length && !o.signal?.aborted && !o.shouldStop()) o.prepare.run(items[next]!);
+    }
     // Timers may fire a little early by the wall clock: wait until the slot has really come.
     for (let t = now(); t < at; t = now()) {
       if (o.signal?.aborted) break;

@@ -67,6 +67,14 @@ export class Origin {
     await new Promise<void>((resolve) => this.server!.close(() => resolve()));
   }
 
+  /** TCP connections open right now. */
+  openConnections(): Promise<number> {
+    return new Promise((resolve, reject) => {
+      if (!this.server) return resolve(0);
+      this.server.getConnections((err, n) => (err ? reject(err) : resolve(n)));
+    });
+  }
+
   /** Requests to paths starting with prefix. */
   hits(prefix: string): OriginRequest[] {
     return this.requests.filter((r) => r.path.startsWith(prefix));

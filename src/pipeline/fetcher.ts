@@ -1,7 +1,8 @@
 import net from 'node:net';
-import { Agent, DecoratorHandler, errors as undiciErrors, request, type Dispatcher } from 'undici';
+import { Agent, buildConnector, DecoratorHandler, errors as undiciErrors, Pool, request, type Dispatcher } from 'undici';
 import type { PipelineConfig } from './config';
 import { NetworkGuard } from './networkGuard';
+import { type Connector, WarmConnections } from './warmConnections';
 
 /**
  * HTTP fetching for hostile input: http(s) only, redirects followed by hand (each hop
@@ -85,26 +86,75 @@ const sendByInterceptor: Dispatcher.DispatcherComposeInterceptor = (dispatch) =>
   return dispatch(opts, sendBy === undefined ? handler : new SendByHandler(handler, sendBy));
 };
 
+export interface FetcherOptions {
+  /** Wraps the connector undici would use (tests: a far host's connect time on loopback). */
+  wrapConnector?: (connect: Connector) => Connector;
+}
+
 export class Fetcher {
   readonly guard: NetworkGuard;
   readonly agent: Agent;
+  readonly warm: WarmConnections;
   private readonly dispatcher: Dispatcher;
+  /** The Agent's pool per origin, to see whether one has a free connection (preconnect). */
+  private readonly pools = new Map<string, Pool>();
 
-  constructor(private readonly cfg: PipelineConfig) {
+  constructor(private readonly cfg: PipelineConfig, opts: FetcherOptions = {}) {
     this.guard = new NetworkGuard(cfg.allowNetworks);
+    const connect = buildConnector({ timeout: cfg.connectTimeoutMs, lookup: this.guard.lookup } as buildConnector.BuildOptions);
+    this.warm = new WarmConnections(opts.wrapConnector ? opts.wrapConnector(connect) : connect);
     // One Agent keeps one keep-alive pool per origin.
     this.agent = new Agent({
-      connect: { timeout: cfg.connectTimeoutMs, lookup: this.guard.lookup },
+      connect: this.warm.connect,
       headersTimeout: cfg.headersTimeoutMs,
       bodyTimeout: Math.max(cfg.minRateGraceMs, 1_000),
       keepAliveTimeout: 30_000,
       connections: 64,
+      factory: (origin, options) => {
+        const pool = new Pool(origin, options);
+        if (this.pools.size >= 10_000) {
+          for (const [k, p] of this.pools) if (p.closed || p.destroyed) this.pools.delete(k);
+        }
+        this.pools.set(String(origin), pool);
+        return pool;
+      },
     });
     this.dispatcher = this.agent.compose(sendByInterceptor);
   }
 
   close(): Promise<void> {
+    this.warm.close();
     return this.agent.close();
+  }
+
+  /**
+   * How long before a paced request to call preconnect() for it: twice the origin's last
+   * connect time (a second for a host not connected to yet).
+   */
+  preconnectLeadMs(rawUrl: string): number {
+    try {
+      return this.warm.leadMs(new URL(rawUrl).origin);
+    } catch {
+      return 0;
+    }
+  }
+
+  /**
+   * Opens a connection to the URL's origin ahead of a paced request, unless its pool has a free
+   * one (or one is opening already). No request is sent. Bad or refused URLs are left to fetch().
+   */
+  preconnect(rawUrl: string): void {
+    let u: URL;
+    try {
+      u = validateUrl(rawUrl);
+    } catch {
+      return;
+    }
+    const pool = this.pools.get(u.origin);
+    if (pool && !pool.closed && !pool.destroyed && pool.stats.free > 0) return;
+    const host = u.hostname.replace(/^\[|\]$/g, '');
+    if (net.isIP(host) && this.guard.refusal(host, host)) return;
+    this.warm.preconnect({ protocol: u.protocol, host: u.host, hostname: host, port: u.port });
   }
 
   /**

@@ -3,7 +3,7 @@ import { parseRetryAfter } from '../politeness/retryAfter';
 import type { ProcessedUrl, UrlProcessor } from '../activities/crawlActivities';
 import { analyse, ContentError, thumbnail } from './analyse';
 import type { PipelineConfig } from './config';
-import { Fetcher, FetchError, validateUrl } from './fetcher';
+import { Fetcher, FetchError, type FetcherOptions, validateUrl } from './fetcher';
 import { thumbnailKey } from './keys';
 import { RobotsCache } from './robots';
 import type { Spool } from './spool';
@@ -23,13 +23,22 @@ export class ImagePipeline implements UrlProcessor {
   /** Downloaded bodies not yet through analysis and storage (see PipelineConfig.maxBacklog). */
   private backlog = 0;
 
-  constructor(private readonly cfg: PipelineConfig, private readonly store: ObjectStore, private readonly spool: Spool) {
-    this.fetcher = new Fetcher(cfg);
+  constructor(private readonly cfg: PipelineConfig, private readonly store: ObjectStore, private readonly spool: Spool, fetcherOptions?: FetcherOptions) {
+    this.fetcher = new Fetcher(cfg, fetcherOptions);
     this.robots = new RobotsCache(this.fetcher, cfg);
   }
 
   close(): Promise<void> {
     return this.fetcher.close();
+  }
+
+  /** The URL's first request (robots.txt or the image) goes to its origin: open a connection ahead. */
+  preconnect(url: string): void {
+    this.fetcher.preconnect(url);
+  }
+
+  preconnectLeadMs(url: string): number {
+    return this.fetcher.preconnectLeadMs(url);
   }
 
   async process(url: string, ctx: { source: string; attempt: number; signal: AbortSignal; sendBy?: number }): Promise<ProcessedUrl> {

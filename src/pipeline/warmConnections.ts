@@ -1,0 +1,140 @@
+import type { Socket } from 'node:net';
+import type { buildConnector } from 'undici';
+
+export type Connector = buildConnector.connector;
+type ConnectOptions = buildConnector.Options;
+type Callback = buildConnector.Callback;
+
+/** Until an opened connection is taken, it waits this long, then closes. */
+export const WARM_IDLE_MS = 5_000;
+/** Lead before a slot when the origin's connect time is unknown (first contact). */
+export const FIRST_CONTACT_LEAD_MS = 1_000;
+const MAX_LEAD_MS = 2_000;
+const MAX_TRACKED_ORIGINS = 10_000;
+
+interface Warm {
+  opts: ConnectOptions;
+  socket?: Socket;
+  /** undici's connect, waiting for this connection to finish opening. */
+  waiter?: Callback;
+  timer?: NodeJS.Timeout;
+  release(): void;
+}
+
+/** The key undici's Agent uses for an origin's pool: `${protocol}//${host}` (URL.origin). */
+export function originKey(opts: { protocol: string; host?: string; hostname: string; port: string }): string {
+  return `${opts.protocol}//${opts.host ?? (opts.port ? `${opts.hostname}:${opts.port}` : opts.hostname)}`;
+}
+
+/**
+ * Connections opened ahead of paced requests. A paced request must be on the wire within the
+ * lateness bound (10 ms) of its slot, or it is not sent; one that needs a new connection to a
+ * real host (a round trip or more for TCP, more for TLS) could never make it, and a host that
+ * closes every connection would never be crawled. So before each slot the pipeline asks for a
+ * connection when the origin's pool has none free, and this hands it to the pool when undici
+ * next connects to that origin. undici has no preconnect of its own (nodejs/undici#317); this
+ * wraps its connector, so a warm connection is made exactly as undici would make it (network
+ * guard, TLS verification, timeouts).
+ */
+export class WarmConnections {
+  private readonly warm = new Map<string, Warm>();
+  private readonly connectMs = new Map<string, number>();
+  /** Connections opened by this class, whether undici or preconnect asked (for tests and logs). */
+  opened = 0;
+
+  constructor(private readonly base: Connector, private readonly idleMs = WARM_IDLE_MS) {}
+
+  /** The connector to give undici: a connection opened ahead for the origin if any, else a new one. */
+  readonly connect: Connector = (opts, callback) => {
+    const key = originKey(opts);
+    const w = this.warm.get(key);
+    if (!w) {
+      this.open(key, opts, callback);
+      return;
+    }
+    this.warm.delete(key);
+    w.release();
+    if (!w.socket) {
+      w.waiter = callback; // still opening: undici gets it the moment it is ready
+    } else if (w.socket.destroyed || w.socket.readableEnded) {
+      this.open(key, opts, callback); // the site closed it meanwhile
+    } else {
+      // Asynchronously, as a real connect would: undici's connect loop is not re-entrant.
+      const socket = w.socket;
+      process.nextTick(() => callback(null, socket));
+    }
+  };
+
+  /**
+   * How long before a slot to ask for a connection to this origin: twice its connect time
+   * (the estimate follows a slower connect at once and a faster one slowly), plus 50 ms for a
+   * busy event loop. Too early costs little: at most one idle connection for a few seconds.
+   */
+  leadMs(key: string): number {
+    const ms = this.connectMs.get(key);
+    return ms === undefined ? FIRST_CONTACT_LEAD_MS : Math.min(MAX_LEAD_MS, 2 * ms + 50);
+  }
+
+  /** Opens a connection to the origin unless one is already open or opening here. */
+  preconnect(opts: ConnectOptions): void {
+    const key = originKey(opts);
+    if (this.warm.has(key)) return;
+    const w: Warm = { opts, release: () => undefined };
+    this.warm.set(key, w);
+    this.open(key, opts, (err, socket) => {
+      if (w.waiter) {
+        const cb = w.waiter;
+        w.waiter = undefined;
+        if (err) cb(err, null);
+        else cb(null, socket!);
+        return;
+      }
+      if (this.warm.get(key) !== w) { // closed, or taken and given up: nobody wants it
+        socket?.destroy();
+        return;
+      }
+      if (err || !socket) {
+        this.warm.delete(key); // the request's own connect will meet the same error and report it
+        return;
+      }
+      w.socket = socket;
+      const drop = () => {
+        if (this.warm.get(key) === w) this.warm.delete(key);
+        w.release();
+        socket.destroy();
+      };
+      // Closed by the site, or unused for too long: nothing is lost, a request connects anew.
+      socket.once('end', drop).once('close', drop).on('error', drop);
+      w.timer = setTimeout(drop, this.idleMs);
+      w.timer.unref();
+      w.release = () => {
+        clearTimeout(w.timer);
+        socket.off('end', drop).off('close', drop).off('error', drop);
+      };
+    });
+  }
+
+  /** Closes every connection not yet handed over. */
+  close(): void {
+    for (const w of this.warm.values()) {
+      w.release();
+      w.socket?.destroy();
+    }
+    this.warm.clear();
+  }
+
+  private open(key: string, opts: ConnectOptions, callback: Callback): void {
+    const started = performance.now();
+    this.opened += 1;
+    this.base(opts, (err, socket) => {
+      if (!err) {
+        if (this.connectMs.size >= MAX_TRACKED_ORIGINS && !this.connectMs.has(key)) this.connectMs.clear();
+        const ms = performance.now() - started;
+        const before = this.connectMs.get(key) ?? ms;
+        this.connectMs.set(key, Math.max(ms, 0.8 * before + 0.2 * ms));
+      }
+      if (err) callback(err, null);
+      else callback(null, socket!);
+    });
+  }
+}

@@ -1,0 +1,127 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type http from 'node:http';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { createCrawlActivities } from '../../src/activities/crawlActivities';
+import { clearSourceBlocks } from '../../src/activities/sourceBlocks';
+import { StoreRecorder } from '../../src/activities/storeRecorder';
+import { pipelineConfigFromEnv } from '../../src/pipeline/config';
+import { Fetcher } from '../../src/pipeline/fetcher';
+import { ImagePipeline } from '../../src/pipeline/imagePipeline';
+import { Spool } from '../../src/pipeline/spool';
+import { LocalStore } from '../../src/pipeline/store';
+import type { Connector } from '../../src/pipeline/warmConnections';
+import type { FetchBatchResult } from '../../src/shared/types';
+import { jpeg } from '../support/images';
+import { Origin } from '../support/origin';
+
+/** A far host on loopback: every new connection takes CONNECT_MS more to open. */
+const CONNECT_MS = 60;
+const far = (connect: Connector): Connector => (opts, cb) => { setTimeout(() => connect(opts, cb), CONNECT_MS); };
+
+/** A site that closes the connection after every response (keep-alive off). */
+function closing(body: Buffer | string, type: string) {
+  return (_req: http.IncomingMessage, res: http.ServerResponse) => {
+    res.writeHead(200, { 'content-type': type, 'content-length': Buffer.byteLength(body), connection: 'close' });
+    res.end(body);
+  };
+}
+
+describe('connections opened ahead of paced requests (real undici, origin on 127.0.0.1)', () => {
+  const origin = new Origin();
+
+  beforeAll(async () => {
+    const img = await jpeg(64, 48, 80);
+    origin.route('/robots.txt', closing('User-agent: *\nAllow: /\n', 'text/plain'));
+    for (let i = 0; i < 4; i++) origin.route(`/close/${i}.jpg`, closing(img, 'image/jpeg'));
+    origin.serve('/keep.jpg', img);
+    await origin.start();
+  });
+  afterAll(() => origin.stop());
+  beforeEach(() => clearSourceBlocks());
+
+  it('crawls a far host that closes every connection, one URL per slot, none sent late', async () => {
+    // Every request needs a new connection that takes longer than the 10 ms a request may leave
+    // after its slot: without connections opened ahead, each request missed its slot and this
+    // host could never be crawled in step with its grant.
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crawl-preconnect-'));
+    const store = new LocalStore(path.join(dir, 'store'));
+    const pipeline = new ImagePipeline(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'] }), store, new Spool(path.join(dir, 'spool')), { wrapConnector: far });
+    const acts = createCrawlActivities({ processor: pipeline, recorder: new StoreRecorder(store) });
+    const intervalMs = 250;
+    const startMs = Date.now() + 300;
+    const before = origin.requests.length;
+    try {
+      const result = (await new MockActivityEnvironment().run(acts.fetchBatch, {
+        source: 'far', batchId: 'b', grantId: 1, maxAttempts: 1,
+        items: [0, 1, 2, 3].map((i) => ({ url: origin.url(`/close/${i}.jpg`), attempt: 1 })),
+        // Exactly one slot for robots.txt and one per image.
+        schedule: { startMs, endMs: startMs + 5 * intervalMs, intervalMs, burstSlots: 0 },
+      })) as FetchBatchResult;
+      expect(result.outcomes.map((o) => o.cls)).toEqual(['done', 'done', 'done', 'done']);
+      expect(result.unused).toEqual([]);
+      expect(result.missedSlots).toBe(1); // the slot that went to robots.txt, as always
+      const sent = origin.requests.slice(before);
+      // The first image's slot went to robots.txt: it took the last one.
+      expect(sent.map((r) => r.path)).toEqual(['/robots.txt', '/close/1.jpg', '/close/2.jpg', '/close/3.jpg', '/close/0.jpg']);
+      // Each on its slot: never early, never more than the lateness bound late (+1 ms clock).
+      sent.forEach((r, j) => {
+        expect(r.atMs).toBeGreaterThanOrEqual(startMs + j * intervalMs - 1);
+        expect(r.atMs).toBeLessThanOrEqual(startMs + j * intervalMs + 10 + 5);
+      });
+    } finally {
+      await pipeline.close();
+    }
+  });
+
+  it('opens one connection ahead and the next request uses it; none while one is free', async () => {
+    const fetcher = new Fetcher(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'] }), { wrapConnector: far });
+    try {
+      const url = origin.url('/keep.jpg');
+      const connections = origin.connections;
+      fetcher.preconnect(url);
+      fetcher.preconnect(url); // already opening: not twice
+      await new Promise((r) => setTimeout(r, CONNECT_MS + 40));
+      expect(origin.connections).toBe(connections + 1);
+      const started = Date.now();
+      const res = await fetcher.fetch(url, { sendBy: started + 10 });
+      expect(res).toMatchObject({ ok: true, status: 200, sent: true });
+      expect(Date.now() - started).toBeLessThan(CONNECT_MS); // no connect on the way
+      await new Promise((r) => setTimeout(r, 20)); // undici marks the connection free a moment after the body
+      fetcher.preconnect(url); // the pool's connection is free again: nothing to open
+      await new Promise((r) => setTimeout(r, CONNECT_MS + 40));
+      expect(origin.connections).toBe(connections + 1);
+      expect(fetcher.warm.opened).toBe(1);
+      // The connect time is known now: the lead is twice it plus a margin, not the first-contact second.
+      expect(fetcher.preconnectLeadMs(url)).toBeGreaterThanOrEqual(2 * CONNECT_MS);
+      expect(fetcher.preconnectLeadMs(url)).toBeLessThan(1_000);
+    } finally {
+      await fetcher.close();
+    }
+  });
+
+  it('opens nothing to a refused address or a bad URL', async () => {
+    const fetcher = new Fetcher(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'] }));
+    try {
+      fetcher.preconnect('http://10.0.0.1/x.jpg');
+      fetcher.preconnect('ftp://127.0.0.1/x.jpg');
+      fetcher.preconnect('not a url');
+      expect(fetcher.warm.opened).toBe(0);
+    } finally {
+      await fetcher.close();
+    }
+  });
+
+  it('closes a connection opened ahead that no request took', async () => {
+    const fetcher = new Fetcher(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'] }));
+    const open = () => origin.openConnections();
+    const base = await open();
+    fetcher.preconnect(origin.url('/keep.jpg'));
+    await new Promise((r) => setTimeout(r, 50));
+    expect(await open()).toBe(base + 1);
+    await fetcher.close();
+    await new Promise((r) => setTimeout(r, 50));
+    expect(await open()).toBe(base);
+  });
+});
