@@ -20,6 +20,14 @@ export interface ProcessedUrl {
    * attempt is used.
    */
   requeue?: boolean;
+  /** The request was answered with a redirect: this next hop takes the next slot (with `requeue`). */
+  hop?: RedirectHop;
+}
+
+/** Where a URL's redirects have led so far: the next request, and how many hops it took. */
+export interface RedirectHop {
+  url: string;
+  redirects: number;
 }
 
 export interface UrlProcessor {
@@ -27,7 +35,7 @@ export interface UrlProcessor {
    * Handles one URL. `sendBy` is the latest moment a request may leave for the site (its slot
    * plus the lateness bound): past it, hand the URL back unsent with `requeue`.
    */
-  process(url: string, ctx: { source: string; attempt: number; signal: AbortSignal; sendBy?: number }): Promise<ProcessedUrl>;
+  process(url: string, ctx: { source: string; attempt: number; signal: AbortSignal; sendBy?: number; hop?: RedirectHop }): Promise<ProcessedUrl>;
   /**
    * Called ahead of the URL's slot, preconnectLeadMs(url) before it: opens a connection to its
    * host when none is free, so the request can leave the moment its slot comes.
@@ -97,6 +105,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
     let retryAfterMs: number | undefined;
     let throttled = false;
     let errorRun = 0;
+    const hops = new Map<number, RedirectHop>();
     // Every request adds an abort listener to this signal; many in flight is normal here.
     setMaxListeners(0, ctx.cancellationSignal);
     const run = await runPaced({
@@ -112,8 +121,10 @@ export function createCrawlActivities(deps: CrawlDeps) {
       run: async (i, slotMs) => {
         const item = input.items[i]!;
         const sendBy = slotMs + MAX_LATENESS_MS;
-        const processed = await deps.processor.process(item.url, { source: input.source, attempt: item.attempt, signal: ctx.cancellationSignal, sendBy });
-        if (processed.requeue) return 'requeue' as const;
+        const processed = await deps.processor.process(item.url, { source: input.source, attempt: item.attempt, signal: ctx.cancellationSignal, sendBy, hop: hops.get(i) });
+        if (processed.hop) hops.set(i, processed.hop);
+        // A URL part-way through its redirects goes first in line: its next hop takes the next slot.
+        if (processed.requeue) return hops.has(i) ? 'next' as const : 'requeue' as const;
         const o = processed.outcome;
         const final = o.cls !== 'error' || item.attempt >= input.maxAttempts;
         const outcome: RequestOutcome = { ...o, url: item.url, final, attempt: item.attempt, atMs: Date.now() };
@@ -127,7 +138,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
         done.set(i, { outcome, extra: final ? processed.record ?? {} : null });
         return 'done' as const;
       },
-      requeued: (r) => r === 'requeue',
+      requeued: (r) => (r === 'next' ? 'next' : r === 'requeue'),
     }).catch((err) => {
       beat(); // keep what finished, so the retry does not ask the site again
       throw err;

@@ -59,6 +59,21 @@ describe('paced runner', () => {
     expect(r.sentAt).toEqual([10_000, 11_000, 12_000]);
   });
 
+  it('gives an item handed back as "next" the very next slot, without counting a missed slot', async () => {
+    const clock = fakeClock(10_000);
+    const order: number[] = [];
+    let hops = 0;
+    const r = await runPaced({
+      count: 3, schedule, shouldStop: () => false, ...clock,
+      run: async (i) => { order.push(i); return i === 0 && hops++ < 2 ? 'hop' : 'done'; },
+      requeued: (res) => (res === 'hop' ? 'next' : false),
+    });
+    expect(order).toEqual([0, 0, 0, 1, 2]);
+    expect(r.sentAt).toEqual([10_000, 11_000, 12_000, 13_000, 14_000]);
+    expect(r.missed).toBe(0);
+    expect(r.unused).toEqual([]);
+  });
+
   it('skips items an earlier attempt already finished', async () => {
     const clock = fakeClock(10_000);
     const sent: number[] = [];

@@ -21,10 +21,11 @@ export interface PacedRunOptions<R> {
   /** Starts item `index` in the slot at `slotMs`; the request must leave by slotMs + MAX_LATENESS_MS. */
   run(index: number, slotMs: number): Promise<R>;
   /**
-   * True when the run sent nothing and its item should wait for a later slot (it was too late
-   * by the time it could leave, or the slot went to robots.txt). The item goes back in line.
+   * True when the run's item should wait for a later slot (it was too late by the time it could
+   * leave, or the slot went to robots.txt): the item goes to the back of the line. 'next': it
+   * takes the very next slot (a redirect's next hop).
    */
-  requeued?(result: R): boolean;
+  requeued?(result: R): boolean | 'next';
   /**
    * Called for the item next in line, leadMs(index) before its slot (at once if that time has
    * passed): e.g. to open a connection, so that the request can leave the moment its slot comes.
@@ -101,9 +102,14 @@ export async function runPaced<R>(o: PacedRunOptions<R>): Promise<PacedRunResult
     running += 1;
     inflight.push(o.run(index, at).then((r) => {
       running -= 1;
-      if (o.requeued?.(r)) {
-        items.push(index);
-        missed += 1;
+      const again = o.requeued?.(r);
+      if (again) {
+        // A redirect hop used its slot for a request: not a missed one.
+        if (again === 'next') items.splice(next, 0, index);
+        else {
+          items.push(index);
+          missed += 1;
+        }
       } else {
         results.set(index, r);
       }

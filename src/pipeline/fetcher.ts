@@ -29,6 +29,11 @@ export interface FetchResult {
   retryAfter?: string;
   /** True once any request left this process for the site. */
   sent: boolean;
+  /**
+   * With `followRedirects: false`: the absolute URL a redirect response points to (not
+   * validated yet: the next hop's fetch does that).
+   */
+  location?: string;
 }
 
 export class FetchError extends Error {
@@ -159,9 +164,11 @@ export class Fetcher {
 
   /**
    * `sendBy` (epoch ms): the first request must be on the wire by then, or it is not sent at
-   * all (failure 'late', `sent` false). Redirect hops follow the response at once.
+   * all (failure 'late', `sent` false). Redirect hops follow the response at once, unless
+   * `followRedirects` is false: then a redirect comes back with its `location`, for the caller
+   * to request in a later slot of its own.
    */
-  async fetch(rawUrl: string, opts: { signal?: AbortSignal; maxBytes?: number; accept?: string; sendBy?: number } = {}): Promise<FetchResult> {
+  async fetch(rawUrl: string, opts: { signal?: AbortSignal; maxBytes?: number; accept?: string; sendBy?: number; followRedirects?: boolean } = {}): Promise<FetchResult> {
     const started = performance.now();
     const elapsed = () => Math.round(performance.now() - started);
     const maxBytes = opts.maxBytes ?? this.cfg.maxBodyBytes;
@@ -208,6 +215,9 @@ export class Fetcher {
         };
         if (status >= 300 && status < 400 && status !== 304 && header('location')) {
           await res.body.dump();
+          if (opts.followRedirects === false) {
+            return { ok: false, status, ttfbMs, finalUrl: url, redirects, totalMs: elapsed(), sent, location: new URL(header('location')!, u).toString() };
+          }
           if (redirects >= this.cfg.maxRedirects) return fail('too-many-redirects', `more than ${this.cfg.maxRedirects} redirects`, { status, ttfbMs });
           redirects += 1;
           url = new URL(header('location')!, u).toString();

@@ -1,6 +1,6 @@
 import { classifyStatus } from '../politeness/classify';
 import { parseRetryAfter } from '../politeness/retryAfter';
-import type { ProcessedUrl, UrlProcessor } from '../activities/crawlActivities';
+import type { ProcessedUrl, RedirectHop, UrlProcessor } from '../activities/crawlActivities';
 import { analyse, ContentError, thumbnail } from './analyse';
 import type { PipelineConfig } from './config';
 import { Fetcher, FetchError, type FetcherOptions, validateUrl } from './fetcher';
@@ -41,43 +41,51 @@ export class ImagePipeline implements UrlProcessor {
     return this.fetcher.preconnectLeadMs(url);
   }
 
-  async process(url: string, ctx: { source: string; attempt: number; signal: AbortSignal; sendBy?: number }): Promise<ProcessedUrl> {
+  async process(url: string, ctx: { source: string; attempt: number; signal: AbortSignal; sendBy?: number; hop?: RedirectHop }): Promise<ProcessedUrl> {
     const base = { url, sent: false };
+    // A redirect's next hop is a request of its own, in a slot of its own: the site sees no more
+    // requests in a second than it was granted, however many hops an image takes.
+    const target = ctx.hop?.url ?? url;
     // Checked right before anything leaves for the site: work before it (spool, robots cache)
     // can be slow under load, and a late request would crowd the next slot at the origin.
     const tooLate = () => ctx.sendBy !== undefined && Date.now() > ctx.sendBy;
     const late: ProcessedUrl = { outcome: { ...base, cls: 'error', reason: 'missed its slot' }, requeue: true };
     let u: URL;
     try {
-      u = validateUrl(url);
+      u = validateUrl(target);
     } catch (err) {
       return { outcome: { ...base, cls: 'refused', reason: (err as FetchError).message } };
     }
 
-    const spooled = await this.spool.get(url);
+    const spooled = ctx.hop ? undefined : await this.spool.get(url);
     const fromSpool = spooled !== undefined;
     let body = spooled;
     let timing: { status?: number; ttfbMs?: number; totalMs?: number; sent: boolean } = { status: 200, sent: false };
-    let finalUrl = url;
-    let redirects = 0;
+    const finalUrl = target;
+    const redirects = ctx.hop?.redirects ?? 0;
     if (!body) {
       if (!this.robots.known(u)) {
         if (tooLate()) return late;
         // Fetching robots.txt spends this slot: the image waits for a later one.
-        const { fetched } = await this.robots.check(u, ctx.signal, ctx.sendBy);
+        const { verdict: first, fetched } = await this.robots.check(u, ctx.signal, ctx.sendBy);
+        // Nothing left for a refused address: the URL is refused in this slot.
+        if (first.kind === 'refused') return { outcome: { ...base, cls: 'refused', reason: first.reason } };
         return { outcome: { ...base, cls: 'error', sent: fetched, reason: `robots.txt ${fetched ? 'fetched' : 'not fetched yet'}` }, requeue: true };
       }
       const { verdict } = await this.robots.check(u, ctx.signal);
+      if (verdict.kind === 'refused') return { outcome: { ...base, cls: 'refused', reason: verdict.reason } };
       if (verdict.kind === 'disallowed') return { outcome: { ...base, cls: 'robots', reason: verdict.reason } };
       if (verdict.kind === 'unavailable') return { outcome: { ...base, cls: 'error', reason: `${verdict.reason}; host treated as disallowed for now` } };
 
       if (tooLate()) return late;
       if (this.backlog >= this.cfg.maxBacklog) return { outcome: { ...base, cls: 'error', reason: 'worker busy: analysis backlog full' }, requeue: true };
-      const res = await this.fetcher.fetch(url, { signal: ctx.signal, sendBy: ctx.sendBy });
+      const res = await this.fetcher.fetch(target, { signal: ctx.signal, sendBy: ctx.sendBy, followRedirects: false });
       if (res.failure === 'late') return late;
       timing = { status: res.status, ttfbMs: res.ttfbMs, totalMs: res.totalMs, sent: res.sent };
-      finalUrl = res.finalUrl;
-      redirects = res.redirects;
+      if (res.location !== undefined) {
+        if (redirects >= this.cfg.maxRedirects) return { outcome: { ...base, ...timing, cls: 'content', reason: `more than ${this.cfg.maxRedirects} redirects` } };
+        return { outcome: { ...base, ...timing, cls: 'error', reason: 'redirected' }, requeue: true, hop: { url: res.location, redirects: redirects + 1 } };
+      }
       if (!res.ok) {
         if (res.failure === 'refused' || res.failure === 'bad-url') return { outcome: { ...base, ...timing, cls: 'refused', reason: res.reason } };
         if (res.failure === 'too-large' || res.failure === 'too-many-redirects') return { outcome: { ...base, ...timing, cls: 'content', reason: res.reason } };

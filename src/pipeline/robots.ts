@@ -12,6 +12,8 @@ export type RobotsVerdict =
   | { kind: 'allowed' }
   | { kind: 'disallowed'; reason: string }
   | { kind: 'unavailable'; reason: string }
+  /** The origin's address is refused by the network guard: so is every URL on it. */
+  | { kind: 'refused'; reason: string }
   /** Not known yet: fetching robots.txt used this request slot. */
   | { kind: 'pending' };
 
@@ -77,6 +79,10 @@ export class RobotsCache {
     }
     if (res.status !== undefined && res.status >= 400 && res.status < 500) {
       return { expiresAt: now + this.cfg.robotsTtlMs, check: () => ({ kind: 'allowed' }) };
+    }
+    if (res.failure === 'refused') {
+      const reason = res.reason ?? 'address refused';
+      return { expiresAt: now + this.cfg.robotsRetryMs, check: () => ({ kind: 'refused', reason }) };
     }
     const reason = res.status !== undefined ? `robots.txt answered ${res.status}` : `robots.txt unreachable (${res.reason ?? res.failure})`;
     return { expiresAt: now + this.cfg.robotsRetryMs, check: () => ({ kind: 'unavailable', reason }) };

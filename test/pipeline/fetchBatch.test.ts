@@ -256,6 +256,21 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     expect(origin.requests.slice(before).map((r) => r.path)).toEqual(['/robots.txt']);
   });
 
+  it('gives every redirect hop a slot of its own: the site never sees two requests closer than a slot', async () => {
+    const before = origin.requests.length;
+    const { result, by } = await run(['/r1', '/good.jpg']);
+    expect(by.get('/r1')).toMatchObject({ cls: 'done', status: 200 });
+    expect(result.unused).toEqual([]);
+    // r1 -> r2 -> r3 -> good.png, each hop in the next slot, then the other URL (after the warm-up's requests).
+    const sent = origin.requests.slice(before).slice(-5);
+    expect(sent.map((r) => r.path)).toEqual(['/r1', '/r2', '/r3', '/good.png', '/good.jpg']);
+    const gaps = sent.slice(1).map((r, i) => r.atMs - sent[i]!.atMs);
+    expect(Math.min(...gaps)).toBeGreaterThanOrEqual(30 - 10 - 1);
+    const records = fs.readdirSync(path.join(dir, 'store', 'records'), { recursive: true }).filter((f) => String(f).endsWith('.ndjson'))
+      .flatMap((f) => fs.readFileSync(path.join(dir, 'store', 'records', String(f)), 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l)));
+    expect(records.find((r) => r.url.endsWith('/r1'))).toMatchObject({ outcome: 'done', redirects: 3, finalUrl: origin.url('/good.png') });
+  });
+
   it('never sends two requests closer than the interval minus the lateness bound', async () => {
     const before = origin.requests.length;
     await run(['/good.png', '/good.png', '/good.png', '/good.png']);
