@@ -15,6 +15,8 @@ const MAX_TRACKED_ORIGINS = 10_000;
 interface Warm {
   opts: ConnectOptions;
   socket?: Socket;
+  /** The attempt failed: the request that comes for it gets this error, not a second attempt. */
+  error?: Error;
   /** undici's connect, waiting for this connection to finish opening. */
   waiter?: Callback;
   timer?: NodeJS.Timeout;
@@ -54,7 +56,10 @@ export class WarmConnections {
     }
     this.warm.delete(key);
     w.release();
-    if (!w.socket) {
+    if (w.error) {
+      const err = w.error;
+      process.nextTick(() => callback(err, null));
+    } else if (!w.socket) {
       w.waiter = callback; // still opening: undici gets it the moment it is ready
     } else if (w.socket.destroyed || w.socket.readableEnded) {
       this.open(key, opts, callback); // the site closed it meanwhile
@@ -94,7 +99,12 @@ export class WarmConnections {
         return;
       }
       if (err || !socket) {
-        this.warm.delete(key); // the request's own connect will meet the same error and report it
+        // A host that is down gets one connection attempt per slot, not two: the request that
+        // comes for this one fails with its error. Forgotten after a while like a socket.
+        w.error = err ?? new Error('connect failed');
+        w.timer = setTimeout(() => { if (this.warm.get(key) === w) this.warm.delete(key); }, this.idleMs);
+        w.timer.unref();
+        w.release = () => clearTimeout(w.timer);
         return;
       }
       w.socket = socket;

@@ -118,6 +118,22 @@ describe('connections opened ahead of paced requests (real undici, origin on 127
     }
   });
 
+  it('tries a host that is down once per request: the request gets the failed attempt\'s error', async () => {
+    const gone = await new Origin().start();
+    const url = gone.url('/x.jpg');
+    await gone.stop(); // nothing listens on that port now
+    const fetcher = new Fetcher(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'] }));
+    try {
+      fetcher.preconnect(url);
+      await new Promise((r) => setTimeout(r, 50));
+      const res = await fetcher.fetch(url);
+      expect(res).toMatchObject({ ok: false, failure: 'network', reason: expect.stringMatching(/ECONNREFUSED/) });
+      expect(fetcher.warm.opened).toBe(1);
+    } finally {
+      await fetcher.close();
+    }
+  });
+
   it('closes a connection opened ahead that no request took', async () => {
     const fetcher = new Fetcher(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'] }));
     const open = () => origin.openConnections();
