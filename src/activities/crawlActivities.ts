@@ -114,8 +114,9 @@ export function createCrawlActivities(deps: CrawlDeps) {
       skip: new Set(done.keys()),
       signal: ctx.cancellationSignal,
       prepare: deps.processor.preconnect && {
-        leadMs: (i) => deps.processor.preconnectLeadMs?.(input.items[i]!.url) ?? 0,
-        run: (i) => deps.processor.preconnect!(input.items[i]!.url),
+        // A URL part-way through its redirects goes next to its next hop's origin.
+        leadMs: (i) => deps.processor.preconnectLeadMs?.(hops.get(i)?.url ?? input.items[i]!.url) ?? 0,
+        run: (i) => deps.processor.preconnect!(hops.get(i)?.url ?? input.items[i]!.url),
       },
       shouldStop: () => superseded() || throttled || errorRun >= ERROR_BURST || isSourceBlocked(input.source),
       run: async (i, slotMs) => {

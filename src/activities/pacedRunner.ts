@@ -105,8 +105,11 @@ export async function runPaced<R>(o: PacedRunOptions<R>): Promise<PacedRunResult
       const again = o.requeued?.(r);
       if (again) {
         // A redirect hop used its slot for a request: not a missed one.
-        if (again === 'next') items.splice(next, 0, index);
-        else {
+        // The loop may already be waiting for that slot: prepare the item now.
+        if (again === 'next') {
+          items.splice(next, 0, index);
+          o.prepare?.run(index);
+        } else {
           items.push(index);
           missed += 1;
         }

@@ -14,7 +14,7 @@ import { LocalStore } from '../../src/pipeline/store';
 import type { Connector } from '../../src/pipeline/warmConnections';
 import type { FetchBatchResult } from '../../src/shared/types';
 import { jpeg } from '../support/images';
-import { Origin } from '../support/origin';
+import { Origin, redirect } from '../support/origin';
 
 /** A far host on loopback: every new connection takes CONNECT_MS more to open. */
 const CONNECT_MS = 60;
@@ -77,6 +77,36 @@ describe('connections opened ahead of paced requests (real undici, origin on 127
       });
     } finally {
       await pipeline.close();
+    }
+  });
+
+  it('opens the connection for a redirect\'s next hop at that hop\'s origin', async () => {
+    const other = new Origin();
+    other.route('/robots.txt', closing('User-agent: *\nAllow: /\n', 'text/plain')).route('/b.jpg', closing(await jpeg(64, 48, 80), 'image/jpeg'));
+    await other.start();
+    origin.route('/to-other', redirect(other.url('/b.jpg')));
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crawl-preconnect-'));
+    const store = new LocalStore(path.join(dir, 'store'));
+    const pipeline = new ImagePipeline(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'] }), store, new Spool(path.join(dir, 'spool')), { wrapConnector: far });
+    const acts = createCrawlActivities({ processor: pipeline, recorder: new StoreRecorder(store) });
+    const intervalMs = 250;
+    const startMs = Date.now() + 300;
+    try {
+      const result = (await new MockActivityEnvironment().run(acts.fetchBatch, {
+        source: 'far', batchId: 'b', grantId: 2, maxAttempts: 1, items: [{ url: origin.url('/to-other'), attempt: 1 }],
+        // robots.txt here, the redirect, robots.txt there, the image there; and one spare.
+        schedule: { startMs, endMs: startMs + 5 * intervalMs, intervalMs, burstSlots: 0 },
+      })) as FetchBatchResult;
+      expect(result.outcomes.map((o) => o.cls)).toEqual(['done']);
+      const there = other.requests;
+      expect(there.map((r) => r.path)).toEqual(['/robots.txt', '/b.jpg']);
+      for (const r of there) {
+        const slot = Math.round((r.atMs - startMs) / intervalMs);
+        expect(r.atMs - (startMs + slot * intervalMs)).toBeLessThanOrEqual(10 + 5);
+      }
+    } finally {
+      await pipeline.close();
+      await other.stop();
     }
   });
 
