@@ -26,6 +26,11 @@ export interface PipelineConfig {
    * analyse only piles bytes up in memory.
    */
   maxBacklog: number;
+  /**
+   * The same in bytes: a source of 50 MB scans would otherwise hold maxBacklog of them (gigabytes)
+   * in memory. One body larger than this still goes through, alone.
+   */
+  maxBacklogBytes: number;
 }
 
 export const DEFAULT_USER_AGENT = 'PoliteImageCrawler/0.1 (+https://github.com/polite-image-crawler; crawler@example.org)';
@@ -57,6 +62,7 @@ export function pipelineConfigFromEnv(overrides: Partial<PipelineConfig> = {}): 
     robotsTtlMs: 24 * 3600_000,
     robotsRetryMs: 5 * 60_000,
     maxBacklog: num('CRAWL_MAX_BACKLOG', 64),
+    maxBacklogBytes: num('CRAWL_MAX_BACKLOG_BYTES', 256 * 1024 * 1024),
     ...overrides,
   };
 }

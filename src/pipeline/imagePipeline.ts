@@ -22,6 +22,7 @@ export class ImagePipeline implements UrlProcessor {
   readonly robots: RobotsCache;
   /** Downloaded bodies not yet through analysis and storage (see PipelineConfig.maxBacklog). */
   private backlog = 0;
+  private backlogBytes = 0;
 
   constructor(private readonly cfg: PipelineConfig, private readonly store: ObjectStore, private readonly spool: Spool, fetcherOptions?: FetcherOptions) {
     this.fetcher = new Fetcher(cfg, fetcherOptions);
@@ -78,7 +79,9 @@ export class ImagePipeline implements UrlProcessor {
       if (verdict.kind === 'unavailable') return { outcome: { ...base, cls: 'error', reason: `${verdict.reason}; host treated as disallowed for now` } };
 
       if (tooLate()) return late;
-      if (this.backlog >= this.cfg.maxBacklog) return { outcome: { ...base, cls: 'error', reason: 'worker busy: analysis backlog full' }, requeue: true };
+      if (this.backlog >= this.cfg.maxBacklog || this.backlogBytes >= this.cfg.maxBacklogBytes) {
+        return { outcome: { ...base, cls: 'error', reason: 'worker busy: analysis backlog full' }, requeue: true };
+      }
       const res = await this.fetcher.fetch(target, { signal: ctx.signal, sendBy: ctx.sendBy, followRedirects: false });
       if (res.failure === 'late') return late;
       timing = { status: res.status, ttfbMs: res.ttfbMs, totalMs: res.totalMs, sent: res.sent };
@@ -100,7 +103,9 @@ export class ImagePipeline implements UrlProcessor {
       body = res.body!;
     }
 
+    const held = body.length;
     this.backlog += 1;
+    this.backlogBytes += held;
     try {
       const analysis = await analyse(body, this.cfg.maxPixels);
       const thumb = await thumbnail(body, { maxPixels: this.cfg.maxPixels, maxSide: this.cfg.thumbnailMaxSide, quality: this.cfg.thumbnailQuality });
@@ -123,6 +128,7 @@ export class ImagePipeline implements UrlProcessor {
       return { outcome: { ...base, ...timing, cls: 'content', reason: err.message } };
     } finally {
       this.backlog -= 1;
+      this.backlogBytes -= held;
     }
   }
 }

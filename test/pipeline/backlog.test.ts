@@ -10,7 +10,10 @@ import { Origin } from '../support/origin';
 
 // A worker that cannot analyse as fast as its slots come must not keep downloading: the bytes
 // would pile up in memory. Past its backlog it sends nothing and hands the URL back.
-describe('ImagePipeline analysis backlog (real undici, sharp, local store)', () => {
+describe.each([
+  ['images', { maxBacklog: 1 }],
+  ['bytes', { maxBacklogBytes: 1_000 }], // one thumbnail-sized JPEG is more than that
+])('ImagePipeline analysis backlog in %s (real undici, sharp, local store)', (_what, limit) => {
   const origin = new Origin();
   let pipeline: ImagePipeline;
   let releaseStore!: () => void;
@@ -18,6 +21,7 @@ describe('ImagePipeline analysis backlog (real undici, sharp, local store)', () 
 
   beforeAll(async () => {
     const img = await jpeg(200, 100, 80);
+    expect(img.length).toBeGreaterThan(1_000);
     origin.serve('/robots.txt', 'User-agent: *\nAllow: /\n', 'text/plain').serve('/one.jpg', img).serve('/two.jpg', img);
     await origin.start();
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'backlog-'));
@@ -33,7 +37,7 @@ describe('ImagePipeline analysis backlog (real undici, sharp, local store)', () 
         return local.put(k, b, t);
       },
     };
-    pipeline = new ImagePipeline(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'], maxBacklog: 1 }), store, new Spool(path.join(dir, 'spool')));
+    pipeline = new ImagePipeline(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'], ...limit }), store, new Spool(path.join(dir, 'spool')));
   });
   afterAll(async () => { await pipeline.close(); await origin.stop(); });
 
