@@ -104,8 +104,8 @@ export async function runPaced<R>(o: PacedRunOptions<R>): Promise<PacedRunResult
       running -= 1;
       const again = o.requeued?.(r);
       if (again) {
-        // A redirect hop used its slot for a request: not a missed one.
-        // The loop may already be waiting for that slot: prepare the item now.
+        // A redirect hop used its slot for a request: not a missed one. The loop may already
+        // be waiting for the next slot, so the item is prepared now.
         if (again === 'next') {
           items.splice(next, 0, index);
           o.prepare?.run(index);

@@ -133,8 +133,8 @@ export class Fetcher {
   }
 
   /**
-   * How long before a paced request to call preconnect() for it: twice the origin's last
-   * connect time (a second for a host not connected to yet).
+   * How long before a paced request to call preconnect() for it: about twice the origin's
+   * connect time plus 50 ms (a second for a host not connected to yet); see WarmConnections.
    */
   preconnectLeadMs(rawUrl: string): number {
     try {
