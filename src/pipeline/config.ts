@@ -31,6 +31,12 @@ export interface PipelineConfig {
    * in memory. One body larger than this still goes through, alone.
    */
   maxBacklogBytes: number;
+  /**
+   * Pixels being decoded for thumbnails at once, across the worker: a decode can take 4 bytes
+   * per pixel, and sixteen 100-megapixel PNGs at once would need gigabytes. Images wait their
+   * turn; one larger than this is decoded alone.
+   */
+  maxDecodePixels: number;
 }
 
 export const DEFAULT_USER_AGENT = 'PoliteImageCrawler/0.1 (+https://github.com/polite-image-crawler; crawler@example.org)';
@@ -63,6 +69,7 @@ export function pipelineConfigFromEnv(overrides: Partial<PipelineConfig> = {}): 
     robotsRetryMs: 5 * 60_000,
     maxBacklog: num('CRAWL_MAX_BACKLOG', 64),
     maxBacklogBytes: num('CRAWL_MAX_BACKLOG_BYTES', 256 * 1024 * 1024),
+    maxDecodePixels: num('CRAWL_MAX_DECODE_PIXELS', 400_000_000),
     ...overrides,
   };
 }

@@ -7,6 +7,7 @@ import { Fetcher, FetchError, type FetcherOptions, validateUrl } from './fetcher
 import { thumbnailKey } from './keys';
 import { RobotsCache } from './robots';
 import type { Spool } from './spool';
+import { WeightedBudget } from '../shared/concurrency';
 import type { ObjectStore } from './store';
 
 const MAX_RETRY_AFTER_MS = 15 * 60_000;
@@ -23,9 +24,11 @@ export class ImagePipeline implements UrlProcessor {
   /** Downloaded bodies not yet through analysis and storage (see PipelineConfig.maxBacklog). */
   private backlog = 0;
   private backlogBytes = 0;
+  readonly decodeBudget: WeightedBudget;
 
   constructor(private readonly cfg: PipelineConfig, private readonly store: ObjectStore, private readonly spool: Spool, fetcherOptions?: FetcherOptions) {
     this.fetcher = new Fetcher(cfg, fetcherOptions);
+    this.decodeBudget = new WeightedBudget(cfg.maxDecodePixels);
     this.robots = new RobotsCache(this.fetcher, cfg);
   }
 
@@ -108,7 +111,8 @@ export class ImagePipeline implements UrlProcessor {
     this.backlogBytes += held;
     try {
       const analysis = await analyse(body, this.cfg.maxPixels);
-      const thumb = await thumbnail(body, { maxPixels: this.cfg.maxPixels, maxSide: this.cfg.thumbnailMaxSide, quality: this.cfg.thumbnailQuality });
+      const thumb = await this.decodeBudget.use(analysis.width * analysis.height, () =>
+        thumbnail(body, { maxPixels: this.cfg.maxPixels, maxSide: this.cfg.thumbnailMaxSide, quality: this.cfg.thumbnailQuality }));
       const key = thumbnailKey(url);
       try {
         await this.store.put(key, thumb, 'image/jpeg');

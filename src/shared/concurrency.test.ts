@@ -1,4 +1,4 @@
-import { forEachLimit } from './concurrency';
+import { forEachLimit, WeightedBudget } from './concurrency';
 
 describe('forEachLimit', () => {
   it('runs every item with at most `limit` in flight', async () => {
@@ -28,5 +28,37 @@ describe('forEachLimit', () => {
     await expect(run).rejects.toThrow('boom 2');
     expect(started.length).toBeLessThan(6);
     expect(settled).toBe(started.length);
+  });
+});
+
+describe('WeightedBudget', () => {
+  const tick = () => new Promise((r) => setTimeout(r, 5));
+
+  it('never has more weight in use than its capacity, and admits in arrival order', async () => {
+    const budget = new WeightedBudget(100);
+    let most = 0;
+    const order: string[] = [];
+    const job = (name: string, weight: number) => budget.use(weight, async () => {
+      order.push(name);
+      most = Math.max(most, budget.inUse);
+      await tick();
+    });
+    await Promise.all([job('a', 60), job('b', 60), job('c', 10), job('d', 30)]);
+    expect(most).toBeLessThanOrEqual(100);
+    // c would fit beside a, but b came first: nothing overtakes a waiting item.
+    expect(order).toEqual(['a', 'b', 'c', 'd']);
+    expect(budget.inUse).toBe(0);
+  });
+
+  it('runs an item heavier than the whole budget alone, and frees the weight when fn throws', async () => {
+    const budget = new WeightedBudget(100);
+    const events: string[] = [];
+    const heavy = budget.use(500, async () => { events.push('heavy start'); await tick(); events.push('heavy end'); });
+    const light = budget.use(1, async () => { events.push('light'); });
+    await Promise.all([heavy, light]);
+    expect(events).toEqual(['heavy start', 'heavy end', 'light']);
+    await expect(budget.use(50, async () => { throw new Error('decode failed'); })).rejects.toThrow('decode failed');
+    expect(budget.inUse).toBe(0);
+    await budget.use(100, async () => { expect(budget.inUse).toBe(100); });
   });
 });

@@ -18,3 +18,42 @@ export async function forEachLimit<T>(items: readonly T[], limit: number, fn: (i
   await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, lane));
   if (failure) throw failure.error;
 }
+
+/**
+ * A budget shared by weight (e.g. pixels being decoded): `use(weight, fn)` waits until the weight
+ * fits, first come first served. A weight larger than the whole budget runs alone.
+ */
+export class WeightedBudget {
+  private used = 0;
+  private readonly waiting: { weight: number; start(): void }[] = [];
+
+  constructor(readonly capacity: number) {}
+
+  get inUse(): number {
+    return this.used;
+  }
+
+  async use<T>(weight: number, fn: () => Promise<T>): Promise<T> {
+    const w = Math.min(Math.max(0, weight), this.capacity);
+    if (this.waiting.length > 0 || this.used + w > this.capacity) {
+      await new Promise<void>((start) => this.waiting.push({ weight: w, start }));
+    } else {
+      this.used += w;
+    }
+    try {
+      return await fn();
+    } finally {
+      this.used -= w;
+      this.admit();
+    }
+  }
+
+  /** In arrival order: a large item at the head is not overtaken by small ones forever. */
+  private admit(): void {
+    while (this.waiting.length > 0 && this.used + this.waiting[0]!.weight <= this.capacity) {
+      const next = this.waiting.shift()!;
+      this.used += next.weight;
+      next.start();
+    }
+  }
+}

@@ -56,3 +56,36 @@ describe.each([
     expect(origin.hits('/two.jpg')).toHaveLength(1);
   });
 });
+
+// Decoding for thumbnails is bounded by pixels across the worker (memory), not by image count.
+describe('ImagePipeline decode budget (real undici, sharp, local store)', () => {
+  const origin = new Origin();
+  let pipeline: ImagePipeline;
+
+  beforeAll(async () => {
+    const img = await jpeg(800, 600, 80);
+    origin.serve('/robots.txt', 'User-agent: *\nAllow: /\n', 'text/plain');
+    for (const n of [1, 2, 3]) origin.serve(`/${n}.jpg`, img);
+    await origin.start();
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'decode-'));
+    pipeline = new ImagePipeline(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'], maxDecodePixels: 500_000 }),
+      new LocalStore(path.join(dir, 'store')), new Spool(path.join(dir, 'spool')));
+  });
+  afterAll(async () => { await pipeline.close(); await origin.stop(); });
+
+  it('weighs each thumbnail by its pixels and decodes no more at once than the budget', async () => {
+    const ctx = { source: 's', attempt: 1, signal: new AbortController().signal };
+    await pipeline.process(origin.url('/robots.txt'), ctx);
+    const weights: number[] = [];
+    let most = 0;
+    const use = pipeline.decodeBudget.use.bind(pipeline.decodeBudget);
+    jest.spyOn(pipeline.decodeBudget, 'use').mockImplementation((w, fn) => {
+      weights.push(w);
+      return use(w, async () => { most = Math.max(most, pipeline.decodeBudget.inUse); return fn(); });
+    });
+    const results = await Promise.all([1, 2, 3].map((n) => pipeline.process(origin.url(`/${n}.jpg`), ctx)));
+    expect(results.map((r) => r.outcome.cls)).toEqual(['done', 'done', 'done']);
+    expect(weights).toEqual([480_000, 480_000, 480_000]);
+    expect(most).toBe(480_000); // one at a time: two would be 960,000 > 500,000
+  });
+});
