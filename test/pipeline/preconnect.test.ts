@@ -28,6 +28,14 @@ function closing(body: Buffer | string, type: string) {
   };
 }
 
+/** The full pipeline and activities, every connection of which is a far host's. */
+function farPipeline() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crawl-preconnect-'));
+  const store = new LocalStore(path.join(dir, 'store'));
+  const pipeline = new ImagePipeline(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'] }), store, new Spool(path.join(dir, 'spool')), { wrapConnector: far });
+  return { pipeline, acts: createCrawlActivities({ processor: pipeline, recorder: new StoreRecorder(store) }) };
+}
+
 describe('connections opened ahead of paced requests (real undici, origin on 127.0.0.1)', () => {
   const origin = new Origin();
 
@@ -50,10 +58,7 @@ describe('connections opened ahead of paced requests (real undici, origin on 127
     // Every request needs a new connection that takes longer than the 10 ms a request may leave
     // after its slot: without connections opened ahead, each request missed its slot and this
     // host could never be crawled in step with its grant.
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crawl-preconnect-'));
-    const store = new LocalStore(path.join(dir, 'store'));
-    const pipeline = new ImagePipeline(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'] }), store, new Spool(path.join(dir, 'spool')), { wrapConnector: far });
-    const acts = createCrawlActivities({ processor: pipeline, recorder: new StoreRecorder(store) });
+    const { pipeline, acts } = farPipeline();
     const intervalMs = 250;
     const startMs = Date.now() + 300;
     const before = origin.requests.length;
@@ -85,10 +90,7 @@ describe('connections opened ahead of paced requests (real undici, origin on 127
     other.route('/robots.txt', closing('User-agent: *\nAllow: /\n', 'text/plain')).route('/b.jpg', closing(await jpeg(64, 48, 80), 'image/jpeg'));
     await other.start();
     origin.route('/to-other', redirect(other.url('/b.jpg')));
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crawl-preconnect-'));
-    const store = new LocalStore(path.join(dir, 'store'));
-    const pipeline = new ImagePipeline(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'] }), store, new Spool(path.join(dir, 'spool')), { wrapConnector: far });
-    const acts = createCrawlActivities({ processor: pipeline, recorder: new StoreRecorder(store) });
+    const { pipeline, acts } = farPipeline();
     const intervalMs = 250;
     const startMs = Date.now() + 300;
     try {
