@@ -36,13 +36,25 @@ export class ImagePipeline implements UrlProcessor {
     return this.fetcher.close();
   }
 
-  /** The URL's first request (robots.txt or the image) goes to its origin: open a connection ahead. */
+  /**
+   * The URL's next request goes to its origin (robots.txt or the image), or to where that origin's
+   * robots.txt redirected: open a connection there ahead.
+   */
   preconnect(url: string): void {
-    this.fetcher.preconnect(url);
+    this.fetcher.preconnect(this.nextRequestUrl(url));
   }
 
   preconnectLeadMs(url: string): number {
-    return this.fetcher.preconnectLeadMs(url);
+    return this.fetcher.preconnectLeadMs(this.nextRequestUrl(url));
+  }
+
+  private nextRequestUrl(url: string): string {
+    try {
+      const u = new URL(url);
+      return (!this.robots.known(u) && this.robots.pendingHop(u.origin)) || url;
+    } catch {
+      return url;
+    }
   }
 
   async process(url: string, ctx: { source: string; attempt: number; signal: AbortSignal; sendBy?: number; hop?: RedirectHop }): Promise<ProcessedUrl> {

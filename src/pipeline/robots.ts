@@ -23,12 +23,25 @@ interface Entry {
 }
 
 const ROBOTS_MAX_BYTES = 512 * 1024; // RFC 9309: parse at least 500 KiB
+/** RFC 9309: follow at least five consecutive redirects; past that, robots.txt is unavailable. */
+const ROBOTS_MAX_REDIRECTS = 5;
 
 export class RobotsCache {
   private readonly entries = new Map<string, Entry>();
-  private readonly inflight = new Map<string, Promise<Entry | 'late'>>();
+  private readonly inflight = new Map<string, Promise<Entry | 'late' | 'redirected'>>();
+  /**
+   * Origin -> where its robots.txt redirected to: each hop is a request of its own and takes a
+   * slot of its own, like an image's (an http -> https redirect made robots.txt two requests in
+   * one slot).
+   */
+  private readonly hops = new Map<string, { url: string; redirects: number }>();
 
   constructor(private readonly fetcher: Fetcher, private readonly cfg: PipelineConfig, private readonly now: () => number = Date.now) {}
+
+  /** Where the next request for this origin's robots.txt goes, when that is a redirect's target. */
+  pendingHop(origin: string): string | undefined {
+    return this.hops.get(origin)?.url;
+  }
 
   /** Whether robots.txt for this URL's origin is already known (no request needed). */
   known(url: URL): boolean {
@@ -52,6 +65,8 @@ export class RobotsCache {
       const entry = await p;
       // Not sent: it could not leave by its send-by time. Nothing is known; ask again later.
       if (entry === 'late') return { verdict: { kind: 'pending' }, fetched: false };
+      // Redirected: the next hop goes in a later slot.
+      if (entry === 'redirected') return { verdict: { kind: 'pending' }, fetched: true };
       this.entries.set(origin, entry);
       return { verdict: entry.check(url.href), fetched: true };
     } finally {
@@ -60,10 +75,17 @@ export class RobotsCache {
   }
 
   /** `sendBy`: robots.txt takes an image's request slot, so it leaves by that slot's deadline or not at all. */
-  private async load(origin: string, signal?: AbortSignal, sendBy?: number): Promise<Entry | 'late'> {
+  private async load(origin: string, signal?: AbortSignal, sendBy?: number): Promise<Entry | 'late' | 'redirected'> {
     const robotsUrl = `${origin}/robots.txt`;
-    const res = await this.fetcher.fetch(robotsUrl, { signal, sendBy, maxBytes: ROBOTS_MAX_BYTES, accept: 'text/plain,*/*;q=0.5' });
+    const hop = this.hops.get(origin);
+    const res = await this.fetcher.fetch(hop?.url ?? robotsUrl, { signal, sendBy, maxBytes: ROBOTS_MAX_BYTES, accept: 'text/plain,*/*;q=0.5', followRedirects: false });
     if (res.failure === 'late') return 'late';
+    const redirects = (hop?.redirects ?? 0) + 1;
+    if (res.location !== undefined && redirects <= ROBOTS_MAX_REDIRECTS) {
+      this.hops.set(origin, { url: res.location, redirects });
+      return 'redirected';
+    }
+    this.hops.delete(origin);
     const now = this.now();
     if (res.ok && res.body) {
       const robot = robotsParser(robotsUrl, res.body.toString('utf8'));
@@ -80,7 +102,8 @@ export class RobotsCache {
     if (res.status !== undefined && res.status >= 400 && res.status < 500) {
       return { expiresAt: now + this.cfg.robotsTtlMs, check: () => ({ kind: 'allowed' }) };
     }
-    if (res.failure === 'refused') {
+    // The origin itself refused (not a redirect's target): so is every URL on it.
+    if (res.failure === 'refused' && !hop) {
       const reason = res.reason ?? 'address refused';
       return { expiresAt: now + this.cfg.robotsRetryMs, check: () => ({ kind: 'refused', reason }) };
     }

@@ -1,7 +1,7 @@
 import { pipelineConfigFromEnv } from '../../src/pipeline/config';
 import { Fetcher } from '../../src/pipeline/fetcher';
 import { RobotsCache } from '../../src/pipeline/robots';
-import { Origin } from '../support/origin';
+import { Origin, redirect } from '../support/origin';
 
 describe('robots.txt (RFC 9309) per origin', () => {
   const cfg = pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'], userAgent: 'PoliteImageCrawler/0.1 (+https://example.org/bot)', robotsAgent: 'PoliteImageCrawler' });
@@ -54,6 +54,37 @@ describe('robots.txt (RFC 9309) per origin', () => {
       expect(cache.known(url)).toBe(false);
       expect(await cache.check(url, undefined, Date.now() + 5_000)).toMatchObject({ verdict: { kind: 'disallowed' }, fetched: true });
       expect(o.hits('/robots.txt')).toHaveLength(1);
+    });
+  });
+
+  it('gives each redirect of robots.txt a request (and a slot) of its own, and applies the file to the origin', async () => {
+    const target = await new Origin().serve('/rules.txt', 'User-agent: *\nDisallow: /no/\n', 'text/plain').start();
+    try {
+      await withRobots((o) => o.route('/robots.txt', redirect('/moved.txt')).route('/moved.txt', redirect(target.url('/rules.txt'))), async (o, cache) => {
+        const url = new URL(o.url('/no/a.jpg'));
+        // One request per call: the robots.txt, its first redirect, then the file at the other origin.
+        expect(await cache.check(url, undefined, Date.now() + 5_000)).toEqual({ verdict: { kind: 'pending' }, fetched: true });
+        expect(o.requests.map((r) => r.path)).toEqual(['/robots.txt']);
+        expect(cache.pendingHop(url.origin)).toBe(o.url('/moved.txt'));
+        expect(await cache.check(url, undefined, Date.now() + 5_000)).toEqual({ verdict: { kind: 'pending' }, fetched: true });
+        expect(o.requests.map((r) => r.path)).toEqual(['/robots.txt', '/moved.txt']);
+        expect(target.requests).toEqual([]);
+        expect(await cache.check(url, undefined, Date.now() + 5_000)).toMatchObject({ verdict: { kind: 'disallowed' }, fetched: true });
+        expect(target.requests.map((r) => r.path)).toEqual(['/rules.txt']);
+        expect((await cache.check(new URL(o.url('/yes/a.jpg')))).verdict.kind).toBe('allowed');
+        expect(cache.pendingHop(url.origin)).toBeUndefined();
+      });
+    } finally {
+      await target.stop();
+    }
+  });
+
+  it('treats robots.txt as unavailable after more than five redirects', async () => {
+    await withRobots((o) => o.route('/robots.txt', redirect('/robots.txt')), async (o, cache) => {
+      const url = new URL(o.url('/a.jpg'));
+      for (let i = 0; i < 5; i++) expect((await cache.check(url)).verdict.kind).toBe('pending');
+      expect((await cache.check(url)).verdict).toEqual({ kind: 'unavailable', reason: 'robots.txt answered 302' });
+      expect(o.hits('/robots.txt')).toHaveLength(6);
     });
   });
 });
