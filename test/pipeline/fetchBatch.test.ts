@@ -245,15 +245,22 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
   });
 
   it('hands the image back unsent when robots.txt took the grant\'s only slot', async () => {
-    const fresh = await withFreshRobotsCache('spool3');
-    const before = origin.requests.length;
-    const startMs = Date.now() + 50;
-    const result = (await new MockActivityEnvironment().run(fresh.fetchBatch, {
-      ...input(['/good.png']), schedule: { startMs, endMs: startMs + 30, intervalMs: 30, burstSlots: 0 },
-    })) as FetchBatchResult;
-    expect(result.outcomes).toEqual([]);
-    expect(result.unused).toEqual([0]);
-    expect(origin.requests.slice(before).map((r) => r.path)).toEqual(['/robots.txt']);
+    // A loaded machine can wake too late for the only slot, and then nothing is sent at all
+    // (a CI run): the case is tried again, up to three times, until robots.txt went out.
+    for (let attempt = 1; ; attempt++) {
+      const fresh = await withFreshRobotsCache(`spool3-${attempt}`);
+      const before = origin.requests.length;
+      const startMs = Date.now() + 50;
+      const result = (await new MockActivityEnvironment().run(fresh.fetchBatch, {
+        ...input(['/good.png']), schedule: { startMs, endMs: startMs + 30, intervalMs: 30, burstSlots: 0 },
+      })) as FetchBatchResult;
+      expect(result.outcomes).toEqual([]);
+      expect(result.unused).toEqual([0]);
+      const sent = origin.requests.slice(before).map((r) => r.path);
+      if (sent.length === 0 && attempt < 3) continue;
+      expect(sent).toEqual(['/robots.txt']);
+      break;
+    }
   });
 
   it('gives every redirect hop a slot of its own: the site never sees two requests closer than a slot', async () => {
