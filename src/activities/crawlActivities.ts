@@ -37,11 +37,10 @@ export interface UrlProcessor {
    */
   process(url: string, ctx: { source: string; attempt: number; signal: AbortSignal; sendBy?: number; hop?: RedirectHop }): Promise<ProcessedUrl>;
   /**
-   * Called ahead of the URL's slot, preconnectLeadMs(url) before it: opens a connection to its
-   * host when none is free, so the request can leave the moment its slot comes.
+   * Called ahead of the URL's slot (at `slotMs`): sees to it that a connection to its host will
+   * be ready then, so the request can leave the moment its slot comes.
    */
-  preconnect?(url: string): void;
-  preconnectLeadMs?(url: string): number;
+  preconnect?(url: string, slotMs: number): void;
 }
 
 export interface Recorder {
@@ -113,11 +112,8 @@ export function createCrawlActivities(deps: CrawlDeps) {
       schedule: input.schedule,
       skip: new Set(done.keys()),
       signal: ctx.cancellationSignal,
-      prepare: deps.processor.preconnect && {
-        // A URL part-way through its redirects goes next to its next hop's origin.
-        leadMs: (i) => deps.processor.preconnectLeadMs?.(hops.get(i)?.url ?? input.items[i]!.url) ?? 0,
-        run: (i) => deps.processor.preconnect!(hops.get(i)?.url ?? input.items[i]!.url),
-      },
+      // A URL part-way through its redirects goes next to its next hop's origin.
+      prepare: deps.processor.preconnect && ((i, slotMs) => deps.processor.preconnect!(hops.get(i)?.url ?? input.items[i]!.url, slotMs)),
       shouldStop: () => superseded() || throttled || errorRun >= ERROR_BURST || isSourceBlocked(input.source),
       run: async (i, slotMs) => {
         const item = input.items[i]!;

@@ -47,16 +47,22 @@ describe('paced runner', () => {
     expect(r.unused).toEqual([2, 3, 4]);
   });
 
-  it('prepares each item its lead before its slot, or at once when that time has passed', async () => {
-    const clock = fakeClock(9_900);
-    const prepared: [number, number][] = [];
-    const r = await runPaced({
-      count: 3, schedule, run: async (i) => i, shouldStop: () => false, ...clock,
-      prepare: { leadMs: (i) => (i === 0 ? 1_000 : 300), run: (i) => { prepared.push([i, clock.now()]); } },
-    });
-    // Item 0's lead reaches back before the run started: prepared at once.
-    expect(prepared).toEqual([[0, 9_900], [1, 10_700], [2, 11_700]]);
-    expect(r.sentAt).toEqual([10_000, 11_000, 12_000]);
+  it('prepares the item next in line as it starts waiting for its slot, with no wake-up of its own', async () => {
+    const prepared: [number, number, number][] = [];
+    const sleeps: number[] = [];
+    for (const withPrepare of [false, true]) {
+      const clock = fakeClock(9_900);
+      let n = 0;
+      const r = await runPaced({
+        count: 3, schedule, run: async (i) => i, shouldStop: () => false, now: clock.now,
+        sleep: async (ms) => { n += 1; await clock.sleep(ms); },
+        prepare: withPrepare ? (i, slotMs) => { prepared.push([i, slotMs, clock.now()]); } : undefined,
+      });
+      expect(r.sentAt).toEqual([10_000, 11_000, 12_000]);
+      sleeps.push(n);
+    }
+    expect(prepared).toEqual([[0, 10_000, 9_900], [1, 11_000, 10_000], [2, 12_000, 11_000]]);
+    expect(sleeps[1]).toBe(sleeps[0]);
   });
 
   it('gives an item handed back as "next" the very next slot, without counting a missed slot', async () => {

@@ -27,10 +27,11 @@ export interface PacedRunOptions<R> {
    */
   requeued?(result: R): boolean | 'next';
   /**
-   * Called for the item next in line, leadMs(index) before its slot (at once if that time has
-   * passed): e.g. to open a connection, so that the request can leave the moment its slot comes.
+   * Called for the item next in line as the runner starts waiting for its slot (no wake-up of its
+   * own: with hundreds of sources on a worker, a second timer per slot made slots late): e.g. to
+   * open a connection, so that the request can leave the moment its slot comes.
    */
-  prepare?: { leadMs(index: number): number; run(index: number): void };
+  prepare?(index: number, slotMs: number): void;
   /** Checked before every send: true stops dispatching (e.g. the source said 429). */
   shouldStop(): boolean;
   now?: () => number;
@@ -78,13 +79,11 @@ export async function runPaced<R>(o: PacedRunOptions<R>): Promise<PacedRunResult
   let missed = 0;
   let running = 0;
   // Slots keep coming while runs are in flight: one may hand its item back for a later slot.
+  let waitingFor = 0; // the slot the loop is waiting for (or about to send in)
   for (let j = 0; j < slots && (next < items.length || running > 0); j++) {
+    waitingFor = j;
     const at = slotTime(o.schedule, j);
-    if (o.prepare && next < items.length) {
-      const ready = at - o.prepare.leadMs(items[next]!);
-      for (let t = now(); t < ready && !o.signal?.aborted; t = now()) await sleep(ready - t);
-      if (next < items.length && !o.signal?.aborted && !o.shouldStop()) o.prepare.run(items[next]!);
-    }
+    if (o.prepare && next < items.length && !o.shouldStop()) o.prepare(items[next]!, at);
     // Timers may fire a little early by the wall clock: wait until the slot has really come.
     for (let t = now(); t < at; t = now()) {
       if (o.signal?.aborted) break;
@@ -108,7 +107,7 @@ export async function runPaced<R>(o: PacedRunOptions<R>): Promise<PacedRunResult
         // be waiting for the next slot, so the item is prepared now.
         if (again === 'next') {
           items.splice(next, 0, index);
-          o.prepare?.run(index);
+          o.prepare?.(index, slotTime(o.schedule, waitingFor));
         } else {
           items.push(index);
           missed += 1;

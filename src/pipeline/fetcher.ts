@@ -91,6 +91,11 @@ const sendByInterceptor: Dispatcher.DispatcherComposeInterceptor = (dispatch) =>
   return dispatch(opts, sendBy === undefined ? handler : new SendByHandler(handler, sendBy));
 };
 
+/** A paced request's slot further ahead than this gets its connection check on a timer. */
+const FAR_AHEAD_MS = 1_000;
+const MAX_TRACKED_ORIGINS = 10_000;
+type ConnectTarget = { protocol: string; host: string; hostname: string; port: string };
+
 export interface FetcherOptions {
   /** Wraps the connector undici would use (tests: a far host's connect time on loopback). */
   wrapConnector?: (connect: Connector) => Connector;
@@ -103,6 +108,11 @@ export class Fetcher {
   private readonly dispatcher: Dispatcher;
   /** The Agent's pool per origin, to see whether one has a free connection (preconnect). */
   private readonly pools = new Map<string, Pool>();
+  /** Origin -> the latest slot a paced request is expected in (preconnect). */
+  private readonly demand = new Map<string, { slotMs: number; opts: ConnectTarget }>();
+  /** Origin -> typical time a request takes, ms (to tell whether a busy connection frees in time). */
+  private readonly responseMs = new Map<string, number>();
+  private closed = false;
 
   constructor(private readonly cfg: PipelineConfig, opts: FetcherOptions = {}) {
     this.guard = new NetworkGuard(cfg.allowNetworks);
@@ -117,10 +127,14 @@ export class Fetcher {
       connections: 64,
       factory: (origin, options) => {
         const pool = new Pool(origin, options);
-        if (this.pools.size >= 10_000) {
+        if (this.pools.size >= MAX_TRACKED_ORIGINS) {
           for (const [k, p] of this.pools) if (p.closed || p.destroyed) this.pools.delete(k);
         }
-        this.pools.set(String(origin), pool);
+        const key = String(origin);
+        this.pools.set(key, pool);
+        // The site closed a connection (after a response, or idle): if a paced request is due,
+        // open another now rather than at its slot.
+        pool.on('disconnect', () => this.ensureConnection(key));
         return pool;
       },
     });
@@ -128,12 +142,13 @@ export class Fetcher {
   }
 
   close(): Promise<void> {
+    this.closed = true;
     this.warm.close();
     return this.agent.close();
   }
 
   /**
-   * How long before a paced request to call preconnect() for it: about twice the origin's
+   * How long before a paced request its connection should be opened: about twice the origin's
    * connect time plus 50 ms (a second for a host not connected to yet); see WarmConnections.
    */
   preconnectLeadMs(rawUrl: string): number {
@@ -145,21 +160,51 @@ export class Fetcher {
   }
 
   /**
-   * Opens a connection to the URL's origin ahead of a paced request, unless its pool has a free
-   * one (or one is opening already). No request is sent. Bad or refused URLs are left to fetch().
+   * Sees to it that a connection to the URL's origin is ready for a paced request at `slotMs`:
+   * opens one ahead unless the pool has one free (or busy with a request that will be done by
+   * then, or one is opening already), and again whenever the site closes one before that slot.
+   * For a slot far ahead the check waits until the origin's lead time before it. No request is
+   * sent. Bad or refused URLs are left to fetch().
    */
-  preconnect(rawUrl: string): void {
+  preconnect(rawUrl: string, slotMs = Date.now()): void {
     let u: URL;
     try {
       u = validateUrl(rawUrl);
     } catch {
       return;
     }
-    const pool = this.pools.get(u.origin);
-    if (pool && !pool.closed && !pool.destroyed && pool.stats.free > 0) return;
     const host = u.hostname.replace(/^\[|\]$/g, '');
     if (net.isIP(host) && this.guard.refusal(host, host)) return;
-    this.warm.preconnect({ protocol: u.protocol, host: u.host, hostname: host, port: u.port });
+    const origin = u.origin;
+    if (this.demand.size >= MAX_TRACKED_ORIGINS && !this.demand.has(origin)) this.demand.clear();
+    this.demand.set(origin, { slotMs: Math.max(slotMs, this.demand.get(origin)?.slotMs ?? 0), opts: { protocol: u.protocol, host: u.host, hostname: host, port: u.port } });
+    const checkAt = slotMs - this.warm.leadMs(origin);
+    if (checkAt - Date.now() > FAR_AHEAD_MS) {
+      setTimeout(() => this.ensureConnection(origin), checkAt - Date.now()).unref();
+      return;
+    }
+    this.ensureConnection(origin);
+  }
+
+  private ensureConnection(origin: string): void {
+    const due = this.demand.get(origin);
+    const now = Date.now();
+    if (this.closed) return;
+    if (!due || due.slotMs < now - 1_000) return; // no paced request expected
+    const pool = this.pools.get(origin);
+    if (pool && !pool.closed && !pool.destroyed) {
+      const stats = pool.stats;
+      if (stats.free > 0) return;
+      // Busy, but its request will be done by the slot: no second connection.
+      if (stats.connected > 0 && stats.running > 0 && 2 * (this.responseMs.get(origin) ?? 100) < due.slotMs - now) return;
+    }
+    this.warm.preconnect(due.opts);
+  }
+
+  private noteResponseTime(origin: string, ms: number): void {
+    if (this.responseMs.size >= MAX_TRACKED_ORIGINS && !this.responseMs.has(origin)) this.responseMs.clear();
+    const before = this.responseMs.get(origin) ?? ms;
+    this.responseMs.set(origin, Math.max(ms, 0.8 * before + 0.2 * ms));
   }
 
   /**
@@ -257,6 +302,13 @@ export class Fetcher {
     } finally {
       clearTimeout(timer);
       parent?.removeEventListener('abort', onParentAbort);
+      if (sent) {
+        try {
+          this.noteResponseTime(new URL(url).origin, performance.now() - started);
+        } catch {
+          // not a URL: nothing to note
+        }
+      }
     }
   }
 }

@@ -40,12 +40,8 @@ export class ImagePipeline implements UrlProcessor {
    * The URL's next request goes to its origin (robots.txt or the image), or to where that origin's
    * robots.txt redirected: open a connection there ahead.
    */
-  preconnect(url: string): void {
-    this.fetcher.preconnect(this.nextRequestUrl(url));
-  }
-
-  preconnectLeadMs(url: string): number {
-    return this.fetcher.preconnectLeadMs(this.nextRequestUrl(url));
+  preconnect(url: string, slotMs: number): void {
+    this.fetcher.preconnect(this.nextRequestUrl(url), slotMs);
   }
 
   private nextRequestUrl(url: string): string {

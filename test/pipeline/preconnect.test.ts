@@ -138,6 +138,20 @@ describe('connections opened ahead of paced requests (real undici, origin on 127
     }
   });
 
+  it('for a slot far ahead, opens the connection only its lead before the slot', async () => {
+    const fetcher = new Fetcher(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'] }));
+    try {
+      const connections = origin.connections;
+      fetcher.preconnect(origin.url('/keep.jpg'), Date.now() + 2_500); // first contact: a second's lead
+      await new Promise((r) => setTimeout(r, 1_000));
+      expect(origin.connections).toBe(connections);
+      await new Promise((r) => setTimeout(r, 900));
+      expect(origin.connections).toBe(connections + 1);
+    } finally {
+      await fetcher.close();
+    }
+  });
+
   it('opens nothing to a refused address or a bad URL', async () => {
     const fetcher = new Fetcher(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'] }));
     try {
