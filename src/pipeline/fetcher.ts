@@ -2,7 +2,7 @@ import net from 'node:net';
 import { Agent, buildConnector, DecoratorHandler, errors as undiciErrors, Pool, request, type Dispatcher } from 'undici';
 import type { PipelineConfig } from './config';
 import { NetworkGuard } from './networkGuard';
-import { type Connector, WarmConnections } from './warmConnections';
+import { type Connector, noteSlowFirst, WarmConnections } from './warmConnections';
 
 /**
  * HTTP fetching for hostile input: http(s) only, redirects followed by hand (each hop
@@ -148,18 +148,6 @@ export class Fetcher {
   }
 
   /**
-   * How long before a paced request its connection should be opened: about twice the origin's
-   * connect time plus 50 ms (a second for a host not connected to yet); see WarmConnections.
-   */
-  preconnectLeadMs(rawUrl: string): number {
-    try {
-      return this.warm.leadMs(new URL(rawUrl).origin);
-    } catch {
-      return 0;
-    }
-  }
-
-  /**
    * Sees to it that a connection to the URL's origin is ready for a paced request at `slotMs`:
    * opens one ahead unless the pool has one free (or busy with a request that will be done by
    * then, or one is opening already), and again whenever the site closes one before that slot.
@@ -187,9 +175,9 @@ export class Fetcher {
   }
 
   private ensureConnection(origin: string): void {
+    if (this.closed) return;
     const due = this.demand.get(origin);
     const now = Date.now();
-    if (this.closed) return;
     if (!due || due.slotMs < now - 1_000) return; // no paced request expected
     const pool = this.pools.get(origin);
     if (pool && !pool.closed && !pool.destroyed) {
@@ -199,12 +187,6 @@ export class Fetcher {
       if (stats.connected > 0 && stats.running > 0 && 2 * (this.responseMs.get(origin) ?? 100) < due.slotMs - now) return;
     }
     this.warm.preconnect(due.opts);
-  }
-
-  private noteResponseTime(origin: string, ms: number): void {
-    if (this.responseMs.size >= MAX_TRACKED_ORIGINS && !this.responseMs.has(origin)) this.responseMs.clear();
-    const before = this.responseMs.get(origin) ?? ms;
-    this.responseMs.set(origin, Math.max(ms, 0.8 * before + 0.2 * ms));
   }
 
   /**
@@ -229,6 +211,7 @@ export class Fetcher {
     const signal = total.signal;
     let url = rawUrl;
     let sent = false;
+    let sentTo: string | undefined; // the origin of the last request that left
     let redirects = 0;
     const fail = (failure: FetchFailure, reason: string, extra: Partial<FetchResult> = {}): FetchResult =>
       ({ ok: false, failure, reason, finalUrl: url, redirects, totalMs: elapsed(), sent, ...extra });
@@ -244,6 +227,7 @@ export class Fetcher {
         const hopStart = performance.now();
         const sendBy = redirects === 0 ? opts.sendBy : undefined;
         sent = true;
+        sentTo = u.origin;
         const res = await request(u, {
           method: 'GET',
           dispatcher: this.dispatcher,
@@ -260,12 +244,11 @@ export class Fetcher {
         };
         if (status >= 300 && status < 400 && status !== 304 && header('location')) {
           await res.body.dump();
-          if (opts.followRedirects === false) {
-            return { ok: false, status, ttfbMs, finalUrl: url, redirects, totalMs: elapsed(), sent, location: new URL(header('location')!, u).toString() };
-          }
+          const location = new URL(header('location')!, u).toString();
+          if (opts.followRedirects === false) return { ok: false, status, ttfbMs, finalUrl: url, redirects, totalMs: elapsed(), sent, location };
           if (redirects >= this.cfg.maxRedirects) return fail('too-many-redirects', `more than ${this.cfg.maxRedirects} redirects`, { status, ttfbMs });
           redirects += 1;
-          url = new URL(header('location')!, u).toString();
+          url = location;
           continue;
         }
         const base = { status, ttfbMs, finalUrl: url, redirects, contentType: header('content-type'), retryAfter: header('retry-after'), sent };
@@ -302,13 +285,7 @@ export class Fetcher {
     } finally {
       clearTimeout(timer);
       parent?.removeEventListener('abort', onParentAbort);
-      if (sent) {
-        try {
-          this.noteResponseTime(new URL(url).origin, performance.now() - started);
-        } catch {
-          // not a URL: nothing to note
-        }
-      }
+      if (sent && sentTo) noteSlowFirst(this.responseMs, sentTo, performance.now() - started);
     }
   }
 }

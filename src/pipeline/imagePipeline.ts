@@ -73,7 +73,6 @@ export class ImagePipeline implements UrlProcessor {
     const fromSpool = spooled !== undefined;
     let body = spooled;
     let timing: { status?: number; ttfbMs?: number; totalMs?: number; sent: boolean } = { status: 200, sent: false };
-    const finalUrl = target;
     const redirects = ctx.hop?.redirects ?? 0;
     if (!body) {
       if (!this.robots.known(u)) {
@@ -132,7 +131,7 @@ export class ImagePipeline implements UrlProcessor {
       if (fromSpool) await this.spool.delete(url);
       return {
         outcome: { ...base, ...timing, cls: 'done' },
-        record: { ...analysis, thumbnailKey: key, finalUrl, redirects },
+        record: { ...analysis, thumbnailKey: key, finalUrl: target, redirects },
       };
     } catch (err) {
       if (!(err instanceof ContentError)) throw err;

@@ -6,14 +6,23 @@ type ConnectOptions = buildConnector.Options;
 type Callback = buildConnector.Callback;
 
 /** Until an opened connection is taken, it waits this long, then closes. */
-export const WARM_IDLE_MS = 5_000;
+const WARM_IDLE_MS = 5_000;
 /** Lead before a slot when the origin's connect time is unknown (first contact). */
-export const FIRST_CONTACT_LEAD_MS = 1_000;
+const FIRST_CONTACT_LEAD_MS = 1_000;
 const MAX_LEAD_MS = 2_000;
 const MAX_TRACKED_ORIGINS = 10_000;
 
+/**
+ * Per-origin time estimates (connect, response): a slower sample is taken at once, a faster one
+ * only slowly, so a lead or a wait errs long. The map is bounded: past its size it starts over.
+ */
+export function noteSlowFirst(estimates: Map<string, number>, origin: string, ms: number): void {
+  if (estimates.size >= MAX_TRACKED_ORIGINS && !estimates.has(origin)) estimates.clear();
+  const before = estimates.get(origin) ?? ms;
+  estimates.set(origin, Math.max(ms, 0.8 * before + 0.2 * ms));
+}
+
 interface Warm {
-  opts: ConnectOptions;
   socket?: Socket;
   /** The attempt failed: the request that comes for it gets this error, not a second attempt. */
   error?: Error;
@@ -24,7 +33,7 @@ interface Warm {
 }
 
 /** The key undici's Agent uses for an origin's pool: `${protocol}//${host}` (URL.origin). */
-export function originKey(opts: { protocol: string; host?: string; hostname: string; port: string }): string {
+function originKey(opts: ConnectOptions): string {
   return `${opts.protocol}//${opts.host ?? (opts.port ? `${opts.hostname}:${opts.port}` : opts.hostname)}`;
 }
 
@@ -72,8 +81,7 @@ export class WarmConnections {
 
   /**
    * How long before a slot to ask for a connection to this origin: twice its connect time
-   * (the estimate follows a slower connect at once and a faster one slowly), plus 50 ms for a
-   * busy event loop. Too early costs little: at most one idle connection for a few seconds.
+   * (noteSlowFirst), plus 50 ms for a busy event loop. Too early costs little: at most one idle connection for a few seconds.
    */
   leadMs(key: string): number {
     const ms = this.connectMs.get(key);
@@ -84,7 +92,7 @@ export class WarmConnections {
   preconnect(opts: ConnectOptions): void {
     const key = originKey(opts);
     if (this.warm.has(key)) return;
-    const w: Warm = { opts, release: () => undefined };
+    const w: Warm = { release: () => undefined };
     this.warm.set(key, w);
     this.open(key, opts, (err, socket) => {
       if (w.waiter) {
@@ -137,12 +145,7 @@ export class WarmConnections {
     const started = performance.now();
     this.opened += 1;
     this.base(opts, (err, socket) => {
-      if (!err) {
-        if (this.connectMs.size >= MAX_TRACKED_ORIGINS && !this.connectMs.has(key)) this.connectMs.clear();
-        const ms = performance.now() - started;
-        const before = this.connectMs.get(key) ?? ms;
-        this.connectMs.set(key, Math.max(ms, 0.8 * before + 0.2 * ms));
-      }
+      if (!err) noteSlowFirst(this.connectMs, key, performance.now() - started);
       if (err) callback(err, null);
       else callback(null, socket!);
     });

@@ -131,8 +131,8 @@ describe('connections opened ahead of paced requests (real undici, origin on 127
       expect(origin.connections).toBe(connections + 1);
       expect(fetcher.warm.opened).toBe(1);
       // The connect time is known now: the lead is twice it plus a margin, not the first-contact second.
-      expect(fetcher.preconnectLeadMs(url)).toBeGreaterThanOrEqual(2 * CONNECT_MS);
-      expect(fetcher.preconnectLeadMs(url)).toBeLessThan(1_000);
+      expect(fetcher.warm.leadMs(new URL(url).origin)).toBeGreaterThanOrEqual(2 * CONNECT_MS);
+      expect(fetcher.warm.leadMs(new URL(url).origin)).toBeLessThan(1_000);
     } finally {
       await fetcher.close();
     }
