@@ -1,7 +1,8 @@
 /**
- * npm run bench:pipeline — the same images twice on this machine: sharp alone (analyse +
- * thumbnail) and the full fetchBatch activity fetching them from a loopback origin and storing
- * thumbnails and records in a local store. Prints both rates, their ratio and peak RSS.
+ * npm run bench:pipeline — the same images on this machine through sharp alone (analyse +
+ * thumbnail) and through the full fetchBatch activity fetching them from a loopback origin and
+ * storing thumbnails and records in a local store, in several rounds. Prints both rates, their
+ * ratio and peak RSS. Run it as the worker runs (UV_THREADPOOL_SIZE=16, as bin/crawl sets it).
  */
 import fs from 'node:fs';
 import os from 'node:os';
@@ -15,16 +16,19 @@ import { Spool } from '../src/pipeline/spool';
 import { LocalStore } from '../src/pipeline/store';
 import type { FetchBatchResult } from '../src/shared/types';
 import { helperNiceFromEnv, keepHelperThreadsBelowMain } from '../src/temporal/priority';
+import { heapGrowthFromEnv, setHeapGrowth } from '../src/workers/heapGrowth';
 import { makeImageSet, sharpAlone } from './images';
 import { cpuMsByProcess, cpuMsSince, fmt, peakRssMb, startOriginProcess } from './support';
 
 const N = Number(process.env.BENCH_IMAGES ?? 600);
 const RATE = Number(process.env.BENCH_RATE ?? 200); // the brief's largest per-source rate
-const WARM_UP = 60;
+const WARM_UP = Number(process.env.BENCH_WARM_UP ?? 600);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 
 async function main(): Promise<void> {
-  // Thread priorities as in a crawl worker (createCrawlWorker sets them the same way).
+  // Thread priorities and heap growth as in a crawl worker (createCrawlWorker sets them the same way).
   keepHelperThreadsBelowMain(helperNiceFromEnv());
+  setHeapGrowth(heapGrowthFromEnv());
   const images = await makeImageSet(N);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-pipeline-'));
   fs.mkdirSync(path.join(dir, 'site'));
@@ -64,44 +68,53 @@ async function main(): Promise<void> {
     return { perS: urls.length / ((performance.now() - started) / 1000), done, grants, missed };
   }
 
-  // Warm-up (robots.txt, connections, JIT), then each measurement twice in the order
-  // sharp, activity, activity, sharp: this machine's speed drifts by 10-30% within minutes
-  // (other tenants of the host), and that order cancels a steady drift out of the ratio.
+  // Warm-up: robots.txt, connections, and V8's optimising compiler, which was still compiling
+  // ~40 functions a second after 60 images (a worker runs for hours; the bench measures that).
   await crawl(Array.from({ length: WARM_UP }, (_, i) => origin(`/warm/${i}.jpg`)));
-  await sharpAlone(images.slice(0, WARM_UP));
+  await sharpAlone(images.slice(0, 60));
   const urls = images.map((_, i) => origin(`/img/${i}.jpg`));
-  const sharpRuns: number[] = [];
-  const crawlRuns: Awaited<ReturnType<typeof crawl>>[] = [];
+  // This machine's speed drifts by 10-30% within minutes (other tenants of the host). Each
+  // round measures sharp alone and the activity back to back (in alternating order) and gives
+  // one ratio; the median of the rounds' ratios is the figure, the spread shows the drift.
+  const rounds: { sharpPerS: number; crawl: Awaited<ReturnType<typeof crawl>>; ratio: number }[] = [];
   // CPU per image by process: on a CPU-bound machine the ratio of the rates follows it.
   const cpu = { sharp: [] as Record<string, number>[], crawl: [] as Record<string, number>[] };
-  for (const phase of ['sharp', 'crawl', 'crawl', 'sharp'] as const) {
-    const before = cpuMsByProcess();
-    if (phase === 'sharp') sharpRuns.push(await sharpAlone(images));
-    else crawlRuns.push(await crawl(urls));
-    cpu[phase].push(cpuMsSince(before));
+  for (let r = 0; r < ROUNDS; r++) {
+    let sharpPerS = 0;
+    let crawled: Awaited<ReturnType<typeof crawl>> | undefined;
+    for (const phase of r % 2 === 0 ? ['sharp', 'crawl'] as const : ['crawl', 'sharp'] as const) {
+      const before = cpuMsByProcess();
+      if (phase === 'sharp') sharpPerS = await sharpAlone(images);
+      else crawled = await crawl(urls);
+      cpu[phase].push(cpuMsSince(before));
+    }
+    rounds.push({ sharpPerS, crawl: crawled!, ratio: crawled!.perS / sharpPerS });
   }
   const perImage = (runs: Record<string, number>[]) => Object.fromEntries(Object.keys(runs[0]!).map((k) =>
     [k, fmt(runs.reduce((sum, r) => sum + (r[k] ?? 0), 0) / runs.length / N, 2)]));
   await pipeline.close();
   await site.stop();
 
-  const sharpPerS = mean(sharpRuns);
-  const activityPerS = mean(crawlRuns.map((r) => r.perS));
-  const last = crawlRuns[crawlRuns.length - 1]!;
-  console.log(`images: ${N} (${Math.round(images.reduce((s, b) => s + b.length, 0) / N / 1024)} KiB average), cores: ${os.cpus().length}; two rounds each (sharp, activity, activity, sharp), after a warm-up of ${WARM_UP}`);
-  console.log(`sharp alone (analyse + thumbnail): ${sharpRuns.map((r) => fmt(r, 1)).join(', ')} images/s`);
-  console.log(`fetchBatch activity paced at ${RATE}/s (fetch + analyse + thumbnail + store + record): ${crawlRuns.map((r) => fmt(r.perS, 1)).join(', ')} images/s; last round ${last.done}/${N} done in ${last.grants} grant(s), ${last.missed} slots missed (CPU busy)`);
+  const sharpPerS = median(rounds.map((r) => r.sharpPerS));
+  const activityPerS = median(rounds.map((r) => r.crawl.perS));
+  const ratio = median(rounds.map((r) => r.ratio));
+  const last = rounds[rounds.length - 1]!.crawl;
+  console.log(`images: ${N} (${Math.round(images.reduce((s, b) => s + b.length, 0) / N / 1024)} KiB average), cores: ${os.cpus().length}; ${ROUNDS} rounds of sharp alone and the activity back to back, after a warm-up of ${WARM_UP}`);
+  console.log(`sharp alone (analyse + thumbnail): ${rounds.map((r) => fmt(r.sharpPerS, 1)).join(', ')} images/s`);
+  console.log(`fetchBatch activity paced at ${RATE}/s (fetch + analyse + thumbnail + store + record): ${rounds.map((r) => fmt(r.crawl.perS, 1)).join(', ')} images/s; last round ${last.done}/${N} done in ${last.grants} grant(s), ${last.missed} slots missed (CPU busy)`);
   console.log(`CPU ms per image: sharp alone ${JSON.stringify(perImage(cpu.sharp))}; activity ${JSON.stringify(perImage(cpu.crawl))}`);
-  console.log(`ratio ${fmt(activityPerS / sharpPerS)} (target >= 0.9); peak RSS ${peakRssMb()} MB`);
+  console.log(`ratio by round ${rounds.map((r) => fmt(r.ratio)).join(', ')}: median ${fmt(ratio)} (target >= 0.9); peak RSS ${peakRssMb()} MB`);
   console.log(JSON.stringify({
-    bench: 'pipeline', images: N, pacedAt: RATE, sharpPerS: fmt(sharpPerS, 1), activityPerS: fmt(activityPerS, 1), ratio: fmt(activityPerS / sharpPerS),
-    done: last.done, grants: last.grants, missedSlots: last.missed, peakRssMb: peakRssMb(),
+    bench: 'pipeline', images: N, pacedAt: RATE, sharpPerS: fmt(sharpPerS, 1), activityPerS: fmt(activityPerS, 1), ratio: fmt(ratio),
+    ratioByRound: rounds.map((r) => fmt(r.ratio)), done: last.done, grants: last.grants, missedSlots: last.missed, peakRssMb: peakRssMb(),
     cpuMsPerImage: { sharpAlone: perImage(cpu.sharp), activity: perImage(cpu.crawl) },
   }));
 }
 
-function mean(xs: number[]): number {
-  return xs.reduce((a, b) => a + b, 0) / xs.length;
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
 }
 
 main().catch((err) => {

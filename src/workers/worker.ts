@@ -4,6 +4,7 @@ import * as smoke from '../activities/smoke';
 import { createCrawlActivities, type CrawlDeps } from '../activities/crawlActivities';
 import { HEARTBEAT_EVERY_MS } from '../shared/heartbeat';
 import { helperNiceFromEnv, keepHelperThreadsBelowMain } from '../temporal/priority';
+import { heapGrowthFromEnv, setHeapGrowth } from './heapGrowth';
 import { StoreRecorder } from '../activities/storeRecorder';
 import { pipelineConfigFromEnv } from '../pipeline/config';
 import { ImagePipeline } from '../pipeline/imagePipeline';
@@ -45,6 +46,7 @@ export function defaultDeps(opts: DepsOptions = {}): CrawlDeps {
 export function createCrawlWorker(opts: CrawlWorkerOptions): Promise<Worker> {
   const deps = opts.deps ?? defaultDeps();
   keepHelperThreadsBelowMain(helperNiceFromEnv());
+  setHeapGrowth(heapGrowthFromEnv());
   return Worker.create({
     connection: opts.connection,
     namespace: DEFAULT_NAMESPACE,
