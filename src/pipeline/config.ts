@@ -1,3 +1,5 @@
+import os from 'node:os';
+
 /** Pipeline settings, from the environment with safe defaults. */
 
 export interface PipelineConfig {
@@ -37,6 +39,12 @@ export interface PipelineConfig {
    * turn; one larger than this is decoded alone.
    */
   maxDecodePixels: number;
+  /**
+   * Images in analysis and thumbnailing at once across the worker. libvips spreads each image
+   * over all cores, so more than a few in flight only adds memory (each holds its decode
+   * buffers and its threads' malloc arenas): sharp alone reaches full speed at twice the cores.
+   */
+  imageConcurrency: number;
 }
 
 export const DEFAULT_USER_AGENT = 'PoliteImageCrawler/0.1 (+https://github.com/polite-image-crawler; crawler@example.org)';
@@ -70,6 +78,7 @@ export function pipelineConfigFromEnv(overrides: Partial<PipelineConfig> = {}): 
     maxBacklog: num('CRAWL_MAX_BACKLOG', 64),
     maxBacklogBytes: num('CRAWL_MAX_BACKLOG_BYTES', 256 * 1024 * 1024),
     maxDecodePixels: num('CRAWL_MAX_DECODE_PIXELS', 400_000_000),
+    imageConcurrency: Math.max(1, num('CRAWL_IMAGE_CONCURRENCY', 2 * os.availableParallelism())),
     ...overrides,
   };
 }

@@ -25,10 +25,13 @@ export class ImagePipeline implements UrlProcessor {
   private backlog = 0;
   private backlogBytes = 0;
   readonly decodeBudget: WeightedBudget;
+  /** Images in sharp at once (PipelineConfig.imageConcurrency): a count, each weighs 1. */
+  readonly imageSlots: WeightedBudget;
 
   constructor(private readonly cfg: PipelineConfig, private readonly store: ObjectStore, private readonly spool: Spool, fetcherOptions?: FetcherOptions) {
     this.fetcher = new Fetcher(cfg, fetcherOptions);
     this.decodeBudget = new WeightedBudget(cfg.maxDecodePixels);
+    this.imageSlots = new WeightedBudget(Math.floor(cfg.imageConcurrency));
     this.robots = new RobotsCache(this.fetcher, cfg);
   }
 
@@ -117,9 +120,12 @@ export class ImagePipeline implements UrlProcessor {
     this.backlog += 1;
     this.backlogBytes += held;
     try {
-      const analysis = await analyse(body, this.cfg.maxPixels);
-      const thumb = await this.decodeBudget.use(analysis.width * analysis.height, () =>
-        thumbnail(body, { maxPixels: this.cfg.maxPixels, maxSide: this.cfg.thumbnailMaxSide, quality: this.cfg.thumbnailQuality }));
+      const { analysis, thumb } = await this.imageSlots.use(1, async () => {
+        const analysis = await analyse(body, this.cfg.maxPixels);
+        const thumb = await this.decodeBudget.use(analysis.width * analysis.height, () =>
+          thumbnail(body, { maxPixels: this.cfg.maxPixels, maxSide: this.cfg.thumbnailMaxSide, quality: this.cfg.thumbnailQuality }));
+        return { analysis, thumb };
+      });
       const key = thumbnailKey(url);
       try {
         await this.store.put(key, thumb, 'image/jpeg');

@@ -89,3 +89,43 @@ describe('ImagePipeline decode budget (real undici, sharp, local store)', () => 
     expect(most).toBe(480_000); // one at a time: two would be 960,000 > 500,000
   });
 });
+
+// Images in sharp at once are bounded by count too: more than a few only adds memory.
+describe('ImagePipeline image concurrency (real undici, sharp, local store)', () => {
+  const origin = new Origin();
+  let pipeline: ImagePipeline;
+
+  beforeAll(async () => {
+    const img = await jpeg(400, 300, 80);
+    origin.serve('/robots.txt', 'User-agent: *\nAllow: /\n', 'text/plain');
+    for (const n of [1, 2, 3, 4, 5]) origin.serve(`/${n}.jpg`, img);
+    await origin.start();
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'images-'));
+    pipeline = new ImagePipeline(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'], imageConcurrency: 2 }),
+      new LocalStore(path.join(dir, 'store')), new Spool(path.join(dir, 'spool')));
+  });
+  afterAll(async () => { await pipeline.close(); await origin.stop(); });
+
+  it('has no more images in analysis and thumbnailing at once than configured', async () => {
+    const ctx = { source: 's', attempt: 1, signal: new AbortController().signal };
+    await pipeline.process(origin.url('/robots.txt'), ctx);
+    let inSharp = 0;
+    let most = 0;
+    const use = pipeline.decodeBudget.use.bind(pipeline.decodeBudget);
+    // The thumbnail decode runs inside the image slot: count how many are there at once, and
+    // hold each a little so that all five would overlap without the limit.
+    jest.spyOn(pipeline.decodeBudget, 'use').mockImplementation((w, fn) => use(w, async () => {
+      inSharp += 1;
+      most = Math.max(most, inSharp);
+      try {
+        await new Promise((r) => setTimeout(r, 50));
+        return await fn();
+      } finally {
+        inSharp -= 1;
+      }
+    }));
+    const results = await Promise.all([1, 2, 3, 4, 5].map((n) => pipeline.process(origin.url(`/${n}.jpg`), ctx)));
+    expect(results.map((r) => r.outcome.cls)).toEqual(['done', 'done', 'done', 'done', 'done']);
+    expect(most).toBe(2);
+  });
+});
