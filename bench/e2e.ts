@@ -17,7 +17,7 @@ import { ensureTemporalServer, freePort } from '../src/temporal/devServer';
 import { installTemporalRuntime } from '../src/temporal/runtime';
 import { createCrawlWorker, defaultDeps } from '../src/workers/worker';
 import { monitorWorkflowId } from '../src/workflows/monitorState';
-import { makeImageSet, sharpAlone } from './images';
+import { makeImageSet, sharpAlone, writeSiteFiles } from './images';
 import { cpuMsByProcess, cpuMsSince, fmt, historyEvents, max1s, peakRssMb, startOriginProcess, steadyRate } from './support';
 
 const N = Number(process.env.BENCH_IMAGES ?? 1600);
@@ -40,7 +40,7 @@ async function main(): Promise<void> {
   const small = await sharp({ create: { width: 64, height: 48, channels: 3, background: '#4a7' } }).jpeg().toBuffer();
   const hosts = ['127.0.0.1', '127.0.0.2', '127.0.0.3', '127.0.0.4'];
   const siteDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-e2e-site-'));
-  images.forEach((b, i) => fs.writeFileSync(path.join(siteDir, `${i}.jpg`), b));
+  writeSiteFiles(siteDir, images);
   fs.writeFileSync(path.join(siteDir, 'small.jpg'), small);
   // The sites run in their own process, as real sites would, and log arrival times there.
   const startSites = (log: string) => startOriginProcess(siteDir, hosts, path.join(siteDir, log));
@@ -147,6 +147,7 @@ async function main(): Promise<void> {
   await connection.close();
   await client.connection.close();
   await server.stop();
+  for (const d of [siteDir, dir]) fs.rmSync(d, { recursive: true, force: true });
 
   console.log(`phase 1: ${total} images over 4 sources (rates ${RATES.join(', ')}/s) in ${fmt(elapsedS, 1)} s`);
   console.log(`  first request reached a site after ${fmt(firstRequestS, 2)} s; the crawl ended ${fmt(afterLastRequestS, 2)} s after the last one`);

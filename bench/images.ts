@@ -1,11 +1,24 @@
+import fs from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
 import sharp from 'sharp';
 import { analyse, thumbnail } from '../src/pipeline/analyse';
 import { forEachLimit } from '../src/shared/concurrency';
 
+/** How many different images makeImageSet makes; image i is image i % DISTINCT_IMAGES. */
+export const DISTINCT_IMAGES = 24;
+
+/**
+ * The files a bench origin serves: the distinct images only. The origin answers /<dir>/<n>.jpg
+ * with file n modulo the number of files (bench/originProcess.ts), which is image n.
+ */
+export function writeSiteFiles(dir: string, images: Buffer[]): void {
+  images.slice(0, DISTINCT_IMAGES).forEach((b, i) => fs.writeFileSync(path.join(dir, `${i}.jpg`), b));
+}
+
 /** A varied, reproducible image set: photo-like JPEGs of several sizes and qualities. */
 export async function makeImageSet(count: number): Promise<Buffer[]> {
-  const distinct = Math.min(count, 24);
+  const distinct = Math.min(count, DISTINCT_IMAGES);
   const base: Buffer[] = [];
   for (let i = 0; i < distinct; i++) {
     const w = 800 + (i % 4) * 400;

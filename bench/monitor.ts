@@ -77,6 +77,7 @@ async function main(): Promise<void> {
     perSource: rows,
   };
   console.log(JSON.stringify(summary));
+  fs.rmSync(dir, { recursive: true, force: true });
 }
 
 main().catch((err) => {

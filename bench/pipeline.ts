@@ -17,7 +17,7 @@ import { LocalStore } from '../src/pipeline/store';
 import type { FetchBatchResult } from '../src/shared/types';
 import { helperNiceFromEnv, keepHelperThreadsBelowMain } from '../src/temporal/priority';
 import { heapGrowthFromEnv, setHeapGrowth } from '../src/workers/heapGrowth';
-import { makeImageSet, sharpAlone } from './images';
+import { makeImageSet, sharpAlone, writeSiteFiles } from './images';
 import { cpuMsByProcess, cpuMsSince, fmt, peakRssMb, startOriginProcess } from './support';
 
 const N = Number(process.env.BENCH_IMAGES ?? 600);
@@ -32,7 +32,7 @@ async function main(): Promise<void> {
   const images = await makeImageSet(N);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-pipeline-'));
   fs.mkdirSync(path.join(dir, 'site'));
-  images.forEach((b, i) => fs.writeFileSync(path.join(dir, 'site', `${i}.jpg`), b));
+  writeSiteFiles(path.join(dir, 'site'), images);
   const site = await startOriginProcess(path.join(dir, 'site'), ['127.0.0.1']);
   const origin = (p: string) => `http://127.0.0.1:${site.port}${p}`;
   const store = new LocalStore(path.join(dir, 'store'));
@@ -94,6 +94,7 @@ async function main(): Promise<void> {
     [k, fmt(runs.reduce((sum, r) => sum + (r[k] ?? 0), 0) / runs.length / N, 2)]));
   await pipeline.close();
   await site.stop();
+  fs.rmSync(dir, { recursive: true, force: true });
 
   const sharpPerS = median(rounds.map((r) => r.sharpPerS));
   const activityPerS = median(rounds.map((r) => r.crawl.perS));
