@@ -9,4 +9,6 @@ module.exports = {
   // Tests share the machine's 2 cores with Temporal servers they start.
   maxWorkers: 2,
   setupFiles: ['<rootDir>/test/support/setup.ts'],
+  globalSetup: '<rootDir>/test/support/globalSetup.ts',
+  globalTeardown: '<rootDir>/test/support/globalTeardown.ts',
 };
