@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { pipelineConfigFromEnv } from '../../src/pipeline/config';
+import { type PipelineConfig, pipelineConfigFromEnv } from '../../src/pipeline/config';
 import { ImagePipeline } from '../../src/pipeline/imagePipeline';
 import { Spool } from '../../src/pipeline/spool';
 import { LocalStore } from '../../src/pipeline/store';
@@ -42,7 +42,6 @@ describe.each([
   afterAll(async () => { await pipeline.close(); await origin.stop(); });
 
   it('hands a URL back unsent while its backlog is full, and sends it once it has caught up', async () => {
-    const ctx = { source: 's', attempt: 1, signal: new AbortController().signal };
     await pipeline.process(origin.url('/robots.txt'), ctx); // the host's robots.txt, out of the way
     const entered = new Promise<void>((r) => { storeEntered = r; });
     const one = pipeline.process(origin.url('/one.jpg'), ctx);
@@ -57,25 +56,36 @@ describe.each([
   });
 });
 
+const ctx = { source: 's', attempt: 1, signal: new AbortController().signal };
+
+/**
+ * For one describe block: an origin serving `count` identical JPEGs (robots.txt already fetched)
+ * and a pipeline with `overrides`.
+ */
+function imagesAndPipeline(count: number, width: number, height: number, overrides: Partial<PipelineConfig>) {
+  const origin = new Origin();
+  const env = { pipeline: undefined as unknown as ImagePipeline, urls: [] as string[] };
+  beforeAll(async () => {
+    const img = await jpeg(width, height, 80);
+    origin.serve('/robots.txt', 'User-agent: *\nAllow: /\n', 'text/plain');
+    for (let n = 1; n <= count; n++) origin.serve(`/${n}.jpg`, img);
+    await origin.start();
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pipeline-'));
+    env.pipeline = new ImagePipeline(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'], ...overrides }),
+      new LocalStore(path.join(dir, 'store')), new Spool(path.join(dir, 'spool')));
+    env.urls = Array.from({ length: count }, (_, i) => origin.url(`/${i + 1}.jpg`));
+    await env.pipeline.process(origin.url('/robots.txt'), ctx);
+  });
+  afterAll(async () => { await env.pipeline.close(); await origin.stop(); });
+  return env;
+}
+
 // Decoding for thumbnails is bounded by pixels across the worker (memory), not by image count.
 describe('ImagePipeline decode budget (real undici, sharp, local store)', () => {
-  const origin = new Origin();
-  let pipeline: ImagePipeline;
-
-  beforeAll(async () => {
-    const img = await jpeg(800, 600, 80);
-    origin.serve('/robots.txt', 'User-agent: *\nAllow: /\n', 'text/plain');
-    for (const n of [1, 2, 3]) origin.serve(`/${n}.jpg`, img);
-    await origin.start();
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'decode-'));
-    pipeline = new ImagePipeline(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'], maxDecodePixels: 500_000 }),
-      new LocalStore(path.join(dir, 'store')), new Spool(path.join(dir, 'spool')));
-  });
-  afterAll(async () => { await pipeline.close(); await origin.stop(); });
+  const env = imagesAndPipeline(3, 800, 600, { maxDecodePixels: 500_000 });
 
   it('weighs each thumbnail by its pixels and decodes no more at once than the budget', async () => {
-    const ctx = { source: 's', attempt: 1, signal: new AbortController().signal };
-    await pipeline.process(origin.url('/robots.txt'), ctx);
+    const { pipeline } = env;
     const weights: number[] = [];
     let most = 0;
     const use = pipeline.decodeBudget.use.bind(pipeline.decodeBudget);
@@ -83,7 +93,7 @@ describe('ImagePipeline decode budget (real undici, sharp, local store)', () => 
       weights.push(w);
       return use(w, async () => { most = Math.max(most, pipeline.decodeBudget.inUse); return fn(); });
     });
-    const results = await Promise.all([1, 2, 3].map((n) => pipeline.process(origin.url(`/${n}.jpg`), ctx)));
+    const results = await Promise.all(env.urls.map((url) => pipeline.process(url, ctx)));
     expect(results.map((r) => r.outcome.cls)).toEqual(['done', 'done', 'done']);
     expect(weights).toEqual([480_000, 480_000, 480_000]);
     expect(most).toBe(480_000); // one at a time: two would be 960,000 > 500,000
@@ -92,23 +102,10 @@ describe('ImagePipeline decode budget (real undici, sharp, local store)', () => 
 
 // Images in sharp at once are bounded by count too: more than a few only adds memory.
 describe('ImagePipeline image concurrency (real undici, sharp, local store)', () => {
-  const origin = new Origin();
-  let pipeline: ImagePipeline;
-
-  beforeAll(async () => {
-    const img = await jpeg(400, 300, 80);
-    origin.serve('/robots.txt', 'User-agent: *\nAllow: /\n', 'text/plain');
-    for (const n of [1, 2, 3, 4, 5]) origin.serve(`/${n}.jpg`, img);
-    await origin.start();
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'images-'));
-    pipeline = new ImagePipeline(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'], imageConcurrency: 2 }),
-      new LocalStore(path.join(dir, 'store')), new Spool(path.join(dir, 'spool')));
-  });
-  afterAll(async () => { await pipeline.close(); await origin.stop(); });
+  const env = imagesAndPipeline(5, 400, 300, { imageConcurrency: 2 });
 
   it('has no more images in analysis and thumbnailing at once than configured', async () => {
-    const ctx = { source: 's', attempt: 1, signal: new AbortController().signal };
-    await pipeline.process(origin.url('/robots.txt'), ctx);
+    const { pipeline } = env;
     let inSharp = 0;
     let most = 0;
     const use = pipeline.decodeBudget.use.bind(pipeline.decodeBudget);
@@ -124,7 +121,7 @@ describe('ImagePipeline image concurrency (real undici, sharp, local store)', ()
         inSharp -= 1;
       }
     }));
-    const results = await Promise.all([1, 2, 3, 4, 5].map((n) => pipeline.process(origin.url(`/${n}.jpg`), ctx)));
+    const results = await Promise.all(env.urls.map((url) => pipeline.process(url, ctx)));
     expect(results.map((r) => r.outcome.cls)).toEqual(['done', 'done', 'done', 'done', 'done']);
     expect(most).toBe(2);
   });
