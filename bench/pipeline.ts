@@ -15,8 +15,7 @@ import { ImagePipeline } from '../src/pipeline/imagePipeline';
 import { Spool } from '../src/pipeline/spool';
 import { LocalStore } from '../src/pipeline/store';
 import type { FetchBatchResult } from '../src/shared/types';
-import { helperNiceFromEnv, keepHelperThreadsBelowMain } from '../src/temporal/priority';
-import { heapGrowthFromEnv, setHeapGrowth } from '../src/workers/heapGrowth';
+import { tuneWorkerProcess } from '../src/workers/worker';
 import { makeImageSet, sharpAlone, writeSiteFiles } from './images';
 import { cpuMsByProcess, cpuMsSince, fmt, peakRssMb, startOriginProcess } from './support';
 
@@ -26,9 +25,7 @@ const WARM_UP = Number(process.env.BENCH_WARM_UP ?? 600);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 
 async function main(): Promise<void> {
-  // Thread priorities and heap growth as in a crawl worker (createCrawlWorker sets them the same way).
-  keepHelperThreadsBelowMain(helperNiceFromEnv());
-  setHeapGrowth(heapGrowthFromEnv());
+  tuneWorkerProcess(); // as createCrawlWorker does
   const images = await makeImageSet(N);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-pipeline-'));
   fs.mkdirSync(path.join(dir, 'site'));

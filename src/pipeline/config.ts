@@ -78,7 +78,7 @@ export function pipelineConfigFromEnv(overrides: Partial<PipelineConfig> = {}): 
     maxBacklog: num('CRAWL_MAX_BACKLOG', 64),
     maxBacklogBytes: num('CRAWL_MAX_BACKLOG_BYTES', 256 * 1024 * 1024),
     maxDecodePixels: num('CRAWL_MAX_DECODE_PIXELS', 400_000_000),
-    imageConcurrency: Math.max(1, num('CRAWL_IMAGE_CONCURRENCY', 2 * os.availableParallelism())),
+    imageConcurrency: Math.max(1, Math.floor(num('CRAWL_IMAGE_CONCURRENCY', 2 * os.availableParallelism()))),
     ...overrides,
   };
 }

@@ -31,7 +31,7 @@ export class ImagePipeline implements UrlProcessor {
   constructor(private readonly cfg: PipelineConfig, private readonly store: ObjectStore, private readonly spool: Spool, fetcherOptions?: FetcherOptions) {
     this.fetcher = new Fetcher(cfg, fetcherOptions);
     this.decodeBudget = new WeightedBudget(cfg.maxDecodePixels);
-    this.imageSlots = new WeightedBudget(Math.floor(cfg.imageConcurrency));
+    this.imageSlots = new WeightedBudget(cfg.imageConcurrency);
     this.robots = new RobotsCache(this.fetcher, cfg);
   }
 

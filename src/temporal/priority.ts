@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import os from 'node:os';
+import { intFromEnv } from '../shared/env';
 
 /**
  * Lowers the CPU priority (raises the nice value) of a process and, on Linux, of each of its
@@ -34,11 +35,7 @@ export function serverNiceFromEnv(): number {
 }
 
 function niceFromEnv(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 0 || n > 19) throw new Error(`${name} must be an integer from 0 to 19, got ${JSON.stringify(raw)}`);
-  return n;
+  return intFromEnv(name, fallback, 0, 19);
 }
 
 let keeper: NodeJS.Timeout | undefined;

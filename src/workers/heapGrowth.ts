@@ -1,4 +1,5 @@
 import v8 from 'node:v8';
+import { intFromEnv } from '../shared/env';
 
 /**
  * Lets V8's old generation grow to (1 + percent/100) times its live size before the next full
@@ -21,9 +22,5 @@ export function setHeapGrowth(percent: number): void {
 
 /** CRAWL_HEAP_GROWING_PERCENT: the percentage above (default 200; 0 leaves V8's own factor). */
 export function heapGrowthFromEnv(): number {
-  const raw = process.env.CRAWL_HEAP_GROWING_PERCENT;
-  if (raw === undefined || raw === '') return 200;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 0 || n > 1000) throw new Error(`CRAWL_HEAP_GROWING_PERCENT must be an integer from 0 to 1000, got ${JSON.stringify(raw)}`);
-  return n;
+  return intFromEnv('CRAWL_HEAP_GROWING_PERCENT', 200, 0, 1000);
 }

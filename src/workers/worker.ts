@@ -42,11 +42,16 @@ export function defaultDeps(opts: DepsOptions = {}): CrawlDeps {
   };
 }
 
+/** Thread priorities and heap growth for a process that crawls (see each for why). */
+export function tuneWorkerProcess(): void {
+  keepHelperThreadsBelowMain(helperNiceFromEnv());
+  setHeapGrowth(heapGrowthFromEnv());
+}
+
 /** One process type runs workflows and activities; scale by running more of them. */
 export function createCrawlWorker(opts: CrawlWorkerOptions): Promise<Worker> {
   const deps = opts.deps ?? defaultDeps();
-  keepHelperThreadsBelowMain(helperNiceFromEnv());
-  setHeapGrowth(heapGrowthFromEnv());
+  tuneWorkerProcess();
   return Worker.create({
     connection: opts.connection,
     namespace: DEFAULT_NAMESPACE,
