@@ -173,12 +173,13 @@ export class Governor {
     return candidates.length ? Math.min(...candidates) : undefined;
   }
 
-  plan(wants: readonly Want[], nowMs: number): (PlannedGrant & { grantId: number })[] {
+  /** `stretch`: the window is that many times its usual length (see windowStretch). */
+  plan(wants: readonly Want[], nowMs: number, stretch = 1): (PlannedGrant & { grantId: number })[] {
     if (!this.canGrant(nowMs)) return [];
     const paced = this.rate * (1 - this.cfg.pacingMargin);
     const planned = planWindow(
       this.state.pacer,
-      { nowMs, rate: paced, burst: this.state.burst, leadMs: this.cfg.grantLeadMs, windowMs: windowLengthMs(paced) },
+      { nowMs, rate: paced, burst: this.state.burst, leadMs: this.cfg.grantLeadMs, windowMs: stretchedWindowMs(windowLengthMs(paced), stretch) },
       wants,
     );
     return planned.map((g) => ({ ...g, grantId: this.state.nextGrantId++ }));
@@ -215,6 +216,11 @@ export class Governor {
     this.state.mode = 'stopped';
     return { event: 'stopped', detail: 'by operator' };
   }
+}
+
+/** Stretched for missed slots, but never past a minute unless the rate's own window is longer. */
+function stretchedWindowMs(windowMs: number, stretch: number): number {
+  return Math.min(Math.max(windowMs, 60_000), windowMs * Math.max(1, stretch));
 }
 
 function fmt(n: number): string {

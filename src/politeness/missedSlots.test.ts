@@ -1,4 +1,4 @@
-import { slotsWithMissAllowance, updateMissRate } from './missedSlots';
+import { slotsWithMissAllowance, updateMissRate, windowStretch } from './missedSlots';
 
 describe('missed-slot allowance', () => {
   it('follows the share of slots missed, weighting recent reports', () => {
@@ -17,8 +17,15 @@ describe('missed-slot allowance', () => {
     expect(slotsWithMissAllowance(1, 0.05)).toBe(3);
   });
 
-  it('never more than doubles, and never plans slots for nothing', () => {
-    expect(slotsWithMissAllowance(50, 0.9)).toBe(100);
+  it('never more than triples, and never plans slots for nothing', () => {
+    expect(slotsWithMissAllowance(50, 0.9)).toBe(150);
     expect(slotsWithMissAllowance(0, 0.4)).toBe(0);
+  });
+
+  it('lengthens windows by the share of slots missed, at most threefold', () => {
+    expect(windowStretch(0)).toBe(1);
+    expect(windowStretch(0.5)).toBe(2);
+    expect(windowStretch(0.9)).toBeCloseTo(3, 9);
+    expect(windowStretch(-1)).toBe(1);
   });
 });

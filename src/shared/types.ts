@@ -46,6 +46,11 @@ export interface Grant {
   slots: number;
   /** Of those, how many may go at startMs without spacing (the configured burst). */
   burstSlots: number;
+  /**
+   * How many URLs the batch puts in the grant (at most `slots`; all of them when absent). The
+   * slots beyond are spares for URLs whose slot the worker misses (see missedSlots.ts).
+   */
+  urls?: number;
 }
 
 /** The pacing schedule handed to the fetch activity along with its URLs. */
@@ -118,8 +123,9 @@ export interface FetchBatchResult {
   /** Set when the source answered 429/503: how long it asked us to wait, ms. */
   retryAfterMs?: number;
   /**
-   * Slots that served no URL: the worker woke up too late for them or could not get the request
-   * out by its send-by time (it is busy), or robots.txt took them.
+   * Slots that served no URL: late wake-ups moved them past the grant's end, the worker could not
+   * get the request out by its send-by time (it is busy), a URL waited for image work, or
+   * robots.txt took them.
    */
   missedSlots?: number;
 }

@@ -60,6 +60,7 @@ describe('MonitorModel token bookkeeping', () => {
     const [g] = m.planGrants(T0);
     expect(g!.slots).toBeGreaterThanOrEqual(23); // 12 wanted, ~50% missed
     expect(g!.slots).toBeLessThanOrEqual(24);
+    expect(g!.urls).toBe(12); // the rest are spares for URLs whose slot goes by
     expect(m.wants()[0]!.wanted).toBe(0);
   });
 
@@ -68,5 +69,28 @@ describe('MonitorModel token bookkeeping', () => {
     m.onTokenRequest({ batchId, unassigned: 12, grantsSeen: 0 });
     m.onReport({ batchId, grantId: 0, outcomes: [], unused: 0, missedSlots: 0 }, T0);
     expect(m.planGrants(T0)[0]!.slots).toBe(14);
+  });
+
+  it('grants a longer window while its worker misses slots, so a grant still serves a window of URLs', () => {
+    const fast = () => {
+      const m = MonitorModel.fromInput({ source: 's', config: { rate: 50 }, work: [{ chunkId: 'c1', count: 500 }] }, T0);
+      m.batchStarted('b1', m.takeChunksToStart()[0]!);
+      m.onTokenRequest({ batchId: 'b1', unassigned: 500, grantsSeen: 0 });
+      return m;
+    };
+    const usual = fast().planGrants(T0)[0]!;
+    const busy = fast();
+    const outcomes = Array.from({ length: 50 }, () => ({ url: '', cls: 'done' as const, sent: true, final: true, attempt: 1 }));
+    // The worker sent in half the slots: its CPU is the limit, not the site.
+    for (let i = 0; i < 10; i++) busy.onReport({ batchId: 'b1', grantId: 0, outcomes, unused: 0, missedSlots: 50 }, T0);
+    const stretched = busy.planGrants(T0)[0]!;
+    expect(stretched.intervalMs).toBe(usual.intervalMs); // the site's load is unchanged
+    expect(stretched.endMs - stretched.startMs).toBeGreaterThan(1.9 * (usual.endMs - usual.startMs));
+    expect(stretched.slots).toBeGreaterThan(1.9 * usual.slots);
+    // Half the slots are spares: the batch puts in only the URLs the worker is expected to reach,
+    // and the monitor counts only those against the batch's wants.
+    expect(stretched.urls).toBeLessThan(0.55 * stretched.slots);
+    expect(stretched.urls).toBeGreaterThan(0.45 * stretched.slots);
+    expect(busy.wants()[0]!.wanted).toBe(500 - stretched.urls!);
   });
 });

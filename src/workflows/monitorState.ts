@@ -1,7 +1,7 @@
 import { DEFAULT_GOVERNOR, Governor, type Counts, type GovernorConfig, type GovernorMode, type GovernorState, type PolicyEvent } from '../politeness/governor';
 import { windowCounts } from '../politeness/breaker';
 import { median } from '../politeness/latency';
-import { slotsWithMissAllowance, updateMissRate } from '../politeness/missedSlots';
+import { slotsWithMissAllowance, updateMissRate, windowStretch } from '../politeness/missedSlots';
 import { ceilings } from '../politeness/pacing';
 import type { Grant, OutcomeReport, SourceConfig, TokenRequest, WorkChunk } from '../shared/types';
 import type { BatchFinished } from './messages';
@@ -40,7 +40,7 @@ export interface BatchEntry {
   unassigned: number;
   /** Grants sent to this batch so far (its grant sequence). */
   grantsSent: number;
-  /** Slots of grants the batch had not yet seen at its last request: [grant seq, slots]. */
+  /** URLs in the grants the batch had not yet seen at its last request: [grant seq, URLs]. */
   unseen: [number, number][];
 }
 
@@ -196,18 +196,22 @@ export class MonitorModel {
   planGrants(nowMs: number): Grant[] {
     if (nowMs < this.governor.nextPlanAtMs()) return [];
     const missRate = this.state.missRate;
-    const wants = this.wants()
-      .filter((w) => w.wanted > 0)
-      .map((w) => ({ ...w, wanted: slotsWithMissAllowance(w.wanted, missRate) }));
+    const urlsWanted = new Map(this.wants().filter((w) => w.wanted > 0).map((w) => [w.batchId, w.wanted]));
+    const wants = [...urlsWanted].map(([batchId, wanted]) => ({ batchId, wanted: slotsWithMissAllowance(wanted, missRate) }));
     if (wants.length === 0) return [];
-    const grants = this.governor.plan(wants, nowMs);
-    for (const g of grants) {
+    const grants = this.governor.plan(wants, nowMs, windowStretch(missRate));
+    return grants.map((g) => {
       const b = this.state.batches.find((x) => x.batchId === g.batchId)!;
+      const wanted = urlsWanted.get(g.batchId)!;
+      const planned = wants.find((w) => w.batchId === g.batchId)!.wanted;
+      // URLs in proportion when the window could not hold every slot asked for: a grant with
+      // more URLs than the worker will reach hands the rest back, and they need another grant.
+      const urls = Math.min(wanted, g.slots, Math.ceil((g.slots * wanted) / planned));
       b.grantsSent += 1;
-      b.unseen.push([b.grantsSent, g.slots]);
+      b.unseen.push([b.grantsSent, urls]);
       this.state.grantedSlots += g.slots;
-    }
-    return grants;
+      return { ...g, urls };
+    });
   }
 
   /** When the loop must wake even without a message. */
