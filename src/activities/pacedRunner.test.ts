@@ -1,4 +1,5 @@
 import { getEventListeners } from 'node:events';
+import { maxInAnyWindow } from '../politeness/pacing';
 import { runPaced } from './pacedRunner';
 
 function fakeClock(start: number) {
@@ -16,24 +17,68 @@ describe('paced runner', () => {
     expect(r.unused).toEqual([]);
   });
 
-  it('skips slots it is too late for instead of bunching, and hands back what is left', async () => {
-    const clock = fakeClock(12_500); // started late: the slots at 10 s, 11 s and 12 s are gone
+  it('started late, moves the rest of the grant later instead of bunching, never past its last slot', async () => {
+    const clock = fakeClock(12_500); // the slots at 10 s, 11 s and 12 s have gone by
     const r = await runPaced({ count: 5, schedule, run: async (i) => i, shouldStop: () => false, ...clock });
-    expect(r.sentAt).toEqual([13_000, 14_000]);
+    expect(r.sentAt).toEqual([12_500, 13_500]); // 14.5 s would be past the last slot (14 s)
     expect([...r.results.keys()]).toEqual([0, 1]);
     expect(r.unused).toEqual([2, 3, 4]);
     expect(r.missed).toBe(3);
   });
 
-  it('moves an item to the next slot when one slot is missed, within the lateness bound', async () => {
+  it('loses only the lateness of a late wake-up, not the slot', async () => {
     let t = 10_000;
     let calls = 0;
     // The first wait overshoots by 30 ms (a busy event loop), the next by 5 ms (within bounds).
     const sleep = async (ms: number) => { calls += 1; t += ms + (calls === 1 ? 30 : calls === 2 ? 5 : 0); };
     const r = await runPaced({ count: 3, schedule, run: async (i) => i, shouldStop: () => false, now: () => t, sleep });
-    expect(r.sentAt).toEqual([10_000, 12_005, 13_000]);
+    expect(r.sentAt).toEqual([10_000, 11_030, 12_035]); // slot 2 keeps its spacing from the moved slot 1
     expect(r.unused).toEqual([]);
-    expect(r.missed).toBe(1);
+    expect(r.missed).toBe(0);
+  });
+
+  it('keeps every second within the ceiling across back-to-back grants, however late it wakes', async () => {
+    for (const rate of [1, 30, 90]) {
+      const intervalMs = 1000 / (rate * 0.97); // as the monitor lays slots out
+      const sent: number[] = [];
+      let t = 0;
+      let seed = rate;
+      const random = () => { seed = (seed * 16807) % 2147483647; return seed / 2147483647; };
+      // A busy event loop: most wake-ups on time, some 10-200 ms late.
+      const sleep = async (ms: number) => { t += ms + (random() < 0.2 ? 10 + random() * 190 : random() * 5); };
+      let startMs = 10_000;
+      for (let g = 0; g < 6; g++) {
+        const slots = 15 + g * 7;
+        t = Math.max(t, startMs - 50);
+        const r = await runPaced({
+          count: slots, schedule: { startMs, endMs: startMs + slots * intervalMs, intervalMs, burstSlots: 0 },
+          run: async (i) => i, shouldStop: () => false, now: () => t, sleep,
+        });
+        expect(Math.min(...r.sentAt)).toBeGreaterThanOrEqual(startMs);
+        expect(Math.max(...r.sentAt)).toBeLessThanOrEqual(startMs + (slots - 1) * intervalMs + 10);
+        sent.push(...r.sentAt);
+        startMs += slots * intervalMs; // the next grant owns the stretch right after this one
+      }
+      // 20 ms to spare for jitter on the way to the site, as the contract's margin promises.
+      expect(maxInAnyWindow(sent, 1_020)).toBeLessThanOrEqual(Math.ceil(rate));
+      expect(sent.length).toBeGreaterThan(0);
+    }
+  });
+
+  it('keeps the ceiling when the next grant starts right at the end of a late one', async () => {
+    const intervalMs = 1000 / 0.97;
+    const sent: number[] = [];
+    let t = 9_000;
+    let late = true;
+    const sleep = async (ms: number) => { t += ms + (late ? 400 : 0); late = false; };
+    const first = { startMs: 10_000, endMs: 10_000 + 3 * intervalMs, intervalMs, burstSlots: 0 };
+    const r1 = await runPaced({ count: 3, schedule: first, run: async (i) => i, shouldStop: () => false, now: () => t, sleep });
+    const second = { startMs: first.endMs, endMs: first.endMs + 3 * intervalMs, intervalMs, burstSlots: 0 };
+    const r2 = await runPaced({ count: 3, schedule: second, run: async (i) => i, shouldStop: () => false, now: () => t, sleep });
+    sent.push(...r1.sentAt, ...r2.sentAt);
+    expect(r1.sentAt).toEqual([10_400, 10_400 + intervalMs]); // the third slot moved past the end
+    expect(r1.unused).toEqual([2]);
+    expect(maxInAnyWindow(sent, 1_020)).toBe(1);
   });
 
   it('stops dispatching the moment the source throttles and hands the rest back', async () => {

@@ -3,12 +3,17 @@ import type { PacingSchedule } from '../shared/types';
 
 /**
  * Sends work on a grant's schedule. Each send takes one slot: never before the slot's time,
- * and never more than MAX_LATENESS_MS after it; a slot we are too late for is skipped and its
- * item moves to the next slot, and items left without a slot go back unused. Because slots
- * are laid out for 97% of the rate, at most ceil(rate) (+ burst) sends can then fall in any
- * second, with about 20 ms to spare for jitter on the way to the site (measured: up to 11 ms on
- * a saturated 2-core machine). Work runs concurrently
- * once started; only the start times are paced.
+ * and never more than MAX_LATENESS_MS after it. Because slots are laid out for 97% of the rate,
+ * at most ceil(rate) (+ burst) sends can then fall in any second, with about 20 ms to spare for
+ * jitter on the way to the site (measured: up to 11 ms on a saturated 2-core machine). Work runs
+ * concurrently once started; only the start times are paced.
+ *
+ * Waking up later than that for a slot (a busy event loop) moves the rest of the grant later by
+ * the lateness: the slot is used now and every later slot keeps its spacing from it. So a late
+ * wake-up costs the source the lateness (tens of ms) instead of a whole slot (a second at
+ * 1 req/s), and the bound above still holds: slots only ever move apart, and none moves past the
+ * grant's last slot, so the next grant's first slot is still at least one spacing away. Slots
+ * pushed past the last one are lost; items left without a slot go back unused.
  */
 
 export const MAX_LATENESS_MS = 10;
@@ -45,8 +50,9 @@ export interface PacedRunResult<R> {
   unused: number[];
   sentAt: number[];
   /**
-   * Slots that did not serve their item: we woke up too late for them, or the run handed its
-   * item back (it could not leave in time at the socket, or the slot went to robots.txt).
+   * Slots that did not serve their item: late wake-ups moved them past the grant's end while
+   * items waited, or the run handed its item back (it could not leave in time at the socket,
+   * the slot went to robots.txt, or image work was backed up).
    */
   missed: number;
 }
@@ -78,11 +84,19 @@ export async function runPaced<R>(o: PacedRunOptions<R>): Promise<PacedRunResult
   let next = 0;
   let missed = 0;
   let running = 0;
+  const lastSlotMs = slotTime(o.schedule, slots - 1);
+  /** How far late wake-ups have moved the grant's remaining slots. */
+  let shiftMs = 0;
+  const slotAt = (j: number) => slotTime(o.schedule, j) + shiftMs;
   // Slots keep coming while runs are in flight: one may hand its item back for a later slot.
   let waitingFor = 0; // the slot the loop is waiting for (or about to send in)
   for (let j = 0; j < slots && (next < items.length || running > 0); j++) {
     waitingFor = j;
-    const at = slotTime(o.schedule, j);
+    let at = slotAt(j);
+    if (at > lastSlotMs) {
+      if (next < items.length) missed += slots - j; // moved past the grant's end: lost
+      break;
+    }
     if (o.prepare && next < items.length && !o.shouldStop()) o.prepare(items[next]!, at);
     // Timers may fire a little early by the wall clock: wait until the slot has really come.
     for (let t = now(); t < at; t = now()) {
@@ -93,8 +107,12 @@ export async function runPaced<R>(o: PacedRunOptions<R>): Promise<PacedRunResult
     if (next >= items.length) continue; // nothing to send in this slot right now
     const t = now();
     if (t > at + MAX_LATENESS_MS) {
-      missed += 1; // the item waits for the next slot
-      continue;
+      if (t > lastSlotMs) {
+        missed += slots - j; // even this slot, moved to now, would be past the grant's end
+        break;
+      }
+      shiftMs += t - at;
+      at = t;
     }
     const index = items[next++]!;
     sentAt.push(t);
@@ -107,7 +125,7 @@ export async function runPaced<R>(o: PacedRunOptions<R>): Promise<PacedRunResult
         // be waiting for the next slot, so the item is prepared now.
         if (again === 'next') {
           items.splice(next, 0, index);
-          o.prepare?.(index, slotTime(o.schedule, waitingFor));
+          o.prepare?.(index, slotAt(waitingFor));
         } else {
           items.push(index);
           missed += 1;
