@@ -28,6 +28,11 @@ const handler: http.RequestListener = (req, res) => {
   res.end(body);
 };
 
+// A bench that dies without stopping us closes our stdin: exit too, rather than linger and
+// hold the bench's output pipe open.
+process.stdin.on('end', () => process.exit(0));
+process.stdin.resume();
+
 process.on('SIGTERM', () => {
   if (logFile) fs.writeFileSync(logFile, arrivals.join('\n'));
   process.exit(0);

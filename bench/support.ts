@@ -55,7 +55,8 @@ export async function startOriginProcess(dir: string, hosts: string[], logFile?:
   const { spawn } = await import('node:child_process');
   const fs = await import('node:fs');
   const args = [require.resolve('./originProcess'), dir, hosts.join(','), '0', ...(logFile ? [logFile] : [])];
-  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
+  // stdin stays open as long as we live: the origin exits when it closes (see originProcess).
+  const child = spawn(process.execPath, args, { stdio: ['pipe', 'pipe', 'inherit'] });
   const port = await new Promise<number>((resolve, reject) => {
     child.stdout!.on('data', (d: Buffer) => {
       const m = /listening (\d+)/.exec(d.toString());
