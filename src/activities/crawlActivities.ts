@@ -35,7 +35,7 @@ export interface UrlProcessor {
    * Handles one URL. `sendBy` is the latest moment a request may leave for the site (its slot
    * plus the lateness bound): past it, hand the URL back unsent with `requeue`.
    */
-  process(url: string, ctx: { source: string; attempt: number; signal: AbortSignal; sendBy?: number; hop?: RedirectHop }): Promise<ProcessedUrl>;
+  process(url: string, ctx: { source: string; attempt: number; signal: AbortSignal; sendBy?: number; mayGoLate?: () => boolean; hop?: RedirectHop }): Promise<ProcessedUrl>;
   /**
    * Called ahead of the URL's slot (at `slotMs`): sees to it that a connection to its host will
    * be ready then, so the request can leave the moment its slot comes.
@@ -115,10 +115,10 @@ export function createCrawlActivities(deps: CrawlDeps) {
       // A URL part-way through its redirects goes next to its next hop's origin.
       prepare: deps.processor.preconnect && ((i, slotMs) => deps.processor.preconnect!(hops.get(i)?.url ?? input.items[i]!.url, slotMs)),
       shouldStop: () => superseded() || throttled || errorRun >= ERROR_BURST || isSourceBlocked(input.source),
-      run: async (i, slotMs) => {
+      run: async (i, slotMs, mayGoLate) => {
         const item = input.items[i]!;
         const sendBy = slotMs + MAX_LATENESS_MS;
-        const processed = await deps.processor.process(item.url, { source: input.source, attempt: item.attempt, signal: ctx.cancellationSignal, sendBy, hop: hops.get(i) });
+        const processed = await deps.processor.process(item.url, { source: input.source, attempt: item.attempt, signal: ctx.cancellationSignal, sendBy, mayGoLate, hop: hops.get(i) });
         if (processed.hop) hops.set(i, processed.hop);
         // A URL part-way through its redirects goes first in line: its next hop takes the next slot.
         if (processed.requeue) return hops.has(i) ? 'next' as const : 'requeue' as const;

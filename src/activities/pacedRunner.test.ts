@@ -81,6 +81,49 @@ describe('paced runner', () => {
     expect(maxInAnyWindow(sent, 1_020)).toBe(1);
   });
 
+  it('lets a request that could not leave in time go late while no later slot has sent, moving the rest of the grant', async () => {
+    const clock = fakeClock(10_000);
+    const leftAt: number[] = [];
+    const r = await runPaced({
+      count: 3, schedule, shouldStop: () => false, ...clock,
+      run: async (i, slotMs, mayGoLate) => {
+        if (i === 1) {
+          clock.advance(40); // a slow step before the socket: past slotMs + 10 ms
+          expect(mayGoLate()).toBe(true);
+        }
+        leftAt.push(clock.now());
+        return i;
+      },
+    });
+    expect(leftAt).toEqual([10_000, 11_040, 12_040]); // slot 2 keeps its spacing from the late one
+    expect(r.missed).toBe(0);
+    expect(r.unused).toEqual([]);
+  });
+
+  it('refuses to let a request go late once a later slot has sent', async () => {
+    const clock = fakeClock(10_000);
+    let lateAnswer: boolean | undefined;
+    let releaseFirst!: () => void;
+    const firstWaits = new Promise<void>((resolve) => { releaseFirst = resolve; });
+    const r = await runPaced({
+      count: 2, schedule: { ...schedule, burstSlots: 1 }, shouldStop: () => false, ...clock,
+      run: async (i, _slotMs, mayGoLate) => {
+        if (i === 0 && lateAnswer === undefined) {
+          await firstWaits; // still on its way to the socket when the burst slot's request leaves
+          clock.advance(30);
+          lateAnswer = mayGoLate();
+          return 'late';
+        }
+        releaseFirst();
+        return 'sent';
+      },
+      requeued: (res) => res === 'late',
+    });
+    expect(lateAnswer).toBe(false);
+    expect(r.results.get(1)).toBe('sent');
+    expect(r.missed).toBe(1); // item 0 went in a later slot
+  });
+
   it('stops dispatching the moment the source throttles and hands the rest back', async () => {
     const clock = fakeClock(10_000);
     let throttled = false;

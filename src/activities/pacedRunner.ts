@@ -13,7 +13,10 @@ import type { PacingSchedule } from '../shared/types';
  * wake-up costs the source the lateness (tens of ms) instead of a whole slot (a second at
  * 1 req/s), and the bound above still holds: slots only ever move apart, and none moves past the
  * grant's last slot, so the next grant's first slot is still at least one spacing away. Slots
- * pushed past the last one are lost; items left without a slot go back unused.
+ * pushed past the last one are lost; items left without a slot go back unused. A request that
+ * could not leave within the bound (a slow step before the socket) may go late on the same
+ * terms, as long as no later slot has sent yet: then the rest of the grant moves instead of the
+ * slot being lost (at 1 req/s, slots lost this way were most of a slow source's shortfall).
  */
 
 export const MAX_LATENESS_MS = 10;
@@ -23,8 +26,11 @@ export interface PacedRunOptions<R> {
   schedule: PacingSchedule;
   /** Indices already done by an earlier attempt (from heartbeat details): not sent again. */
   skip?: ReadonlySet<number>;
-  /** Starts item `index` in the slot at `slotMs`; the request must leave by slotMs + MAX_LATENESS_MS. */
-  run(index: number, slotMs: number): Promise<R>;
+  /**
+   * Starts item `index` in the slot at `slotMs`; the request must leave by slotMs +
+   * MAX_LATENESS_MS, or else only if `mayGoLate()` says yes at the moment it would leave.
+   */
+  run(index: number, slotMs: number, mayGoLate: () => boolean): Promise<R>;
   /**
    * True when the run's item should wait for a later slot (it was too late by the time it could
    * leave, or the slot went to robots.txt): the item goes to the back of the line. 'next': it
@@ -90,6 +96,7 @@ export async function runPaced<R>(o: PacedRunOptions<R>): Promise<PacedRunResult
   const slotAt = (j: number) => slotTime(o.schedule, j) + shiftMs;
   // Slots keep coming while runs are in flight: one may hand its item back for a later slot.
   let waitingFor = 0; // the slot the loop is waiting for (or about to send in)
+  let sends = 0;
   for (let j = 0; j < slots && (next < items.length || running > 0); j++) {
     waitingFor = j;
     let at = slotAt(j);
@@ -98,10 +105,16 @@ export async function runPaced<R>(o: PacedRunOptions<R>): Promise<PacedRunResult
       break;
     }
     if (o.prepare && next < items.length && !o.shouldStop()) o.prepare(items[next]!, at);
-    // Timers may fire a little early by the wall clock: wait until the slot has really come.
-    for (let t = now(); t < at; t = now()) {
+    // Timers may fire a little early by the wall clock: wait until the slot has really come
+    // (and, should a late send have moved it meanwhile, until it has come again).
+    for (let t = now(); t < slotAt(j); t = now()) {
       if (o.signal?.aborted) break;
-      await sleep(at - t);
+      await sleep(slotAt(j) - t);
+    }
+    at = slotAt(j);
+    if (at > lastSlotMs) {
+      if (next < items.length) missed += slots - j;
+      break;
     }
     if (o.shouldStop() || o.signal?.aborted) break;
     if (next >= items.length) continue; // nothing to send in this slot right now
@@ -117,7 +130,19 @@ export async function runPaced<R>(o: PacedRunOptions<R>): Promise<PacedRunResult
     const index = items[next++]!;
     sentAt.push(t);
     running += 1;
-    inflight.push(o.run(index, at).then((r) => {
+    const send = ++sends;
+    let slotMs = at;
+    const mayGoLate = () => {
+      if (send !== sends) return false; // a later slot has sent: this one cannot move
+      const late = now();
+      if (late > lastSlotMs) return false;
+      if (late > slotMs) {
+        shiftMs += late - slotMs;
+        slotMs = late;
+      }
+      return true;
+    };
+    inflight.push(o.run(index, at, mayGoLate).then((r) => {
       running -= 1;
       const again = o.requeued?.(r);
       if (again) {

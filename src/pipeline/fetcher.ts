@@ -66,13 +66,14 @@ export class LateError extends Error {
  * connected socket right before it writes the request, so this is the last moment to decide:
  * a connection that took long to open or a busy event loop cannot make a paced request go
  * late and crowd the next one at the site (measured: 70 ms after its slot on a saturated
- * machine, with the earlier check passed).
+ * machine, with the earlier check passed). Unless `mayGoLate` lets it go all the same: the
+ * paced runner can move the rest of the grant later when nothing has left after this request.
  */
 // undici's type declarations omit DecoratorHandler's methods; this is the one we extend.
 const decorated = DecoratorHandler.prototype as unknown as { onRequestStart(c: Dispatcher.DispatchController, context: unknown): void };
 
 class SendByHandler extends DecoratorHandler {
-  constructor(handler: Dispatcher.DispatchHandler, private readonly sendBy: number) {
+  constructor(handler: Dispatcher.DispatchHandler, private readonly sendBy: number, private readonly mayGoLate?: () => boolean) {
     super(handler);
   }
 
@@ -81,14 +82,14 @@ class SendByHandler extends DecoratorHandler {
     // throws without touching its connection, while abort() destroys the socket. Under load
     // that made every late request cost a new connection for the next one, which then came
     // late too (measured: 1,000 connections and 1,000 late requests for 1,600 images).
-    if (Date.now() > this.sendBy) throw new LateError();
+    if (Date.now() > this.sendBy && !this.mayGoLate?.()) throw new LateError();
     decorated.onRequestStart.call(this, controller, context);
   }
 }
 
 const sendByInterceptor: Dispatcher.DispatcherComposeInterceptor = (dispatch) => (opts, handler) => {
-  const sendBy = (opts as { sendBy?: number }).sendBy;
-  return dispatch(opts, sendBy === undefined ? handler : new SendByHandler(handler, sendBy));
+  const { sendBy, mayGoLate } = opts as { sendBy?: number; mayGoLate?: () => boolean };
+  return dispatch(opts, sendBy === undefined ? handler : new SendByHandler(handler, sendBy, mayGoLate));
 };
 
 /** A paced request's slot further ahead than this gets its connection check on a timer. */
@@ -195,7 +196,7 @@ export class Fetcher {
    * `followRedirects` is false: then a redirect comes back with its `location`, for the caller
    * to request in a later slot of its own.
    */
-  async fetch(rawUrl: string, opts: { signal?: AbortSignal; maxBytes?: number; accept?: string; sendBy?: number; followRedirects?: boolean } = {}): Promise<FetchResult> {
+  async fetch(rawUrl: string, opts: { signal?: AbortSignal; maxBytes?: number; accept?: string; sendBy?: number; mayGoLate?: () => boolean; followRedirects?: boolean } = {}): Promise<FetchResult> {
     const started = performance.now();
     const elapsed = () => Math.round(performance.now() - started);
     const maxBytes = opts.maxBytes ?? this.cfg.maxBodyBytes;
@@ -233,6 +234,7 @@ export class Fetcher {
           dispatcher: this.dispatcher,
           signal,
           sendBy,
+          mayGoLate: sendBy === undefined ? undefined : opts.mayGoLate,
           maxRedirections: 0,
           headers: { 'user-agent': this.cfg.userAgent, accept: opts.accept ?? 'image/*,*/*;q=0.5' },
         } as Parameters<typeof request>[1]);

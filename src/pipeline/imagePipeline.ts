@@ -56,14 +56,14 @@ export class ImagePipeline implements UrlProcessor {
     }
   }
 
-  async process(url: string, ctx: { source: string; attempt: number; signal: AbortSignal; sendBy?: number; hop?: RedirectHop }): Promise<ProcessedUrl> {
+  async process(url: string, ctx: { source: string; attempt: number; signal: AbortSignal; sendBy?: number; mayGoLate?: () => boolean; hop?: RedirectHop }): Promise<ProcessedUrl> {
     const base = { url, sent: false };
     // A redirect's next hop is a request of its own, in a slot of its own: the site sees no more
     // requests in a second than it was granted, however many hops an image takes.
     const target = ctx.hop?.url ?? url;
     // Checked right before anything leaves for the site: work before it (spool, robots cache)
     // can be slow under load, and a late request would crowd the next slot at the origin.
-    const tooLate = () => ctx.sendBy !== undefined && Date.now() > ctx.sendBy;
+    const tooLate = () => ctx.sendBy !== undefined && Date.now() > ctx.sendBy && !ctx.mayGoLate?.();
     const late: ProcessedUrl = { outcome: { ...base, cls: 'error', reason: 'missed its slot' }, requeue: true };
     let u: URL;
     try {
@@ -81,7 +81,7 @@ export class ImagePipeline implements UrlProcessor {
       if (!this.robots.known(u)) {
         if (tooLate()) return late;
         // Fetching robots.txt spends this slot: the image waits for a later one.
-        const { verdict: first, fetched } = await this.robots.check(u, ctx.signal, ctx.sendBy);
+        const { verdict: first, fetched } = await this.robots.check(u, ctx.signal, ctx.sendBy, ctx.mayGoLate);
         // Nothing left for a refused address: the URL is refused in this slot.
         if (first.kind === 'refused') return { outcome: { ...base, cls: 'refused', reason: first.reason } };
         return { outcome: { ...base, cls: 'error', sent: fetched, reason: `robots.txt ${fetched ? 'fetched' : 'not fetched yet'}` }, requeue: true };
@@ -95,7 +95,7 @@ export class ImagePipeline implements UrlProcessor {
       if (this.backlog >= this.cfg.maxBacklog || this.backlogBytes >= this.cfg.maxBacklogBytes) {
         return { outcome: { ...base, cls: 'error', reason: 'worker busy: analysis backlog full' }, requeue: true };
       }
-      const res = await this.fetcher.fetch(target, { signal: ctx.signal, sendBy: ctx.sendBy, followRedirects: false });
+      const res = await this.fetcher.fetch(target, { signal: ctx.signal, sendBy: ctx.sendBy, mayGoLate: ctx.mayGoLate, followRedirects: false });
       if (res.failure === 'late') return late;
       timing = { status: res.status, ttfbMs: res.ttfbMs, totalMs: res.totalMs, sent: res.sent };
       if (res.location !== undefined) {

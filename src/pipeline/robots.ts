@@ -53,13 +53,13 @@ export class RobotsCache {
    * The verdict for a URL. When robots.txt is not cached, fetches it (one request) and
    * returns its verdict; the caller decides whether the image request may follow in the same slot.
    */
-  async check(url: URL, signal?: AbortSignal, sendBy?: number): Promise<{ verdict: RobotsVerdict; fetched: boolean }> {
+  async check(url: URL, signal?: AbortSignal, sendBy?: number, mayGoLate?: () => boolean): Promise<{ verdict: RobotsVerdict; fetched: boolean }> {
     const origin = url.origin;
     const cached = this.entries.get(origin);
     if (cached && cached.expiresAt > this.now()) return { verdict: cached.check(url.href), fetched: false };
     const running = this.inflight.get(origin);
     if (running) return { verdict: { kind: 'pending' }, fetched: false };
-    const p = this.load(origin, signal, sendBy);
+    const p = this.load(origin, signal, sendBy, mayGoLate);
     this.inflight.set(origin, p);
     try {
       const entry = await p;
@@ -75,10 +75,10 @@ export class RobotsCache {
   }
 
   /** `sendBy`: robots.txt takes an image's request slot, so it leaves by that slot's deadline or not at all. */
-  private async load(origin: string, signal?: AbortSignal, sendBy?: number): Promise<Entry | 'late' | 'redirected'> {
+  private async load(origin: string, signal?: AbortSignal, sendBy?: number, mayGoLate?: () => boolean): Promise<Entry | 'late' | 'redirected'> {
     const robotsUrl = `${origin}/robots.txt`;
     const hop = this.hops.get(origin);
-    const res = await this.fetcher.fetch(hop?.url ?? robotsUrl, { signal, sendBy, maxBytes: ROBOTS_MAX_BYTES, accept: 'text/plain,*/*;q=0.5', followRedirects: false });
+    const res = await this.fetcher.fetch(hop?.url ?? robotsUrl, { signal, sendBy, mayGoLate, maxBytes: ROBOTS_MAX_BYTES, accept: 'text/plain,*/*;q=0.5', followRedirects: false });
     if (res.failure === 'late') return 'late';
     const redirects = (hop?.redirects ?? 0) + 1;
     if (res.location !== undefined && redirects <= ROBOTS_MAX_REDIRECTS) {

@@ -9,7 +9,7 @@ describe('Fetcher send-by deadline (real undici, origin on 127.0.0.1)', () => {
   let fetcher: Fetcher;
 
   beforeAll(async () => {
-    origin.serve('/a.jpg', Buffer.from('x')).serve('/b.jpg', Buffer.from('y')).serve('/c.jpg', Buffer.from('z'));
+    origin.serve('/a.jpg', Buffer.from('x')).serve('/b.jpg', Buffer.from('y')).serve('/c.jpg', Buffer.from('z')).serve('/d.jpg', Buffer.from('w'));
     await origin.start();
     fetcher = new Fetcher(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'] }));
   });
@@ -28,6 +28,18 @@ describe('Fetcher send-by deadline (real undici, origin on 127.0.0.1)', () => {
     const res = await fetcher.fetch(origin.url('/b.jpg'), { sendBy: Date.now() + 5_000 });
     expect(res).toMatchObject({ ok: true, status: 200, sent: true });
     expect(origin.hits('/b.jpg')).toHaveLength(1);
+  });
+
+  it('sends a late request only when its pacer lets it go late, asking at the moment it would leave', async () => {
+    const asked: number[] = [];
+    const refused = await fetcher.fetch(origin.url('/d.jpg'), { sendBy: Date.now() - 1, mayGoLate: () => { asked.push(Date.now()); return false; } });
+    expect(refused).toMatchObject({ ok: false, failure: 'late', sent: false });
+    const before = Date.now();
+    const res = await fetcher.fetch(origin.url('/d.jpg'), { sendBy: Date.now() - 1, mayGoLate: () => { asked.push(Date.now()); return true; } });
+    expect(res).toMatchObject({ ok: true, status: 200, sent: true });
+    expect(origin.hits('/d.jpg')).toHaveLength(1);
+    expect(asked).toHaveLength(2);
+    expect(asked[1]!).toBeGreaterThanOrEqual(before);
   });
 
   it('keeps the keep-alive connection when it refuses a late request', async () => {
