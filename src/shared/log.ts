@@ -1,20 +1,29 @@
 import pino from 'pino';
 
-// Structured JSON lines on stderr so stdout stays free for command output (tables, NDJSON).
-// Redaction is by key name: credentials may sit in config objects that get logged whole.
-export const log = pino(
-  {
-    level: process.env.CRAWL_LOG_LEVEL ?? 'info',
-    base: { pid: process.pid },
-    redact: {
-      paths: [
-        '*.secretAccessKey', '*.accessKeyId', '*.sessionToken', '*.password', '*.apiKey',
-        '*.authorization', '*.credentials', 'credentials', 'secretAccessKey', 'accessKeyId',
-      ],
-      censor: '[redacted]',
+/**
+ * Structured JSON lines. Redaction is by key name: credentials may sit in config objects that
+ * get logged whole. The SDK logs failures under `error`: without a serializer an Error prints
+ * as {}, which hid why a workflow had failed.
+ */
+export function createLogger(destination: pino.DestinationStream, level = process.env.CRAWL_LOG_LEVEL ?? 'info') {
+  return pino(
+    {
+      level,
+      base: { pid: process.pid },
+      serializers: { err: pino.stdSerializers.err, error: pino.stdSerializers.err },
+      redact: {
+        paths: [
+          '*.secretAccessKey', '*.accessKeyId', '*.sessionToken', '*.password', '*.apiKey',
+          '*.authorization', '*.credentials', 'credentials', 'secretAccessKey', 'accessKeyId',
+        ],
+        censor: '[redacted]',
+      },
     },
-  },
-  pino.destination({ fd: 2, sync: true }),
-);
+    destination,
+  );
+}
+
+// On stderr, so stdout stays free for command output (tables, NDJSON).
+export const log = createLogger(pino.destination({ fd: 2, sync: true }));
 
 export type Logger = typeof log;

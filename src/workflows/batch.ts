@@ -1,5 +1,6 @@
 import {
-  ActivityFailure, getExternalWorkflowHandle, log, proxyActivities, setHandler, condition, workflowInfo,
+  ActivityFailure, getExternalWorkflowHandle, log, proxyActivities, setHandler, condition, sleep, workflowInfo,
+  type SignalDefinition,
 } from '@temporalio/workflow';
 import type { CrawlActivities } from '../activities/crawlActivities';
 import { HEARTBEAT_TIMEOUT_MS } from '../shared/heartbeat';
@@ -33,9 +34,30 @@ const { loadChunk, markChunkDone, recordFinal } = proxyActivities<CrawlActivitie
 // How long a single request may take after its slot (the fetch's own total timeout is less).
 const REQUEST_TAIL_MS = 120_000;
 
+/** Tries of a signal to the monitor before the batch gives up (about 8 minutes in all). */
+const SIGNAL_TRIES = 12;
+
+/**
+ * Signals the monitor, trying again while it cannot be found: a monitor is briefly between runs
+ * when it continues-as-new (a batch failed on exactly that in a test run, leaving its monitor
+ * waiting for it for ever). A report that did not arrive would leave the monitor's view of the
+ * batch wrong, so the batch waits and sends it again rather than failing.
+ */
+async function signalMonitor<T extends unknown[]>(monitorId: string, def: SignalDefinition<T>, ...args: T): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await getExternalWorkflowHandle(monitorId).signal(def, ...args);
+      return;
+    } catch (err) {
+      if (attempt >= SIGNAL_TRIES) throw err;
+      log.warn('monitor not reachable; signalling again', { monitorId, signal: def.name, attempt, error: String((err as Error).message ?? err) });
+      await sleep(Math.min(60_000, 1_000 * 2 ** (attempt - 1)));
+    }
+  }
+}
+
 export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult> {
   const batchId = workflowInfo().workflowId;
-  const monitor = getExternalWorkflowHandle(input.monitorId);
   const urls = input.chunk.urls ?? (await loadChunk(input.chunk));
   const attempts = urls.map(() => 0);
   const finals: (OutcomeClass | null)[] = urls.map(() => null);
@@ -95,7 +117,7 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
         if (o.final) finish(i, o.cls);
         else pending.push(i);
       }
-      await monitor.signal(reportOutcomesSignal, { batchId, grantId: g.grantId, outcomes, unused: 0, tokens: tokens() });
+      await signalMonitor(input.monitorId, reportOutcomesSignal, { batchId, grantId: g.grantId, outcomes, unused: 0, tokens: tokens() });
       return;
     }
     for (const o of result.outcomes) {
@@ -108,7 +130,7 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
     for (const k of result.unused) pending.push(indices[k]!);
     // Outcomes go to the monitor without the URL text: it needs classes and timings, and
     // history stays small.
-    await monitor.signal(reportOutcomesSignal, {
+    await signalMonitor(input.monitorId, reportOutcomesSignal, {
       batchId, grantId: g.grantId, unused: result.unused.length, retryAfterMs: result.retryAfterMs, missedSlots: result.missedSlots,
       outcomes: result.outcomes.map((o) => ({ ...o, url: '' })),
       tokens: tokens(),
@@ -117,7 +139,7 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
 
   while (remaining > 0) {
     if (pending.length > 0 && ask() !== lastAsk) {
-      await monitor.signal(requestTokensSignal, { batchId, ...tokens() });
+      await signalMonitor(input.monitorId, requestTokensSignal, { batchId, ...tokens() });
     }
     const seenBefore = grantsSeen;
     const pendingBefore = pending.length;
@@ -126,7 +148,7 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
       const g = grants.shift()!;
       const indices = pending.splice(0, g.urls ?? g.slots);
       if (indices.length === 0) {
-        await monitor.signal(reportOutcomesSignal, { batchId, grantId: g.grantId, outcomes: [], unused: g.slots, tokens: tokens() });
+        await signalMonitor(input.monitorId, reportOutcomesSignal, { batchId, grantId: g.grantId, outcomes: [], unused: g.slots, tokens: tokens() });
         continue;
       }
       running += 1;
@@ -144,6 +166,6 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
   const counts: Partial<Record<OutcomeClass, number>> = {};
   for (const f of finals) if (f) counts[f] = (counts[f] ?? 0) + 1;
   await markChunkDone(input.chunk);
-  await monitor.signal(batchFinishedSignal, { batchId, chunkId: input.chunk.chunkId, urls: urls.length });
+  await signalMonitor(input.monitorId, batchFinishedSignal, { batchId, chunkId: input.chunk.chunkId, urls: urls.length });
   return { batchId, counts, urls: urls.length };
 }

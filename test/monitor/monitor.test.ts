@@ -3,6 +3,7 @@ import { Worker } from '@temporalio/worker';
 import { createTimeSkippingEnv } from '../support/temporal';
 import { chunksOf, indexOf, monitorWorker, scriptedActivities, sendTimes } from '../support/monitorHarness';
 import { ceilings, maxInAnyWindow } from '../../src/politeness/pacing';
+import { crawlBatchWorkflow } from '../../src/workflows/batch';
 import { crawlMonitorWorkflow } from '../../src/workflows/monitor';
 import { resumeUpdate, setRateUpdate, statsQuery } from '../../src/workflows/messages';
 import { CRAWL_STATE } from '../../src/temporal/searchAttributes';
@@ -142,6 +143,32 @@ describe('crawl monitor (time-skipping server)', () => {
     const span = (Math.max(...times) - Math.min(...times)) / 1000 + 1 / rate;
     expect(times.length / span).toBeGreaterThanOrEqual(rate * 0.95);
     expect(stats.counts.done).toBe(total);
+  });
+
+  it('keeps a batch alive and signalling while its monitor cannot be found', async () => {
+    const { taskQueue, workflowId } = ids();
+    const { acts } = scriptedActivities(() => ({ cls: 'done', status: 200 }));
+    const worker = await monitorWorker(env, taskQueue, acts);
+    const [chunk] = chunksOf('gone.test', 3, 3);
+    await worker.runUntil(async () => {
+      const batch = await env.client.workflow.start(crawlBatchWorkflow, {
+        taskQueue, workflowId: `${workflowId}/batch:${chunk!.chunkId}`,
+        args: [{ source: 'gone.test', monitorId: workflowId, chunk: chunk!, maxAttempts: 1 }],
+      });
+      const events = async () => (await batch.fetchHistory()).events ?? [];
+      await env.sleep(5_000);
+      // Its token request found no monitor (as between two runs of one): it waits and tries again.
+      expect((await events()).some((e) => e.signalExternalWorkflowExecutionFailedEventAttributes)).toBe(true);
+      expect((await batch.describe()).status.name).toBe('RUNNING');
+      const monitor = await env.client.workflow.start(crawlMonitorWorkflow, {
+        taskQueue, workflowId, args: [{ source: 'gone.test', options: { finishWhenDrained: false } }],
+      });
+      await env.sleep(120_000);
+      expect((await events()).some((e) => e.externalWorkflowExecutionSignaledEventAttributes)).toBe(true);
+      expect((await batch.describe()).status.name).toBe('RUNNING');
+      await batch.terminate('test over');
+      await monitor.terminate('test over');
+    });
   });
 
   it('continues-as-new in the middle of a crawl without losing state or a URL', async () => {
