@@ -2,17 +2,18 @@
  * Slots a busy worker misses: a request that cannot leave within its slot's bound, a URL
  * waiting for image work, late wake-ups that moved a grant's last slots past its end. Its URL
  * waits for a later grant: one more round trip through the monitor, history events and a gap
- * of a grant's lead time. When the worker has been missing slots, grants get that many more
- * slots than URLs, spaced as always, so a batch can finish inside its window instead of asking
- * again; two spare slots at least, since a source's first grant has no history to go by. Spare
- * slots only lengthen the window: spacing, and so the site's load, is unchanged.
+ * of a grant's lead time. When the worker has been missing slots, a batch's last window of work
+ * gets that many more slots, spaced as always, so it can finish inside the window instead of
+ * asking again; two spare slots at least, since a source's first grant has no history to go by.
+ * Spare slots only lengthen the batch's own last window: spacing, and so the site's load, is
+ * unchanged.
  *
  * A worker that cannot keep up with a source's rate (its CPU is the limit: measured, 58% of
  * slots missed with 4 sources offering 240 requests/s to a 2-core worker doing 80 images/s)
- * serves only part of each window. Windows then grow by the same factor, so a grant still
- * serves about the URLs a window was meant for, instead of handing most back and costing
- * another round trip through the monitor (history events and server CPU, on the machine that is
- * already short of CPU).
+ * serves only part of each window and hands the rest back. Windows then grow by the same factor
+ * (a window is filled with URLs, so the site's load per second is unchanged), so each grant
+ * serves about as many URLs as a window was meant to, with fewer round trips through the monitor
+ * (history events and server CPU, on the machine that is already short of CPU).
  */
 
 /** Weight of the newest report in the running miss rate. */

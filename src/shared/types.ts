@@ -46,11 +46,6 @@ export interface Grant {
   slots: number;
   /** Of those, how many may go at startMs without spacing (the configured burst). */
   burstSlots: number;
-  /**
-   * How many URLs the batch puts in the grant (at most `slots`; all of them when absent). The
-   * slots beyond are spares for URLs whose slot the worker misses (see missedSlots.ts).
-   */
-  urls?: number;
 }
 
 /** The pacing schedule handed to the fetch activity along with its URLs. */

@@ -146,7 +146,7 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
     await condition(() => grants.length > 0 || remaining === 0 || pending.length !== pendingBefore || grantsSeen !== seenBefore);
     while (grants.length > 0) {
       const g = grants.shift()!;
-      const indices = pending.splice(0, g.urls ?? g.slots);
+      const indices = pending.splice(0, g.slots);
       if (indices.length === 0) {
         await signalMonitor(input.monitorId, reportOutcomesSignal, { batchId, grantId: g.grantId, outcomes: [], unused: g.slots, tokens: tokens() });
         continue;
