@@ -34,14 +34,14 @@ const { loadChunk, markChunkDone, recordFinal } = proxyActivities<CrawlActivitie
 // How long a single request may take after its slot (the fetch's own total timeout is less).
 const REQUEST_TAIL_MS = 120_000;
 
-/** Tries of a signal to the monitor before the batch gives up (about 8 minutes in all). */
+/** Tries of a signal to the monitor before the batch gives up (waits of 1 s doubling to a minute: about 6 minutes). */
 const SIGNAL_TRIES = 12;
 
 /**
  * Signals the monitor, trying again while it cannot be found: a monitor is briefly between runs
- * when it continues-as-new (a batch failed on exactly that in a test run, leaving its monitor
- * waiting for it for ever). A report that did not arrive would leave the monitor's view of the
- * batch wrong, so the batch waits and sends it again rather than failing.
+ * when it continues-as-new (the likeliest cause of a batch that failed in one test run, leaving
+ * its monitor waiting for it for ever; not confirmed). A report that did not arrive would leave
+ * the monitor's view of the batch wrong, so the batch waits and sends it again rather than failing.
  */
 async function signalMonitor<T extends unknown[]>(monitorId: string, def: SignalDefinition<T>, ...args: T): Promise<void> {
   for (let attempt = 1; ; attempt++) {
