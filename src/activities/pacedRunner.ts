@@ -94,28 +94,27 @@ export async function runPaced<R>(o: PacedRunOptions<R>): Promise<PacedRunResult
   /** How far late wake-ups have moved the grant's remaining slots. */
   let shiftMs = 0;
   const slotAt = (j: number) => slotTime(o.schedule, j) + shiftMs;
+  /** True when slot j has been moved past the grant's last slot: it and the ones after are lost. */
+  const ranOut = (j: number) => {
+    if (slotAt(j) <= lastSlotMs) return false;
+    if (next < items.length) missed += slots - j;
+    return true;
+  };
   // Slots keep coming while runs are in flight: one may hand its item back for a later slot.
   let waitingFor = 0; // the slot the loop is waiting for (or about to send in)
   let sends = 0;
   for (let j = 0; j < slots && (next < items.length || running > 0); j++) {
     waitingFor = j;
-    let at = slotAt(j);
-    if (at > lastSlotMs) {
-      if (next < items.length) missed += slots - j; // moved past the grant's end: lost
-      break;
-    }
-    if (o.prepare && next < items.length && !o.shouldStop()) o.prepare(items[next]!, at);
+    if (ranOut(j)) break;
+    if (o.prepare && next < items.length && !o.shouldStop()) o.prepare(items[next]!, slotAt(j));
     // Timers may fire a little early by the wall clock: wait until the slot has really come
     // (and, should a late send have moved it meanwhile, until it has come again).
     for (let t = now(); t < slotAt(j); t = now()) {
       if (o.signal?.aborted) break;
       await sleep(slotAt(j) - t);
     }
-    at = slotAt(j);
-    if (at > lastSlotMs) {
-      if (next < items.length) missed += slots - j;
-      break;
-    }
+    if (ranOut(j)) break;
+    let at = slotAt(j);
     if (o.shouldStop() || o.signal?.aborted) break;
     if (next >= items.length) continue; // nothing to send in this slot right now
     const t = now();
