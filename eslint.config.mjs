@@ -2,7 +2,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/', 'node_modules/', '.tools/', '.crawl-data/', 'coverage/'] },
+  { ignores: ['dist/', 'node_modules/', '.tools/', '.crawl-data/', 'coverage/', 'scratch/', 'crawl-demo/', 'crawl-out/'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -3,7 +3,7 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { isThrottle } from '../politeness/classify';
 import type { ObjectStore } from '../pipeline/store';
-import type { FetchBatchInput, FetchBatchResult, FinalRecordInput, RequestOutcome, WorkChunk } from '../shared/types';
+import type { FetchBatchInput, FetchBatchResult, FinalRecordInput, RedirectHop, RequestOutcome, WorkChunk } from '../shared/types';
 import { MAX_LATENESS_MS, runPaced } from './pacedRunner';
 import { HEARTBEAT_EVERY_MS } from '../shared/heartbeat';
 import { GrantAttempts } from './grantAttempts';
@@ -24,11 +24,6 @@ export interface ProcessedUrl {
   hop?: RedirectHop;
 }
 
-/** Where a URL's redirects have led so far: the next request, and how many hops it took. */
-export interface RedirectHop {
-  url: string;
-  redirects: number;
-}
 
 export interface UrlProcessor {
   /**
@@ -66,25 +61,36 @@ interface Progress {
    * of the record is derived from the outcome when it is written, so it is not carried twice.
    */
   done: [number, RequestOutcome, Record<string, unknown> | null][];
+  /** Items without an outcome yet that are part-way through their redirects. */
+  hops?: [number, RedirectHop][];
 }
 
 /** This many site errors in a row inside one grant and the activity stops sending (reflex). */
 export const ERROR_BURST = 5;
 
 type Done = Map<number, { outcome: RequestOutcome; extra: Record<string, unknown> | null }>;
+type Hops = Map<number, RedirectHop>;
 
-const attempts = new GrantAttempts<Done>();
+const attempts = new GrantAttempts<{ done: Done; hops: Hops }>();
 
 export function createCrawlActivities(deps: CrawlDeps) {
   async function fetchBatch(input: FetchBatchInput): Promise<FetchBatchResult> {
     if (!Array.isArray(input.items) || !input.schedule) throw ApplicationFailure.nonRetryable('fetchBatch needs items and a schedule', 'InvalidInput');
     const ctx = Context.current();
-    const prior = (ctx.info.heartbeatDetails as Progress | undefined)?.done ?? [];
-    const done: Done = new Map(prior.map(([i, outcome, extra]) => [i, { outcome, extra }]));
+    const prior = ctx.info.heartbeatDetails as Progress | undefined;
+    const done: Done = new Map((prior?.done ?? []).map(([i, outcome, extra]) => [i, { outcome, extra }]));
+    // Where each URL's redirects have got to: from the batch (an earlier grant), then from this
+    // grant's earlier attempt, which may have gone further.
+    const hops: Hops = new Map();
+    input.items.forEach((item, i) => { if (item.hop) hops.set(i, item.hop); });
+    for (const [i, hop] of prior?.hops ?? []) hops.set(i, hop);
     let lastBeat = 0;
     const beat = () => {
       lastBeat = Date.now();
-      ctx.heartbeat({ done: [...done].map(([i, d]) => [i, d.outcome, d.extra]) } satisfies Progress);
+      ctx.heartbeat({
+        done: [...done].map(([i, d]) => [i, d.outcome, d.extra]),
+        hops: [...hops].filter(([i]) => !done.has(i)),
+      } satisfies Progress);
     };
     // Beats from the start, also while waiting for an attempt this one replaces to stop. A tick
     // skips only if another beat went out in the last half interval: comparing with the full
@@ -92,19 +98,20 @@ export function createCrawlActivities(deps: CrawlDeps) {
     const ticker = setInterval(() => { if (Date.now() - lastBeat >= HEARTBEAT_EVERY_MS / 2) beat(); }, HEARTBEAT_EVERY_MS);
     const attempt = attempts.begin(JSON.stringify([input.source, input.batchId, input.grantId]));
     try {
-      for (const [i, d] of (await attempt.takeOver()) ?? []) if (!done.has(i)) done.set(i, d);
-      return await crawlGrant(input, ctx, done, beat, attempt.superseded);
+      const earlier = await attempt.takeOver();
+      for (const [i, d] of earlier?.done ?? []) if (!done.has(i)) done.set(i, d);
+      for (const [i, hop] of earlier?.hops ?? []) if (hop.redirects > (hops.get(i)?.redirects ?? 0)) hops.set(i, hop);
+      return await crawlGrant(input, ctx, done, hops, beat, attempt.superseded);
     } finally {
       clearInterval(ticker);
-      attempt.release(done);
+      attempt.release({ done, hops });
     }
   }
 
-  async function crawlGrant(input: FetchBatchInput, ctx: Context, done: Done, beat: () => void, superseded: () => boolean): Promise<FetchBatchResult> {
+  async function crawlGrant(input: FetchBatchInput, ctx: Context, done: Done, hops: Hops, beat: () => void, superseded: () => boolean): Promise<FetchBatchResult> {
     let retryAfterMs: number | undefined;
     let throttled = false;
     let errorRun = 0;
-    const hops = new Map<number, RedirectHop>();
     // Every request adds an abort listener to this signal; many in flight is normal here.
     setMaxListeners(0, ctx.cancellationSignal);
     const run = await runPaced({
@@ -150,9 +157,14 @@ export function createCrawlActivities(deps: CrawlDeps) {
     const records = [...done.values()].flatMap((d) => (d.extra ? [{ ...recordOf(input.source, d.outcome), ...d.extra }] : []));
     if (records.length || ctx.info.attempt > 1) await deps.recorder.write(input.source, `${input.batchId}-g${input.grantId}`, records);
     beat();
+    const unused = run.unused.sort((a, b) => a - b);
+    // A URL part-way through its redirects goes back with where it has got to: its next grant
+    // continues from there instead of asking the site again for the hops already made.
+    const midChain = unused.flatMap((i): [number, RedirectHop][] => (hops.has(i) ? [[i, hops.get(i)!]] : []));
     return {
       outcomes: [...done.values()].map((d) => d.outcome),
-      unused: run.unused.sort((a, b) => a - b),
+      unused,
+      ...(midChain.length ? { hops: midChain } : {}),
       retryAfterMs,
       missedSlots: run.missed,
     };

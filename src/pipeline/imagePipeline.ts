@@ -1,6 +1,7 @@
 import { classifyStatus } from '../politeness/classify';
 import { parseRetryAfter } from '../politeness/retryAfter';
-import type { ProcessedUrl, RedirectHop, UrlProcessor } from '../activities/crawlActivities';
+import type { ProcessedUrl, UrlProcessor } from '../activities/crawlActivities';
+import type { RedirectHop } from '../shared/types';
 import { analyse, ContentError, thumbnail } from './analyse';
 import type { PipelineConfig } from './config';
 import { Fetcher, FetchError, type FetcherOptions, validateUrl } from './fetcher';

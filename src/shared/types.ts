@@ -94,11 +94,22 @@ export interface SourceConfig {
   burst?: number;
 }
 
+/** Where a URL's redirects have led so far: the next request, and how many hops it took. */
+export interface RedirectHop {
+  url: string;
+  redirects: number;
+}
+
 /** One URL handed to the fetch activity under a grant. */
 export interface BatchItem {
   url: string;
   /** Attempt number this try will be (1-based). */
   attempt: number;
+  /**
+   * An earlier grant ran out of slots part-way through the URL's redirects: the next request goes
+   * here, so the site is not asked again for the hops already made.
+   */
+  hop?: RedirectHop;
 }
 
 export interface FetchBatchInput {
@@ -113,8 +124,13 @@ export interface FetchBatchInput {
 export interface FetchBatchResult {
   /** One per item that was tried (in any order). */
   outcomes: RequestOutcome[];
-  /** Indices into `items` that got no request: the activity stopped early or the grant expired. */
+  /**
+   * Indices into `items` that got no outcome: the activity stopped early or the grant expired
+   * (some may have made part of their redirects: see `hops`).
+   */
   unused: number[];
+  /** Unused items part-way through their redirects, [index into `items`, where to go next]. */
+  hops?: [number, RedirectHop][];
   /** Set when the source answered 429/503: how long it asked us to wait, ms. */
   retryAfterMs?: number;
   /**

@@ -4,7 +4,7 @@ import {
 } from '@temporalio/workflow';
 import type { CrawlActivities } from '../activities/crawlActivities';
 import { HEARTBEAT_TIMEOUT_MS } from '../shared/heartbeat';
-import type { BatchItem, FetchBatchResult, Grant, OutcomeClass, RequestOutcome, WorkChunk } from '../shared/types';
+import type { BatchItem, FetchBatchResult, Grant, OutcomeClass, RedirectHop, RequestOutcome, WorkChunk } from '../shared/types';
 import { batchFinishedSignal, grantSignal, reportOutcomesSignal, requestTokensSignal } from './messages';
 
 /**
@@ -61,6 +61,8 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
   const urls = input.chunk.urls ?? (await loadChunk(input.chunk));
   const attempts = urls.map(() => 0);
   const finals: (OutcomeClass | null)[] = urls.map(() => null);
+  /** Where a URL's redirects had got to when its last grant ran out of slots. */
+  const hops: (RedirectHop | undefined)[] = urls.map(() => undefined);
   const pending: number[] = urls.map((_, i) => i);
   let remaining = urls.length;
   const grants: Grant[] = [];
@@ -87,7 +89,7 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
   };
 
   async function runGrant(g: Grant, indices: number[]): Promise<void> {
-    const items: BatchItem[] = indices.map((i) => ({ url: urls[i]!, attempt: attempts[i]! + 1 }));
+    const items: BatchItem[] = indices.map((i) => ({ url: urls[i]!, attempt: attempts[i]! + 1, ...(hops[i] ? { hop: hops[i] } : {}) }));
     const byUrl = new Map(indices.map((i) => [urls[i]!, i]));
     const { fetchBatch } = proxyActivities<CrawlActivities>({
       startToCloseTimeout: Math.max(1_000, g.endMs - Date.now()) + REQUEST_TAIL_MS,
@@ -124,10 +126,13 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
       const i = byUrl.get(o.url);
       if (i === undefined) continue;
       attempts[i] = o.attempt;
+      // Answered: a retry starts again from the URL itself (the redirect may have changed).
+      hops[i] = undefined;
       if (o.final) finish(i, o.cls);
       else pending.push(i);
     }
     for (const k of result.unused) pending.push(indices[k]!);
+    for (const [k, hop] of result.hops ?? []) if (indices[k] !== undefined) hops[indices[k]!] = hop;
     // Outcomes go to the monitor without the URL text: it needs classes and timings, and
     // history stays small.
     await signalMonitor(input.monitorId, reportOutcomesSignal, {

@@ -8,6 +8,7 @@ import { crawlMonitorWorkflow } from '../../src/workflows/monitor';
 import { resumeUpdate, setRateUpdate, statsQuery } from '../../src/workflows/messages';
 import { CRAWL_STATE } from '../../src/temporal/searchAttributes';
 import { WORKFLOWS_PATH } from '../../src/workers/worker';
+import type { BatchItem, FetchBatchInput, FetchBatchResult, RedirectHop, RequestOutcome } from '../../src/shared/types';
 
 describe('crawl monitor (time-skipping server)', () => {
   let env: TestWorkflowEnvironment;
@@ -209,6 +210,38 @@ describe('crawl monitor (time-skipping server)', () => {
       expect(new Set(records.map((r) => r.url)).size).toBe(1200);
     });
   }, 240_000); // 36 s alone on 2 cores; a loaded CI run took longer than the default 120 s
+
+  it('hands a URL part-way through its redirects to its next grant with where it had got to', async () => {
+    const { taskQueue, workflowId } = ids();
+    const base = scriptedActivities(() => ({ cls: 'done', status: 200 }));
+    const tried: BatchItem[] = [];
+    const midway: RedirectHop = { url: 'https://hops.test/next/7.jpg', redirects: 2 };
+    // URL 7 runs out of slots after two hops the first time it is granted; the rest are done.
+    let cut = false;
+    async function fetchBatch(input: FetchBatchInput): Promise<FetchBatchResult> {
+      const outcomes: RequestOutcome[] = [];
+      const unused: number[] = [];
+      const hops: [number, RedirectHop][] = [];
+      input.items.forEach((item, i) => {
+        tried.push(item);
+        if (indexOf(item.url) === 7 && !cut) { cut = true; unused.push(i); hops.push([i, midway]); return; }
+        outcomes.push({ url: item.url, cls: 'done', status: 200, ttfbMs: 20, sent: true, final: true, attempt: item.attempt, atMs: input.schedule.startMs });
+      });
+      return { outcomes, unused, hops };
+    }
+    const worker = await monitorWorker(env, taskQueue, { ...base.acts, fetchBatch });
+    const stats = await worker.runUntil(env.client.workflow.execute(crawlMonitorWorkflow, {
+      taskQueue, workflowId,
+      args: [{ source: 'hops.test', config: { rate: 5 }, work: chunksOf('hops.test', 20, 20) }],
+    }));
+    const seven = tried.filter((item) => indexOf(item.url) === 7);
+    expect(seven).toEqual([
+      { url: 'https://hops.test/img/7.jpg', attempt: 1 },
+      { url: 'https://hops.test/img/7.jpg', attempt: 1, hop: midway },
+    ]);
+    expect(tried.filter((item) => item.hop && indexOf(item.url) !== 7)).toEqual([]);
+    expect(stats.counts.done).toBe(20);
+  });
 
   it('rejects bad operator input with a clear message', async () => {
     const { taskQueue, workflowId } = ids();

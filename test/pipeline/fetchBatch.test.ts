@@ -11,7 +11,7 @@ import { ImagePipeline } from '../../src/pipeline/imagePipeline';
 import { recordKey, thumbnailKey } from '../../src/pipeline/keys';
 import { Spool } from '../../src/pipeline/spool';
 import { LocalStore } from '../../src/pipeline/store';
-import type { FetchBatchInput, FetchBatchResult, RequestOutcome } from '../../src/shared/types';
+import type { FetchBatchInput, FetchBatchResult, RedirectHop, RequestOutcome } from '../../src/shared/types';
 import { bombPng, jpeg, png, rotatedJpeg } from '../support/images';
 import { drip, Origin, redirect } from '../support/origin';
 
@@ -276,6 +276,65 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     const records = fs.readdirSync(path.join(dir, 'store', 'records'), { recursive: true }).filter((f) => String(f).endsWith('.ndjson'))
       .flatMap((f) => fs.readFileSync(path.join(dir, 'store', 'records', String(f)), 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l)));
     expect(records.find((r) => r.url.endsWith('/r1'))).toMatchObject({ outcome: 'done', redirects: 3, finalUrl: origin.url('/good.png') });
+  });
+
+  /**
+   * Runs /r1 (-> /r2 -> /r3 -> /good.png) in a grant of two slots, so that it runs out part-way
+   * through its redirects; tried again if a loaded machine let both slots pass unsent.
+   */
+  async function cutShort(grantId: number) {
+    await run(['/good.png']); // robots.txt warm
+    for (let attempt = 1; ; attempt++) {
+      const before = origin.requests.length;
+      const startMs = Date.now() + 50;
+      const grant: FetchBatchInput = { ...input(['/r1']), grantId, schedule: { startMs, endMs: startMs + 60, intervalMs: 30, burstSlots: 0 } };
+      let details: { hops?: [number, RedirectHop][] } | undefined;
+      const env = new MockActivityEnvironment();
+      env.on('heartbeat', (d: typeof details) => { details = d; });
+      const result = (await env.run(acts.fetchBatch, grant)) as FetchBatchResult;
+      const sent = origin.requests.slice(before).map((r) => r.path);
+      if (!result.hops && attempt < 3) continue;
+      return { grant, result, sent, details };
+    }
+  }
+
+  /** The rest of the chain after `hop`, as the origin sees it. */
+  const chainAfter = (hop: RedirectHop) => ['/r1', '/r2', '/r3', '/good.png'].slice(hop.redirects);
+
+  it('hands back a URL part-way through its redirects with where it got to, and its next grant goes on from there', async () => {
+    const { result, sent } = await cutShort(21);
+    expect(result.outcomes).toEqual([]);
+    expect(result.unused).toEqual([0]);
+    expect(result.hops).toHaveLength(1);
+    const [index, hop] = result.hops![0]!;
+    expect(index).toBe(0);
+    expect(hop.redirects).toBeGreaterThanOrEqual(1);
+    expect(hop.url).toBe(origin.url(chainAfter(hop)[0]!));
+    expect(sent).toEqual(['/r1', '/r2', '/r3'].slice(0, hop.redirects));
+
+    const before = origin.requests.length;
+    const next = (await new MockActivityEnvironment().run(acts.fetchBatch, {
+      ...input(['/r1']), grantId: 22, items: [{ url: origin.url('/r1'), attempt: 1, hop }],
+    })) as FetchBatchResult;
+    expect(next.outcomes).toMatchObject([{ url: origin.url('/r1'), cls: 'done', status: 200 }]);
+    expect(next.hops).toBeUndefined();
+    // Every hop of the chain asked once over the two grants.
+    expect(origin.requests.slice(before).map((r) => r.path)).toEqual(chainAfter(hop));
+    const unit = (await store.get(recordKey(`127.0.0.1:${origin.port}`, 'b1-g22')))!.toString();
+    expect(JSON.parse(unit.trim())).toMatchObject({ url: origin.url('/r1'), outcome: 'done', redirects: 3, finalUrl: origin.url('/good.png') });
+  });
+
+  it('resumes a retried attempt part-way through a redirect chain from its heartbeat', async () => {
+    const { grant, details } = await cutShort(23);
+    const hop = details?.hops?.[0]?.[1];
+    expect(hop).toBeDefined();
+    const before = origin.requests.length;
+    const startMs = Date.now() + 50;
+    const retried = (await new MockActivityEnvironment({ attempt: 2, heartbeatDetails: details }).run(acts.fetchBatch, {
+      ...grant, schedule: { startMs, endMs: startMs + 10 * 30, intervalMs: 30, burstSlots: 0 },
+    })) as FetchBatchResult;
+    expect(retried.outcomes).toMatchObject([{ cls: 'done' }]);
+    expect(origin.requests.slice(before).map((r) => r.path)).toEqual(chainAfter(hop!));
   });
 
   it('never sends two requests closer than the interval minus the lateness bound', async () => {
