@@ -1,5 +1,5 @@
 import {
-  ActivityFailure, getExternalWorkflowHandle, log, proxyActivities, setHandler, condition, sleep, workflowInfo,
+  ActivityFailure, getExternalWorkflowHandle, isCancellation, log, proxyActivities, setHandler, condition, sleep, workflowInfo,
   type SignalDefinition,
 } from '@temporalio/workflow';
 import type { CrawlActivities } from '../activities/crawlActivities';
@@ -104,6 +104,8 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
         schedule: { startMs: g.startMs, endMs: g.endMs, intervalMs: g.intervalMs, burstSlots: g.burstSlots },
       });
     } catch (err) {
+      // The batch was cancelled (its crawl was stopped): the main loop ends it; nothing to report.
+      if (isCancellation(err)) return;
       if (!(err instanceof ActivityFailure)) throw err;
       // The activity failed for good: count a try for each URL; those out of tries end here.
       log.warn('fetch activity failed', { batchId, grantId: g.grantId, error: String(err.cause?.message ?? err.message) });

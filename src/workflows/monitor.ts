@@ -103,6 +103,14 @@ export async function crawlMonitorWorkflow(input: MonitorInput): Promise<Monitor
 
     const mode = m.state.governor.mode;
     if (mode === 'stopped' || (m.drained() && m.state.options.finishWhenDrained)) {
+      // Batches outlive the monitor by design (ABANDON): once it has stopped for good, they
+      // would wait for grants for ever. Cancelling one also cancels its running fetch activity,
+      // which stops sending at its next heartbeat and records what it finished.
+      if (mode === 'stopped') {
+        for (const batchId of m.takeBatchesToCancel()) {
+          await getExternalWorkflowHandle(batchId).cancel().catch((err) => log.warn('batch not cancelled; gone already', { batchId, error: String(err) }));
+        }
+      }
       await condition(allHandlersFinished);
       publish(m, '', Date.now());
       return m.stats(Date.now());

@@ -185,6 +185,13 @@ export class MonitorModel {
     this.state.finishedUrls += done.urls;
   }
 
+  /** Takes every batch in flight off the books and names them: a stopped crawl cancels them. */
+  takeBatchesToCancel(): string[] {
+    const ids = this.state.batches.map((b) => b.batchId);
+    this.state.batches = [];
+    return ids;
+  }
+
   wants(): { batchId: string; wanted: number }[] {
     return this.state.batches.map((b) => ({
       batchId: b.batchId,

@@ -5,7 +5,7 @@ import { chunksOf, indexOf, monitorWorker, scriptedActivities, sendTimes } from 
 import { ceilings, maxInAnyWindow } from '../../src/politeness/pacing';
 import { crawlBatchWorkflow } from '../../src/workflows/batch';
 import { crawlMonitorWorkflow } from '../../src/workflows/monitor';
-import { resumeUpdate, setRateUpdate, statsQuery } from '../../src/workflows/messages';
+import { resumeUpdate, setRateUpdate, statsQuery, stopUpdate } from '../../src/workflows/messages';
 import { CRAWL_STATE } from '../../src/temporal/searchAttributes';
 import { WORKFLOWS_PATH } from '../../src/workers/worker';
 import type { BatchItem, FetchBatchInput, FetchBatchResult, RedirectHop, RequestOutcome } from '../../src/shared/types';
@@ -241,6 +241,39 @@ describe('crawl monitor (time-skipping server)', () => {
     ]);
     expect(tried.filter((item) => item.hop && indexOf(item.url) !== 7)).toEqual([]);
     expect(stats.counts.done).toBe(20);
+  });
+
+  it('stop ends the source\'s batches too: none is left waiting for a monitor that has gone', async () => {
+    const { taskQueue, workflowId } = ids();
+    const { grants, acts } = scriptedActivities(() => ({ cls: 'done', status: 200 }));
+    const worker = await monitorWorker(env, taskQueue, acts);
+    await worker.runUntil(async () => {
+      const handle = await env.client.workflow.start(crawlMonitorWorkflow, {
+        taskQueue, workflowId,
+        args: [{ source: 'stopped.test', config: { rate: 1 }, work: chunksOf('stopped.test', 300, 100) }],
+      });
+      await env.sleep(30_000);
+      expect(grants.length).toBeGreaterThan(0);
+      expect(await handle.executeUpdate(stopUpdate)).toBe('stopped');
+      const final = await handle.result();
+      expect(final.state).toBe('stopped');
+      expect(final.urls.finished).toBeLessThan(300);
+      await env.sleep(60_000);
+      const statuses: string[] = [];
+      for (const chunkId of ['c0', 'c100', 'c200']) {
+        try {
+          statuses.push((await env.client.workflow.getHandle(`${workflowId}/batch:${chunkId}`).describe()).status.name);
+        } catch {
+          statuses.push('never started');
+        }
+      }
+      expect(statuses.filter((st) => st === 'RUNNING')).toEqual([]);
+      expect(statuses).toContain('CANCELLED');
+      // Nothing is granted or sent after the stop.
+      const grantsAtStop = grants.length;
+      await env.sleep(600_000);
+      expect(grants.length).toBe(grantsAtStop);
+    });
   });
 
   it('rejects bad operator input with a clear message', async () => {
