@@ -3,7 +3,8 @@ import fs from 'node:fs';
 import type { Client } from '@temporalio/client';
 import type { ObjectStore } from '../pipeline/store';
 import { forEachLimit } from '../shared/concurrency';
-import type { SourceConfig, WorkChunk } from '../shared/types';
+import { chunkSpoolKey, extendsRange } from '../shared/chunkRanges';
+import type { ChunkRange, SourceConfig } from '../shared/types';
 import { addWorkSignal } from '../workflows/messages';
 import { crawlMonitorWorkflow } from '../workflows/monitor';
 import { monitorWorkflowId, type MonitorOptions } from '../workflows/monitorState';
@@ -12,12 +13,14 @@ import { readManifest } from './manifest';
 
 /**
  * Splits a manifest per source into chunk files in the store and hands each monitor only
- * small chunk references (signal-with-start), so URL lists never enter workflow history.
+ * ranges of chunk numbers (signal-with-start), so URL lists never enter workflow history and a
+ * source's share of the monitor's state does not grow with its size.
  * Chunk ids derive from the manifest's content, and a finished chunk leaves a done-marker:
  * starting the same manifest twice crawls nothing twice.
  */
 
 export const CHUNK_SIZE = 500;
+/** A monitor hears of new chunks this often while a large manifest is still being split. */
 const CHUNKS_PER_SIGNAL = 200;
 
 export interface BadLine {
@@ -42,10 +45,13 @@ export interface StartOptions {
   onBadLine?: (bad: BadLine) => void;
 }
 
+function chunkPrefix(manifestId: string, source: string): string {
+  return `work/${manifestId}/${source.replace(/[^A-Za-z0-9._-]+/g, '_')}/chunk-`;
+}
+
 export function chunkKeys(manifestId: string, source: string, n: number): { urls: string; done: string } {
-  const dir = `work/${manifestId}/${source.replace(/[^A-Za-z0-9._-]+/g, '_')}`;
-  const name = `chunk-${String(n).padStart(6, '0')}`;
-  return { urls: `${dir}/${name}.txt`, done: `${dir}/${name}.done` };
+  const urls = chunkSpoolKey(chunkPrefix(manifestId, source), n);
+  return { urls, done: urls.replace(/\.txt$/, '.done') };
 }
 
 async function manifestId(path: string): Promise<string> {
@@ -62,13 +68,14 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
   const id = await manifestId(opts.manifest);
   const chunkSize = opts.chunkSize ?? CHUNK_SIZE;
   const buffers = new Map<string, string[]>();
-  const refs = new Map<string, WorkChunk[]>();
+  /** Per source: ranges not yet sent to its monitor, and how many chunks they hold. */
+  const refs = new Map<string, { ranges: ChunkRange[]; chunks: number }>();
   const summary: StartSummary = { manifestId: id, sources: new Map(), badLines: 0 };
 
   const send = async (source: string) => {
-    const list = refs.get(source) ?? [];
+    const list = refs.get(source)?.ranges ?? [];
     if (list.length === 0) return;
-    refs.set(source, []);
+    refs.delete(source);
     const config: SourceConfig = opts.catalog?.get(source) ?? {};
     await opts.client.workflow.signalWithStart(crawlMonitorWorkflow, {
       workflowId: monitorWorkflowId(source),
@@ -91,10 +98,14 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
       return;
     }
     await opts.store.put(keys.urls, urls.join('\n') + '\n', 'text/plain');
-    const list = refs.get(source) ?? [];
-    list.push({ chunkId: `${id}-${n}`, count: urls.length, spool: keys.urls });
-    refs.set(source, list);
-    if (list.length >= CHUNKS_PER_SIGNAL) await send(source);
+    const pending = refs.get(source) ?? { ranges: [], chunks: 0 };
+    refs.set(source, pending);
+    // A chunk found done above breaks the run: the next range starts after it.
+    const part: ChunkRange = { idPrefix: `${id}-`, spoolPrefix: chunkPrefix(id, source), first: n, last: n, chunkSize, lastCount: urls.length };
+    const tail = pending.ranges[pending.ranges.length - 1];
+    if (tail && extendsRange(tail, part)) pending.ranges[pending.ranges.length - 1] = { ...tail, last: n, lastCount: urls.length };
+    else pending.ranges.push(part);
+    if (++pending.chunks >= CHUNKS_PER_SIGNAL) await send(source);
   };
 
   for await (const entry of readManifest(opts.manifest)) {

@@ -85,6 +85,24 @@ export interface WorkChunk {
   spool?: string;
 }
 
+/**
+ * Consecutive chunk files of one source from one manifest, as one reference: chunk n has id
+ * `${idPrefix}${n}` and its URLs in `chunkSpoolKey(spoolPrefix, n)`; every chunk holds
+ * `chunkSize` URLs except chunk `last`, which holds `lastCount`. A source of hundreds of
+ * millions of URLs is a handful of these in the monitor's state instead of one entry per chunk.
+ */
+export interface ChunkRange {
+  idPrefix: string;
+  spoolPrefix: string;
+  first: number;
+  last: number;
+  chunkSize: number;
+  lastCount: number;
+}
+
+/** What addWork carries: single chunks (inline URLs, small) or ranges of chunk files. */
+export type WorkItem = WorkChunk | ChunkRange;
+
 export interface SourceConfig {
   /** Number of images the source holds, to derive a rate when none is given. */
   imageCount?: number;

@@ -1,5 +1,5 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { Grant, OutcomeReport, TokenRequest, WorkChunk } from '../shared/types';
+import type { Grant, OutcomeReport, TokenRequest, WorkItem } from '../shared/types';
 import type { MonitorStats } from './monitorState';
 
 // The crawl's message names. They are a public interface: operators use them with the
@@ -12,8 +12,8 @@ export const pauseUpdate = defineUpdate<string, []>('pause');
 export const resumeUpdate = defineUpdate<string, [ResumeInput]>('resume');
 export const setRateUpdate = defineUpdate<string, [SetRateInput]>('setRate');
 export const stopUpdate = defineUpdate<string, []>('stop');
-/** Adds chunks of URLs; chunk ids already seen are ignored, so re-sending is harmless. */
-export const addWorkSignal = defineSignal<[WorkChunk[]]>('addWork');
+/** Adds chunks or ranges of chunks; chunks already seen are ignored, so re-sending is harmless. */
+export const addWorkSignal = defineSignal<[WorkItem[]]>('addWork');
 
 // --- crawl monitor: batch traffic ----------------------------------------------------------
 export const requestTokensSignal = defineSignal<[TokenRequest]>('requestTokens');

@@ -5,7 +5,7 @@ import {
 import type { PolicyEvent } from '../politeness/governor';
 import { invalidBurst, invalidRate } from '../politeness/targetRate';
 import { CRAWL_DONE, CRAWL_ERRORS, CRAWL_RATE, CRAWL_SOURCE, CRAWL_STATE } from '../temporal/searchAttributes';
-import type { WorkChunk } from '../shared/types';
+import type { WorkItem } from '../shared/types';
 import { crawlBatchWorkflow } from './batch';
 import {
   addWorkSignal, batchFinishedSignal, grantSignal, pauseUpdate, reportOutcomesSignal, requestTokensSignal, resumeUpdate,
@@ -38,7 +38,7 @@ export async function crawlMonitorWorkflow(input: MonitorInput): Promise<Monitor
   };
 
   setHandler(statsQuery, () => m.stats(Date.now()));
-  setHandler(addWorkSignal, (chunks: WorkChunk[]) => { if (m.addWork(chunks)) wake(); });
+  setHandler(addWorkSignal, (items: WorkItem[]) => { if (m.addWork(items)) wake(); });
   setHandler(requestTokensSignal, (req) => { m.onTokenRequest(req); wake(); });
   setHandler(reportOutcomesSignal, (report) => {
     announce(m.onReport(report, Date.now()));

@@ -89,3 +89,59 @@ describe('MonitorModel token bookkeeping', () => {
     expect(busy.wants()[0]!.wanted).toBe(Math.max(0, 500 - stretched.slots));
   });
 });
+
+// A photo site of hundreds of millions of images must fit in the monitor's state: it is one
+// argument of continue-as-new, and Temporal refuses payloads over 2 MB.
+describe('MonitorModel work queue', () => {
+  const T0 = 1_000_000;
+  const range = (first: number, last: number, lastCount = 500) =>
+    ({ idPrefix: 'm1-', spoolPrefix: 'work/m1/big/chunk-', first, last, chunkSize: 500, lastCount });
+  const model = () => MonitorModel.fromInput({ source: 'big', config: { rate: 200 }, options: { maxBatches: 3 } }, T0);
+
+  it('keeps a source of 500 million URLs, sent 200 chunks at a time, in a state of a few hundred bytes', () => {
+    const m = model();
+    const chunks = 1_000_000;
+    for (let first = 0; first < chunks; first += 200) m.addWork([range(first, Math.min(first + 199, chunks - 1), first + 199 >= chunks - 1 ? 123 : 500)]);
+    expect(m.state.totalUrls).toBe((chunks - 1) * 500 + 123);
+    expect(m.state.queue).toHaveLength(1);
+    expect(JSON.stringify(m.state).length).toBeLessThan(3_000);
+    expect(m.stats(T0).urls.queuedChunks).toBe(chunks);
+  });
+
+  it('hands out the chunks of a range in order, each with its own file and count', () => {
+    const m = model();
+    m.addWork([range(7, 10, 42)]);
+    expect(m.takeChunksToStart()).toEqual([
+      { chunkId: 'm1-7', count: 500, spool: 'work/m1/big/chunk-000007.txt' },
+      { chunkId: 'm1-8', count: 500, spool: 'work/m1/big/chunk-000008.txt' },
+      { chunkId: 'm1-9', count: 500, spool: 'work/m1/big/chunk-000009.txt' },
+    ]);
+    m.batchStarted('b7', { chunkId: 'm1-7', count: 500 });
+    expect(m.takeChunksToStart()).toEqual([{ chunkId: 'm1-10', count: 42, spool: 'work/m1/big/chunk-000010.txt' }]);
+    expect(m.state.queue).toHaveLength(0);
+  });
+
+  it('adds only the chunks it has not seen: the same manifest started twice crawls nothing twice', () => {
+    const m = model();
+    expect(m.addWork([range(0, 9)])).toBe(10);
+    m.takeChunksToStart();
+    expect(m.addWork([range(0, 9)])).toBe(0); // some already handed out, the rest queued
+    expect(m.addWork([range(5, 14, 7)])).toBe(5);
+    expect(m.state.totalUrls).toBe(10 * 500 + 4 * 500 + 7);
+    expect(m.state.seenRanges).toEqual({ 'm1-': [[0, 14]] });
+    // Chunks found done at start break a range in two: both parts are queued, nothing else.
+    const n = model();
+    expect(n.addWork([range(0, 2), range(5, 6, 9)])).toBe(5);
+    expect(n.state.queue).toHaveLength(2);
+    expect(n.state.totalUrls).toBe(4 * 500 + 9);
+  });
+
+  it('carries the queue and what it has seen across continue-as-new', () => {
+    const m = model();
+    m.addWork([range(0, 99)]);
+    m.takeChunksToStart();
+    const next = MonitorModel.fromInput({ source: 'big', carried: JSON.parse(JSON.stringify(m.state)), work: [range(0, 199)] }, T0);
+    expect(next.stats(T0).urls.queuedChunks).toBe(97 + 100);
+    expect(next.takeChunksToStart()[0]!.chunkId).toBe('m1-3');
+  });
+});

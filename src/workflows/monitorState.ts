@@ -3,7 +3,8 @@ import { windowCounts } from '../politeness/breaker';
 import { median } from '../politeness/latency';
 import { slotsWithMissAllowance, updateMissRate, windowStretch } from '../politeness/missedSlots';
 import { ceilings } from '../politeness/pacing';
-import type { Grant, OutcomeReport, SourceConfig, TokenRequest, WorkChunk } from '../shared/types';
+import { addInterval, chunkOf, extendsRange, isChunkRange, rangeChunks, rangeUrls, subRange, unseenParts, type Intervals } from '../shared/chunkRanges';
+import type { Grant, OutcomeReport, SourceConfig, TokenRequest, WorkChunk, WorkItem } from '../shared/types';
 import type { BatchFinished } from './messages';
 
 /**
@@ -47,8 +48,12 @@ export interface BatchEntry {
 export interface MonitorState {
   source: string;
   governor: GovernorState;
-  queue: WorkChunk[];
+  /** Work not started yet, in order: chunks and ranges of chunk files (see ChunkRange). */
+  queue: WorkItem[];
+  /** Ids of single chunks ever added (ranges are tracked in seenRanges). */
   seenChunkIds: string[];
+  /** Chunk numbers of ranges ever added, per id prefix: sorted disjoint intervals. */
+  seenRanges?: Record<string, Intervals>;
   batches: BatchEntry[];
   finishedBatches: number;
   totalUrls: number;
@@ -66,7 +71,7 @@ export interface MonitorState {
 export interface MonitorInput {
   source: string;
   config?: SourceConfig;
-  work?: WorkChunk[];
+  work?: WorkItem[];
   options?: Partial<MonitorOptions>;
   governorConfig?: Partial<GovernorConfig>;
   /** Set by continue-as-new: everything the previous run knew. */
@@ -118,6 +123,7 @@ export class MonitorModel {
         governor: governor.state,
         queue: [],
         seenChunkIds: [],
+        seenRanges: {},
         batches: [],
         finishedBatches: 0,
         totalUrls: 0,
@@ -136,13 +142,28 @@ export class MonitorModel {
     return model;
   }
 
-  addWork(chunks: readonly WorkChunk[]): number {
+  /** Queues what was not added before (adding the same work twice crawls it once); returns how many chunks. */
+  addWork(items: readonly WorkItem[]): number {
     let added = 0;
-    for (const chunk of chunks) {
-      if (this.state.seenChunkIds.includes(chunk.chunkId)) continue;
-      this.state.seenChunkIds.push(chunk.chunkId);
-      this.state.queue.push(chunk);
-      this.state.totalUrls += chunk.count;
+    for (const item of items) {
+      if (isChunkRange(item)) {
+        const seen = (this.state.seenRanges ??= {});
+        for (const [first, last] of unseenParts(seen[item.idPrefix] ?? [], item.first, item.last)) {
+          seen[item.idPrefix] = addInterval(seen[item.idPrefix] ?? [], first, last);
+          const part = subRange(item, first, last);
+          const tail = this.state.queue[this.state.queue.length - 1];
+          // Ranges that continue each other stay one entry: the queue does not grow with the source.
+          if (tail && isChunkRange(tail) && extendsRange(tail, part)) this.state.queue[this.state.queue.length - 1] = { ...tail, last: part.last, lastCount: part.lastCount };
+          else this.state.queue.push(part);
+          this.state.totalUrls += rangeUrls(part);
+          added += rangeChunks(part);
+        }
+        continue;
+      }
+      if (this.state.seenChunkIds.includes(item.chunkId)) continue;
+      this.state.seenChunkIds.push(item.chunkId);
+      this.state.queue.push(item);
+      this.state.totalUrls += item.count;
       added++;
     }
     return added;
@@ -152,8 +173,23 @@ export class MonitorModel {
   takeChunksToStart(): WorkChunk[] {
     const mode = this.state.governor.mode;
     if (mode !== 'running' && mode !== 'cooling') return [];
-    const room = this.state.options.maxBatches - this.state.batches.length;
-    return room > 0 ? this.state.queue.splice(0, room) : [];
+    const out: WorkChunk[] = [];
+    const queue = this.state.queue;
+    while (out.length < this.state.options.maxBatches - this.state.batches.length && queue.length > 0) {
+      const head = queue[0]!;
+      if (!isChunkRange(head)) {
+        out.push(queue.shift() as WorkChunk);
+      } else {
+        out.push(chunkOf(head, head.first));
+        if (head.first === head.last) queue.shift();
+        else queue[0] = { ...head, first: head.first + 1 };
+      }
+    }
+    return out;
+  }
+
+  queuedChunks(): number {
+    return this.state.queue.reduce((n, item) => n + (isChunkRange(item) ? rangeChunks(item) : 1), 0);
   }
 
   batchStarted(batchId: string, chunk: WorkChunk): void {
@@ -259,7 +295,7 @@ export class MonitorModel {
       urls: {
         total: this.state.totalUrls,
         finished: this.state.finishedUrls,
-        queuedChunks: this.state.queue.length,
+        queuedChunks: this.queuedChunks(),
         inBatches: this.state.batches.reduce((s, b) => s + b.urls, 0),
       },
       batches: { active: this.state.batches.length, finished: this.state.finishedBatches },

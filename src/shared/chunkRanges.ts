@@ -1,0 +1,73 @@
+import type { ChunkRange, WorkChunk, WorkItem } from './types';
+
+/**
+ * Chunk ranges and the sets of chunk numbers a monitor has seen, kept as sorted disjoint
+ * intervals. Pure and deterministic: used by workflow code and by `crawl start`.
+ */
+
+export function isChunkRange(item: WorkItem): item is ChunkRange {
+  return (item as ChunkRange).first !== undefined;
+}
+
+export function chunkSpoolKey(spoolPrefix: string, n: number): string {
+  return `${spoolPrefix}${String(n).padStart(6, '0')}.txt`;
+}
+
+export function rangeChunks(r: ChunkRange): number {
+  return r.last - r.first + 1;
+}
+
+export function rangeUrls(r: ChunkRange): number {
+  return (r.last - r.first) * r.chunkSize + r.lastCount;
+}
+
+export function chunkOf(r: ChunkRange, n: number): WorkChunk {
+  return { chunkId: `${r.idPrefix}${n}`, count: n === r.last ? r.lastCount : r.chunkSize, spool: chunkSpoolKey(r.spoolPrefix, n) };
+}
+
+/** The part of a range from chunk `first` to `last` (inclusive), with the right last count. */
+export function subRange(r: ChunkRange, first: number, last: number): ChunkRange {
+  return { ...r, first, last, lastCount: last === r.last ? r.lastCount : r.chunkSize };
+}
+
+/** `b` continues `a`: same chunk files, next number, and `a` ends on a full chunk. */
+export function extendsRange(a: ChunkRange, b: ChunkRange): boolean {
+  return a.idPrefix === b.idPrefix && a.spoolPrefix === b.spoolPrefix && a.chunkSize === b.chunkSize
+    && b.first === a.last + 1 && a.lastCount === a.chunkSize;
+}
+
+export type Intervals = [number, number][];
+
+/** The parts of [first, last] not in `seen` (sorted, disjoint). */
+export function unseenParts(seen: Intervals, first: number, last: number): Intervals {
+  const out: Intervals = [];
+  let from = first;
+  for (const [a, b] of seen) {
+    if (b < from) continue;
+    if (a > last) break;
+    if (a > from) out.push([from, a - 1]);
+    from = Math.max(from, b + 1);
+    if (from > last) return out;
+  }
+  if (from <= last) out.push([from, last]);
+  return out;
+}
+
+/** Adds [first, last] to `seen`, merging neighbours, and returns the new list. */
+export function addInterval(seen: Intervals, first: number, last: number): Intervals {
+  const out: Intervals = [];
+  let [a, b] = [first, last];
+  let placed = false;
+  for (const [x, y] of seen) {
+    if (y < a - 1) out.push([x, y]);
+    else if (x > b + 1) {
+      if (!placed) { out.push([a, b]); placed = true; }
+      out.push([x, y]);
+    } else {
+      a = Math.min(a, x);
+      b = Math.max(b, y);
+    }
+  }
+  if (!placed) out.push([a, b]);
+  return out;
+}
