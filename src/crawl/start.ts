@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import type { Client } from '@temporalio/client';
 import type { ObjectStore } from '../pipeline/store';
-import { forEachLimit } from '../shared/concurrency';
+import { forEachLimit, WeightedBudget } from '../shared/concurrency';
 import { chunkSpoolKey, extendsRange } from '../shared/chunkRanges';
 import type { ChunkRange, SourceConfig } from '../shared/types';
 import { addWorkSignal } from '../workflows/messages';
@@ -62,6 +62,19 @@ async function manifestId(path: string): Promise<string> {
 
 /** Sources whose last chunk and monitor start are in flight at once. */
 const START_CONCURRENCY = 16;
+/**
+ * Chunk files checked and written at once, and queued at most: against S3 each chunk is two
+ * round trips, and one after the other a manifest of 10 million URLs took minutes to split.
+ */
+const WRITE_CONCURRENCY = 16;
+const MAX_QUEUED_WRITES = 64;
+
+interface ChunkWritten {
+  n: number;
+  count: number;
+  /** The chunk had a done-marker already: nothing was written and it is not crawled. */
+  done: boolean;
+}
 
 export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
   if (!fs.existsSync(opts.manifest)) throw new Error(`manifest ${opts.manifest} does not exist`);
@@ -71,6 +84,11 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
   /** Per source: ranges not yet sent to its monitor, and how many chunks they hold. */
   const refs = new Map<string, { ranges: ChunkRange[]; chunks: number }>();
   const summary: StartSummary = { manifestId: id, sources: new Map(), badLines: 0 };
+  const writeSlots = new WeightedBudget(WRITE_CONCURRENCY);
+  /** Per source, in chunk order: writes not yet turned into ranges. */
+  const writing = new Map<string, Promise<ChunkWritten>[]>();
+  /** All writes in the order queued, to bound how many URL lists wait in memory. */
+  const queued: Promise<ChunkWritten>[] = [];
 
   const send = async (source: string) => {
     const list = refs.get(source)?.ranges ?? [];
@@ -86,26 +104,50 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
     });
   };
 
+  /** Turns the source's finished writes into ranges, in chunk order (a monitor only hears of written chunks). */
+  const settle = async (source: string) => {
+    const jobs = writing.get(source) ?? [];
+    writing.delete(source);
+    const s = summary.sources.get(source)!;
+    for (const job of jobs) {
+      const { n, count, done } = await job;
+      if (done) {
+        // Skipped: the next chunk is not adjacent to the range before, so it starts a new one.
+        s.alreadyDone += count;
+        continue;
+      }
+      const pending = refs.get(source) ?? { ranges: [], chunks: 0 };
+      refs.set(source, pending);
+      const part: ChunkRange = { idPrefix: `${id}-`, spoolPrefix: chunkPrefix(id, source), first: n, last: n, chunkSize, lastCount: count };
+      const tail = pending.ranges[pending.ranges.length - 1];
+      if (tail && extendsRange(tail, part)) pending.ranges[pending.ranges.length - 1] = { ...tail, last: n, lastCount: count };
+      else pending.ranges.push(part);
+      pending.chunks += 1;
+    }
+  };
+
   const flush = async (source: string) => {
     const urls = buffers.get(source) ?? [];
     if (urls.length === 0) return;
     buffers.set(source, []);
-    const s = summary.sources.get(source)!;
-    const n = s.chunks++;
+    const n = summary.sources.get(source)!.chunks++;
     const keys = chunkKeys(id, source, n);
-    if (await opts.store.get(keys.done)) {
-      s.alreadyDone += urls.length;
-      return;
+    const job = writeSlots.use(1, async (): Promise<ChunkWritten> => {
+      if (await opts.store.get(keys.done)) return { n, count: urls.length, done: true };
+      await opts.store.put(keys.urls, urls.join('\n') + '\n', 'text/plain');
+      return { n, count: urls.length, done: false };
+    });
+    // Awaited below or in settle(); until then a failure must not count as unhandled.
+    job.catch(() => undefined);
+    const jobs = writing.get(source) ?? [];
+    writing.set(source, jobs);
+    jobs.push(job);
+    queued.push(job);
+    while (queued.length > MAX_QUEUED_WRITES) await queued.shift();
+    if (jobs.length >= CHUNKS_PER_SIGNAL) {
+      await settle(source);
+      await send(source);
     }
-    await opts.store.put(keys.urls, urls.join('\n') + '\n', 'text/plain');
-    const pending = refs.get(source) ?? { ranges: [], chunks: 0 };
-    refs.set(source, pending);
-    // A chunk found done above breaks the run: the next range starts after it.
-    const part: ChunkRange = { idPrefix: `${id}-`, spoolPrefix: chunkPrefix(id, source), first: n, last: n, chunkSize, lastCount: urls.length };
-    const tail = pending.ranges[pending.ranges.length - 1];
-    if (tail && extendsRange(tail, part)) pending.ranges[pending.ranges.length - 1] = { ...tail, last: n, lastCount: urls.length };
-    else pending.ranges.push(part);
-    if (++pending.chunks >= CHUNKS_PER_SIGNAL) await send(source);
   };
 
   for await (const entry of readManifest(opts.manifest)) {
@@ -126,6 +168,7 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
   // before the last had begun.
   await forEachLimit([...summary.sources.keys()], START_CONCURRENCY, async (source) => {
     await flush(source);
+    await settle(source);
     await send(source);
   });
   return summary;

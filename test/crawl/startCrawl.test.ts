@@ -1,0 +1,88 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { Client } from '@temporalio/client';
+import { chunkKeys, startCrawl } from '../../src/crawl/start';
+import type { ObjectStore } from '../../src/pipeline/store';
+import { chunkOf } from '../../src/shared/chunkRanges';
+import type { ChunkRange } from '../../src/shared/types';
+
+/** A store whose calls take 0-8 ms in random order, like a remote S3, remembering what it holds. */
+class SlowStore implements ObjectStore {
+  readonly description = 'slow memory store';
+  readonly objects = new Map<string, string>();
+  inFlight = 0;
+  maxInFlight = 0;
+
+  private async delay(): Promise<void> {
+    this.inFlight++;
+    this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
+    await new Promise((r) => setTimeout(r, Math.random() * 8));
+    this.inFlight--;
+  }
+
+  async put(key: string, body: Buffer | string): Promise<void> {
+    await this.delay();
+    this.objects.set(key, String(body));
+  }
+
+  async get(key: string): Promise<Buffer | undefined> {
+    await this.delay();
+    const v = this.objects.get(key);
+    return v === undefined ? undefined : Buffer.from(v);
+  }
+}
+
+/** Records what each monitor was sent, as signal-with-start would deliver it. */
+function recordingClient(): { client: Client; sent: Map<string, ChunkRange[]> } {
+  const sent = new Map<string, ChunkRange[]>();
+  const client = {
+    workflow: {
+      signalWithStart: async (_wf: unknown, opts: { args: [{ source: string }]; signalArgs: [ChunkRange[]] }) => {
+        const source = opts.args[0].source;
+        sent.set(source, [...(sent.get(source) ?? []), ...opts.signalArgs[0]]);
+      },
+    },
+  } as unknown as Client;
+  return { client, sent };
+}
+
+describe('startCrawl', () => {
+  it('splits sources into chunk files in parallel and tells each monitor exactly the chunks to crawl, in order', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'start-'));
+    const manifest = path.join(dir, 'm.txt');
+    // Two sources interleaved: 2,003 URLs of a and 1,000 of b, chunks of 10.
+    const lines: string[] = [];
+    for (let i = 0; i < 2_003; i++) {
+      lines.push(`https://a.example/${i}.jpg`);
+      if (i < 1_000) lines.push(`https://b.example/${i}.jpg`);
+    }
+    fs.writeFileSync(manifest, lines.join('\n'));
+    const store = new SlowStore();
+    const first = recordingClient();
+    const summary = await startCrawl({ client: first.client, store, manifest, taskQueue: 'q', chunkSize: 10 });
+    expect(store.maxInFlight).toBeGreaterThan(4);
+
+    // Every URL is in exactly one announced chunk, in manifest order, with the right count.
+    const announced = (sent: Map<string, ChunkRange[]>, source: string) =>
+      (sent.get(source) ?? []).flatMap((r) => Array.from({ length: r.last - r.first + 1 }, (_, k) => chunkOf(r, r.first + k)));
+    const urlsOf = (source: string, sent: Map<string, ChunkRange[]>) => announced(sent, source).flatMap((c) => {
+      const text = store.objects.get(c.spool!)!.trim().split('\n');
+      expect(text).toHaveLength(c.count);
+      return text;
+    });
+    expect(urlsOf('a.example', first.sent)).toEqual(lines.filter((l) => l.includes('a.example')));
+    expect(urlsOf('b.example', first.sent)).toEqual(lines.filter((l) => l.includes('b.example')));
+    expect(summary.sources.get('a.example')).toEqual({ urls: 2_003, chunks: 201, alreadyDone: 0 });
+
+    // Chunks 0-49 and 120 of a finished meanwhile: a second start announces only the others.
+    const { manifestId } = summary;
+    for (const n of [...Array.from({ length: 50 }, (_, k) => k), 120]) store.objects.set(chunkKeys(manifestId, 'a.example', n).done, 'x');
+    const second = recordingClient();
+    const again = await startCrawl({ client: second.client, store, manifest, taskQueue: 'q', chunkSize: 10 });
+    expect(again.sources.get('a.example')!.alreadyDone).toBe(510);
+    expect(announced(second.sent, 'a.example').map((c) => Number(c.chunkId.split('-')[1]))).toEqual(
+      Array.from({ length: 201 }, (_, k) => k).filter((n) => n >= 50 && n !== 120));
+    expect(announced(second.sent, 'a.example').at(-1)!.count).toBe(3);
+  });
+});
