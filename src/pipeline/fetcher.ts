@@ -1,5 +1,6 @@
 import net from 'node:net';
-import { Agent, buildConnector, DecoratorHandler, errors as undiciErrors, Pool, request, type Dispatcher } from 'undici';
+import type { IncomingHttpHeaders } from 'node:http';
+import { Agent, buildConnector, DecoratorHandler, errors as undiciErrors, Pool, type Dispatcher } from 'undici';
 import type { PipelineConfig } from './config';
 import { NetworkGuard } from './networkGuard';
 import { type Connector, noteSlowFirst, WarmConnections } from './warmConnections';
@@ -229,23 +230,26 @@ export class Fetcher {
         const sendBy = redirects === 0 ? opts.sendBy : undefined;
         sent = true;
         sentTo = u.origin;
-        const res = await request(u, {
-          method: 'GET',
-          dispatcher: this.dispatcher,
-          signal,
-          sendBy,
-          mayGoLate: sendBy === undefined ? undefined : opts.mayGoLate,
-          maxRedirections: 0,
-          headers: { 'user-agent': this.cfg.userAgent, accept: opts.accept ?? 'image/*,*/*;q=0.5' },
-        } as Parameters<typeof request>[1]);
-        const ttfbMs = Math.round(performance.now() - hopStart);
-        const status = res.statusCode;
+        const res = await new Promise<HopResponse>((resolve, reject) => {
+          const handler = new CollectHandler(resolve, reject, signal, {
+            maxBytes, minRateGraceMs: this.cfg.minRateGraceMs, minBytesPerSecond: this.cfg.minBytesPerSecond,
+          });
+          this.dispatcher.dispatch({
+            origin: u.origin,
+            path: `${u.pathname}${u.search}`,
+            method: 'GET',
+            headers: { 'user-agent': this.cfg.userAgent, accept: opts.accept ?? 'image/*,*/*;q=0.5' },
+            sendBy,
+            mayGoLate: sendBy === undefined ? undefined : opts.mayGoLate,
+          } as Dispatcher.DispatchOptions, handler);
+        });
+        const ttfbMs = Math.round(res.headersAt - hopStart);
+        const status = res.status;
         const header = (name: string) => {
           const v = res.headers[name];
           return Array.isArray(v) ? v[0] : v;
         };
         if (status >= 300 && status < 400 && status !== 304 && header('location')) {
-          await res.body.dump();
           const location = new URL(header('location')!, u).toString();
           if (opts.followRedirects === false) return { ok: false, status, ttfbMs, finalUrl: url, redirects, totalMs: elapsed(), sent, location };
           if (redirects >= this.cfg.maxRedirects) return fail('too-many-redirects', `more than ${this.cfg.maxRedirects} redirects`, { status, ttfbMs });
@@ -254,32 +258,9 @@ export class Fetcher {
           continue;
         }
         const base = { status, ttfbMs, finalUrl: url, redirects, contentType: header('content-type'), retryAfter: header('retry-after'), sent };
-        if (status < 200 || status >= 300) {
-          await res.body.dump().catch(() => undefined);
-          return { ok: false, ...base, totalMs: elapsed() };
-        }
-        const declared = Number(header('content-length'));
-        if (Number.isFinite(declared) && declared > maxBytes) {
-          res.body.destroy();
-          return fail('too-large', `content-length ${declared} exceeds the ${maxBytes}-byte limit`, base);
-        }
-        const chunks: Buffer[] = [];
-        let size = 0;
-        const bodyStart = performance.now();
-        for await (const chunk of res.body) {
-          size += (chunk as Buffer).length;
-          if (size > maxBytes) {
-            res.body.destroy();
-            return fail('too-large', `body exceeds the ${maxBytes}-byte limit`, base);
-          }
-          chunks.push(chunk as Buffer);
-          const bodyMs = performance.now() - bodyStart;
-          if (bodyMs > this.cfg.minRateGraceMs && (size * 1000) / bodyMs < this.cfg.minBytesPerSecond) {
-            res.body.destroy();
-            return fail('too-slow', `transfer below ${this.cfg.minBytesPerSecond} bytes/s`, base);
-          }
-        }
-        return { ok: true, ...base, body: Buffer.concat(chunks, size), totalMs: elapsed() };
+        if (status < 200 || status >= 300) return { ok: false, ...base, totalMs: elapsed() };
+        if (res.failure) return fail(res.failure, res.reason!, base);
+        return { ok: true, ...base, body: res.body!, totalMs: elapsed() };
       }
     } catch (err) {
       if (err instanceof LateError) sent = false;
@@ -289,6 +270,109 @@ export class Fetcher {
       parent?.removeEventListener('abort', onParentAbort);
       if (sent && sentTo) noteSlowFirst(this.responseMs, sentTo, performance.now() - started);
     }
+  }
+}
+
+interface HopResponse {
+  status: number;
+  headers: IncomingHttpHeaders;
+  /** performance.now() when the response headers arrived. */
+  headersAt: number;
+  /** A 2xx body, whole. */
+  body?: Buffer;
+  /** A 2xx body refused part-way (the connection is closed). */
+  failure?: 'too-large' | 'too-slow';
+  reason?: string;
+}
+
+/** What is read of a body we do not keep (redirects, errors) before the connection is dropped instead. */
+const DISCARD_LIMIT = 128 * 1024;
+
+/**
+ * One request's response, straight from undici's dispatcher: a 2xx body is collected up to
+ * the size limit and above the minimum transfer rate, any other body read and dropped. The
+ * `request()` API around the same dispatch (a Readable body, an async iterator, an
+ * AsyncResource per request) cost the event loop more than the rest of the fetch.
+ */
+class CollectHandler implements Dispatcher.DispatchHandler {
+  private controller?: Dispatcher.DispatchController;
+  private res?: HopResponse;
+  private chunks: Buffer[] = [];
+  private size = 0;
+  private bodyStart = 0;
+  private keep = false;
+  private settled = false;
+
+  constructor(
+    private readonly resolve: (r: HopResponse) => void,
+    private readonly reject: (err: Error) => void,
+    private readonly signal: AbortSignal,
+    private readonly limits: { maxBytes: number; minRateGraceMs: number; minBytesPerSecond: number },
+  ) {
+    if (signal.aborted) this.onAbort();
+    else signal.addEventListener('abort', this.onAbort, { once: true });
+  }
+
+  private readonly onAbort = () => {
+    const reason = this.signal.reason instanceof Error ? this.signal.reason : new Error('aborted');
+    this.controller?.abort(reason);
+    this.settle(undefined, reason);
+  };
+
+  private settle(res: HopResponse | undefined, err?: Error): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.signal.removeEventListener('abort', this.onAbort);
+    if (res) this.resolve(res);
+    else this.reject(err!);
+  }
+
+  /** Ends the response early: the connection is dropped, the response so far is the answer. */
+  private cut(controller: Dispatcher.DispatchController, failure?: HopResponse['failure'], reason?: string): void {
+    this.settle({ ...this.res!, failure, reason });
+    controller.abort(new Error(reason ?? 'response body not needed'));
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+    if (this.settled) controller.abort(this.signal.reason instanceof Error ? this.signal.reason : new Error('aborted'));
+  }
+
+  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
+    if (this.settled || statusCode < 200) return;
+    this.res = { status: statusCode, headers, headersAt: performance.now() };
+    this.keep = statusCode < 300;
+    this.bodyStart = this.res.headersAt;
+    const declared = Number(headers['content-length']);
+    if (this.keep && Number.isFinite(declared) && declared > this.limits.maxBytes) {
+      this.cut(controller, 'too-large', `content-length ${declared} exceeds the ${this.limits.maxBytes}-byte limit`);
+    } else if (!this.keep && Number.isFinite(declared) && declared > DISCARD_LIMIT) {
+      this.cut(controller);
+    }
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.settled) return;
+    this.size += chunk.length;
+    if (!this.keep) {
+      if (this.size > DISCARD_LIMIT) this.cut(controller);
+      return;
+    }
+    if (this.size > this.limits.maxBytes) return this.cut(controller, 'too-large', `body exceeds the ${this.limits.maxBytes}-byte limit`);
+    this.chunks.push(chunk);
+    const bodyMs = performance.now() - this.bodyStart;
+    if (bodyMs > this.limits.minRateGraceMs && (this.size * 1000) / bodyMs < this.limits.minBytesPerSecond) {
+      this.cut(controller, 'too-slow', `transfer below ${this.limits.minBytesPerSecond} bytes/s`);
+    }
+  }
+
+  onResponseEnd(): void {
+    if (this.settled || !this.res) return;
+    this.settle(this.keep ? { ...this.res, body: Buffer.concat(this.chunks, this.size) } : this.res);
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
+    this.settle(undefined, err);
   }
 }
 
