@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import type { Client } from '@temporalio/client';
 import type { ObjectStore } from '../pipeline/store';
 import { forEachLimit, WeightedBudget } from '../shared/concurrency';
-import { chunkSpoolKey, extendsRange } from '../shared/chunkRanges';
+import { appendRange, chunkSpoolKey } from '../shared/chunkRanges';
 import type { ChunkRange, SourceConfig } from '../shared/types';
 import { addWorkSignal } from '../workflows/messages';
 import { crawlMonitorWorkflow } from '../workflows/monitor';
@@ -81,8 +81,8 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
   const id = await manifestId(opts.manifest);
   const chunkSize = opts.chunkSize ?? CHUNK_SIZE;
   const buffers = new Map<string, string[]>();
-  /** Per source: ranges not yet sent to its monitor, and how many chunks they hold. */
-  const refs = new Map<string, { ranges: ChunkRange[]; chunks: number }>();
+  /** Per source: ranges not yet sent to its monitor. */
+  const refs = new Map<string, ChunkRange[]>();
   const summary: StartSummary = { manifestId: id, sources: new Map(), badLines: 0 };
   const writeSlots = new WeightedBudget(WRITE_CONCURRENCY);
   /** Per source, in chunk order: writes not yet turned into ranges. */
@@ -91,7 +91,7 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
   const queued: Promise<ChunkWritten>[] = [];
 
   const send = async (source: string) => {
-    const list = refs.get(source)?.ranges ?? [];
+    const list = refs.get(source) ?? [];
     if (list.length === 0) return;
     refs.delete(source);
     const config: SourceConfig = opts.catalog?.get(source) ?? {};
@@ -116,13 +116,9 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
         s.alreadyDone += count;
         continue;
       }
-      const pending = refs.get(source) ?? { ranges: [], chunks: 0 };
+      const pending = refs.get(source) ?? [];
       refs.set(source, pending);
-      const part: ChunkRange = { idPrefix: `${id}-`, spoolPrefix: chunkPrefix(id, source), first: n, last: n, chunkSize, lastCount: count };
-      const tail = pending.ranges[pending.ranges.length - 1];
-      if (tail && extendsRange(tail, part)) pending.ranges[pending.ranges.length - 1] = { ...tail, last: n, lastCount: count };
-      else pending.ranges.push(part);
-      pending.chunks += 1;
+      appendRange(pending, { idPrefix: `${id}-`, spoolPrefix: chunkPrefix(id, source), first: n, last: n, chunkSize, lastCount: count });
     }
   };
 

@@ -31,9 +31,16 @@ export function subRange(r: ChunkRange, first: number, last: number): ChunkRange
 }
 
 /** `b` continues `a`: same chunk files, next number, and `a` ends on a full chunk. */
-export function extendsRange(a: ChunkRange, b: ChunkRange): boolean {
+function extendsRange(a: ChunkRange, b: ChunkRange): boolean {
   return a.idPrefix === b.idPrefix && a.spoolPrefix === b.spoolPrefix && a.chunkSize === b.chunkSize
     && b.first === a.last + 1 && a.lastCount === a.chunkSize;
+}
+
+/** Adds `part` at the end of `list`, merged into the last entry when it continues that range. */
+export function appendRange(list: WorkItem[], part: ChunkRange): void {
+  const tail = list[list.length - 1];
+  if (tail && isChunkRange(tail) && extendsRange(tail, part)) list[list.length - 1] = { ...tail, last: part.last, lastCount: part.lastCount };
+  else list.push(part);
 }
 
 export type Intervals = [number, number][];

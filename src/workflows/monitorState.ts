@@ -3,7 +3,7 @@ import { windowCounts } from '../politeness/breaker';
 import { median } from '../politeness/latency';
 import { slotsWithMissAllowance, updateMissRate, windowStretch } from '../politeness/missedSlots';
 import { ceilings } from '../politeness/pacing';
-import { addInterval, chunkOf, extendsRange, isChunkRange, rangeChunks, rangeUrls, subRange, unseenParts, type Intervals } from '../shared/chunkRanges';
+import { addInterval, appendRange, chunkOf, isChunkRange, rangeChunks, rangeUrls, subRange, unseenParts, type Intervals } from '../shared/chunkRanges';
 import type { Grant, OutcomeReport, SourceConfig, TokenRequest, WorkChunk, WorkItem } from '../shared/types';
 import type { BatchFinished } from './messages';
 
@@ -151,10 +151,8 @@ export class MonitorModel {
         for (const [first, last] of unseenParts(seen[item.idPrefix] ?? [], item.first, item.last)) {
           seen[item.idPrefix] = addInterval(seen[item.idPrefix] ?? [], first, last);
           const part = subRange(item, first, last);
-          const tail = this.state.queue[this.state.queue.length - 1];
           // Ranges that continue each other stay one entry: the queue does not grow with the source.
-          if (tail && isChunkRange(tail) && extendsRange(tail, part)) this.state.queue[this.state.queue.length - 1] = { ...tail, last: part.last, lastCount: part.lastCount };
-          else this.state.queue.push(part);
+          appendRange(this.state.queue, part);
           this.state.totalUrls += rangeUrls(part);
           added += rangeChunks(part);
         }
