@@ -201,16 +201,20 @@ export class Fetcher {
     const started = performance.now();
     const elapsed = () => Math.round(performance.now() - started);
     const maxBytes = opts.maxBytes ?? this.cfg.maxBodyBytes;
-    // One timer and one listener, both removed when the fetch ends: AbortSignal.timeout()'s
-    // timer stays queued for the whole timeout (a minute) after its request is done, which at
-    // 200 requests/s is 12,000 timers waiting at any time.
-    const total = new AbortController();
-    const timer = setTimeout(() => total.abort(new FetchError('timeout', 'total timeout')), this.cfg.totalTimeoutMs);
+    // One timer and one listener on the caller's signal, both removed when the fetch ends. They
+    // abort the hop in flight through its handler: an AbortController per request, with a
+    // listener on it per hop, cost more than the rest of the fetch's own bookkeeping.
+    let aborted: Error | undefined;
+    let inFlight: CollectHandler | undefined;
+    const abort = (reason: Error) => {
+      aborted ??= reason;
+      inFlight?.abort(aborted);
+    };
+    const timer = setTimeout(() => abort(new FetchError('timeout', 'total timeout')), this.cfg.totalTimeoutMs);
     const parent = opts.signal;
-    const onParentAbort = () => total.abort(parent!.reason);
+    const onParentAbort = () => abort(parent!.reason instanceof Error ? parent!.reason : new Error('aborted'));
     if (parent?.aborted) onParentAbort();
     else parent?.addEventListener('abort', onParentAbort, { once: true });
-    const signal = total.signal;
     let url = rawUrl;
     let sent = false;
     let sentTo: string | undefined; // the origin of the last request that left
@@ -226,14 +230,16 @@ export class Fetcher {
           const refusal = this.guard.refusal(host, host);
           if (refusal) return fail('refused', refusal);
         }
+        if (aborted) throw aborted; // nothing of this hop has left
         const hopStart = performance.now();
         const sendBy = redirects === 0 ? opts.sendBy : undefined;
         sent = true;
         sentTo = u.origin;
         const res = await new Promise<HopResponse>((resolve, reject) => {
-          const handler = new CollectHandler(resolve, reject, signal, {
+          const handler = new CollectHandler(resolve, reject, {
             maxBytes, minRateGraceMs: this.cfg.minRateGraceMs, minBytesPerSecond: this.cfg.minBytesPerSecond,
           });
+          inFlight = handler;
           this.dispatcher.dispatch({
             origin: u.origin,
             path: `${u.pathname}${u.search}`,
@@ -264,8 +270,9 @@ export class Fetcher {
       }
     } catch (err) {
       if (err instanceof LateError) sent = false;
-      return fail(...classifyError(err, total.signal));
+      return fail(...classifyError(err, aborted));
     } finally {
+      inFlight = undefined;
       clearTimeout(timer);
       parent?.removeEventListener('abort', onParentAbort);
       if (sent && sentTo) noteSlowFirst(this.responseMs, sentTo, performance.now() - started);
@@ -302,27 +309,25 @@ class CollectHandler implements Dispatcher.DispatchHandler {
   private bodyStart = 0;
   private keep = false;
   private settled = false;
+  private abortReason?: Error;
 
   constructor(
     private readonly resolve: (r: HopResponse) => void,
     private readonly reject: (err: Error) => void,
-    private readonly signal: AbortSignal,
     private readonly limits: { maxBytes: number; minRateGraceMs: number; minBytesPerSecond: number },
-  ) {
-    if (signal.aborted) this.onAbort();
-    else signal.addEventListener('abort', this.onAbort, { once: true });
-  }
+  ) {}
 
-  private readonly onAbort = () => {
-    const reason = this.signal.reason instanceof Error ? this.signal.reason : new Error('aborted');
+  /** The fetch was aborted (total timeout, activity cancelled): drop the request, fail with `reason`. */
+  abort(reason: Error): void {
+    if (this.settled) return;
+    this.abortReason = reason;
     this.controller?.abort(reason);
     this.settle(undefined, reason);
-  };
+  }
 
   private settle(res: HopResponse | undefined, err?: Error): void {
     if (this.settled) return;
     this.settled = true;
-    this.signal.removeEventListener('abort', this.onAbort);
     if (res) this.resolve(res);
     else this.reject(err!);
   }
@@ -335,7 +340,7 @@ class CollectHandler implements Dispatcher.DispatchHandler {
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.controller = controller;
-    if (this.settled) controller.abort(this.signal.reason instanceof Error ? this.signal.reason : new Error('aborted'));
+    if (this.abortReason) controller.abort(this.abortReason);
   }
 
   onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
@@ -376,9 +381,9 @@ class CollectHandler implements Dispatcher.DispatchHandler {
   }
 }
 
-/** `total`: aborted with a FetchError by the total timeout, or with the caller's reason. */
-function classifyError(err: unknown, total: AbortSignal): [FetchFailure, string] {
-  if (total.reason instanceof FetchError) return [total.reason.failure, total.reason.message];
+/** `aborted`: the total timeout's FetchError, or the caller's reason for aborting. */
+function classifyError(err: unknown, aborted: Error | undefined): [FetchFailure, string] {
+  if (aborted instanceof FetchError) return [aborted.failure, aborted.message];
   if (err instanceof FetchError) return [err.failure, err.message];
   if (err instanceof LateError) return ['late', err.message];
   const e = err as { code?: string; name?: string; message?: string; cause?: { code?: string; message?: string } };

@@ -25,8 +25,10 @@ export class Spool {
   }
 
   async get(url: string): Promise<Buffer | undefined> {
+    const hashes = await this.hashes();
+    if (hashes.size === 0) return undefined; // the common case: no hash to compute
     const hash = urlHash(url);
-    if (!(await this.hashes()).has(hash)) return undefined;
+    if (!hashes.has(hash)) return undefined;
     try {
       return await fs.readFile(this.file(hash));
     } catch {
