@@ -90,6 +90,29 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
   /** All writes in the order queued, to bound how many URL lists wait in memory. */
   const queued: Promise<ChunkWritten>[] = [];
 
+  /**
+   * Per source, the chunks already done (a re-run), from one listing of its done-markers: a
+   * look-up per chunk was a million requests to S3 for a source of 500 million URLs.
+   */
+  const doneChunks = new Map<string, Promise<Set<number>>>();
+  const doneSet = (source: string): Promise<Set<number>> => {
+    let p = doneChunks.get(source);
+    if (!p) {
+      p = (async () => {
+        const prefix = chunkPrefix(id, source);
+        const done = new Set<number>();
+        for await (const key of opts.store.list(prefix)) {
+          const m = /^(\d+)\.done$/.exec(key.slice(prefix.length));
+          if (m) done.add(Number(m[1]));
+        }
+        return done;
+      })();
+      p.catch(() => undefined); // a failed listing fails the chunk jobs that wait for it
+      doneChunks.set(source, p);
+    }
+    return p;
+  };
+
   const send = async (source: string) => {
     const list = refs.get(source) ?? [];
     if (list.length === 0) return;
@@ -128,8 +151,9 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
     buffers.set(source, []);
     const n = summary.sources.get(source)!.chunks++;
     const keys = chunkKeys(id, source, n);
+    const done = doneSet(source);
     const job = writeSlots.use(1, async (): Promise<ChunkWritten> => {
-      if (await opts.store.get(keys.done)) return { n, count: urls.length, done: true };
+      if ((await done).has(n)) return { n, count: urls.length, done: true };
       await opts.store.put(keys.urls, urls.join('\n') + '\n', 'text/plain');
       return { n, count: urls.length, done: false };
     });

@@ -1,14 +1,23 @@
 import fsSync from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { GetObjectCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 
 /** Where thumbnails and metadata records go: a local directory or any S3-compatible store. */
 export interface ObjectStore {
   readonly description: string;
   put(key: string, body: Buffer | string, contentType: string): Promise<void>;
   get(key: string): Promise<Buffer | undefined>;
+  /**
+   * Every key that starts with `prefix` (which may end part-way through a name), in no promised
+   * order. One call per thousand keys on S3 instead of one per key: `crawl start` lists a
+   * source's done-markers rather than asking for each chunk's.
+   */
+  list(prefix: string): AsyncIterable<string>;
 }
+
+/** A write in progress: `${file}.${pid}.${random}.tmp` (see LocalStore.put). */
+const IN_PROGRESS = /\.\d+\.[a-z0-9]*\.tmp$/;
 
 function safeKey(key: string): string {
   if (key.startsWith('/') || key.split('/').some((p) => p === '..' || p === '')) throw new Error(`unsafe object key ${JSON.stringify(key)}`);
@@ -52,6 +61,28 @@ export class LocalStore implements ObjectStore {
     }
     fsSync.closeSync(fd);
     fsSync.renameSync(tmp, file);
+  }
+
+  async *list(prefix: string): AsyncIterable<string> {
+    const slash = prefix.lastIndexOf('/');
+    const dir = prefix.slice(0, slash + 1);
+    if (dir) safeKey(`${dir}x`); // the directory part obeys the rules for keys
+    yield* this.walk(dir, prefix.slice(slash + 1));
+  }
+
+  private async *walk(dir: string, namePrefix: string): AsyncIterable<string> {
+    let entries: fsSync.Dirent[];
+    try {
+      entries = await fs.readdir(path.join(this.root, dir), { withFileTypes: true });
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'ENOTDIR') return;
+      throw err;
+    }
+    for (const e of entries) {
+      if (!e.name.startsWith(namePrefix)) continue;
+      if (e.isDirectory()) yield* this.walk(`${dir}${e.name}/`, '');
+      else if (!IN_PROGRESS.test(e.name)) yield `${dir}${e.name}`;
+    }
   }
 
   async get(key: string): Promise<Buffer | undefined> {
@@ -104,6 +135,16 @@ export class S3Store implements ObjectStore {
       if ((err as { name?: string }).name === 'NoSuchKey') return undefined;
       throw err;
     }
+  }
+
+  async *list(prefix: string): AsyncIterable<string> {
+    const base = this.cfg.prefix ?? '';
+    let token: string | undefined;
+    do {
+      const page = await this.client.send(new ListObjectsV2Command({ Bucket: this.cfg.bucket, Prefix: `${base}${prefix}`, ContinuationToken: token }));
+      for (const o of page.Contents ?? []) if (o.Key) yield o.Key.slice(base.length);
+      token = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (token);
   }
 
   destroy(): void {

@@ -13,6 +13,8 @@ class SlowStore implements ObjectStore {
   readonly objects = new Map<string, string>();
   inFlight = 0;
   maxInFlight = 0;
+  gets = 0;
+  lists = 0;
 
   private async delay(): Promise<void> {
     this.inFlight++;
@@ -27,9 +29,16 @@ class SlowStore implements ObjectStore {
   }
 
   async get(key: string): Promise<Buffer | undefined> {
+    this.gets++;
     await this.delay();
     const v = this.objects.get(key);
     return v === undefined ? undefined : Buffer.from(v);
+  }
+
+  async *list(prefix: string): AsyncIterable<string> {
+    this.lists++;
+    await this.delay();
+    for (const k of [...this.objects.keys()]) if (k.startsWith(prefix)) yield k;
   }
 }
 
@@ -79,7 +88,11 @@ describe('startCrawl', () => {
     const { manifestId } = summary;
     for (const n of [...Array.from({ length: 50 }, (_, k) => k), 120]) store.objects.set(chunkKeys(manifestId, 'a.example', n).done, 'x');
     const second = recordingClient();
+    store.gets = 0;
+    store.lists = 0;
     const again = await startCrawl({ client: second.client, store, manifest, taskQueue: 'q', chunkSize: 10 });
+    // One listing of done-markers per source, not a look-up per chunk.
+    expect({ gets: store.gets, lists: store.lists }).toEqual({ gets: 0, lists: 2 });
     expect(again.sources.get('a.example')!.alreadyDone).toBe(510);
     expect(announced(second.sent, 'a.example').map((c) => Number(c.chunkId.split('-')[1]))).toEqual(
       Array.from({ length: 201 }, (_, k) => k).filter((n) => n >= 50 && n !== 120));

@@ -32,6 +32,7 @@ describe.each([
     const store = {
       description: 'blocking test store',
       get: (k: string) => local.get(k),
+      list: (p: string) => local.list(p),
       put: async (k: string, b: Buffer | string, t: string) => {
         if (first) { first = false; storeEntered(); await blocked; }
         return local.put(k, b, t);

@@ -201,7 +201,7 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
   it('does not ask the site again when storing failed after the download', async () => {
     let failNext = false;
     const flaky = {
-      description: 'flaky', get: (k: string) => store.get(k),
+      description: 'flaky', get: (k: string) => store.get(k), list: (p: string) => store.list(p),
       put: async (k: string, b: Buffer | string, t: string) => {
         if (failNext && k.startsWith('thumbnails/')) { failNext = false; throw new Error('store unavailable'); }
         return store.put(k, b, t);

@@ -27,6 +27,19 @@ describe('LocalStore', () => {
     expect((await store.get('records/s/b.ndjson'))!.toString()).toBe('{"b":1}\n');
   });
 
+  it('lists the keys under a prefix, down through directories, without writes in progress', async () => {
+    const store = new LocalStore(root);
+    for (const k of ['work/m1/a/chunk-000000.txt', 'work/m1/a/chunk-000000.done', 'work/m1/a/chunk-000001.txt', 'work/m1/ab/chunk-000000.done', 'work/m2/a/chunk-000000.done']) {
+      await store.put(k, 'x', 'text/plain');
+    }
+    fs.writeFileSync(path.join(root, 'work/m1/a/chunk-000001.done.4242.k3j9.tmp'), 'half');
+    const list = async (prefix: string) => { const keys: string[] = []; for await (const k of store.list(prefix)) keys.push(k); return keys.sort(); };
+    expect(await list('work/m1/a/chunk-')).toEqual(['work/m1/a/chunk-000000.done', 'work/m1/a/chunk-000000.txt', 'work/m1/a/chunk-000001.txt']);
+    expect(await list('work/m1/a')).toEqual(['work/m1/a/chunk-000000.done', 'work/m1/a/chunk-000000.txt', 'work/m1/a/chunk-000001.txt', 'work/m1/ab/chunk-000000.done']);
+    expect(await list('work/m3/')).toEqual([]);
+    await expect(list('../')).rejects.toThrow(/unsafe object key/);
+  });
+
   it('refuses keys that would leave its directory', async () => {
     const store = new LocalStore(root);
     await expect(store.put('../escape.txt', 'x', 'text/plain')).rejects.toThrow(/unsafe object key/);

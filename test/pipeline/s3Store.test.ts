@@ -38,6 +38,18 @@ describe('S3 store against a real S3-protocol server (moto_server on 127.0.0.1)'
     expect(text.trim().split('\n').map((l) => JSON.parse(l).outcome)).toEqual(['done', 'linkrot']);
   });
 
+  it('lists the keys under a prefix past one page of results, relative to its own prefix', async () => {
+    const keys = Array.from({ length: 1_005 }, (_, n) => `work/m1/a/chunk-${String(n).padStart(6, '0')}.done`);
+    for (let i = 0; i < keys.length; i += 50) await Promise.all(keys.slice(i, i + 50).map((k) => store.put(k, 'x', 'text/plain')));
+    await store.put('work/m1/b/chunk-000000.done', 'x', 'text/plain');
+    const listed: string[] = [];
+    for await (const k of store.list('work/m1/a/chunk-')) listed.push(k);
+    expect(listed.sort()).toEqual(keys);
+    const none: string[] = [];
+    for await (const k of store.list('work/m9/')) none.push(k);
+    expect(none).toEqual([]);
+  });
+
   it('refuses unsafe keys', async () => {
     await expect(store.put('../escape', 'x', 'text/plain')).rejects.toThrow(/unsafe object key/);
   });
