@@ -1,7 +1,8 @@
 /**
  * npm run bench:e2e — the whole crawl on the embedded default (pinned dev server, in-process
- * worker, local store): N images across 4 loopback sources, compared with sharp alone on the
- * same images in the same run; then 200 sources at 1 req/s each. Last line: JSON.
+ * worker, local store): N images across 4 loopback sources, crawled from a cold start and then
+ * again by the warm worker, compared with sharp alone on the same images in the same run; then
+ * 200 sources at 1 req/s each. Last line: JSON.
  */
 import diagnosticsChannel from 'node:diagnostics_channel';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
@@ -68,48 +69,56 @@ async function main(): Promise<void> {
   const sharpBeforePerS = await sharpAlone(images);
   const sharpCpuMs = cpuMsSince(cpuBeforeSharp);
 
-  // Phase 1: N images across 4 sources at different rates.
-  const manifest = path.join(dir, 'manifest.ndjson');
-  // Images in proportion to each source's rate, so that no one source is the bottleneck.
+  // Phase 1: N images across 4 sources at different rates, crawled twice by the same worker:
+  // first from a cold start (as `crawl run` does, with the JIT compiler still busy with our
+  // code), then again as new sources on the now warm worker (what a worker that runs for hours
+  // does). Images are in proportion to each source's rate, so that no one source is the
+  // bottleneck.
   const rateSum = RATES.reduce((a, b) => a + b, 0);
   const counts = RATES.map((r) => Math.round((N * r) / rateSum));
   const total = counts.reduce((a, b) => a + b, 0);
-  let offset = 0;
-  fs.writeFileSync(manifest, origins.flatMap((o, k) => {
-    const lines = Array.from({ length: counts[k]! }, (_, i) => JSON.stringify({ url: o.url(`/img/${offset + i}.jpg`), source: `site${k}` }));
-    offset += counts[k]!;
-    return lines;
-  }).join('\n'));
-  const catalog = new Map(RATES.map((rate, k) => [`site${k}`, { rate }]));
-  let elapsedS = 0;
-  let startedAt = 0;
-  const cpuBeforeCrawl = cpuMsByProcess();
-  await worker.runUntil(async () => {
-    startedAt = Date.now();
+  const crawlOnce = async (sourcePrefix: string, dirName: string) => {
+    const manifest = path.join(dir, `${sourcePrefix}.ndjson`);
+    let offset = 0;
+    fs.writeFileSync(manifest, origins.flatMap((o, k) => {
+      const lines = Array.from({ length: counts[k]! }, (_, i) => JSON.stringify({ url: o.url(`/${dirName}/${offset + i}.jpg`), source: `${sourcePrefix}${k}` }));
+      offset += counts[k]!;
+      return lines;
+    }).join('\n'));
+    const catalog = new Map(RATES.map((rate, k) => [`${sourcePrefix}${k}`, { rate }]));
+    const cpuBefore = cpuMsByProcess();
+    const startedAt = Date.now();
     const started = performance.now();
     const summary = await startCrawl({ client, store, manifest, catalog, taskQueue: 'bench-e2e' });
     await Promise.all([...summary.sources.keys()].map((s) => client.workflow.getHandle(monitorWorkflowId(s)).result()));
-    elapsedS = (performance.now() - started) / 1000;
-  });
-  const imagesPerS = total / elapsedS;
-  const crawlCpuMs = cpuMsSince(cpuBeforeCrawl);
+    return { sourcePrefix, dirName, startedAt, elapsedS: (performance.now() - started) / 1000, cpuMs: cpuMsSince(cpuBefore) };
+  };
+  const crawls = await worker.runUntil(async () => [await crawlOnce('site', 'img'), await crawlOnce('again', 'again')]);
   const phase1 = await site.stop();
   const sharpAfterPerS = await sharpAlone(images);
   const sharpPerS = (sharpBeforePerS + sharpAfterPerS) / 2;
-  const arrivals = phase1.map((r) => r.atMs).sort((a, b) => a - b);
-  // Where the wall time goes: before the first request reaches a site, and after the last.
-  const firstRequestS = (arrivals[0]! - startedAt) / 1000;
-  const afterLastRequestS = elapsedS - (arrivals[arrivals.length - 1]! - startedAt) / 1000;
-  // Start-up (monitors, batches, the first grant's lead) is a fixed cost; this leaves it out.
-  const steadyPerS = total / (elapsedS - firstRequestS);
-  const perSource = await Promise.all(origins.map(async (_o, k) => {
-    const times = phase1.filter((r) => r.host.startsWith(`${hosts[k]}:`)).map((r) => r.atMs);
-    const ceiling = ceilings(RATES[k]!, 0).perSecond;
-    return { source: `site${k}`, rate: RATES[k]!, requests: times.length, max1s: max1s(times), ceiling, max1sRatio: fmt(max1s(times) / ceiling) };
+  const results = await Promise.all(crawls.map(async (c) => {
+    const requests = phase1.filter((r) => r.path.startsWith(`/${c.dirName}/`) || (r.path === '/robots.txt' && r.atMs >= c.startedAt && r.atMs <= c.startedAt + c.elapsedS * 1000));
+    const arrivals = requests.map((r) => r.atMs).sort((a, b) => a - b);
+    // Where the wall time goes: before the first request reaches a site, and after the last.
+    const firstRequestS = (arrivals[0]! - c.startedAt) / 1000;
+    const afterLastRequestS = c.elapsedS - (arrivals[arrivals.length - 1]! - c.startedAt) / 1000;
+    const perSource = origins.map((_o, k) => {
+      const times = requests.filter((r) => r.host.startsWith(`${hosts[k]}:`)).map((r) => r.atMs);
+      const ceiling = ceilings(RATES[k]!, 0).perSecond;
+      return { source: `${c.sourcePrefix}${k}`, rate: RATES[k]!, requests: times.length, max1s: max1s(times), ceiling, max1sRatio: fmt(max1s(times) / ceiling) };
+    });
+    let events = 0;
+    for (let k = 0; k < origins.length; k++) events += await historyEvents(client, monitorWorkflowId(`${c.sourcePrefix}${k}`));
+    const imagesPerS = total / c.elapsedS;
+    return {
+      ...c, imagesPerS, ratio: imagesPerS / sharpPerS, firstRequestS, afterLastRequestS,
+      // Start-up (monitors, batches, the first grant's lead) is a fixed cost; this leaves it out.
+      steadyRatio: total / (c.elapsedS - firstRequestS) / sharpPerS,
+      perSource, eventsPerImage: events / total,
+    };
   }));
-  let events = 0;
-  for (let k = 0; k < origins.length; k++) events += await historyEvents(client, monitorWorkflowId(`site${k}`));
-  const eventsPerImage = events / total;
+  const [cold, warm] = results as [typeof results[0], typeof results[0]];
 
   // Phase 2: many small sources at 1 req/s each, all at once.
   // How late the crawler's event loop runs timers (slot wake-ups) while 200 sources crawl.
@@ -157,22 +166,27 @@ async function main(): Promise<void> {
   await server.stop();
   for (const d of [siteDir, dir]) fs.rmSync(d, { recursive: true, force: true });
 
-  console.log(`phase 1: ${total} images over 4 sources (rates ${RATES.join(', ')}/s) in ${fmt(elapsedS, 1)} s`);
-  console.log(`  first request reached a site after ${fmt(firstRequestS, 2)} s; the crawl ended ${fmt(afterLastRequestS, 2)} s after the last one`);
-  console.log(`  crawl ${fmt(imagesPerS, 1)} images/s vs sharp alone ${fmt(sharpPerS, 1)} images/s (${fmt(sharpBeforePerS, 1)} before, ${fmt(sharpAfterPerS, 1)} after): ratio ${fmt(imagesPerS / sharpPerS)} (target >= 0.85)`);
-  console.log(`  from the first request on (what a long crawl approaches): ${fmt(steadyPerS, 1)} images/s, ratio ${fmt(steadyPerS / sharpPerS)}`);
-  for (const s of perSource) console.log(`  ${s.source}: ${s.requests} requests, max ${s.max1s} in any 1 s vs ceiling ${s.ceiling} (${s.max1sRatio})`);
   const perImage = (m: Record<string, number>) => Object.entries(m).filter(([, v]) => v > 0).map(([k, v]) => `${k} ${fmt(v / total, 2)}`).join(', ');
-  console.log(`  CPU ms per image: sharp alone: ${perImage(sharpCpuMs)}; crawl: ${perImage(crawlCpuMs)}`);
-  console.log(`  history events per image: ${fmt(eventsPerImage)} (target <= 1)`);
+  console.log(`phase 1: ${total} images over 4 sources (rates ${RATES.join(', ')}/s), crawled twice by one worker; sharp alone ${fmt(sharpPerS, 1)} images/s (${fmt(sharpBeforePerS, 1)} before, ${fmt(sharpAfterPerS, 1)} after), CPU ms per image: ${perImage(sharpCpuMs)}`);
+  for (const [label, r] of [['cold worker (as crawl run starts)', cold], ['warm worker (the same crawl again as new sources)', warm]] as const) {
+    console.log(`  ${label}: ${fmt(r.elapsedS, 1)} s, ${fmt(r.imagesPerS, 1)} images/s, ratio ${fmt(r.ratio)} (target >= 0.85); from the first request on ${fmt(r.steadyRatio)}`);
+    console.log(`    first request reached a site after ${fmt(r.firstRequestS, 2)} s; the crawl ended ${fmt(r.afterLastRequestS, 2)} s after the last one; history events per image ${fmt(r.eventsPerImage)} (target <= 1)`);
+    console.log(`    CPU ms per image: ${perImage(r.cpuMs)}`);
+    console.log(`    ${r.perSource.map((s) => `${s.source}: ${s.requests} requests, max ${s.max1s} in any 1 s vs ceiling ${s.ceiling} (${s.max1sRatio})`).join('; ')}`);
+  }
   console.log(`phase 2: ${MANY} sources x ${MANY_URLS} URLs at 1 req/s: slowest source ${fmt(manyMinRatio)} req/s (target >= 0.9), max in any 1 s ${Math.max(...manyRates.map((r) => r.max1s))}, smallest gap between two requests of one source ${Math.min(...manyRates.map((r) => r.minGapMs))} ms at the site, ${Math.min(...manyRates.map((r) => r.sentMinGapMs))} ms as sent (slots are ${Math.round(1000 / 0.97)} ms apart; most in any 1 s as sent: ${Math.max(...manyRates.map((r) => r.sentMax1s))})`);
   console.log(`  slowest sources and their gaps over 1.5 slots: ${manySlowest.map((m) => `${m.source} ${m.rate} [${m.longGapsMs.join(', ')}]`).join('; ')}`);
   console.log(`  event loop delay during phase 2 (a slot wake-up more than 10 ms late moves the rest of its grant later): p50 ${eventLoopDelayMs.p50} ms, p99 ${eventLoopDelayMs.p99} ms, p99.9 ${eventLoopDelayMs.p999} ms, max ${eventLoopDelayMs.max} ms`);
   console.log(JSON.stringify({
-    bench: 'e2e', images: total, imagesPerS: fmt(imagesPerS, 1), sharpPerS: fmt(sharpPerS, 1), sharpBeforeAfterPerS: [fmt(sharpBeforePerS, 1), fmt(sharpAfterPerS, 1)], ratio: fmt(imagesPerS / sharpPerS),
-    steadyRatio: fmt(steadyPerS / sharpPerS), max1sRatio: Math.max(...perSource.map((s) => s.max1sRatio)), eventsPerImage: fmt(eventsPerImage), firstRequestS: fmt(firstRequestS, 2), afterLastRequestS: fmt(afterLastRequestS, 2), crawlCpuMs, sharpCpuMs, peakRssMb: peakRssMb(),
+    bench: 'e2e', images: total,
+    // The headline figures are the cold crawl's; max1sRatio and eventsPerImage the worse of the two.
+    imagesPerS: fmt(cold.imagesPerS, 1), sharpPerS: fmt(sharpPerS, 1), sharpBeforeAfterPerS: [fmt(sharpBeforePerS, 1), fmt(sharpAfterPerS, 1)], ratio: fmt(cold.ratio),
+    steadyRatio: fmt(cold.steadyRatio), max1sRatio: Math.max(...cold.perSource.map((s) => s.max1sRatio), ...warm.perSource.map((s) => s.max1sRatio)),
+    eventsPerImage: fmt(Math.max(cold.eventsPerImage, warm.eventsPerImage)), firstRequestS: fmt(cold.firstRequestS, 2), afterLastRequestS: fmt(cold.afterLastRequestS, 2),
+    warm: { imagesPerS: fmt(warm.imagesPerS, 1), ratio: fmt(warm.ratio), steadyRatio: fmt(warm.steadyRatio), eventsPerImage: fmt(warm.eventsPerImage), firstRequestS: fmt(warm.firstRequestS, 2), afterLastRequestS: fmt(warm.afterLastRequestS, 2), crawlCpuMs: warm.cpuMs },
+    crawlCpuMs: cold.cpuMs, sharpCpuMs, peakRssMb: peakRssMb(),
     manySources: MANY, manyMinRateRatio: fmt(manyMinRatio), manyMax1s: Math.max(...manyRates.map((r) => r.max1s)),
-    manyEventLoopDelayMs: eventLoopDelayMs, manySlowest, manyMinGapMs: Math.min(...manyRates.map((r) => r.minGapMs)), manySentMinGapMs: Math.min(...manyRates.map((r) => r.sentMinGapMs)), perSource,
+    manyEventLoopDelayMs: eventLoopDelayMs, manySlowest, manyMinGapMs: Math.min(...manyRates.map((r) => r.minGapMs)), manySentMinGapMs: Math.min(...manyRates.map((r) => r.sentMinGapMs)), perSource: [...cold.perSource, ...warm.perSource],
   }));
 }
 
