@@ -70,15 +70,16 @@ export class LocalStore implements ObjectStore {
     yield* this.walk(dir, prefix.slice(slash + 1));
   }
 
+  /** Streams the directory (fs.opendir): a source's chunk directory can hold millions of files. */
   private async *walk(dir: string, namePrefix: string): AsyncIterable<string> {
-    let entries: fsSync.Dirent[];
+    let handle: fsSync.Dir;
     try {
-      entries = await fs.readdir(path.join(this.root, dir), { withFileTypes: true });
+      handle = await fs.opendir(path.join(this.root, dir), { bufferSize: 256 });
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT' || (err as NodeJS.ErrnoException).code === 'ENOTDIR') return;
       throw err;
     }
-    for (const e of entries) {
+    for await (const e of handle) {
       if (!e.name.startsWith(namePrefix)) continue;
       if (e.isDirectory()) yield* this.walk(`${dir}${e.name}/`, '');
       else if (!IN_PROGRESS.test(e.name)) yield `${dir}${e.name}`;
