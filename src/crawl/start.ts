@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import type { Client } from '@temporalio/client';
+import { sourceSegment } from '../pipeline/keys';
 import type { ObjectStore } from '../pipeline/store';
 import { forEachLimit, WeightedBudget } from '../shared/concurrency';
 import { appendRange, chunkSpoolKey } from '../shared/chunkRanges';
@@ -46,7 +47,7 @@ export interface StartOptions {
 }
 
 function chunkPrefix(manifestId: string, source: string): string {
-  return `work/${manifestId}/${source.replace(/[^A-Za-z0-9._-]+/g, '_')}/chunk-`;
+  return `work/${manifestId}/${sourceSegment(source)}/chunk-`;
 }
 
 export function chunkKeys(manifestId: string, source: string, n: number): { urls: string; done: string } {

@@ -16,8 +16,23 @@ export function thumbnailKey(url: string): string {
   return `thumbnails/${h.slice(0, 2)}/${h}.jpg`;
 }
 
-/** Record files are keyed by the unit of work that wrote them, so a retry overwrites its own file. */
+const SAFE_SEGMENT = /^[A-Za-z0-9._-]{1,150}$/;
+
+/**
+ * A source's name as one segment of a key: the name itself when it is made of letters, digits,
+ * '.', '_' and '-' only, else its readable part, '~' and a hash of the exact name. Replacing
+ * the other characters alone gave "a b" and "a_b" the same chunk files and record directory, so
+ * one source's URLs and records overwrote the other's; no safe name contains '~'.
+ */
+export function sourceSegment(source: string): string {
+  if (SAFE_SEGMENT.test(source) && source !== '.' && source !== '..') return source;
+  return `${source.replace(/[^A-Za-z0-9._-]+/g, '_').slice(0, 120)}~${createHash('sha256').update(source).digest('hex').slice(0, 12)}`;
+}
+
+/**
+ * Record files are keyed by the unit of work that wrote them, so a retry overwrites its own
+ * file. Units are batch ids, unique within a source.
+ */
 export function recordKey(source: string, unit: string): string {
-  const safe = (s: string) => s.replace(/[^A-Za-z0-9._-]+/g, '_').slice(0, 150);
-  return `records/${safe(source)}/${safe(unit)}.ndjson`;
+  return `records/${sourceSegment(source)}/${unit.replace(/[^A-Za-z0-9._-]+/g, '_').slice(0, 150)}.ndjson`;
 }

@@ -98,4 +98,22 @@ describe('startCrawl', () => {
       Array.from({ length: 201 }, (_, k) => k).filter((n) => n >= 50 && n !== 120));
     expect(announced(second.sent, 'a.example').at(-1)!.count).toBe(3);
   });
+
+  it('keeps sources whose names differ only in characters unsafe in keys apart', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'start-'));
+    const manifest = path.join(dir, 'm.ndjson');
+    // Manifests allow letters, digits, '.', '_', ':' and '-' (up to 200): ':' and a name past 150
+    // characters were turned into the same key as another name.
+    const long = 'x'.repeat(160);
+    const sources = ['a:b', 'a_b', `${long}1`, `${long}2`];
+    fs.writeFileSync(manifest, sources.flatMap((source, k) => [0, 1, 2].map((i) => JSON.stringify({ url: `https://x.example/${k}/${i}.jpg`, source }))).join('\n'));
+    const store = new SlowStore();
+    const { client, sent } = recordingClient();
+    await startCrawl({ client, store, manifest, taskQueue: 'q', chunkSize: 2 });
+    sources.forEach((source, k) => {
+      const urls = (sent.get(source) ?? []).flatMap((r) => Array.from({ length: r.last - r.first + 1 }, (_, j) => chunkOf(r, r.first + j)))
+        .flatMap((c) => store.objects.get(c.spool!)!.trim().split('\n'));
+      expect(urls).toEqual([0, 1, 2].map((i) => `https://x.example/${k}/${i}.jpg`));
+    });
+  });
 });
