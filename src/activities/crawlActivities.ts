@@ -5,6 +5,7 @@ import { isThrottle } from '../politeness/classify';
 import type { ObjectStore } from '../pipeline/store';
 import type { FetchBatchInput, FetchBatchResult, FinalRecordInput, RedirectHop, RequestOutcome, WorkChunk } from '../shared/types';
 import { MAX_LATENESS_MS, runPaced } from './pacedRunner';
+import { chunkDoneKey } from '../shared/chunkRanges';
 import { HEARTBEAT_EVERY_MS } from '../shared/heartbeat';
 import { GrantAttempts } from './grantAttempts';
 import { blockSource, isSourceBlocked } from './sourceBlocks';
@@ -185,7 +186,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
   /** Leaves a marker so that starting the same manifest again skips this chunk. */
   async function markChunkDone(chunk: WorkChunk): Promise<void> {
     if (!chunk.spool || !deps.store) return;
-    await deps.store.put(chunk.spool.replace(/\.txt$/, '.done'), new Date().toISOString(), 'text/plain');
+    await deps.store.put(chunkDoneKey(chunk.spool), new Date().toISOString(), 'text/plain');
   }
 
   async function recordFinal(input: FinalRecordInput): Promise<void> {

@@ -4,7 +4,7 @@ import type { Client } from '@temporalio/client';
 import { sourceSegment } from '../pipeline/keys';
 import type { ObjectStore } from '../pipeline/store';
 import { forEachLimit, WeightedBudget } from '../shared/concurrency';
-import { appendRange, chunkSpoolKey } from '../shared/chunkRanges';
+import { appendRange, chunkDoneKey, chunkSpoolKey, doneChunkNumber } from '../shared/chunkRanges';
 import type { ChunkRange, SourceConfig } from '../shared/types';
 import { addWorkSignal } from '../workflows/messages';
 import { crawlMonitorWorkflow } from '../workflows/monitor';
@@ -52,7 +52,7 @@ function chunkPrefix(manifestId: string, source: string): string {
 
 export function chunkKeys(manifestId: string, source: string, n: number): { urls: string; done: string } {
   const urls = chunkSpoolKey(chunkPrefix(manifestId, source), n);
-  return { urls, done: urls.replace(/\.txt$/, '.done') };
+  return { urls, done: chunkDoneKey(urls) };
 }
 
 async function manifestId(path: string): Promise<string> {
@@ -103,8 +103,8 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
         const prefix = chunkPrefix(id, source);
         const done = new Set<number>();
         for await (const key of opts.store.list(prefix)) {
-          const m = /^(\d+)\.done$/.exec(key.slice(prefix.length));
-          if (m) done.add(Number(m[1]));
+          const n = doneChunkNumber(prefix, key);
+          if (n !== undefined) done.add(n);
         }
         return done;
       })();

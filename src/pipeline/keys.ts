@@ -17,6 +17,7 @@ export function thumbnailKey(url: string): string {
 }
 
 const SAFE_SEGMENT = /^[A-Za-z0-9._-]{1,150}$/;
+const underscored = (s: string) => s.replace(/[^A-Za-z0-9._-]+/g, '_');
 
 /**
  * A source's name as one segment of a key: the name itself when it is made of letters, digits,
@@ -26,7 +27,7 @@ const SAFE_SEGMENT = /^[A-Za-z0-9._-]{1,150}$/;
  */
 export function sourceSegment(source: string): string {
   if (SAFE_SEGMENT.test(source) && source !== '.' && source !== '..') return source;
-  return `${source.replace(/[^A-Za-z0-9._-]+/g, '_').slice(0, 120)}~${createHash('sha256').update(source).digest('hex').slice(0, 12)}`;
+  return `${underscored(source).slice(0, 120)}~${createHash('sha256').update(source).digest('hex').slice(0, 12)}`;
 }
 
 /**
@@ -34,5 +35,5 @@ export function sourceSegment(source: string): string {
  * file. Units are batch ids, unique within a source.
  */
 export function recordKey(source: string, unit: string): string {
-  return `records/${sourceSegment(source)}/${unit.replace(/[^A-Za-z0-9._-]+/g, '_').slice(0, 150)}.ndjson`;
+  return `records/${sourceSegment(source)}/${underscored(unit).slice(0, 150)}.ndjson`;
 }

@@ -13,6 +13,20 @@ export function chunkSpoolKey(spoolPrefix: string, n: number): string {
   return `${spoolPrefix}${String(n).padStart(6, '0')}.txt`;
 }
 
+/** The marker a finished chunk leaves beside its URL list: a later start skips the chunk. */
+export function chunkDoneKey(spoolKey: string): string {
+  return spoolKey.replace(/\.txt$/, '.done');
+}
+
+/** The chunk number of a done-marker listed under `spoolPrefix`, or undefined for any other key. */
+export function doneChunkNumber(spoolPrefix: string, key: string): number | undefined {
+  if (!key.startsWith(spoolPrefix)) return undefined;
+  const m = /^(\d+)\.done$/.exec(key.slice(spoolPrefix.length));
+  if (!m) return undefined;
+  const n = Number(m[1]);
+  return key === chunkDoneKey(chunkSpoolKey(spoolPrefix, n)) ? n : undefined;
+}
+
 export function rangeChunks(r: ChunkRange): number {
   return r.last - r.first + 1;
 }
