@@ -19,7 +19,7 @@ import { installTemporalRuntime } from '../src/temporal/runtime';
 import { createCrawlWorker, defaultDeps } from '../src/workers/worker';
 import { monitorWorkflowId } from '../src/workflows/monitorState';
 import { makeImageSet, sharpAlone, writeSiteFiles } from './images';
-import { cpuMsByProcess, cpuMsSince, fmt, historyEvents, max1s, peakRssMb, startOriginProcess, steadyRate } from './support';
+import { cpuMsByProcess, cpuMsSince, fileCreateCostUs, fmt, historyEvents, max1s, peakRssMb, startOriginProcess, steadyRate } from './support';
 
 const N = Number(process.env.BENCH_IMAGES ?? 1600);
 const RATES = [30, 50, 70, 90];
@@ -57,6 +57,7 @@ async function main(): Promise<void> {
   await ensureSearchAttributes(client);
   const connection = await connectWorker(server.address);
   const store = new LocalStore(path.join(dir, 'store'));
+  const createUs = [fileCreateCostUs(dir)];
   const newWorker = () => createCrawlWorker({
     connection, taskQueue: 'bench-e2e', deps: defaultDeps({ dataDir: dir, allowNetworks: ['127.0.0.0/8'] }),
   });
@@ -95,6 +96,7 @@ async function main(): Promise<void> {
   };
   const crawls = await worker.runUntil(async () => [await crawlOnce('site', 'img'), await crawlOnce('again', 'again')]);
   const phase1 = await site.stop();
+  createUs.push(fileCreateCostUs(dir));
   const sharpAfterPerS = await sharpAlone(images);
   const sharpPerS = (sharpBeforePerS + sharpAfterPerS) / 2;
   const results = await Promise.all(crawls.map(async (c) => {
@@ -168,6 +170,7 @@ async function main(): Promise<void> {
 
   const perImage = (m: Record<string, number>) => Object.entries(m).filter(([, v]) => v > 0).map(([k, v]) => `${k} ${fmt(v / total, 2)}`).join(', ');
   console.log(`phase 1: ${total} images over 4 sources (rates ${RATES.join(', ')}/s), crawled twice by one worker; sharp alone ${fmt(sharpPerS, 1)} images/s (${fmt(sharpBeforePerS, 1)} before, ${fmt(sharpAfterPerS, 1)} after), CPU ms per image: ${perImage(sharpCpuMs)}`);
+  console.log(`  creating a file in the bench's directory: ${createUs.join(' us before, ')} us after phase 1 (median; ~30 us unless many files were removed in the last minutes)`);
   for (const [label, r] of [['cold worker (as crawl run starts)', cold], ['warm worker (the same crawl again as new sources)', warm]] as const) {
     console.log(`  ${label}: ${fmt(r.elapsedS, 1)} s, ${fmt(r.imagesPerS, 1)} images/s, ratio ${fmt(r.ratio)} (target >= 0.85); from the first request on ${fmt(r.steadyRatio)}`);
     console.log(`    first request reached a site after ${fmt(r.firstRequestS, 2)} s; the crawl ended ${fmt(r.afterLastRequestS, 2)} s after the last one; history events per image ${fmt(r.eventsPerImage)} (target <= 1)`);
@@ -184,7 +187,7 @@ async function main(): Promise<void> {
     steadyRatio: fmt(cold.steadyRatio), max1sRatio: Math.max(...cold.perSource.map((s) => s.max1sRatio), ...warm.perSource.map((s) => s.max1sRatio)),
     eventsPerImage: fmt(Math.max(cold.eventsPerImage, warm.eventsPerImage)), firstRequestS: fmt(cold.firstRequestS, 2), afterLastRequestS: fmt(cold.afterLastRequestS, 2),
     warm: { imagesPerS: fmt(warm.imagesPerS, 1), ratio: fmt(warm.ratio), steadyRatio: fmt(warm.steadyRatio), eventsPerImage: fmt(warm.eventsPerImage), firstRequestS: fmt(warm.firstRequestS, 2), afterLastRequestS: fmt(warm.afterLastRequestS, 2), crawlCpuMs: warm.cpuMs },
-    crawlCpuMs: cold.cpuMs, sharpCpuMs, peakRssMb: peakRssMb(),
+    crawlCpuMs: cold.cpuMs, sharpCpuMs, peakRssMb: peakRssMb(), fileCreateUs: createUs,
     manySources: MANY, manyMinRateRatio: fmt(manyMinRatio), manyMax1s: Math.max(...manyRates.map((r) => r.max1s)),
     manyEventLoopDelayMs: eventLoopDelayMs, manySlowest, manyMinGapMs: Math.min(...manyRates.map((r) => r.minGapMs)), manySentMinGapMs: Math.min(...manyRates.map((r) => r.sentMinGapMs)), perSource: [...cold.perSource, ...warm.perSource],
   }));

@@ -17,7 +17,7 @@ import { LocalStore } from '../src/pipeline/store';
 import type { FetchBatchResult } from '../src/shared/types';
 import { tuneWorkerProcess } from '../src/workers/worker';
 import { makeImageSet, sharpAlone, writeSiteFiles } from './images';
-import { cpuMsByProcess, cpuMsSince, fmt, peakRssMb, startOriginProcess } from './support';
+import { cpuMsByProcess, cpuMsSince, fileCreateCostUs, fmt, peakRssMb, startOriginProcess } from './support';
 
 const N = Number(process.env.BENCH_IMAGES ?? 600);
 const RATE = Number(process.env.BENCH_RATE ?? 200); // the brief's largest per-source rate
@@ -33,6 +33,7 @@ async function main(): Promise<void> {
   const site = await startOriginProcess(path.join(dir, 'site'), ['127.0.0.1']);
   const origin = (p: string) => `http://127.0.0.1:${site.port}${p}`;
   const store = new LocalStore(path.join(dir, 'store'));
+  const createUs = [fileCreateCostUs(dir)];
   const pipeline = new ImagePipeline(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'] }), store, new Spool(path.join(dir, 'spool')));
   const acts = createCrawlActivities({ processor: pipeline, recorder: new StoreRecorder(store), store });
   const intervalMs = 1000 / RATE;
@@ -69,7 +70,10 @@ async function main(): Promise<void> {
   // ~40 functions a second after 60 images (a worker runs for hours; the bench measures that).
   await crawl(Array.from({ length: WARM_UP }, (_, i) => origin(`/warm/${i}.jpg`)));
   await sharpAlone(images.slice(0, 60));
-  const urls = images.map((_, i) => origin(`/img/${i}.jpg`));
+  // New URLs every round, as a crawl sees: re-crawling the same URLs would overwrite the same
+  // thumbnails, and on ext4 without a journal (these machines) every inode freed in the last
+  // minutes makes creating the next file slower (see fileCreateCostUs).
+  const roundUrls = (r: number) => images.map((_, i) => origin(`/r${r}/${i}.jpg`));
   // This machine's speed drifts by 10-30% within minutes (other tenants of the host). Each
   // round measures sharp alone and the activity back to back (in alternating order) and gives
   // one ratio; the median of the rounds' ratios is the figure, the spread shows the drift.
@@ -82,11 +86,12 @@ async function main(): Promise<void> {
     for (const phase of r % 2 === 0 ? ['sharp', 'crawl'] as const : ['crawl', 'sharp'] as const) {
       const before = cpuMsByProcess();
       if (phase === 'sharp') sharpPerS = await sharpAlone(images);
-      else crawled = await crawl(urls);
+      else crawled = await crawl(roundUrls(r));
       cpu[phase].push(cpuMsSince(before));
     }
     rounds.push({ sharpPerS, crawl: crawled!, ratio: crawled!.perS / sharpPerS });
   }
+  createUs.push(fileCreateCostUs(dir));
   const perImage = (runs: Record<string, number>[]) => Object.fromEntries(Object.keys(runs[0]!).map((k) =>
     [k, fmt(runs.reduce((sum, r) => sum + (r[k] ?? 0), 0) / runs.length / N, 2)]));
   await pipeline.close();
@@ -101,11 +106,12 @@ async function main(): Promise<void> {
   console.log(`sharp alone (analyse + thumbnail): ${rounds.map((r) => fmt(r.sharpPerS, 1)).join(', ')} images/s`);
   console.log(`fetchBatch activity paced at ${RATE}/s (fetch + analyse + thumbnail + store + record): ${rounds.map((r) => fmt(r.crawl.perS, 1)).join(', ')} images/s; last round ${last.done}/${N} done in ${last.grants} grant(s), ${last.missed} slots missed (CPU busy)`);
   console.log(`CPU ms per image: sharp alone ${JSON.stringify(perImage(cpu.sharp))}; activity ${JSON.stringify(perImage(cpu.crawl))}`);
+  console.log(`creating a file in the bench's directory: ${createUs.join(' us before, ')} us after (median; ~30 us unless many files were removed in the last minutes)`);
   console.log(`ratio by round ${rounds.map((r) => fmt(r.ratio)).join(', ')}: median ${fmt(ratio)} (target >= 0.9); peak RSS ${peakRssMb()} MB`);
   console.log(JSON.stringify({
     bench: 'pipeline', images: N, pacedAt: RATE, sharpPerS: fmt(sharpPerS, 1), activityPerS: fmt(activityPerS, 1), ratio: fmt(ratio),
     ratioByRound: rounds.map((r) => fmt(r.ratio)), done: last.done, grants: last.grants, missedSlots: last.missed, peakRssMb: peakRssMb(),
-    cpuMsPerImage: { sharpAlone: perImage(cpu.sharp), activity: perImage(cpu.crawl) },
+    fileCreateUs: createUs, cpuMsPerImage: { sharpAlone: perImage(cpu.sharp), activity: perImage(cpu.crawl) },
   }));
 }
 

@@ -114,3 +114,22 @@ export function cpuMsSince(before: Map<string, number>): Record<string, number> 
   return Object.fromEntries([...now].map(([k, v]) => [k, Math.round(v - (before.get(k) ?? 0))]));
 }
 
+
+/**
+ * Median microseconds to create (open, close) an empty file in `dir`. On ext4 without a journal
+ * (these machines) creating a file skips every inode of its block group freed in the last 1-6
+ * minutes, one buffer-cache lookup each: after a test run or a bench has removed its thousands of
+ * files, a create measured ~1 ms of CPU instead of ~30 us. Every thumbnail is a new file, so the
+ * crawl pays it and sharp alone does not: printed so that a run's figures can be read with it.
+ */
+export function fileCreateCostUs(dir: string, count = 200): number {
+  const probe = fs.mkdtempSync(`${dir}/create-probe-`);
+  const us: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const started = process.hrtime.bigint();
+    fs.closeSync(fs.openSync(`${probe}/${i}`, 'w'));
+    us.push(Number(process.hrtime.bigint() - started) / 1000);
+  }
+  us.sort((a, b) => a - b);
+  return Math.round(us[Math.floor(us.length / 2)]!);
+}

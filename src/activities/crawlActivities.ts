@@ -3,7 +3,9 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { isThrottle } from '../politeness/classify';
 import type { ObjectStore } from '../pipeline/store';
-import type { FetchBatchInput, FetchBatchResult, FinalRecordInput, RedirectHop, RequestOutcome, WorkChunk } from '../shared/types';
+import type { FetchBatchInput, FetchBatchResult, FinalRecordInput, OutcomeClass, RedirectHop, RequestOutcome, WorkChunk } from '../shared/types';
+import { chunkRecordFiles } from '../pipeline/keys';
+import { recordFile, type RecordFile } from '../shared/recordUnits';
 import { MAX_LATENESS_MS, runPaced } from './pacedRunner';
 import { chunkDoneKey } from '../shared/chunkRanges';
 import { HEARTBEAT_EVERY_MS } from '../shared/heartbeat';
@@ -44,7 +46,7 @@ export interface Recorder {
    * Stores the final records of one unit of work durably; resolves once they are stored.
    * Writing the same unit again replaces it, so a retried activity never duplicates a record.
    */
-  write(source: string, unit: string, records: Record<string, unknown>[]): Promise<void>;
+  write(source: string, unit: RecordFile, records: Record<string, unknown>[]): Promise<void>;
 }
 
 export interface CrawlDeps {
@@ -156,7 +158,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
     // died before its last heartbeat went out, and the URLs in it, unknown to this attempt, go
     // back to the batch and would get a second record under another grant.
     const records = [...done.values()].flatMap((d) => (d.extra ? [{ ...recordOf(input.source, d.outcome), ...d.extra }] : []));
-    if (records.length || ctx.info.attempt > 1) await deps.recorder.write(input.source, `${input.batchId}-g${input.grantId}`, records);
+    if (records.length || ctx.info.attempt > 1) await deps.recorder.write(input.source, recordFile(input.unit, input.batchId, `g${input.grantId}`), records);
     beat();
     const unused = run.unused.sort((a, b) => a - b);
     // A URL part-way through its redirects goes back with where it has got to: its next grant
@@ -189,11 +191,35 @@ export function createCrawlActivities(deps: CrawlDeps) {
     await deps.store.put(chunkDoneKey(chunk.spool), new Date().toISOString(), 'text/plain');
   }
 
+  /**
+   * URLs of a chunk that an earlier run of its batch recorded already (a stopped crawl started
+   * again), with their outcome: the new run does not crawl them twice.
+   */
+  async function recordedUrls(input: { source: string; chunkId: string }): Promise<{ url: string; outcome: OutcomeClass }[]> {
+    if (!deps.store) return [];
+    const { prefix, rest } = chunkRecordFiles(input.source, input.chunkId);
+    const found = new Map<string, OutcomeClass>();
+    for await (const key of deps.store.list(prefix)) {
+      if (!rest.test(key.slice(prefix.length))) continue;
+      const body = await deps.store.get(key);
+      for (const line of body?.toString('utf8').split('\n') ?? []) {
+        if (!line) continue;
+        try {
+          const r = JSON.parse(line) as { url?: unknown; outcome?: unknown };
+          if (typeof r.url === 'string' && typeof r.outcome === 'string') found.set(r.url, r.outcome as OutcomeClass);
+        } catch {
+          // A line that does not parse says nothing about its URL: it is crawled again.
+        }
+      }
+    }
+    return [...found].map(([url, outcome]) => ({ url, outcome }));
+  }
+
   async function recordFinal(input: FinalRecordInput): Promise<void> {
     await deps.recorder.write(input.source, input.unit, input.outcomes.map((o) => recordOf(input.source, o)));
   }
 
-  return { fetchBatch, loadChunk, markChunkDone, recordFinal };
+  return { fetchBatch, loadChunk, recordedUrls, markChunkDone, recordFinal };
 }
 
 export type CrawlActivities = ReturnType<typeof createCrawlActivities>;

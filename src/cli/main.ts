@@ -3,12 +3,14 @@ import { Command, InvalidArgumentError } from 'commander';
 import { log } from '../shared/log';
 import { ensureTemporalServer } from '../temporal/devServer';
 import { connectClient, connectWorker, ensureSearchAttributes, TASK_QUEUE } from '../temporal/connect';
-import { createCrawlWorker, defaultDeps } from '../workers/worker';
+import { checkWorkerConfig, createCrawlWorker, defaultDeps } from '../workers/worker';
 import type { WorkflowHandle } from '@temporalio/client';
 import { readCatalog } from '../crawl/catalog';
+import { exportRecords, exportRecordsToFile, type ExportSummary } from '../crawl/exportRecords';
+import { assertReadableManifest } from '../crawl/manifest';
 import { runCrawl } from '../crawl/run';
 import { startCrawl } from '../crawl/start';
-import { describeMonitor, listSources, monitoringUpdate, sourceStatus, statusTable } from '../crawl/status';
+import { describeMonitor, DoneRate, listSources, monitoringUpdate, sourceStatus, statusTable } from '../crawl/status';
 import { startDemoSite } from '../demo/demo';
 import { storeFromEnv } from '../pipeline/store';
 import { invalidRate } from '../politeness/targetRate';
@@ -82,11 +84,14 @@ export function buildProgram(): Command {
     .option('--task-queue <name>', 'task queue', TASK_QUEUE)
     .option('--allow-network <cidr>', 'open a private/loopback range or host (repeatable; also CRAWL_ALLOW_NETWORKS)', (v: string, p: string[]) => [...p, v], [] as string[])
     .action(async (opts: { taskQueue: string; allowNetwork: string[] }) => {
+      // Configuration first: a bad setting is reported before anything connects.
+      const deps = defaultDeps({ allowNetworks: opts.allowNetwork });
+      checkWorkerConfig();
       const client = await connectClient();
       await ensureSearchAttributes(client);
       await client.connection.close();
       const connection = await connectWorker();
-      const worker = await createCrawlWorker({ connection, taskQueue: opts.taskQueue, deps: defaultDeps({ allowNetworks: opts.allowNetwork }) });
+      const worker = await createCrawlWorker({ connection, taskQueue: opts.taskQueue, deps });
       log.info({ event: 'worker.start', taskQueue: opts.taskQueue }, 'worker running');
       const running = worker.run();
       // Ctrl-C / SIGTERM drain the worker; activities in flight finish or are retried elsewhere.
@@ -116,6 +121,7 @@ export function buildProgram(): Command {
     .option('--catalog <file>', 'source catalogue')
     .option('--data-dir <dir>', 'where chunk files go (the workers must see the same store)', DEFAULT_DATA_DIR)
     .action(async (manifest: string, opts: { catalog?: string; dataDir: string }) => {
+      assertReadableManifest(manifest);
       const client = await connectClient();
       const summary = await startCrawl({
         client, store: storeFromEnv(opts.dataDir), manifest, taskQueue: TASK_QUEUE,
@@ -137,17 +143,40 @@ export function buildProgram(): Command {
     .action(async (sources: string[], opts: { json?: boolean; watch?: boolean; interval: number }) => {
       const client = await connectClient();
       const names = sources.length ? sources : await listSources(client);
-      let previous: { atMs: number; done: number } | undefined;
+      const doneRate = new DoneRate();
       for (;;) {
         const statuses = await Promise.all(names.map((s) => sourceStatus(client, s)));
-        const update = monitoringUpdate(statuses, previous);
+        const update = monitoringUpdate(statuses, doneRate.baseline());
         if (opts.watch) process.stdout.write(`${JSON.stringify(update)}\n`);
         else process.stdout.write(opts.json ? `${JSON.stringify({ sources: statuses }, null, 2)}\n` : `${statusTable(statuses)}\n`);
         if (!opts.watch) break;
-        previous = { atMs: Date.now(), done: update.global.done };
+        doneRate.record(Date.now(), update.global.done);
         await new Promise((r) => setTimeout(r, opts.interval * 1000));
       }
       await client.connection.close();
+    });
+
+  program
+    .command('export')
+    .description('write the metadata records (one NDJSON line per URL) from the store, to stdout or --out')
+    .argument('[sources...]', 'only these sources (default: all)')
+    .option('--out <file>', 'write to this file (replaced once complete) instead of stdout')
+    .option('--data-dir <dir>', 'where the local store is (as for start and worker; `crawl run --out DIR` uses DIR)', DEFAULT_DATA_DIR)
+    .action(async (sources: string[], opts: { out?: string; dataDir: string }) => {
+      const store = storeFromEnv(opts.dataDir);
+      let summary: ExportSummary;
+      if (opts.out) {
+        summary = await exportRecordsToFile(store, path.resolve(opts.out), sources);
+      } else {
+        summary = await exportRecords(store, (text) => new Promise<void>((resolve, reject) => {
+          // Waits for a slow reader (a pipe into jq) instead of buffering the whole export.
+          if (process.stdout.write(text)) resolve();
+          else process.stdout.once('drain', resolve).once('error', reject);
+        }), sources);
+      }
+      for (const s of summary.sourcesWithoutRecords) process.stderr.write(`crawl: no records for source "${s}" in the ${store.description} (see \`crawl status\`)\n`);
+      if (summary.sourcesWithoutRecords.length) process.exitCode = 1;
+      process.stderr.write(`crawl: ${summary.records} record(s) from ${summary.units} file(s) in the ${store.description}${opts.out ? ` written to ${path.resolve(opts.out)}` : ''}\n`);
     });
 
   const operator = (name: string, description: string) => program.command(name).description(description).argument('<source>');
@@ -162,7 +191,16 @@ export function buildProgram(): Command {
     .option('--burst <n>', 'extra requests allowed at once', (v) => Number(v))
     .action(async (source: string, rate: number, opts: { burst?: number }) => { await onMonitor(source, (h) => h.executeUpdate(setRateUpdate, { args: [{ rate, burst: opts.burst }] })); });
   operator('stop', 'stop crawling a source for good (its monitor completes)')
-    .action(async (source: string) => { await onMonitor(source, (h) => h.executeUpdate(stopUpdate)); });
+    .action(async (source: string) => {
+      await onMonitor(source, async (h) => {
+        const answer = await h.executeUpdate(stopUpdate);
+        // The monitor completes right after the update. Returning only then means that a
+        // `crawl start` which follows starts a new crawl instead of reaching the stopping one,
+        // which would ignore it (it has seen those chunks).
+        const completed = await Promise.race([h.result().then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 30_000).unref())]);
+        return completed ? answer : `${answer} (its monitor has not completed yet: wait for it before starting the source again)`;
+      });
+    });
 
   program
     .command('demo')
@@ -175,6 +213,10 @@ export function buildProgram(): Command {
       try {
         process.stdout.write('demo: museum 2/s (robots.txt, a 404), photos 25/s, throttled 10/s (429s), broken 5/s (500s: the breaker halts it)\n');
         const result = await runCrawl({ manifest: site.manifest, catalog: site.catalog, outDir: out, allowNetworks: ['127.0.0.0/8'] });
+        if (result.exitCode >= 128) { // interrupted: runCrawl has said so
+          process.exitCode = result.exitCode;
+          return;
+        }
         const unexpected = result.statuses.filter((s) => s.source !== 'broken' && s.workflowStatus !== 'COMPLETED');
         process.stdout.write(unexpected.length ? 'demo: some sources did not finish\n' : 'demo: done; "broken" halted as intended and waits for an operator (crawl stop broken)\n');
         process.exitCode = unexpected.length ? 1 : 0;

@@ -10,6 +10,22 @@ import readline from 'node:readline';
 export type ManifestEntry = { line: number; url: string; source: string } | { line: number; error: string };
 export type ManifestFormat = 'ndjson' | 'csv' | 'lines';
 
+/** Throws a message an operator can act on unless `file` is a readable regular file. */
+export function assertReadableManifest(file: string): void {
+  let st: fs.Stats;
+  try {
+    st = fs.statSync(file);
+  } catch {
+    throw new Error(`manifest ${file} does not exist`);
+  }
+  if (!st.isFile()) throw new Error(`manifest ${file} is not a file`);
+  try {
+    fs.accessSync(file, fs.constants.R_OK);
+  } catch {
+    throw new Error(`manifest ${file} is not readable`);
+  }
+}
+
 export function sourceOfUrl(u: URL): string {
   return u.host.toLowerCase();
 }

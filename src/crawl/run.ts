@@ -1,15 +1,17 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Worker } from '@temporalio/worker';
-import { storeFromEnv } from '../pipeline/store';
+import { storeFromEnv, type ObjectStore } from '../pipeline/store';
 import { log } from '../shared/log';
 import { connectClient, connectWorker, ensureSearchAttributes, TASK_QUEUE } from '../temporal/connect';
 import { ensureTemporalServer } from '../temporal/devServer';
-import { createCrawlWorker, defaultDeps } from '../workers/worker';
+import { checkWorkerConfig, createCrawlWorker, defaultDeps } from '../workers/worker';
 import type { MonitorOptions } from '../workflows/monitorState';
 import { readCatalog } from './catalog';
+import { exportRecordsToFile } from './exportRecords';
+import { assertReadableManifest } from './manifest';
 import { startCrawl } from './start';
-import { monitoringUpdate, sourceStatus, statusTable, type SourceStatus } from './status';
+import { DoneRate, monitoringUpdate, sourceStatus, statusTable, type SourceStatus } from './status';
 
 export interface RunOptions {
   manifest: string;
@@ -36,22 +38,33 @@ export interface RunResult {
  */
 export async function runCrawl(opts: RunOptions): Promise<RunResult> {
   const out = opts.stream ?? process.stdout;
-  fs.mkdirSync(opts.outDir, { recursive: true });
+  // Inputs first: a typo in a path should not cost a server start.
+  assertReadableManifest(opts.manifest);
   const catalog = opts.catalog ? await readCatalog(opts.catalog) : undefined;
-  const server = await ensureTemporalServer({ dataDir: path.join(opts.outDir, 'temporal') });
+  const store = storeFromEnv(opts.outDir);
+  // The in-process worker's configuration too, before a server is started for it.
+  const deps = process.env.TEMPORAL_ADDRESS ? undefined : defaultDeps({ dataDir: opts.outDir, allowNetworks: opts.allowNetworks });
+  if (deps) checkWorkerConfig();
+  fs.mkdirSync(opts.outDir, { recursive: true });
+  const metadataFile = path.join(opts.outDir, 'metadata.ndjson');
+  const server = await ensureTemporalServer({ dataDir: path.join(opts.outDir, 'temporal'), ifPortTaken: 'another' });
   let worker: Worker | undefined;
   let workerDone: Promise<void> | undefined;
+  const interrupt = watchForInterrupt();
+  const stopWorker = async () => {
+    if (worker?.getState() === 'RUNNING') worker.shutdown();
+    await workerDone?.catch((err) => log.error({ event: 'worker.failed', error: String(err) }, 'worker failed'));
+  };
   try {
     const client = await connectClient(server.address);
     await ensureSearchAttributes(client);
-    if (!process.env.TEMPORAL_ADDRESS) {
+    if (deps) {
       const connection = await connectWorker(server.address);
-      worker = await createCrawlWorker({ connection, deps: defaultDeps({ dataDir: opts.outDir, allowNetworks: opts.allowNetworks }) });
+      worker = await createCrawlWorker({ connection, deps });
       workerDone = worker.run();
     }
-    const store = storeFromEnv(opts.outDir);
     const summary = await startCrawl({
-      client, store, manifest: opts.manifest, catalog, taskQueue: TASK_QUEUE, monitorOptions: opts.monitorOptions,
+      client, store, manifest: opts.manifest, catalog, taskQueue: TASK_QUEUE, monitorOptions: opts.monitorOptions, signal: interrupt.nextAbortSignal(),
       onBadLine: (b) => process.stderr.write(`crawl: ${opts.manifest} line ${b.line}: ${b.error} (skipped)\n`),
     });
     const sources = [...summary.sources.keys()];
@@ -60,11 +73,13 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
     for (const [name, s] of summary.sources) if (s.alreadyDone) out.write(`  ${name}: ${s.alreadyDone} URL(s) already crawled by an earlier run, skipped\n`);
 
     let statuses: SourceStatus[] = [];
-    let previous: { atMs: number; done: number } | undefined;
+    const doneRate = new DoneRate();
     let lastLine = 0;
-    for (;;) {
-      statuses = await Promise.all(sources.map((s) => sourceStatus(client, s)));
-      const update = monitoringUpdate(statuses, previous);
+    while (!interrupt.signal) {
+      // A status query waits for a worker to answer it: without one, Ctrl-C must not wait too.
+      const signal = interrupt.nextAbortSignal();
+      statuses = await Promise.all(sources.map((s) => sourceStatus(client, s, { signal })));
+      const update = monitoringUpdate(statuses, doneRate.baseline());
       if (out.isTTY) {
         const g = update.global;
         const pct = g.totalUrls ? Math.floor((g.finishedUrls / g.totalUrls) * 100) : 100;
@@ -74,16 +89,17 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
         lastLine = Date.now();
         out.write(`${JSON.stringify(update)}\n`);
       }
-      previous = { atMs: Date.now(), done: update.global.done };
+      doneRate.record(Date.now(), update.global.done);
       const waiting = statuses.filter((s) => s.workflowStatus === 'RUNNING' && s.stats?.state !== 'halted');
       if (waiting.length === 0) break;
-      await new Promise((r) => setTimeout(r, opts.pollMs ?? 1_000));
+      await interrupt.sleep(opts.pollMs ?? 1_000);
     }
     if (out.isTTY) out.write('\n');
+    if (interrupt.signal) throw new Error('interrupted');
     out.write(`${statusTable(statuses)}\n`);
 
-    const exported = await exportMetadata(opts.outDir);
-    if (exported) out.write(`metadata: ${exported.file} (${exported.records} records); thumbnails under ${path.join(opts.outDir, 'store', 'thumbnails')}\n`);
+    const exported = await exportRecordsToFile(store, metadataFile);
+    out.write(`metadata: ${metadataFile} (${exported.records} records); thumbnails under thumbnails/ in the ${store.description}\n`);
     const halted = statuses.filter((s) => s.stats?.state === 'halted' && s.workflowStatus === 'RUNNING');
     const failed = statuses.filter((s) => !['RUNNING', 'COMPLETED'].includes(s.workflowStatus));
     for (const h of halted) {
@@ -91,32 +107,73 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
     }
     for (const f of failed) out.write(`FAILED ${f.source}: monitor ${f.workflowStatus.toLowerCase()}\n`);
     return { exitCode: halted.length || failed.length ? 1 : 0, statuses, badLines: summary.badLines };
+  } catch (err) {
+    if (!interrupt.signal) throw err;
+    // What failed after Ctrl-C (a status query to a server the terminal stopped too) is not news.
+    await stopWorker();
+    return interrupted(interrupt.signal, store, metadataFile, out);
   } finally {
-    if (worker) {
-      worker.shutdown();
-      await workerDone?.catch((err) => log.error({ event: 'worker.failed', error: String(err) }, 'worker failed'));
-    }
+    interrupt.dispose();
+    await stopWorker();
     await server.stop();
   }
 }
 
-/** Concatenates the per-unit record files of a local store into one NDJSON file. */
-export async function exportMetadata(outDir: string): Promise<{ file: string; records: number } | undefined> {
-  const dir = path.join(outDir, 'store', 'records');
-  if (!fs.existsSync(dir)) return undefined;
-  const file = path.join(outDir, 'metadata.ndjson');
-  const files = (fs.readdirSync(dir, { recursive: true }) as string[]).filter((f) => f.endsWith('.ndjson')).sort();
-  let records = 0;
-  const fd = fs.openSync(`${file}.tmp`, 'w');
+/**
+ * Ctrl-C or SIGTERM while `run` works: noted, so that it stops in order (worker, then server)
+ * instead of dying mid-write. A second one ends the process at once.
+ */
+function watchForInterrupt(): {
+  readonly signal: NodeJS.Signals | undefined;
+  sleep(ms: number): Promise<void>;
+  /**
+   * For one round of calls to the server, aborted by the signal. A new one each round: the
+   * client adds a listener to it per call, which on one long-lived signal would pile up for hours.
+   */
+  nextAbortSignal(): AbortSignal;
+  dispose(): void;
+} {
+  let signal: NodeJS.Signals | undefined;
+  let wake = () => undefined as void;
+  let current = new AbortController();
+  const onSignal = (s: NodeJS.Signals) => {
+    if (signal) process.exit(exitCodeOf(s));
+    signal = s;
+    wake();
+    current.abort(new Error(`interrupted (${s})`));
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  return {
+    get signal() { return signal; },
+    sleep: (ms) => new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, ms);
+      wake = () => { clearTimeout(timer); resolve(); };
+    }),
+    nextAbortSignal: () => {
+      current = new AbortController();
+      if (signal) current.abort(new Error(`interrupted (${signal})`));
+      return current.signal;
+    },
+    dispose: () => {
+      process.off('SIGINT', onSignal);
+      process.off('SIGTERM', onSignal);
+    },
+  };
+}
+
+function exitCodeOf(signal: NodeJS.Signals): number {
+  return signal === 'SIGINT' ? 130 : 143;
+}
+
+/** The records so far go to metadata.ndjson all the same; the crawl itself is kept for the next run. */
+async function interrupted(signal: NodeJS.Signals, store: ObjectStore, metadataFile: string, out: NodeJS.WritableStream): Promise<RunResult> {
   try {
-    for (const f of files) {
-      const text = fs.readFileSync(path.join(dir, f), 'utf8');
-      records += text.split('\n').filter(Boolean).length;
-      fs.writeSync(fd, text);
-    }
-  } finally {
-    fs.closeSync(fd);
+    const exported = await exportRecordsToFile(store, metadataFile);
+    out.write(`metadata so far: ${metadataFile} (${exported.records} records)\n`);
+  } catch (err) {
+    process.stderr.write(`crawl: could not export the records so far: ${(err as Error).message}\n`);
   }
-  fs.renameSync(`${file}.tmp`, file);
-  return { file, records };
+  process.stderr.write(`crawl: interrupted (${signal}). Nothing is lost: run the same command again to continue where this run stopped.\n`);
+  return { exitCode: exitCodeOf(signal), statuses: [], badLines: 0 };
 }

@@ -10,7 +10,7 @@ import { addWorkSignal } from '../workflows/messages';
 import { crawlMonitorWorkflow } from '../workflows/monitor';
 import { monitorWorkflowId, type MonitorOptions } from '../workflows/monitorState';
 import type { Catalog } from './catalog';
-import { readManifest } from './manifest';
+import { assertReadableManifest, readManifest } from './manifest';
 
 /**
  * Splits a manifest per source into chunk files in the store and hands each monitor only
@@ -44,6 +44,12 @@ export interface StartOptions {
   chunkSize?: number;
   monitorOptions?: Partial<MonitorOptions>;
   onBadLine?: (bad: BadLine) => void;
+  /**
+   * Stops reading the manifest (Ctrl-C): the chunks already written are still announced, the
+   * chunk being filled is left out. Chunks derive from the manifest's content, so starting the
+   * same manifest again adds exactly what is missing.
+   */
+  signal?: AbortSignal;
 }
 
 function chunkPrefix(manifestId: string, source: string): string {
@@ -78,7 +84,7 @@ interface ChunkWritten {
 }
 
 export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
-  if (!fs.existsSync(opts.manifest)) throw new Error(`manifest ${opts.manifest} does not exist`);
+  assertReadableManifest(opts.manifest);
   const id = await manifestId(opts.manifest);
   const chunkSize = opts.chunkSize ?? CHUNK_SIZE;
   const buffers = new Map<string, string[]>();
@@ -172,6 +178,7 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
   };
 
   for await (const entry of readManifest(opts.manifest)) {
+    if (opts.signal?.aborted) break;
     if ('error' in entry) {
       summary.badLines++;
       opts.onBadLine?.(entry);
@@ -188,7 +195,8 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
   // (each is a store write and a signal-with-start), and the first would be crawling long
   // before the last had begun.
   await forEachLimit([...summary.sources.keys()], START_CONCURRENCY, async (source) => {
-    await flush(source);
+    // A chunk cut short by an abort must not be written: the next start writes it whole.
+    if (!opts.signal?.aborted) await flush(source);
     await settle(source);
     await send(source);
   });

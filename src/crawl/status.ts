@@ -1,5 +1,6 @@
-import type { Client, WorkflowHandle } from '@temporalio/client';
+import type { Client, WorkflowExecutionDescription, WorkflowHandle } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/client';
+import { CRAWL_DONE, CRAWL_ERRORS, CRAWL_RATE, CRAWL_STATE } from '../temporal/searchAttributes';
 import { statsQuery } from '../workflows/messages';
 import { monitorWorkflowId, type MonitorStats } from '../workflows/monitorState';
 
@@ -7,7 +8,12 @@ export interface SourceStatus {
   source: string;
   workflowStatus: string;
   stats: MonitorStats | null;
+  /** A running monitor that did not answer its status query: what its search attributes last said, and why. */
+  unanswered?: { note: string; state?: string; rate?: number; done?: number; errors?: number };
 }
+
+/** A status query is answered by a worker: with none running it would wait for one for ever. */
+export const STATUS_QUERY_TIMEOUT_MS = 10_000;
 
 export class UnknownSourceError extends Error {
   constructor(source: string) {
@@ -17,10 +23,11 @@ export class UnknownSourceError extends Error {
 }
 
 /** A source's monitor and its workflow status; an unknown source is a clear error. */
-export async function describeMonitor(client: Client, source: string): Promise<{ handle: WorkflowHandle; status: string }> {
+export async function describeMonitor(client: Client, source: string): Promise<{ handle: WorkflowHandle; status: string; description: WorkflowExecutionDescription }> {
   const handle = client.workflow.getHandle(monitorWorkflowId(source));
   try {
-    return { handle, status: (await handle.describe()).status.name };
+    const description = await handle.describe();
+    return { handle, status: description.status.name, description };
   } catch (err) {
     if (err instanceof WorkflowNotFoundError) throw new UnknownSourceError(source);
     throw err;
@@ -29,14 +36,37 @@ export async function describeMonitor(client: Client, source: string): Promise<{
 
 /** What an operator calls the source's state: the monitor's own while it runs. */
 function displayState(s: SourceStatus): string {
-  return s.workflowStatus === 'RUNNING' ? s.stats?.state ?? 'unknown' : s.workflowStatus.toLowerCase();
+  if (s.workflowStatus !== 'RUNNING') return s.workflowStatus.toLowerCase();
+  return s.stats?.state ?? (s.unanswered?.state ? `${s.unanswered.state} (last known)` : 'unknown');
 }
 
-export async function sourceStatus(client: Client, source: string): Promise<SourceStatus> {
-  const { handle, status } = await describeMonitor(client, source);
+/** `signal` aborts every call (Ctrl-C); a query no worker answers in time falls back to the search attributes. */
+export async function sourceStatus(client: Client, source: string, opts: { signal?: AbortSignal; queryTimeoutMs?: number } = {}): Promise<SourceStatus> {
+  return opts.signal ? client.withAbortSignal(opts.signal, () => statusOf(client, source, opts)) : statusOf(client, source, opts);
+}
+
+async function statusOf(client: Client, source: string, opts: { signal?: AbortSignal; queryTimeoutMs?: number }): Promise<SourceStatus> {
+  const { handle, status, description } = await describeMonitor(client, source);
   let stats: MonitorStats | null = null;
-  if (status === 'RUNNING') stats = await handle.query(statsQuery);
-  else if (status === 'COMPLETED') stats = (await handle.result()) as MonitorStats;
+  if (status === 'RUNNING') {
+    const timeoutMs = opts.queryTimeoutMs ?? STATUS_QUERY_TIMEOUT_MS;
+    const timeout = AbortSignal.timeout(timeoutMs);
+    try {
+      stats = await client.withAbortSignal(opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout, () => handle.query(statsQuery));
+    } catch (err) {
+      if (!timeout.aborted || opts.signal?.aborted) throw err;
+      const attrs = description.typedSearchAttributes;
+      return {
+        source, workflowStatus: status, stats: null,
+        unanswered: {
+          note: `no worker answered within ${timeoutMs / 1000} s: is a crawl worker running on task queue ${description.taskQueue}?`,
+          state: attrs.get(CRAWL_STATE), rate: attrs.get(CRAWL_RATE), done: attrs.get(CRAWL_DONE), errors: attrs.get(CRAWL_ERRORS),
+        },
+      };
+    }
+  } else if (status === 'COMPLETED') {
+    stats = (await handle.result()) as MonitorStats;
+  }
   return { source, workflowStatus: status, stats };
 }
 
@@ -53,7 +83,27 @@ export interface MonitoringUpdate {
   event: 'monitoring_update';
   time: string;
   global: { sources: number; running: number; halted: number; ratePerS: number; targetPerS: number; done: number; errors: number; finishedUrls: number; totalUrls: number; imagesPerS: number | null };
-  sources: Record<string, { state: string; rate: number; target: number; done: number; errors: number; linkrot: number; content: number; robots: number; refused: number; finished: number; total: number; breaker: string; retryAfterUntil: string | null }>;
+  sources: Record<string, { state: string; rate: number; target: number; done: number; errors: number; linkrot: number; content: number; robots: number; refused: number; finished: number; total: number; breaker: string; retryAfterUntil: string | null; note?: string }>;
+}
+
+/**
+ * Where images/s is measured from: the oldest sample of the last `windowMs`. Done counts move in
+ * steps, once per grant (10-60 s): over the last poll alone the figure read 0 nearly always,
+ * and over a few seconds 0 or several times the true rate.
+ */
+export class DoneRate {
+  private readonly samples: { atMs: number; done: number }[] = [];
+
+  constructor(private readonly windowMs = 60_000) {}
+
+  baseline(): { atMs: number; done: number } | undefined {
+    return this.samples[0];
+  }
+
+  record(atMs: number, done: number): void {
+    this.samples.push({ atMs, done });
+    while (atMs - this.samples[0]!.atMs > this.windowMs) this.samples.shift();
+  }
 }
 
 /** One JSON line for operators, like the original system's monitoring_update. */
@@ -65,7 +115,16 @@ export function monitoringUpdate(statuses: SourceStatus[], previous?: { atMs: nu
     const state = displayState(s);
     if (state === 'halted') halted++;
     if (s.workflowStatus === 'RUNNING') running++;
-    if (!st) { sources[s.source] = { state, rate: 0, target: 0, done: 0, errors: 0, linkrot: 0, content: 0, robots: 0, refused: 0, finished: 0, total: 0, breaker: '', retryAfterUntil: null }; continue; }
+    if (!st) {
+      const u = s.unanswered;
+      done += u?.done ?? 0;
+      errors += u?.errors ?? 0;
+      sources[s.source] = {
+        state, rate: u?.rate ?? 0, target: 0, done: u?.done ?? 0, errors: u?.errors ?? 0, linkrot: 0, content: 0, robots: 0, refused: 0, finished: 0, total: 0,
+        breaker: '', retryAfterUntil: null, ...(u ? { note: u.note } : {}),
+      };
+      continue;
+    }
     const live = s.workflowStatus === 'RUNNING';
     rate += live ? st.rate : 0;
     target += live ? st.target : 0;
@@ -93,9 +152,10 @@ export function statusTable(statuses: SourceStatus[]): string {
   for (const s of statuses) {
     const st = s.stats;
     const state = displayState(s);
-    const note = st?.haltReason ?? (st?.retryAfterUntil ? `Retry-After until ${st.retryAfterUntil}` : st?.coolingUntil ? `cooling until ${st.coolingUntil}` : '');
-    rows.push([s.source, state, String(st?.rate ?? ''), String(st?.target ?? ''), st ? `${st.urls.finished}/${st.urls.total}` : '', String(st?.counts.done ?? ''),
-      String(st?.counts.linkrot ?? ''), String(st?.counts.content ?? ''), String(st?.counts.robots ?? ''), String(st?.counts.error ?? ''), note]);
+    const u = s.unanswered;
+    const note = st?.haltReason ?? (st?.retryAfterUntil ? `Retry-After until ${st.retryAfterUntil}` : st?.coolingUntil ? `cooling until ${st.coolingUntil}` : u?.note ?? '');
+    rows.push([s.source, state, String(st?.rate ?? u?.rate ?? ''), String(st?.target ?? ''), st ? `${st.urls.finished}/${st.urls.total}` : '', String(st?.counts.done ?? u?.done ?? ''),
+      String(st?.counts.linkrot ?? ''), String(st?.counts.content ?? ''), String(st?.counts.robots ?? ''), String(st?.counts.error ?? u?.errors ?? ''), note]);
   }
   const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
   return rows.map((r) => r.map((cell, c) => cell.padEnd(widths[c]!)).join('  ').trimEnd()).join('\n');

@@ -1,4 +1,5 @@
 import os from 'node:os';
+import { intFromEnv } from '../shared/env';
 
 /** Pipeline settings, from the environment with safe defaults. */
 
@@ -49,30 +50,45 @@ export interface PipelineConfig {
 
 export const DEFAULT_USER_AGENT = 'PoliteImageCrawler/0.1 (+https://github.com/polite-image-crawler; crawler@example.org)';
 
-function num(name: string, fallback: number): number {
+/**
+ * A number setting: `fallback` when unset or empty, else at least `min` (1 for sizes, counts and
+ * timeouts: a 0 there would refuse every image, time every request out at once, or never fetch).
+ */
+function num(name: string, fallback: number, min = 1): number {
   const raw = process.env[name];
   if (raw === undefined || raw === '') return fallback;
   const n = Number(raw);
-  if (!Number.isFinite(n) || n < 0) throw new Error(`${name} must be a non-negative number, got ${JSON.stringify(raw)}`);
+  if (!Number.isFinite(n) || n < min) throw new Error(`${name} must be a number of at least ${min}, got ${JSON.stringify(raw)}`);
   return n;
 }
 
+/**
+ * The User-Agent sent on every request: printable ASCII (anything else would fail every request,
+ * which the breaker would count against the sites) naming the crawler and a contact URL.
+ */
+export function checkUserAgent(ua: string): string {
+  if (!/^[\x20-\x7e]+$/.test(ua)) throw new Error(`CRAWL_USER_AGENT must be printable ASCII on one line, got ${JSON.stringify(ua.slice(0, 200))}`);
+  if (!/^[A-Za-z0-9._-]+\//.test(ua.trim())) throw new Error(`CRAWL_USER_AGENT must start with a product token and a version (Name/1.0), got ${JSON.stringify(ua)}`);
+  if (!/https?:\/\/\S+/.test(ua)) throw new Error(`CRAWL_USER_AGENT must carry a contact URL (http:// or https://) for site owners, got ${JSON.stringify(ua)}`);
+  return ua.trim();
+}
+
 export function pipelineConfigFromEnv(overrides: Partial<PipelineConfig> = {}): PipelineConfig {
-  const userAgent = process.env.CRAWL_USER_AGENT ?? DEFAULT_USER_AGENT;
+  const userAgent = checkUserAgent(process.env.CRAWL_USER_AGENT ?? DEFAULT_USER_AGENT);
   return {
     userAgent,
     robotsAgent: userAgent.split('/')[0]!.trim(),
     connectTimeoutMs: num('CRAWL_CONNECT_TIMEOUT_MS', 10_000),
     headersTimeoutMs: num('CRAWL_HEADERS_TIMEOUT_MS', 20_000),
     totalTimeoutMs: num('CRAWL_TOTAL_TIMEOUT_MS', 60_000),
-    minBytesPerSecond: num('CRAWL_MIN_BYTES_PER_SECOND', 4_096),
-    minRateGraceMs: num('CRAWL_MIN_RATE_GRACE_MS', 5_000),
+    minBytesPerSecond: num('CRAWL_MIN_BYTES_PER_SECOND', 4_096, 0),
+    minRateGraceMs: num('CRAWL_MIN_RATE_GRACE_MS', 5_000, 0),
     maxBodyBytes: num('CRAWL_MAX_BODY_BYTES', 50 * 1024 * 1024),
     maxRedirects: 5,
     allowNetworks: (process.env.CRAWL_ALLOW_NETWORKS ?? '').split(',').map((s) => s.trim()).filter(Boolean),
     maxPixels: num('CRAWL_MAX_PIXELS', 100_000_000),
     thumbnailMaxSide: 640,
-    thumbnailQuality: num('CRAWL_THUMBNAIL_QUALITY', 80),
+    thumbnailQuality: intFromEnv('CRAWL_THUMBNAIL_QUALITY', 80, 1, 100),
     robotsTtlMs: 24 * 3600_000,
     robotsRetryMs: 5 * 60_000,
     maxBacklog: num('CRAWL_MAX_BACKLOG', 64),

@@ -30,6 +30,8 @@ export interface FetchResult {
   retryAfter?: string;
   /** True once any request left this process for the site. */
   sent: boolean;
+  /** With `truncate`: the body is the first `maxBytes` of a longer one. */
+  truncated?: boolean;
   /**
    * With `followRedirects: false`: the absolute URL a redirect response points to (not
    * validated yet: the next hop's fetch does that).
@@ -197,7 +199,7 @@ export class Fetcher {
    * `followRedirects` is false: then a redirect comes back with its `location`, for the caller
    * to request in a later slot of its own.
    */
-  async fetch(rawUrl: string, opts: { signal?: AbortSignal; maxBytes?: number; accept?: string; sendBy?: number; mayGoLate?: () => boolean; followRedirects?: boolean } = {}): Promise<FetchResult> {
+  async fetch(rawUrl: string, opts: { signal?: AbortSignal; maxBytes?: number; truncate?: boolean; accept?: string; sendBy?: number; mayGoLate?: () => boolean; followRedirects?: boolean } = {}): Promise<FetchResult> {
     const started = performance.now();
     const elapsed = () => Math.round(performance.now() - started);
     const maxBytes = opts.maxBytes ?? this.cfg.maxBodyBytes;
@@ -237,7 +239,7 @@ export class Fetcher {
         sentTo = u.origin;
         const res = await new Promise<HopResponse>((resolve, reject) => {
           const handler = new CollectHandler(resolve, reject, {
-            maxBytes, minRateGraceMs: this.cfg.minRateGraceMs, minBytesPerSecond: this.cfg.minBytesPerSecond,
+            maxBytes, truncate: opts.truncate ?? false, minRateGraceMs: this.cfg.minRateGraceMs, minBytesPerSecond: this.cfg.minBytesPerSecond,
           });
           inFlight = handler;
           this.dispatcher.dispatch({
@@ -266,7 +268,7 @@ export class Fetcher {
         const base = { status, ttfbMs, finalUrl: url, redirects, contentType: header('content-type'), retryAfter: header('retry-after'), sent };
         if (status < 200 || status >= 300) return { ok: false, ...base, totalMs: elapsed() };
         if (res.failure) return fail(res.failure, res.reason!, base);
-        return { ok: true, ...base, body: res.body!, totalMs: elapsed() };
+        return { ok: true, ...base, body: res.body!, totalMs: elapsed(), ...(res.truncated ? { truncated: true } : {}) };
       }
     } catch (err) {
       if (err instanceof LateError) sent = false;
@@ -290,6 +292,8 @@ interface HopResponse {
   /** A 2xx body refused part-way (the connection is closed). */
   failure?: 'too-large' | 'too-slow';
   reason?: string;
+  /** The body is the first maxBytes of a longer one (the connection is closed). */
+  truncated?: boolean;
 }
 
 /** What is read of a body we do not keep (redirects, errors) before the connection is dropped instead. */
@@ -314,7 +318,8 @@ class CollectHandler implements Dispatcher.DispatchHandler {
   constructor(
     private readonly resolve: (r: HopResponse) => void,
     private readonly reject: (err: Error) => void,
-    private readonly limits: { maxBytes: number; minRateGraceMs: number; minBytesPerSecond: number },
+    /** `truncate`: past maxBytes, keep the first maxBytes as the body instead of failing. */
+    private readonly limits: { maxBytes: number; truncate: boolean; minRateGraceMs: number; minBytesPerSecond: number },
   ) {}
 
   /** The fetch was aborted (total timeout, activity cancelled): drop the request, fail with `reason`. */
@@ -349,7 +354,7 @@ class CollectHandler implements Dispatcher.DispatchHandler {
     this.keep = statusCode < 300;
     this.bodyStart = this.res.headersAt;
     const declared = Number(headers['content-length']);
-    if (this.keep && Number.isFinite(declared) && declared > this.limits.maxBytes) {
+    if (this.keep && !this.limits.truncate && Number.isFinite(declared) && declared > this.limits.maxBytes) {
       this.cut(controller, 'too-large', `content-length ${declared} exceeds the ${this.limits.maxBytes}-byte limit`);
     } else if (!this.keep && Number.isFinite(declared) && declared > DISCARD_LIMIT) {
       this.cut(controller);
@@ -363,7 +368,14 @@ class CollectHandler implements Dispatcher.DispatchHandler {
       if (this.size > DISCARD_LIMIT) this.cut(controller);
       return;
     }
-    if (this.size > this.limits.maxBytes) return this.cut(controller, 'too-large', `body exceeds the ${this.limits.maxBytes}-byte limit`);
+    if (this.size > this.limits.maxBytes) {
+      if (!this.limits.truncate) return this.cut(controller, 'too-large', `body exceeds the ${this.limits.maxBytes}-byte limit`);
+      const keepBytes = chunk.length - (this.size - this.limits.maxBytes);
+      this.chunks.push(chunk.subarray(0, keepBytes));
+      this.settle({ ...this.res!, body: Buffer.concat(this.chunks, this.limits.maxBytes), truncated: true });
+      controller.abort(new Error('rest of the body not needed'));
+      return;
+    }
     this.chunks.push(chunk);
     const bodyMs = performance.now() - this.bodyStart;
     if (bodyMs > this.limits.minRateGraceMs && (this.size * 1000) / bodyMs < this.limits.minBytesPerSecond) {

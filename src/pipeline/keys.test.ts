@@ -1,4 +1,4 @@
-import { recordKey, sourceSegment, thumbnailKey } from './keys';
+import { chunkRecordFiles, recordKey, sourceSegment, thumbnailKey } from './keys';
 
 describe('object keys', () => {
   it('keeps a safe source name as it is (keys of earlier crawls stay valid)', () => {
@@ -19,5 +19,24 @@ describe('object keys', () => {
   it('derives thumbnail keys from the URL alone', () => {
     expect(thumbnailKey('https://a.example/1.jpg')).toBe(thumbnailKey('https://a.example/1.jpg'));
     expect(thumbnailKey('https://a.example/1.jpg')).not.toBe(thumbnailKey('https://a.example/2.jpg'));
+  });
+
+  it('gives every long record unit a key of its own instead of cutting it off', () => {
+    const long = `crawl-monitor:${'very-long-host-name.'.repeat(8)}example/batch:abc-1`;
+    const g1 = recordKey('s', `${long}-g1`);
+    const g2 = recordKey('s', `${long}-g2`);
+    expect(g1).not.toBe(g2);
+    expect(g1.length).toBeLessThan(200);
+  });
+
+  it('finds the record files of every run of a chunk, and no other chunk\'s', () => {
+    const { prefix, rest } = chunkRecordFiles('s', 'm1-0');
+    const matches = (key: string) => key.startsWith(prefix) && rest.test(key.slice(prefix.length));
+    expect(recordKey('s', { chunkId: 'm1-0', run: '6e21bccacd22', part: 'g3' })).toBe('records/s/m1-0/6e21bccacd22-g3.ndjson');
+    expect(matches(recordKey('s', { chunkId: 'm1-0', run: '6e21bccacd22', part: 'g3' }))).toBe(true);
+    expect(matches(recordKey('s', { chunkId: 'm1-0', run: '400e2bf580ab', part: 'g1-failed' }))).toBe(true);
+    expect(matches(recordKey('s', { chunkId: 'm1-01', run: '6e21bccacd22', part: 'g3' }))).toBe(false);
+    // A chunk id from an operator's addWork cannot climb out of its directory.
+    expect(recordKey('s', { chunkId: '..', run: '6e21bccacd22', part: 'g1' })).not.toContain('/../');
   });
 });

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { RecordFile } from '../shared/recordUnits';
 
 /** Idempotent keys derived from the URL: a re-run overwrites, never duplicates. */
 export function urlHash(url: string): string {
@@ -32,8 +33,17 @@ export function sourceSegment(source: string): string {
 
 /**
  * Record files are keyed by the unit of work that wrote them, so a retry overwrites its own
- * file. Units are batch ids, unique within a source.
+ * file. A unit longer than 150 characters keeps its first 120 and gets a hash of the whole:
+ * cutting it off alone made every grant of a source with a long name write the same file.
  */
-export function recordKey(source: string, unit: string): string {
-  return `records/${sourceSegment(source)}/${underscored(unit).slice(0, 150)}.ndjson`;
+export function recordKey(source: string, unit: RecordFile): string {
+  if (typeof unit !== 'string') return `records/${sourceSegment(source)}/${sourceSegment(unit.chunkId)}/${unit.run}-${unit.part}.ndjson`;
+  const u = underscored(unit);
+  const segment = u.length <= 150 ? u : `${u.slice(0, 120)}~${createHash('sha256').update(unit).digest('hex').slice(0, 12)}`;
+  return `records/${sourceSegment(source)}/${segment}.ndjson`;
+}
+
+/** Every record file of every run of a chunk's batch (see RecordUnit): list under `prefix`, keep keys whose rest matches `rest`. */
+export function chunkRecordFiles(source: string, chunkId: string): { prefix: string; rest: RegExp } {
+  return { prefix: `records/${sourceSegment(source)}/${sourceSegment(chunkId)}/`, rest: /^[0-9a-f]{12}-g\d+(-failed)?\.ndjson$/ };
 }

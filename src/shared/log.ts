@@ -5,10 +5,12 @@ import pino from 'pino';
  * get logged whole. The SDK logs failures under `error`: without a serializer an Error prints
  * as {}, which hid why a workflow had failed.
  */
-export function createLogger(destination: pino.DestinationStream, level = process.env.CRAWL_LOG_LEVEL ?? 'info') {
-  return pino(
+export function createLogger(destination: pino.DestinationStream, level = process.env.CRAWL_LOG_LEVEL || 'info') {
+  // A misspelt level must not stop the crawler from starting (pino throws on it): say so instead.
+  const known = Object.keys(pino.levels.values).includes(level) || level === 'silent';
+  const logger = pino(
     {
-      level,
+      level: known ? level : 'info',
       base: { pid: process.pid },
       serializers: { err: pino.stdSerializers.err, error: pino.stdSerializers.err },
       redact: {
@@ -21,6 +23,8 @@ export function createLogger(destination: pino.DestinationStream, level = proces
     },
     destination,
   );
+  if (!known) logger.warn({ event: 'config', setting: 'CRAWL_LOG_LEVEL', value: level }, `CRAWL_LOG_LEVEL must be one of ${Object.keys(pino.levels.values).join(', ')} or silent; using info`);
+  return logger;
 }
 
 // On stderr, so stdout stays free for command output (tables, NDJSON).

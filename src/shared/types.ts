@@ -1,3 +1,5 @@
+import type { RecordFile, RecordUnit } from './recordUnits';
+
 // Types shared by the client (CLI), workflows and activities. Plain data only: everything here
 // crosses Temporal payloads, so it stays small and JSON-serialisable.
 
@@ -133,6 +135,8 @@ export interface BatchItem {
 export interface FetchBatchInput {
   source: string;
   batchId: string;
+  /** Names this batch run's record files (`<chunk>/<run>-g<grant>`); without it, the batch id does. */
+  unit?: RecordUnit;
   grantId: number;
   items: BatchItem[];
   schedule: PacingSchedule;
@@ -163,6 +167,6 @@ export interface FetchBatchResult {
 export interface FinalRecordInput {
   source: string;
   /** Names the record file; the same unit written twice replaces it. */
-  unit: string;
+  unit: RecordFile;
   outcomes: RequestOutcome[];
 }

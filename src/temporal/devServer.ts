@@ -13,6 +13,51 @@ export interface DevServerOptions {
   port?: number;
   uiPort?: number;
   ip?: string;
+  /**
+   * When something else already listens on the port: 'reuse' it (an operator's dev-server), or
+   * start 'another' server on free ports, so that the crawl keeps its own server, SQLite file and
+   * worker (another `crawl run` with another output directory would share the task queue with
+   * workers that cannot see this run's store, and stop the server when it ends).
+   */
+  ifPortTaken?: 'reuse' | 'another';
+}
+
+/**
+ * Beside the SQLite file: which process serves it and which process started it, so that a later
+ * run over the same file finds it, and takes it over when its starter has died.
+ */
+interface ServerMarker { pid: number; ownerPid: number; ip: string; port: number; uiUrl: string }
+
+const MARKER = 'server.json';
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+function readMarker(dataDir: string): ServerMarker | undefined {
+  try {
+    const m = JSON.parse(fs.readFileSync(path.join(dataDir, MARKER), 'utf8')) as ServerMarker;
+    return Number.isInteger(m.pid) && alive(m.pid) ? m : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Stops a server this process did not start (its starter died): SIGTERM, then SIGKILL after 10 s. */
+async function stopOrphan(pid: number, markerFile: string): Promise<void> {
+  try {
+    process.kill(pid, 'SIGTERM');
+    for (let waited = 0; waited < 10_000 && alive(pid); waited += 100) await new Promise((r) => setTimeout(r, 100));
+    if (alive(pid)) process.kill(pid, 'SIGKILL');
+  } catch {
+    // Gone already.
+  }
+  fs.rmSync(markerFile, { force: true });
 }
 
 export interface RunningServer {
@@ -68,8 +113,10 @@ async function waitForFrontend(address: string, child: ChildProcess | undefined,
 
 /**
  * The embedded default: when TEMPORAL_ADDRESS is set, nothing is started and that server is used.
- * Otherwise a server already listening on the port is reused (an operator's `crawl dev-server`),
- * or the pinned `temporal server start-dev` is started with SQLite under dataDir.
+ * Otherwise a server still running over dataDir's SQLite file is used again; a server already
+ * listening on the port is reused (an operator's `crawl dev-server`) or, with ifPortTaken
+ * 'another', left alone for one of our own on free ports; else the pinned
+ * `temporal server start-dev` is started with SQLite under dataDir.
  */
 export async function ensureTemporalServer(opts: DevServerOptions): Promise<RunningServer> {
   const external = process.env.TEMPORAL_ADDRESS;
@@ -77,15 +124,35 @@ export async function ensureTemporalServer(opts: DevServerOptions): Promise<Runn
     log.info({ event: 'temporal.external', address: external }, 'using TEMPORAL_ADDRESS');
     return { address: external, owned: false, stop: async () => undefined };
   }
-  const ip = opts.ip ?? '127.0.0.1';
-  const port = opts.port ?? 7233;
-  const uiPort = opts.uiPort ?? port + 1000;
-  const address = `${ip}:${port}`;
-  if (await portOpen(ip, port)) {
+  // A server left running over this very file (its process outlived an earlier run): use it.
+  // Starting a second one on the same SQLite file would corrupt it.
+  const marker = readMarker(opts.dataDir);
+  if (marker && await portOpen(marker.ip, marker.port)) {
+    const address = `${marker.ip}:${marker.port}`;
     await waitForFrontend(address, undefined, 10_000);
-    log.info({ event: 'temporal.reuse', address }, 'a Temporal server is already listening; using it');
-    return { address, owned: false, stop: async () => undefined };
+    // Its starter died (a run killed with SIGKILL): it is ours now, to stop when we are done.
+    const orphan = !alive(marker.ownerPid);
+    log.info({ event: 'temporal.reuse', address, pid: marker.pid, takenOver: orphan }, 'the Temporal server of this data directory is still running; using it');
+    const markerFile = path.join(opts.dataDir, MARKER);
+    if (orphan) fs.writeFileSync(markerFile, JSON.stringify({ ...marker, ownerPid: process.pid } satisfies ServerMarker));
+    return { address, uiUrl: marker.uiUrl, owned: orphan, stop: orphan ? () => stopOrphan(marker.pid, markerFile) : async () => undefined };
   }
+  const ip = opts.ip ?? '127.0.0.1';
+  let port = opts.port ?? 7233;
+  let uiPort = opts.uiPort ?? port + 1000;
+  if (await portOpen(ip, port)) {
+    if ((opts.ifPortTaken ?? 'reuse') === 'reuse') {
+      const taken = `${ip}:${port}`;
+      await waitForFrontend(taken, undefined, 10_000);
+      log.info({ event: 'temporal.reuse', address: taken }, 'a Temporal server is already listening; using it');
+      return { address: taken, owned: false, stop: async () => undefined };
+    }
+    const wanted = port;
+    [port, uiPort] = [await freePort(), await freePort()];
+    log.warn({ event: 'temporal.port-taken', wanted: `${ip}:${wanted}`, address: `${ip}:${port}` },
+      'the Temporal port is taken (another crawl run or a dev-server); starting a server of our own on free ports. To share one server, set TEMPORAL_ADDRESS and run crawl workers with the same data directory');
+  }
+  const address = `${ip}:${port}`;
   const nice = serverNiceFromEnv();
   const bin = resolveTool('temporal');
   if (!bin) throw new Error(`No Temporal CLI binary; run ${SETUP_COMMAND}`);
@@ -117,11 +184,17 @@ export async function ensureTemporalServer(opts: DevServerOptions): Promise<Runn
   }
   const threads = child.pid ? lowerPriority(child.pid, nice) : 0;
   if (threads) log.info({ event: 'temporal.priority', nice, threads }, 'embedded Temporal server runs below the crawler\'s CPU priority');
+  const uiUrl = `http://${ip}:${uiPort}`;
+  const markerFile = path.join(opts.dataDir, MARKER);
+  if (child.pid) fs.writeFileSync(markerFile, JSON.stringify({ pid: child.pid, ownerPid: process.pid, ip, port, uiUrl } satisfies ServerMarker));
   return {
     address,
-    uiUrl: `http://${ip}:${uiPort}`,
+    uiUrl,
     owned: true,
-    stop: () => stopChild(child),
+    stop: async () => {
+      await stopChild(child);
+      fs.rmSync(markerFile, { force: true });
+    },
   };
 }
 

@@ -8,6 +8,10 @@ export function installTemporalRuntime(level: LogLevel = (process.env.TEMPORAL_L
   if (installed) return;
   installed = true;
   Runtime.install({
+    // The SDK would otherwise take SIGINT and SIGTERM from every command, and a command with
+    // no worker (`crawl status --watch`) could not be stopped with Ctrl-C. Commands that must
+    // stop in order handle them themselves (worker, run, dev-server).
+    shutdownSignals: [],
     logger: new DefaultLogger(level, (entry) => {
       const fields = { event: 'temporal.sdk', ...(entry.meta ?? {}) };
       const method = entry.level === 'ERROR' ? 'error' : entry.level === 'WARN' ? 'warn' : entry.level === 'INFO' ? 'info' : 'debug';

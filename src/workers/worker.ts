@@ -67,6 +67,13 @@ export function createCrawlWorker(opts: CrawlWorkerOptions): Promise<Worker> {
   });
 }
 
+/** Throws on a bad worker setting (activities, thread priority, heap growth) without applying any. */
+export function checkWorkerConfig(): void {
+  maxActivitiesFromEnv();
+  helperNiceFromEnv();
+  heapGrowthFromEnv();
+}
+
 /** CRAWL_MAX_ACTIVITIES: fetch activities one worker runs at once (default 1000). */
 export function maxActivitiesFromEnv(): number {
   const raw = process.env.CRAWL_MAX_ACTIVITIES;

@@ -1,11 +1,12 @@
 import {
-  ActivityFailure, getExternalWorkflowHandle, isCancellation, log, proxyActivities, setHandler, condition, sleep, workflowInfo,
+  ActivityFailure, getExternalWorkflowHandle, isCancellation, log, patched, proxyActivities, setHandler, condition, sleep, workflowInfo,
   type SignalDefinition,
 } from '@temporalio/workflow';
+import { batchRunUnit, recordFile } from '../shared/recordUnits';
 import type { CrawlActivities } from '../activities/crawlActivities';
 import { HEARTBEAT_TIMEOUT_MS } from '../shared/heartbeat';
 import type { BatchItem, FetchBatchResult, Grant, OutcomeClass, RedirectHop, RequestOutcome, WorkChunk } from '../shared/types';
-import { batchFinishedSignal, grantSignal, reportOutcomesSignal, requestTokensSignal } from './messages';
+import { batchFinishedSignal, grantSignal, pingSignal, reportOutcomesSignal, requestTokensSignal } from './messages';
 
 /**
  * A batch owns a bounded list of URLs. It asks its monitor for slots, runs the fetch activity
@@ -26,7 +27,7 @@ export interface BatchResult {
   urls: number;
 }
 
-const { loadChunk, markChunkDone, recordFinal } = proxyActivities<CrawlActivities>({
+const { loadChunk, recordedUrls, markChunkDone, recordFinal } = proxyActivities<CrawlActivities>({
   startToCloseTimeout: '2 minutes',
   retry: { maximumAttempts: 10, initialInterval: '1 second', maximumInterval: '1 minute' },
 });
@@ -63,8 +64,15 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
   const finals: (OutcomeClass | null)[] = urls.map(() => null);
   /** Where a URL's redirects had got to when its last grant ran out of slots. */
   const hops: (RedirectHop | undefined)[] = urls.map(() => undefined);
-  const pending: number[] = urls.map((_, i) => i);
-  let remaining = urls.length;
+  // Record files of this run of the chunk's batch. Batches started before there were runs in
+  // the name keep writing under the batch id (same files as their earlier attempts).
+  const byRun = patched('record-units-by-batch-run');
+  const unit = byRun ? batchRunUnit(input.chunk.chunkId, workflowInfo().runId) : undefined;
+  // A chunk crawled again after its crawl was stopped: what an earlier run recorded is done.
+  const recorded = new Map(byRun ? (await recordedUrls({ source: input.source, chunkId: input.chunk.chunkId })).map((r) => [r.url, r.outcome]) : []);
+  urls.forEach((url, i) => { finals[i] = recorded.get(url) ?? null; });
+  const pending: number[] = urls.flatMap((_, i) => (finals[i] === null ? [i] : []));
+  let remaining = pending.length;
   const grants: Grant[] = [];
   let grantsSeen = 0;
   let running = 0;
@@ -77,6 +85,7 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
     return { unassigned: pending.length, grantsSeen };
   };
 
+  setHandler(pingSignal, () => undefined);
   setHandler(grantSignal, (g) => {
     grants.push(g);
     grantsSeen += 1;
@@ -100,7 +109,7 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
     let result: FetchBatchResult;
     try {
       result = await fetchBatch({
-        source: input.source, batchId, grantId: g.grantId, items, maxAttempts: input.maxAttempts,
+        source: input.source, batchId, ...(unit ? { unit } : {}), grantId: g.grantId, items, maxAttempts: input.maxAttempts,
         schedule: { startMs: g.startMs, endMs: g.endMs, intervalMs: g.intervalMs, burstSlots: g.burstSlots },
       });
     } catch (err) {
@@ -115,7 +124,7 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
         return { url: urls[i]!, cls: 'error', reason: `activity failed: ${err.cause?.message ?? err.message}`, sent: false, final, attempt: attempts[i]! };
       });
       const finalOnes = outcomes.filter((o) => o.final);
-      if (finalOnes.length) await recordFinal({ source: input.source, unit: `${batchId}-g${g.grantId}-failed`, outcomes: finalOnes });
+      if (finalOnes.length) await recordFinal({ source: input.source, unit: recordFile(unit, batchId, `g${g.grantId}-failed`), outcomes: finalOnes });
       for (const o of outcomes) {
         const i = byUrl.get(o.url)!;
         if (o.final) finish(i, o.cls);

@@ -22,6 +22,8 @@ export const batchFinishedSignal = defineSignal<[BatchFinished]>('batchFinished'
 
 // --- batch ---------------------------------------------------------------------------------
 export const grantSignal = defineSignal<[Grant]>('grant');
+/** Carries nothing: a monitor that finds a batch already started learns from it whether that batch still runs. */
+export const pingSignal = defineSignal('ping');
 
 export interface ResumeInput {
   rate?: number;

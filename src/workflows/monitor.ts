@@ -1,5 +1,5 @@
 import {
-  ParentClosePolicy, allHandlersFinished, condition, continueAsNew, getExternalWorkflowHandle, log, setHandler,
+  ParentClosePolicy, allHandlersFinished, condition, continueAsNew, getExternalWorkflowHandle, log, patched, setHandler,
   setCurrentDetails, startChild, upsertSearchAttributes, workflowInfo, WorkflowIdReusePolicy,
 } from '@temporalio/workflow';
 import type { PolicyEvent } from '../politeness/governor';
@@ -8,7 +8,7 @@ import { CRAWL_DONE, CRAWL_ERRORS, CRAWL_RATE, CRAWL_SOURCE, CRAWL_STATE } from 
 import type { WorkItem } from '../shared/types';
 import { crawlBatchWorkflow } from './batch';
 import {
-  addWorkSignal, batchFinishedSignal, grantSignal, pauseUpdate, reportOutcomesSignal, requestTokensSignal, resumeUpdate,
+  addWorkSignal, batchFinishedSignal, grantSignal, pauseUpdate, pingSignal, reportOutcomesSignal, requestTokensSignal, resumeUpdate,
   setRateUpdate, statsQuery, stopUpdate, type ResumeInput, type SetRateInput,
 } from './messages';
 import { MonitorModel, type MonitorInput, type MonitorStats } from './monitorState';
@@ -81,12 +81,22 @@ export async function crawlMonitorWorkflow(input: MonitorInput): Promise<Monitor
           args: [{ source: m.state.source, monitorId: workflowInfo().workflowId, chunk, maxAttempts: m.state.options.maxAttempts }],
           // Batches outlive a monitor run that continues-as-new; they find it again by id.
           parentClosePolicy: ParentClosePolicy.ABANDON,
-          workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+          // A batch of the chunk that was cancelled (its crawl was stopped) or failed may run
+          // again: the new run skips the URLs the earlier one recorded. A completed one may not.
+          workflowIdReusePolicy: patched('batch-restart-after-stop') ? WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY : WorkflowIdReusePolicy.REJECT_DUPLICATE,
         });
       } catch (err) {
         // Already started (a previous run of this monitor did it before continuing-as-new,
         // or the same chunk was added twice): it will report to us by id all the same.
         log.warn('batch already exists; adopting it', { batchId, error: String(err) });
+        // Unless it has completed already (its chunk is done; its done-marker was lost): then it
+        // never would, and the monitor would wait for it for ever.
+        if (patched('probe-adopted-batch')) {
+          await getExternalWorkflowHandle(batchId).signal(pingSignal).catch(() => {
+            log.warn('adopted batch has ended already; its chunk counts as finished', { batchId });
+            m.onBatchFinished({ batchId, chunkId: chunk.chunkId, urls: chunk.count });
+          });
+        }
       }
     }
 

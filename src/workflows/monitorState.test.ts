@@ -145,3 +145,17 @@ describe('MonitorModel work queue', () => {
     expect(next.takeChunksToStart()[0]!.chunkId).toBe('m1-3');
   });
 });
+
+describe('MonitorModel progress', () => {
+  it('counts URLs finished as their final outcomes are reported, before their batch finishes', () => {
+    const T0 = 1_000_000;
+    const m = MonitorModel.fromInput({ source: 's', config: { rate: 10 }, work: [{ chunkId: 'c1', count: 500 }] }, T0);
+    const [chunk] = m.takeChunksToStart();
+    m.batchStarted('b1', chunk!);
+    const outcome = (cls: 'done' | 'linkrot' | 'error', final: boolean) => ({ url: '', cls, sent: true, final, attempt: 1, status: cls === 'done' ? 200 : 404, ttfbMs: 5 });
+    m.onReport({ batchId: 'b1', grantId: 1, unused: 0, outcomes: [outcome('done', true), outcome('done', true), outcome('linkrot', true), outcome('error', false)] }, T0 + 1_000);
+    expect(m.stats(T0 + 1_000).urls).toMatchObject({ total: 500, finished: 3 });
+    m.onBatchFinished({ batchId: 'b1', chunkId: 'c1', urls: 500 });
+    expect(m.stats(T0 + 2_000).urls.finished).toBe(500);
+  });
+});

@@ -276,6 +276,17 @@ export class MonitorModel {
     if (this.state.alerts.length > 10) this.state.alerts.shift();
   }
 
+  /**
+   * URLs with their final outcome. Batches report outcomes after every grant but finish only
+   * with their last URL (500 to a chunk): counting finished batches alone kept progress at 0%
+   * for minutes at low rates.
+   */
+  finishedUrls(): number {
+    const c = this.state.governor.counts;
+    const final = c.done + c.linkrot + c.robots + c.content + c.refused + c.error;
+    return Math.max(this.state.finishedUrls, Math.min(final, this.state.totalUrls));
+  }
+
   stats(nowMs: number): MonitorStats {
     const g = this.state.governor;
     const breakerWindow = windowCounts(g.breaker, nowMs, this.governor.cfg.breaker);
@@ -292,7 +303,7 @@ export class MonitorModel {
       counts: { ...g.counts },
       urls: {
         total: this.state.totalUrls,
-        finished: this.state.finishedUrls,
+        finished: this.finishedUrls(),
         queuedChunks: this.queuedChunks(),
         inBatches: this.state.batches.reduce((s, b) => s + b.urls, 0),
       },

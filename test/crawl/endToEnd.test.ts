@@ -9,6 +9,8 @@ import { LocalStore } from '../../src/pipeline/store';
 import { ceilings, maxInAnyWindow } from '../../src/politeness/pacing';
 import { createCrawlWorker, defaultDeps } from '../../src/workers/worker';
 import { crawlMonitorWorkflow } from '../../src/workflows/monitor';
+import { HEARTBEAT_EVERY_MS } from '../../src/shared/heartbeat';
+import { stopUpdate } from '../../src/workflows/messages';
 import { monitorWorkflowId, type MonitorStats } from '../../src/workflows/monitorState';
 import { createLocalEnv } from '../support/temporal';
 import { jpeg } from '../support/images';
@@ -94,6 +96,42 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
     expect(new Set(imagePaths).size).toBe(110);
   });
 
+  it('takes a stopped crawl up again when the same manifest is started: the rest is crawled, nothing twice', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'stop-restart-'));
+    const o = origins[1]!;
+    const manifest = path.join(dataDir, 'manifest.ndjson');
+    fs.writeFileSync(manifest, Array.from({ length: 120 }, (_, i) => JSON.stringify({ url: o.url(`/sr/${i}.jpg`), source: 'stop-restart' })).join('\n'));
+    const store = new LocalStore(path.join(dataDir, 'store'));
+    const catalog = new Map([['stop-restart', { rate: 4 }]]);
+    const taskQueue = 'stop-restart';
+    const worker = await createCrawlWorker({ connection: env.nativeConnection, taskQueue, deps: defaultDeps({ dataDir, allowNetworks: ['127.0.0.0/8'] }) });
+    const handle = () => env.client.workflow.getHandle(monitorWorkflowId('stop-restart'));
+    await worker.runUntil(async () => {
+      await startCrawl({ client: env.client, store, manifest, catalog, taskQueue });
+      const deadline = Date.now() + 60_000;
+      while (readRecords(dataDir).length < 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+      expect(await handle().executeUpdate(stopUpdate)).toBe('stopped');
+      expect(((await handle().result()) as MonitorStats).state).toBe('stopped');
+      // The running fetch activity learns of the stop at its next heartbeat and records what it
+      // finished by then; a start before that could crawl those URLs again (README, known limits).
+      await new Promise((r) => setTimeout(r, HEARTBEAT_EVERY_MS + 2_000));
+      const atStop = readRecords(dataDir).length;
+      expect(atStop).toBeGreaterThanOrEqual(1);
+      expect(atStop).toBeLessThan(120);
+      // Started again: a new monitor, the same chunk; its batch skips what was recorded.
+      await startCrawl({ client: env.client, store, manifest, catalog, taskQueue });
+      const stats = (await handle().result()) as MonitorStats;
+      expect(stats.urls).toMatchObject({ total: 120, finished: 120 });
+    });
+    const records = readRecords(dataDir);
+    expect(records).toHaveLength(120);
+    expect(new Set(records.map((r) => r.url)).size).toBe(120);
+    const fetched = o.requests.filter((r) => r.path.startsWith('/sr/')).map((r) => r.path);
+    expect(new Set(fetched).size).toBe(120);
+    // At most a request in flight when the stop reached the activity is made again.
+    expect(fetched.length).toBeLessThanOrEqual(121);
+  });
+
   it('survives a worker killed with SIGKILL mid-crawl: every URL ends with exactly one record', async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kill-'));
     const a = origins[3]!; // a source of its own
@@ -126,6 +164,12 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
       expect(records).toHaveLength(60);
       expect(new Set(records.map((r) => r.url)).size).toBe(60);
       expect(records.every((r) => r.outcome === 'done')).toBe(true);
+      // The same records as one NDJSON stream, through the CLI.
+      const exported = await runCli(['export', `127.0.0.4:${a.port}`], childEnv);
+      expect(exported.code).toBe(0);
+      const lines = exported.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { url: string });
+      expect(lines).toHaveLength(60);
+      expect(new Set(lines.map((l) => l.url)).size).toBe(60);
       // Starting the same manifest again crawls nothing twice.
       const before = a.requests.length;
       const again = await runCli(['start', manifest], childEnv);
@@ -137,7 +181,7 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
     }
   });
 
-  it('gives clear errors for an unknown source and a bad rate', async () => {
+  it('gives clear errors for an unknown source, a bad rate, a missing manifest and a source without records', async () => {
     const childEnv = { TEMPORAL_ADDRESS: env.address };
     const unknown = await runCli(['pause', 'no-such-source'], childEnv);
     expect(unknown.code).toBe(1);
@@ -145,9 +189,45 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
     const badRate = await runCli(['set-rate', 'anything', '-5'], childEnv);
     expect(badRate.code).not.toBe(0);
     expect(badRate.stderr).toMatch(/rate must be greater than 0/);
+    // Inputs are checked before anything else: the manifest's error, not the server's.
+    for (const command of ['start', 'run']) {
+      const noManifest = await runCli([command, '/no/such/manifest.ndjson'], { TEMPORAL_ADDRESS: '127.0.0.1:1' });
+      expect(noManifest.code).toBe(1);
+      expect(noManifest.stderr).toMatch(/crawl: manifest \/no\/such\/manifest\.ndjson does not exist/);
+    }
+    const noRecords = await runCli(['export', 'no-such-source'], { CRAWL_DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'export-')) });
+    expect(noRecords.code).toBe(1);
+    expect(noRecords.stderr).toMatch(/no records for source "no-such-source".*crawl status/);
     const noServer = await runCli(['status'], { TEMPORAL_ADDRESS: '127.0.0.1:1' });
     expect(noServer.code).toBe(1);
     expect(noServer.stderr).toMatch(/cannot reach the Temporal server at 127\.0\.0\.1:1.*crawl dev-server/);
+  });
+
+  it('stops `crawl run` in order on Ctrl-C, keeping the records so far and saying how to go on; status names a source no worker serves', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'interrupt-'));
+    const manifest = path.join(dataDir, 'manifest.txt');
+    fs.writeFileSync(manifest, Array.from({ length: 5 }, (_, i) => origins[0]!.url(`/interrupt/${i}.jpg`)).join('\n'));
+    // No worker serves this task queue: the crawl waits, as a long one would, until interrupted.
+    const child = spawn(process.execPath, [CLI, 'run', manifest, '--out', dataDir], {
+      env: { ...process.env, TEMPORAL_ADDRESS: env.address, CRAWL_TASK_QUEUE: 'interrupt-test', CRAWL_LOG_LEVEL: 'warn' },
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => { stdout += d; });
+    child.stderr.on('data', (d) => { stderr += d; });
+    const deadline = Date.now() + 60_000;
+    while (!stdout.includes('crawling 1 source(s)') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    expect(stdout).toContain('crawling 1 source(s)');
+    child.kill('SIGINT');
+    const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+    expect(code).toBe(130);
+    expect(stderr).toMatch(/crawl: interrupted \(SIGINT\)\. Nothing is lost: run the same command again/);
+    expect(stdout).toContain('metadata so far');
+    expect(fs.existsSync(path.join(dataDir, 'metadata.ndjson'))).toBe(true);
+    // Still no worker for it: status says so instead of waiting for one for ever.
+    const status = await runCli(['status', `127.0.0.1:${origins[0]!.port}`], { TEMPORAL_ADDRESS: env.address });
+    expect(status.code).toBe(0);
+    expect(status.stdout).toMatch(/no worker answered within 10 s: is a crawl worker running on task queue interrupt-test\?/);
   });
 
   it('lets an operator pause, re-rate, query and resume a monitor through the CLI', async () => {
@@ -165,7 +245,9 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
       const parsed = JSON.parse(status.stdout);
       expect(parsed.sources[0].stats).toMatchObject({ state: 'paused', target: 7, burst: 1 });
       expect((await runCli(['resume', 'operator.test', '--rate', '3'], childEnv)).stdout).toContain('running');
-      expect((await runCli(['stop', 'operator.test'], childEnv)).stdout).toContain('stopped');
+      expect((await runCli(['stop', 'operator.test'], childEnv)).stdout).toContain('operator.test: stopped\n');
+      // Returned once the monitor has completed: a start that follows begins a new crawl.
+      expect((await handle.describe()).status.name).toBe('COMPLETED');
       expect((await handle.result()).state).toBe('stopped');
     });
   });

@@ -57,6 +57,40 @@ function recordingClient(): { client: Client; sent: Map<string, ChunkRange[]> } 
 }
 
 describe('startCrawl', () => {
+  it('stops reading the manifest when aborted, announcing only whole chunks, so that the next start adds exactly the rest', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'start-abort-'));
+    const manifest = path.join(dir, 'm.txt');
+    const lines = Array.from({ length: 1_005 }, (_, i) => `https://a.example/${i}.jpg`);
+    fs.writeFileSync(manifest, lines.join('\n'));
+    const store = new SlowStore();
+    const abort = new AbortController();
+    const put = store.put.bind(store);
+    let puts = 0;
+    store.put = async (key, body) => {
+      if (++puts === 5) abort.abort(); // Ctrl-C while the manifest is being split
+      return put(key, body);
+    };
+    const first = recordingClient();
+    await startCrawl({ client: first.client, store, manifest, taskQueue: 'q', chunkSize: 10, signal: abort.signal });
+    const chunksOf = (sent: Map<string, ChunkRange[]>) =>
+      (sent.get('a.example') ?? []).flatMap((r) => Array.from({ length: r.last - r.first + 1 }, (_, k) => chunkOf(r, r.first + k)));
+    const firstChunks = chunksOf(first.sent);
+    expect(firstChunks.length).toBeGreaterThanOrEqual(5);
+    expect(firstChunks.length).toBeLessThan(101);
+    // Only whole chunks, each holding exactly its stretch of the manifest.
+    for (const c of firstChunks) {
+      const n = Number(c.chunkId.split('-').at(-1));
+      expect(c.count).toBe(10);
+      expect(store.objects.get(c.spool!)!.trim().split('\n')).toEqual(lines.slice(10 * n, 10 * n + 10));
+    }
+    // The next start announces every chunk; a monitor adds those it has not seen: every URL once.
+    const second = recordingClient();
+    await startCrawl({ client: second.client, store, manifest, taskQueue: 'q', chunkSize: 10 });
+    const seen = new Map([...firstChunks, ...chunksOf(second.sent)].map((c) => [c.chunkId, c]));
+    const urls = [...seen.values()].flatMap((c) => store.objects.get(c.spool!)!.trim().split('\n'));
+    expect(urls.sort()).toEqual([...lines].sort());
+  });
+
   it('splits sources into chunk files in parallel and tells each monitor exactly the chunks to crawl, in order', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'start-'));
     const manifest = path.join(dir, 'm.txt');

@@ -1,4 +1,9 @@
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { ensureTemporalServer, freePort } from '../../src/temporal/devServer';
 import { createLocalEnv } from '../support/temporal';
 import { createCrawlWorker } from '../../src/workers/worker';
 import { CRAWL_STATE } from '../../src/temporal/searchAttributes';
@@ -22,5 +27,39 @@ describe('local dev server (pinned temporal CLI) with a real worker', () => {
     expect(result.sleptMs).toBeGreaterThanOrEqual(10);
     const described = await env.client.workflow.getHandle('smoke-dev').describe();
     expect(described.typedSearchAttributes.get(CRAWL_STATE)).toBe('smoke');
+  });
+
+  it('starts a server of its own when another data directory\'s server holds the port, finds a data directory\'s running server again, and takes it over when its starter died', async () => {
+    const saved = process.env.TEMPORAL_ADDRESS;
+    delete process.env.TEMPORAL_ADDRESS;
+    const [a, b] = [fs.mkdtempSync(path.join(os.tmpdir(), 'server-a-')), fs.mkdtempSync(path.join(os.tmpdir(), 'server-b-'))];
+    const [port, uiPort] = [await freePort(), await freePort()];
+    const first = await ensureTemporalServer({ dataDir: a, port, uiPort });
+    try {
+      expect(first.owned).toBe(true);
+      // Another crawl run, another output directory: not the first one's server.
+      const second = await ensureTemporalServer({ dataDir: b, port, uiPort, ifPortTaken: 'another' });
+      try {
+        expect(second.owned).toBe(true);
+        expect(second.address).not.toBe(first.address);
+      } finally {
+        await second.stop();
+      }
+      // The first directory again (its process outlived a run): its server, not a second one on the same SQLite file.
+      const again = await ensureTemporalServer({ dataDir: a, port: await freePort(), ifPortTaken: 'another' });
+      expect(again).toMatchObject({ owned: false, address: first.address });
+      // Its starter died (a run killed with SIGKILL): the next run takes the server over and stops it when done.
+      const dead = spawnSync(process.execPath, ['-e', '']).pid!;
+      const marker = JSON.parse(fs.readFileSync(path.join(a, 'server.json'), 'utf8'));
+      fs.writeFileSync(path.join(a, 'server.json'), JSON.stringify({ ...marker, ownerPid: dead }));
+      const orphan = await ensureTemporalServer({ dataDir: a, port: await freePort(), ifPortTaken: 'another' });
+      expect(orphan).toMatchObject({ owned: true, address: first.address });
+      await orphan.stop();
+      expect(() => process.kill(marker.pid, 0)).toThrow();
+    } finally {
+      await first.stop();
+      if (saved !== undefined) process.env.TEMPORAL_ADDRESS = saved;
+    }
+    expect(fs.existsSync(path.join(a, 'server.json'))).toBe(false);
   });
 });

@@ -9,7 +9,7 @@ describe('time-skipping test server (pinned binary)', () => {
   beforeAll(async () => { env = await createTimeSkippingEnv(); });
   afterAll(async () => { await env?.teardown(); });
 
-  it('lets an hour of workflow time pass in well under a second of wall time', async () => {
+  it('lets an hour of workflow time pass in seconds of wall time', async () => {
     const worker = await Worker.create({
       connection: env.nativeConnection,
       taskQueue: 'time-skipping',
@@ -24,6 +24,8 @@ describe('time-skipping test server (pinned binary)', () => {
     const wallMs = Date.now() - started;
     expect(result.sleptMs).toBeGreaterThanOrEqual(hour);
     expect(result.greeting).toMatch(/^hello ts from /);
-    expect(wallMs).toBeLessThan(1000);
+    // Typically under a second; the bound leaves room for a loaded CI machine and still rules out
+    // real sleeping by a factor of hundreds.
+    expect(wallMs).toBeLessThan(10_000);
   });
 });

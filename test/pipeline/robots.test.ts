@@ -38,6 +38,24 @@ describe('robots.txt (RFC 9309) per origin', () => {
     });
   });
 
+  it('treats a 429 robots.txt as disallow-for-now, not as the 4xx that allows all', async () => {
+    await withRobots((o) => o.route('/robots.txt', (_q, r) => { r.writeHead(429, { 'retry-after': '60' }); r.end(); }), async (o, cache) => {
+      const { verdict } = await cache.check(new URL(o.url('/any.jpg')));
+      expect(verdict).toEqual({ kind: 'unavailable', reason: 'robots.txt answered 429' });
+    });
+  });
+
+  it('parses the first 512 KiB of a larger robots.txt instead of ignoring it', async () => {
+    const filler = '# the rules of a large site\n'.repeat(Math.ceil((600 * 1024) / 28));
+    const body = `User-agent: *\nDisallow: /private/\n${filler}User-agent: *\nDisallow: /late/\n`;
+    await withRobots((o) => o.serve('/robots.txt', body, 'text/plain'), async (o, cache) => {
+      expect((await cache.check(new URL(o.url('/private/a.jpg')))).verdict.kind).toBe('disallowed');
+      // Past the first 512 KiB: not read.
+      expect((await cache.check(new URL(o.url('/late/a.jpg')))).verdict.kind).toBe('allowed');
+      expect((await cache.check(new URL(o.url('/public/a.jpg')))).verdict.kind).toBe('allowed');
+    });
+  });
+
   it('treats an unreachable host as disallow-for-now', async () => {
     const o = await new Origin().start();
     const url = new URL(o.url('/any.jpg'));

@@ -1,5 +1,6 @@
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { StoreRecorder } from '../../src/activities/storeRecorder';
+import { exportRecords } from '../../src/crawl/exportRecords';
 import { recordKey } from '../../src/pipeline/keys';
 import { S3Store } from '../../src/pipeline/store';
 import { S3TestServer } from '../support/s3server';
@@ -36,6 +37,16 @@ describe('S3 store against a real S3-protocol server (moto_server on 127.0.0.1)'
     await new StoreRecorder(store).write('museum.example', 'batch-1-g3', [{ url: 'https://m/1.jpg', outcome: 'done' }, { url: 'https://m/2.jpg', outcome: 'linkrot' }]);
     const text = (await store.get(recordKey('museum.example', 'batch-1-g3')))!.toString();
     expect(text.trim().split('\n').map((l) => JSON.parse(l).outcome)).toEqual(['done', 'linkrot']);
+  });
+
+  it('exports the records of a source as one NDJSON stream, as `crawl export` does', async () => {
+    const rec = new StoreRecorder(store);
+    await rec.write('export.example', 'b1-g2', [{ url: 'https://e/3.jpg' }]);
+    await rec.write('export.example', 'b1-g1', [{ url: 'https://e/1.jpg' }, { url: 'https://e/2.jpg' }]);
+    let text = '';
+    const summary = await exportRecords(store, (t) => { text += t; }, ['export.example']);
+    expect(text.split('\n').filter(Boolean).map((l) => JSON.parse(l).url)).toEqual(['https://e/1.jpg', 'https://e/2.jpg', 'https://e/3.jpg']);
+    expect(summary).toEqual({ records: 3, units: 2, sourcesWithoutRecords: [] });
   });
 
   it('lists the keys under a prefix past one page of results, relative to its own prefix', async () => {

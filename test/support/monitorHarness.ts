@@ -52,6 +52,9 @@ export function scriptedActivities(script: Script) {
     async loadChunk(chunk: WorkChunk): Promise<string[]> {
       return chunk.urls ?? [];
     },
+    async recordedUrls(): Promise<{ url: string; outcome: OutcomeClass }[]> {
+      return [];
+    },
     async markChunkDone(): Promise<void> {},
     async recordFinal(input: { outcomes: RequestOutcome[] }): Promise<void> {
       for (const o of input.outcomes) records.push({ url: o.url, outcome: o.cls });

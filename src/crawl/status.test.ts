@@ -1,0 +1,37 @@
+import type { MonitorStats } from '../workflows/monitorState';
+import { DoneRate, monitoringUpdate, type SourceStatus } from './status';
+
+function running(done: number): SourceStatus {
+  const counts = { done, linkrot: 0, robots: 0, content: 0, refused: 0, error: 0, retries: 0, requests: done };
+  const stats = {
+    source: 's', state: 'running', rate: 2, target: 2, counts, retryAfterUntil: null,
+    urls: { total: 1_000, finished: done, queuedChunks: 0, inBatches: 1_000 },
+    breaker: { windowRequests: 0, windowErrors: 0, consecutiveErrors: 0, last50: '' },
+  } as unknown as MonitorStats;
+  return { source: 's', workflowStatus: 'RUNNING', stats };
+}
+
+describe('images/s in monitoring_update', () => {
+  it('reads the true rate when done counts arrive in steps, once per grant', () => {
+    // 2 images/s, reported 20 at a time every 10 s, polled every second as crawl run does.
+    const rate = new DoneRate();
+    const readings: number[] = [];
+    for (let t = 0; t <= 180_000; t += 1_000) {
+      const update = monitoringUpdate([running(20 * Math.floor(t / 10_000))], rate.baseline(), t);
+      if (t >= 60_000) readings.push(update.global.imagesPerS!);
+      rate.record(t, update.global.done);
+    }
+    expect(Math.min(...readings)).toBeGreaterThanOrEqual(1.6);
+    expect(Math.max(...readings)).toBeLessThanOrEqual(2.4);
+  });
+
+  it('measures from the oldest sample inside the window', () => {
+    const rate = new DoneRate(10_000);
+    expect(monitoringUpdate([running(0)], rate.baseline(), 0).global.imagesPerS).toBeNull();
+    rate.record(0, 0);
+    rate.record(5_000, 10);
+    rate.record(12_000, 30);
+    expect(rate.baseline()).toEqual({ atMs: 5_000, done: 10 });
+    expect(monitoringUpdate([running(40)], rate.baseline(), 15_000).global.imagesPerS).toBe(3);
+  });
+});

@@ -1,0 +1,59 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { StoreRecorder } from '../../src/activities/storeRecorder';
+import { exportRecords, exportRecordsToFile } from '../../src/crawl/exportRecords';
+import { LocalStore } from '../../src/pipeline/store';
+
+describe('exporting metadata records from the store', () => {
+  let root: string;
+  beforeEach(() => { root = fs.mkdtempSync(path.join(os.tmpdir(), 'export-')); });
+  afterEach(() => fs.rmSync(root, { recursive: true, force: true }));
+
+  async function crawled(store: LocalStore): Promise<void> {
+    const rec = new StoreRecorder(store);
+    await rec.write('museum.example', 'b2-g1', [{ url: 'https://m/3.jpg', outcome: 'done' }]);
+    await rec.write('museum.example', 'b1-g1', [{ url: 'https://m/1.jpg', outcome: 'done' }, { url: 'https://m/2.jpg', outcome: 'linkrot' }]);
+    // A retried unit that found nothing left to record writes an empty file.
+    await rec.write('museum.example', 'b1-g2', []);
+    // ':' is unsafe in a key: this source's directory name carries a hash, and must still be found by name.
+    await rec.write('host:8080', 'b1-g1', [{ url: 'http://host:8080/a.jpg', outcome: 'content' }]);
+  }
+
+  it('joins every record file into one NDJSON stream in key order, one line per record', async () => {
+    const store = new LocalStore(root);
+    await crawled(store);
+    let text = '';
+    const summary = await exportRecords(store, (t) => { text += t; });
+    const urls = text.split('\n').filter(Boolean).map((l) => JSON.parse(l).url);
+    expect(urls.sort()).toEqual(['http://host:8080/a.jpg', 'https://m/1.jpg', 'https://m/2.jpg', 'https://m/3.jpg']);
+    expect(text.endsWith('\n')).toBe(true);
+    expect(summary).toEqual({ records: 4, units: 3, sourcesWithoutRecords: [] });
+  });
+
+  it('exports the named sources only, and names those that have no records', async () => {
+    const store = new LocalStore(root);
+    await crawled(store);
+    let text = '';
+    const summary = await exportRecords(store, (t) => { text += t; }, ['host:8080', 'no.such.source', 'host:8080']);
+    expect(text.split('\n').filter(Boolean).map((l) => JSON.parse(l).url)).toEqual(['http://host:8080/a.jpg']);
+    expect(summary.sourcesWithoutRecords).toEqual(['no.such.source']);
+    text = '';
+    await exportRecords(store, (t) => { text += t; }, ['museum.example']);
+    expect(text.split('\n').filter(Boolean).map((l) => JSON.parse(l).url)).toEqual(['https://m/1.jpg', 'https://m/2.jpg', 'https://m/3.jpg']);
+  });
+
+  it('replaces a file whole and leaves nothing half-written when the store fails', async () => {
+    const store = new LocalStore(path.join(root, 'store'));
+    await crawled(store);
+    const file = path.join(root, 'metadata.ndjson');
+    fs.writeFileSync(file, 'old\n');
+    expect((await exportRecordsToFile(store, file)).records).toBe(4);
+    expect(fs.readFileSync(file, 'utf8').split('\n').filter(Boolean)).toHaveLength(4);
+
+    const broken = Object.assign(Object.create(store) as LocalStore, { get: async () => { throw new Error('store down'); } });
+    await expect(exportRecordsToFile(broken, file)).rejects.toThrow('store down');
+    expect(fs.readFileSync(file, 'utf8').split('\n').filter(Boolean)).toHaveLength(4);
+    expect(fs.readdirSync(root).sort()).toEqual(['metadata.ndjson', 'store']);
+  });
+});
