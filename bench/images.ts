@@ -10,7 +10,7 @@ export const DISTINCT_IMAGES = 24;
 
 /**
  * The files a bench origin serves: the distinct images only. The origin answers /<dir>/<n>.jpg
- * with file n modulo the number of files (bench/originProcess.ts), which is image n.
+ * with file n modulo the number of files (src/demo/originProcess.ts), which is image n.
  */
 export function writeSiteFiles(dir: string, images: Buffer[]): void {
   images.slice(0, DISTINCT_IMAGES).forEach((b, i) => fs.writeFileSync(path.join(dir, `${i}.jpg`), b));

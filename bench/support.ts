@@ -3,6 +3,8 @@ import type { Client } from '@temporalio/client';
 import type { ProcessedUrl, UrlProcessor } from '../src/activities/crawlActivities';
 import { maxInAnyWindow } from '../src/politeness/pacing';
 
+export { startOriginProcess, type OriginArrival } from '../src/demo/startOriginProcess';
+
 /** Shared pieces of the benchmark scripts. */
 
 /** A URL processor that answers at once and remembers when each source was sent a request. */
@@ -46,38 +48,6 @@ export function peakRssMb(): number {
 
 export function fmt(n: number, digits = 3): number {
   return Math.round(n * 10 ** digits) / 10 ** digits;
-}
-
-/** Starts bench/originProcess in a child process and resolves with its port. */
-export interface OriginArrival { atMs: number; host: string; path: string }
-
-export async function startOriginProcess(dir: string, hosts: string[], logFile?: string): Promise<{ port: number; stop(): Promise<OriginArrival[]> }> {
-  const { spawn } = await import('node:child_process');
-  const fs = await import('node:fs');
-  const args = [require.resolve('./originProcess'), dir, hosts.join(','), '0', ...(logFile ? [logFile] : [])];
-  // stdin stays open as long as we live: the origin exits when it closes (see originProcess).
-  const child = spawn(process.execPath, args, { stdio: ['pipe', 'pipe', 'inherit'] });
-  const port = await new Promise<number>((resolve, reject) => {
-    child.stdout!.on('data', (d: Buffer) => {
-      const m = /listening (\d+)/.exec(d.toString());
-      if (m) resolve(Number(m[1]));
-    });
-    child.once('exit', (code) => reject(new Error(`origin process exited with ${code}`)));
-  });
-  child.removeAllListeners('exit');
-  return {
-    port,
-    stop: () => new Promise<OriginArrival[]>((resolve) => {
-      child.once('exit', () => {
-        const text = logFile && fs.existsSync(logFile) ? fs.readFileSync(logFile, 'utf8') : '';
-        resolve(text.split('\n').filter(Boolean).map((l) => {
-          const [at, host, p] = l.split(' ');
-          return { atMs: Number(at), host: host!, path: p! };
-        }));
-      });
-      child.kill('SIGTERM');
-    }),
-  };
 }
 
 /**

@@ -1,7 +1,8 @@
 /**
- * A benchmark origin in its own process (a real site is never inside the crawler's process):
- * serves DIR/<n>.jpg as /img/<n>.jpg (and /<anything>/<n>.jpg) on HOST:PORT, robots.txt allows all;
- * paths under /many/ get DIR/small.jpg. Prints "listening <port>" when ready. With a log file
+ * A site in its own process for benchmarks and tests (a real site is never inside the crawler's
+ * process, and an origin that shares the crawler's event loop logs arrivals late when the crawler
+ * is busy): serves DIR/<n>.jpg as /img/<n>.jpg (and /<anything>/<n>.jpg) on HOST:PORT, robots.txt
+ * allows all; paths under /many/ get DIR/small.jpg, paths under /missing/ a 404. Prints "listening <port>" when ready. With a log file
  * argument, it writes "<arrival ms> <host> <path>" per request there when it gets SIGTERM.
  *
  * It speaks just enough HTTP/1.1 for GET with keep-alive over `net`, every response built once
@@ -35,6 +36,7 @@ const MAX_HEAD = 16 * 1024;
 function answer(target: string): Buffer {
   if (target === '/robots.txt') return robots;
   if (target.startsWith('/many/') && small) return small;
+  if (target.startsWith('/missing/')) return notFound;
   const m = /\/(\d+)\.jpg$/.exec(target);
   return m && images.length > 0 ? images[Number(m[1]) % images.length]! : notFound;
 }
