@@ -1,11 +1,14 @@
 import fs from 'node:fs';
-import readline from 'node:readline';
+import { readLines } from './lineReader';
 
 /**
  * Manifests are streamed line by line, never loaded whole. Formats: NDJSON ({"url", "source"?}),
  * CSV with a header naming a `url` column (and optionally `source`), or one URL per line.
  * A bad line is reported with its number and reason and skipped; the rest proceeds.
  */
+
+/** Longer lines are skipped as bad (a URL is at most a few KiB; servers refuse longer ones). */
+export const MAX_LINE_CHARS = 64 * 1024;
 
 export type ManifestEntry = { line: number; url: string; source: string } | { line: number; error: string };
 export type ManifestFormat = 'ndjson' | 'csv' | 'lines';
@@ -72,15 +75,22 @@ export function detectFormat(path: string, firstLine: string): ManifestFormat {
 }
 
 export async function* readManifest(path: string): AsyncGenerator<ManifestEntry> {
-  const rl = readline.createInterface({ input: fs.createReadStream(path, 'utf8'), crlfDelay: Infinity });
   let format: ManifestFormat | undefined;
   let urlCol = -1;
   let sourceCol = -1;
-  let line = 0;
-  for await (const rawLine of rl) {
-    line++;
-    const text = rawLine.trim();
+  for await (const batch of readLines(fs.createReadStream(path), MAX_LINE_CHARS)) for (const read of batch) {
+    const { line } = read;
+    if ('tooLong' in read) {
+      const array = read.tooLong.head.trimStart().startsWith('[') ? '; a JSON array is not a manifest: write one JSON object per line (NDJSON)' : '';
+      yield { line, error: `line is ${read.tooLong.chars} characters long, over the limit of ${MAX_LINE_CHARS}${array}` };
+      continue;
+    }
+    const text = read.text.trim();
     if (text === '' || text.startsWith('#')) continue;
+    if (text.startsWith('[') && format === undefined) {
+      yield { line, error: 'a JSON array is not a manifest: write one JSON object per line (NDJSON)' };
+      continue;
+    }
     format ??= detectFormat(path, text);
     let rawUrl: unknown;
     let source: unknown;

@@ -50,6 +50,23 @@ describe('manifests', () => {
     expect(splitCsv('a,"b ""q"", c",d')).toEqual(['a', 'b "q", c', 'd']);
   });
 
+  it('skips an over-long line and a JSON array with a reason, and reads the rest', async () => {
+    const long = `{"url":"https://a.example/${'x'.repeat(70_000)}.jpg"}`;
+    expect(await entries('m.ndjson', `{"url":"https://a.example/1.jpg"}\n${long}\n{"url":"https://a.example/2.jpg"}\n`)).toEqual([
+      { line: 1, url: 'https://a.example/1.jpg', source: 'a.example' },
+      { line: 2, error: `line is ${long.length} characters long, over the limit of 65536` },
+      { line: 3, url: 'https://a.example/2.jpg', source: 'a.example' },
+    ]);
+    // A JSON array on one line, small or large, is a common mistake: say what to write instead.
+    const array = (n: number) => JSON.stringify(Array.from({ length: n }, (_, i) => ({ url: `https://a.example/${i}.jpg` })));
+    for (const n of [2, 5_000]) {
+      expect(await entries('m.json', `${array(n)}\nhttps://a.example/ok.jpg\n`)).toEqual([
+        { line: 1, error: expect.stringMatching(/a JSON array is not a manifest: write one JSON object per line \(NDJSON\)$/) },
+        { line: 2, url: 'https://a.example/ok.jpg', source: 'a.example' },
+      ]);
+    }
+  });
+
   it('reads a 200,000-line manifest line by line', async () => {
     const lines = Array.from({ length: 200_000 }, (_, i) => `https://s${i % 7}.example/${i}.jpg`).join('\n');
     let n = 0;
