@@ -9,7 +9,7 @@ import { readCatalog } from '../crawl/catalog';
 import { exportRecords, exportRecordsToFile, type ExportSummary } from '../crawl/exportRecords';
 import { assertReadableManifest } from '../crawl/manifest';
 import { runCrawl } from '../crawl/run';
-import { startCrawl } from '../crawl/start';
+import { startCrawl, unusedCatalogWarning } from '../crawl/start';
 import { describeMonitor, DoneRate, listSources, monitoringUpdate, sourceStatus, statusTable } from '../crawl/status';
 import { startDemoSite } from '../demo/demo';
 import { storeFromEnv } from '../pipeline/store';
@@ -130,6 +130,8 @@ export function buildProgram(): Command {
       });
       for (const [name, s] of summary.sources) process.stdout.write(`${name}: ${s.urls} URLs in ${s.chunks} chunk(s)${s.alreadyDone ? `, ${s.alreadyDone} already crawled` : ''}\n`);
       if (summary.badLines) process.stdout.write(`${summary.badLines} bad line(s) skipped\n`);
+      const unused = unusedCatalogWarning(summary);
+      if (unused) process.stderr.write(`crawl: ${unused}\n`);
       await client.connection.close();
     });
 

@@ -10,7 +10,7 @@ import type { MonitorOptions } from '../workflows/monitorState';
 import { readCatalog } from './catalog';
 import { exportRecordsToFile } from './exportRecords';
 import { assertReadableManifest } from './manifest';
-import { startCrawl } from './start';
+import { startCrawl, unusedCatalogWarning } from './start';
 import { DoneRate, monitoringUpdate, sourceStatus, statusTable, type SourceStatus } from './status';
 
 export interface RunOptions {
@@ -70,6 +70,8 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
     const sources = [...summary.sources.keys()];
     out.write(`crawling ${sources.length} source(s) from ${opts.manifest}` +
       `${summary.badLines ? ` (${summary.badLines} bad line(s) skipped)` : ''}; Web UI: ${server.uiUrl ?? 'see your Temporal UI'}\n`);
+    const unused = unusedCatalogWarning(summary);
+    if (unused) process.stderr.write(`crawl: ${unused}\n`);
     for (const [name, s] of summary.sources) if (s.alreadyDone) out.write(`  ${name}: ${s.alreadyDone} URL(s) already crawled by an earlier run, skipped\n`);
 
     let statuses: SourceStatus[] = [];

@@ -33,6 +33,19 @@ export interface StartSummary {
   manifestId: string;
   sources: Map<string, { urls: number; chunks: number; alreadyDone: number }>;
   badLines: number;
+  /** Catalogue entries no source of the manifest is called by: most likely a misspelt name. */
+  unusedCatalogEntries: string[];
+}
+
+/** A warning naming catalogue entries that matched no source, or undefined when all matched. */
+export function unusedCatalogWarning(summary: StartSummary): string | undefined {
+  const names = summary.unusedCatalogEntries;
+  if (names.length === 0) return undefined;
+  const shown = names.slice(0, 5).map((n) => JSON.stringify(n)).join(', ');
+  const more = names.length > 5 ? ` and ${names.length - 5} more` : '';
+  const one = names.length === 1;
+  return `catalog ${one ? 'entry' : 'entries'} ${shown}${more} match${one ? 'es' : ''} no source in the manifest, so ${one ? 'its' : 'their'} ` +
+    'settings are not used (a source is the line\'s "source", else the URL\'s host, with :port if it has one)';
 }
 
 export interface StartOptions {
@@ -90,7 +103,7 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
   const buffers = new Map<string, string[]>();
   /** Per source: ranges not yet sent to its monitor. */
   const refs = new Map<string, ChunkRange[]>();
-  const summary: StartSummary = { manifestId: id, sources: new Map(), badLines: 0 };
+  const summary: StartSummary = { manifestId: id, sources: new Map(), badLines: 0, unusedCatalogEntries: [] };
   const writeSlots = new WeightedBudget(WRITE_CONCURRENCY);
   /** Per source, in chunk order: writes not yet turned into ranges. */
   const writing = new Map<string, Promise<ChunkWritten>[]>();
@@ -200,5 +213,7 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
     await settle(source);
     await send(source);
   });
+  // An interrupted read has not seen every source.
+  if (opts.catalog && !opts.signal?.aborted) summary.unusedCatalogEntries = [...opts.catalog.keys()].filter((name) => !summary.sources.has(name));
   return summary;
 }

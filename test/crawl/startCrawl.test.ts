@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
-import { chunkKeys, startCrawl } from '../../src/crawl/start';
+import { chunkKeys, startCrawl, unusedCatalogWarning } from '../../src/crawl/start';
 import type { ObjectStore } from '../../src/pipeline/store';
 import { chunkOf } from '../../src/shared/chunkRanges';
 import type { ChunkRange } from '../../src/shared/types';
@@ -149,5 +149,22 @@ describe('startCrawl', () => {
         .flatMap((c) => store.objects.get(c.spool!)!.trim().split('\n'));
       expect(urls).toEqual([0, 1, 2].map((i) => `https://x.example/${k}/${i}.jpg`));
     });
+  });
+
+  it('names the catalogue entries that match no source of the manifest, so a misspelt name is seen', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'start-catalog-'));
+    const manifest = path.join(dir, 'm.ndjson');
+    fs.writeFileSync(manifest, [
+      '{"url":"https://a.example/1.jpg"}',
+      '{"url":"https://b.example:8443/1.jpg"}',
+      '{"url":"https://c.example/1.jpg","source":"museum"}',
+    ].join('\n'));
+    const catalog = new Map(['a.example', 'b.example', 'b.example:8443', 'musuem', 'museum'].map((n) => [n, { rate: 2 }]));
+    const { client, sent } = recordingClient();
+    const summary = await startCrawl({ client, store: new SlowStore(), manifest, catalog, taskQueue: 'q' });
+    expect([...sent.keys()].sort()).toEqual(['a.example', 'b.example:8443', 'museum']);
+    expect(summary.unusedCatalogEntries).toEqual(['b.example', 'musuem']);
+    expect(unusedCatalogWarning(summary)).toMatch(/^catalog entries "b\.example", "musuem" match no source in the manifest, so their settings are not used/);
+    expect(unusedCatalogWarning({ ...summary, unusedCatalogEntries: [] })).toBeUndefined();
   });
 });
