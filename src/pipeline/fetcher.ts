@@ -12,7 +12,7 @@ import { type Connector, noteSlowFirst, WarmConnections } from './warmConnection
  */
 
 export type FetchFailure =
-  | 'bad-url' | 'refused' | 'too-many-redirects' | 'timeout' | 'too-slow' | 'too-large' | 'network' | 'late';
+  | 'bad-url' | 'bad-redirect' | 'refused' | 'too-many-redirects' | 'timeout' | 'too-slow' | 'too-large' | 'network' | 'late';
 
 export interface FetchResult {
   ok: boolean;
@@ -258,7 +258,13 @@ export class Fetcher {
           return Array.isArray(v) ? v[0] : v;
         };
         if (status >= 300 && status < 400 && status !== 304 && header('location')) {
-          const location = new URL(header('location')!, u).toString();
+          let location: string;
+          try {
+            location = new URL(header('location')!, u).toString();
+          } catch {
+            // The site's fault and no network trouble: asking again gets the same answer.
+            return fail('bad-redirect', `redirect to an invalid URL: ${JSON.stringify(header('location')!.slice(0, 120))}`, { status, ttfbMs });
+          }
           if (opts.followRedirects === false) return { ok: false, status, ttfbMs, finalUrl: url, redirects, totalMs: elapsed(), sent, location };
           if (redirects >= this.cfg.maxRedirects) return fail('too-many-redirects', `more than ${this.cfg.maxRedirects} redirects`, { status, ttfbMs });
           redirects += 1;

@@ -40,6 +40,7 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
       .route('/r3', redirect('/good.png'))
       .route('/loop', redirect('/loop'))
       .route('/to-internal', redirect('http://10.0.0.1/x.jpg'))
+      .route('/bad-redirect', redirect('http://[::1'))
       .route('/drip.jpg', drip)
       .route('/fail.jpg', (_q, r) => { r.writeHead(500); r.end(); })
       .route('/busy.jpg', (_q, r) => { r.writeHead(503, { 'retry-after': '120' }); r.end(); });
@@ -84,7 +85,7 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
 
   it('gives every URL the right outcome and reason, and loses none of the batch', async () => {
     const paths = ['/good.jpg', '/good.png', '/rotated.jpg', '/truncated.jpg', '/page.jpg', '/bomb.png', '/huge.jpg',
-      '/gone.jpg', '/missing.jpg', '/r1', '/loop', '/to-internal', '/drip.jpg', '/private/secret.jpg'];
+      '/gone.jpg', '/missing.jpg', '/r1', '/loop', '/to-internal', '/bad-redirect', '/drip.jpg', '/private/secret.jpg'];
     const { result, by } = await run(paths);
     expect(result.unused).toEqual([]);
     expect(result.outcomes).toHaveLength(paths.length);
@@ -102,6 +103,7 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
       '/r1': 'done: ',
       '/loop': 'content: more than 5 redirects',
       '/to-internal': expect.stringMatching(/^refused: address 10\.0\.0\.1 is private/),
+      '/bad-redirect': 'content: redirect to an invalid URL: "http://[::1"',
       '/drip.jpg': expect.stringMatching(/^error: too-slow/),
       '/private/secret.jpg': expect.stringMatching(/^robots: robots.txt disallows \/private\/secret.jpg/),
     });
