@@ -156,16 +156,43 @@ export class S3Store implements ObjectStore {
 export function storeFromEnv(dataDir: string): ObjectStore {
   const kind = process.env.CRAWL_STORE ?? 'local';
   if (kind === 'local') return new LocalStore(process.env.CRAWL_LOCAL_STORE_DIR ?? path.join(dataDir, 'store'));
-  if (kind === 's3') {
-    const bucket = process.env.CRAWL_S3_BUCKET;
-    if (!bucket) throw new Error('CRAWL_STORE=s3 needs CRAWL_S3_BUCKET');
-    return new S3Store({
-      bucket,
-      prefix: process.env.CRAWL_S3_PREFIX ?? '',
-      endpoint: process.env.CRAWL_S3_ENDPOINT,
-      region: process.env.CRAWL_S3_REGION ?? process.env.AWS_REGION,
-      forcePathStyle: process.env.CRAWL_S3_FORCE_PATH_STYLE === 'true',
-    });
-  }
+  if (kind === 's3') return new S3Store(s3ConfigFromEnv());
   throw new Error(`CRAWL_STORE must be "local" or "s3", got ${JSON.stringify(kind)}`);
+}
+
+/**
+ * The S3 settings, checked here: the SDK would report a bad endpoint or a misspelt flag only at
+ * the first request, after a server and a worker had started.
+ */
+export function s3ConfigFromEnv(env: NodeJS.ProcessEnv = process.env): S3StoreConfig {
+  const bucket = env.CRAWL_S3_BUCKET;
+  if (!bucket) throw new Error('CRAWL_STORE=s3 needs CRAWL_S3_BUCKET');
+  const endpoint = env.CRAWL_S3_ENDPOINT || undefined;
+  if (endpoint !== undefined) {
+    let u: URL | undefined;
+    try {
+      u = new URL(endpoint);
+    } catch {
+      u = undefined;
+    }
+    if (!u || (u.protocol !== 'http:' && u.protocol !== 'https:')) {
+      throw new Error(`CRAWL_S3_ENDPOINT must be an http(s) URL such as http://127.0.0.1:9000, got ${JSON.stringify(endpoint)}`);
+    }
+    if (u.username || u.password) throw new Error('CRAWL_S3_ENDPOINT must not hold credentials: they come from the AWS credential chain');
+  }
+  const pathStyle = (env.CRAWL_S3_FORCE_PATH_STYLE ?? '').trim().toLowerCase();
+  if (!['', 'true', 'false', '1', '0', 'yes', 'no'].includes(pathStyle)) {
+    throw new Error(`CRAWL_S3_FORCE_PATH_STYLE must be true or false, got ${JSON.stringify(env.CRAWL_S3_FORCE_PATH_STYLE)}`);
+  }
+  // A prefix names a folder: "crawl" and "crawl/" both put every key under crawl/.
+  let prefix = env.CRAWL_S3_PREFIX ?? '';
+  if (prefix.startsWith('/')) throw new Error(`CRAWL_S3_PREFIX must not start with "/", got ${JSON.stringify(prefix)}`);
+  if (prefix !== '' && !prefix.endsWith('/')) prefix += '/';
+  return {
+    bucket,
+    prefix,
+    endpoint,
+    region: env.CRAWL_S3_REGION || env.AWS_REGION || undefined,
+    forcePathStyle: ['true', '1', 'yes'].includes(pathStyle),
+  };
 }
