@@ -130,6 +130,7 @@ export function buildProgram(): Command {
       });
       for (const [name, s] of summary.sources) process.stdout.write(`${name}: ${s.urls} URLs in ${s.chunks} chunk(s)${s.alreadyDone ? `, ${s.alreadyDone} already crawled` : ''}\n`);
       if (summary.badLines) process.stdout.write(`${summary.badLines} bad line(s) skipped\n`);
+      if (summary.duplicates) process.stdout.write(`${summary.duplicates} repeated URL(s) left out: each URL is crawled once\n`);
       const unused = unusedCatalogWarning(summary);
       if (unused) process.stderr.write(`crawl: ${unused}\n`);
       await client.connection.close();

@@ -69,7 +69,8 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
     });
     const sources = [...summary.sources.keys()];
     out.write(`crawling ${sources.length} source(s) from ${opts.manifest}` +
-      `${summary.badLines ? ` (${summary.badLines} bad line(s) skipped)` : ''}; Web UI: ${server.uiUrl ?? 'see your Temporal UI'}\n`);
+      `${summary.badLines ? ` (${summary.badLines} bad line(s) skipped)` : ''}` +
+      `${summary.duplicates ? ` (${summary.duplicates} repeated URL(s) left out: each URL is crawled once)` : ''}; Web UI: ${server.uiUrl ?? 'see your Temporal UI'}\n`);
     const unused = unusedCatalogWarning(summary);
     if (unused) process.stderr.write(`crawl: ${unused}\n`);
     for (const [name, s] of summary.sources) if (s.alreadyDone) out.write(`  ${name}: ${s.alreadyDone} URL(s) already crawled by an earlier run, skipped\n`);

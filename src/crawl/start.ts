@@ -11,6 +11,7 @@ import { crawlMonitorWorkflow } from '../workflows/monitor';
 import { monitorWorkflowId, type MonitorOptions } from '../workflows/monitorState';
 import type { Catalog } from './catalog';
 import { assertReadableManifest, readManifest } from './manifest';
+import { SeenUrls } from './seenUrls';
 
 /**
  * Splits a manifest per source into chunk files in the store and hands each monitor only
@@ -33,6 +34,8 @@ export interface StartSummary {
   manifestId: string;
   sources: Map<string, { urls: number; chunks: number; alreadyDone: number }>;
   badLines: number;
+  /** Lines whose URL an earlier line had listed already: each URL is crawled once. */
+  duplicates: number;
   /** Catalogue entries no source of the manifest is called by: most likely a misspelt name. */
   unusedCatalogEntries: string[];
 }
@@ -103,7 +106,8 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
   const buffers = new Map<string, string[]>();
   /** Per source: ranges not yet sent to its monitor. */
   const refs = new Map<string, ChunkRange[]>();
-  const summary: StartSummary = { manifestId: id, sources: new Map(), badLines: 0, unusedCatalogEntries: [] };
+  const summary: StartSummary = { manifestId: id, sources: new Map(), badLines: 0, duplicates: 0, unusedCatalogEntries: [] };
+  const seen = new SeenUrls();
   const writeSlots = new WeightedBudget(WRITE_CONCURRENCY);
   /** Per source, in chunk order: writes not yet turned into ranges. */
   const writing = new Map<string, Promise<ChunkWritten>[]>();
@@ -195,6 +199,11 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
     if ('error' in entry) {
       summary.badLines++;
       opts.onBadLine?.(entry);
+      continue;
+    }
+    // By URL, not by source and URL: the same URL under two source names is one download too.
+    if (!seen.add(entry.url)) {
+      summary.duplicates++;
       continue;
     }
     if (!summary.sources.has(entry.source)) summary.sources.set(entry.source, { urls: 0, chunks: 0, alreadyDone: 0 });

@@ -167,4 +167,27 @@ describe('startCrawl', () => {
     expect(unusedCatalogWarning(summary)).toMatch(/^catalog entries "b\.example", "musuem" match no source in the manifest, so their settings are not used/);
     expect(unusedCatalogWarning({ ...summary, unusedCatalogEntries: [] })).toBeUndefined();
   });
+
+  it('crawls a URL listed more than once once, whatever source or spelling it comes with', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'start-dup-'));
+    const manifest = path.join(dir, 'm.ndjson');
+    fs.writeFileSync(manifest, [
+      '{"url":"https://a.example/1.jpg"}',
+      '{"url":"https://a.example/2.jpg"}',
+      '{"url":"https://a.example/1.jpg"}',
+      '{"url":"HTTPS://A.EXAMPLE/1.jpg"}',
+      '{"url":"https://a.example/1.jpg","source":"museum"}',
+      '{"url":"https://a.example/3.jpg","source":"museum"}',
+    ].join('\n'));
+    const store = new SlowStore();
+    const { client, sent } = recordingClient();
+    const summary = await startCrawl({ client, store, manifest, taskQueue: 'q' });
+    expect(summary.duplicates).toBe(3);
+    expect(summary.sources.get('a.example')).toMatchObject({ urls: 2 });
+    expect(summary.sources.get('museum')).toMatchObject({ urls: 1 });
+    const urls = (source: string) => (sent.get(source) ?? []).flatMap((r) => Array.from({ length: r.last - r.first + 1 }, (_, j) => chunkOf(r, r.first + j)))
+      .flatMap((c) => store.objects.get(c.spool!)!.trim().split('\n'));
+    expect(urls('a.example')).toEqual(['https://a.example/1.jpg', 'https://a.example/2.jpg']);
+    expect(urls('museum')).toEqual(['https://a.example/3.jpg']);
+  });
 });

@@ -1,0 +1,33 @@
+import { SeenUrls, fingerprint } from './seenUrls';
+
+describe('SeenUrls', () => {
+  it('tells a URL seen before from a new one, across growth of its table', () => {
+    const seen = new SeenUrls();
+    const url = (i: number) => `https://s${i % 13}.example/images/${i}.jpg`;
+    // Counted, not asserted one by one: 50,000 expect() calls alone take a second. (Sizes are
+    // small because Math.imul is ~100 times slower inside jest's sandbox than in node.)
+    let added = 0;
+    for (let i = 0; i < 50_000; i++) if (seen.add(url(i))) added++;
+    expect(added).toBe(50_000);
+    let again = 0;
+    for (let i = 0; i < 50_000; i += 7) if (seen.add(url(i))) again++;
+    expect(again).toBe(0);
+    expect(seen.size).toBe(50_000);
+    expect(seen.add('https://s1.example/images/1.jpg?')).toBe(true);
+  });
+
+  it('holds 100,000 distinct URLs without a false duplicate, in under 23 bytes each', () => {
+    const seen = new SeenUrls();
+    let duplicates = 0;
+    for (let i = 0; i < 100_000; i++) if (!seen.add(`https://cdn.example/a/${i.toString(36)}/${i}.jpg`)) duplicates++;
+    expect(duplicates).toBe(0);
+    expect(seen.bytes / seen.size).toBeLessThan(23);
+  });
+
+  it('fingerprints differ for strings one character apart', () => {
+    const a = fingerprint('https://a.example/1.jpg');
+    expect(fingerprint('https://a.example/1.jpg')).toEqual(a);
+    expect(fingerprint('https://a.example/2.jpg')).not.toEqual(a);
+    expect(fingerprint('https://a.example/1.jpg ')).not.toEqual(a);
+  });
+});
