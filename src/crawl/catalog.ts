@@ -32,6 +32,8 @@ export async function readCatalog(path: string): Promise<Catalog> {
     if (!e || typeof e !== 'object') throw new Error(`${where}: expected an object`);
     const { name, imageCount, rate, burst } = e as Record<string, unknown>;
     if (typeof name !== 'string' || name === '') throw new Error(`${where}: "name" is required`);
+    // Two entries for one source: which should win is anyone's guess, so neither does.
+    if (catalog.has(name)) throw new Error(`${where}: "${name}" is listed twice`);
     if (imageCount !== undefined && (typeof imageCount !== 'number' || !Number.isInteger(imageCount) || imageCount < 0)) throw new Error(`${where} (${name}): imageCount must be a whole number >= 0`);
     if (rate !== undefined && invalidRate(rate)) throw new Error(`${where} (${name}): ${invalidRate(rate)}`);
     if (burst !== undefined && invalidBurst(burst)) throw new Error(`${where} (${name}): ${invalidBurst(burst)}`);

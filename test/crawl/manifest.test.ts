@@ -83,5 +83,8 @@ describe('manifests', () => {
     fs.writeFileSync(bad, JSON.stringify([{ name: 'museum', rate: 0 }]));
     await expect(readCatalog(bad)).rejects.toThrow(/entry 1 \(museum\): rate must be greater than 0/);
     await expect(readCatalog(path.join(dir, 'missing.json'))).rejects.toThrow(/cannot read catalog/);
+    const twice = path.join(dir, 'twice.ndjson');
+    fs.writeFileSync(twice, '{"name":"museum","rate":2}\n{"name":"other"}\n{"name":"museum","rate":20}\n');
+    await expect(readCatalog(twice)).rejects.toThrow(/entry 3: "museum" is listed twice/);
   });
 });
