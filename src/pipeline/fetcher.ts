@@ -120,7 +120,9 @@ export class Fetcher {
 
   constructor(private readonly cfg: PipelineConfig, opts: FetcherOptions = {}) {
     this.guard = new NetworkGuard(cfg.allowNetworks);
-    const connect = buildConnector({ timeout: cfg.connectTimeoutMs, lookup: this.guard.lookup } as buildConnector.BuildOptions);
+    // rejectUnauthorized explicitly: Node's default follows NODE_TLS_REJECT_UNAUTHORIZED, and a
+    // variable set for some other tool must not turn verification off for every site we crawl.
+    const connect = buildConnector({ timeout: cfg.connectTimeoutMs, lookup: this.guard.lookup, rejectUnauthorized: true } as buildConnector.BuildOptions);
     this.warm = new WarmConnections(opts.wrapConnector ? opts.wrapConnector(connect) : connect);
     // One Agent keeps one keep-alive pool per origin.
     this.agent = new Agent({
