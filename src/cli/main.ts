@@ -129,6 +129,12 @@ export function buildProgram(): Command {
         onBadLine: (b) => process.stderr.write(`crawl: ${manifest} line ${b.line}: ${b.error} (skipped)\n`),
       });
       for (const [name, s] of summary.sources) process.stdout.write(`${name}: ${s.urls} URLs in ${s.chunks} chunk(s)${s.alreadyDone ? `, ${s.alreadyDone} already crawled` : ''}\n`);
+      if (summary.sources.size === 0 && summary.badLines > 0) {
+        process.stderr.write(`crawl: ${manifest} has no URL that can be crawled: all ${summary.badLines} line(s) with content are bad (see above)\n`);
+        process.exitCode = 1;
+      } else if (summary.sources.size === 0) {
+        process.stdout.write(`nothing to crawl: ${manifest} lists no URLs\n`);
+      }
       if (summary.badLines) process.stdout.write(`${summary.badLines} bad line(s) skipped\n`);
       if (summary.duplicates) process.stdout.write(`${summary.duplicates} repeated URL(s) left out: each URL is crawled once\n`);
       const unused = unusedCatalogWarning(summary);

@@ -68,6 +68,15 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
       onBadLine: (b) => process.stderr.write(`crawl: ${opts.manifest} line ${b.line}: ${b.error} (skipped)\n`),
     });
     const sources = [...summary.sources.keys()];
+    if (sources.length === 0) {
+      // Every line bad is almost surely the wrong file or format, not a finished crawl.
+      if (summary.badLines > 0) {
+        process.stderr.write(`crawl: ${opts.manifest} has no URL that can be crawled: all ${summary.badLines} line(s) with content are bad (see above)\n`);
+        return { exitCode: 1, statuses: [], badLines: summary.badLines };
+      }
+      out.write(`nothing to crawl: ${opts.manifest} lists no URLs\n`);
+      return { exitCode: 0, statuses: [], badLines: 0 };
+    }
     out.write(`crawling ${sources.length} source(s) from ${opts.manifest}` +
       `${summary.badLines ? ` (${summary.badLines} bad line(s) skipped)` : ''}` +
       `${summary.duplicates ? ` (${summary.duplicates} repeated URL(s) left out: each URL is crawled once)` : ''}; Web UI: ${server.uiUrl ?? 'see your Temporal UI'}\n`);

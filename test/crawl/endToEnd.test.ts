@@ -213,6 +213,14 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
       expect(noManifest.code).toBe(1);
       expect(noManifest.stderr).toMatch(/crawl: manifest \/no\/such\/manifest\.ndjson does not exist/);
     }
+    // A manifest with no usable line is the wrong file, not a finished crawl.
+    const badDir = fs.mkdtempSync(path.join(os.tmpdir(), 'all-bad-'));
+    fs.writeFileSync(path.join(badDir, 'm.txt'), 'garbage\nftp://x.example/1.jpg\n');
+    for (const command of [['run', '--out', badDir], ['start']]) {
+      const allBad = await runCli([command[0]!, path.join(badDir, 'm.txt'), ...command.slice(1)], { TEMPORAL_ADDRESS: env.address, CRAWL_DATA_DIR: badDir });
+      expect(allBad.code).toBe(1);
+      expect(allBad.stderr).toMatch(/line 2: scheme ftp: not allowed[\s\S]*has no URL that can be crawled: all 2 line\(s\) with content are bad/);
+    }
     const noRecords = await runCli(['export', 'no-such-source'], { CRAWL_DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'export-')) });
     expect(noRecords.code).toBe(1);
     expect(noRecords.stderr).toMatch(/no records for source "no-such-source".*crawl status/);
