@@ -14,6 +14,7 @@ import { describeMonitor, DoneRate, listSources, monitoringUpdate, sourceStatus,
 import { startDemoSite } from '../demo/demo';
 import { storeFromEnv } from '../pipeline/store';
 import { invalidRate } from '../politeness/targetRate';
+import { STOPPED_BATCHES_WAIT_MS } from '../shared/heartbeat';
 import { pauseUpdate, resumeUpdate, setRateUpdate, stopUpdate } from '../workflows/messages';
 import { installTemporalRuntime } from '../temporal/runtime';
 
@@ -203,10 +204,11 @@ export function buildProgram(): Command {
     .action(async (source: string) => {
       await onMonitor(source, async (h) => {
         const answer = await h.executeUpdate(stopUpdate);
-        // The monitor completes right after the update. Returning only then means that a
-        // `crawl start` which follows starts a new crawl instead of reaching the stopping one,
-        // which would ignore it (it has seen those chunks).
-        const completed = await Promise.race([h.result().then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), 30_000).unref())]);
+        // The monitor completes once its batches' fetch activities have stopped (at their next
+        // heartbeat, within seconds; at most STOPPED_BATCHES_WAIT_MS). Returning only then means
+        // that a `crawl start` which follows starts a new crawl instead of reaching the stopping
+        // one (which would ignore it), and fetches nothing those activities were finishing.
+        const completed = await Promise.race([h.result().then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), STOPPED_BATCHES_WAIT_MS + 15_000).unref())]);
         return completed ? answer : `${answer} (its monitor has not completed yet: wait for it before starting the source again)`;
       });
     });

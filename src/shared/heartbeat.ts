@@ -12,3 +12,6 @@
  */
 export const HEARTBEAT_EVERY_MS = 8_000;
 export const HEARTBEAT_TIMEOUT_MS = 30_000;
+
+/** How long a stopping monitor waits for its cancelled batches' activities: a heartbeat timeout and then some. */
+export const STOPPED_BATCHES_WAIT_MS = HEARTBEAT_TIMEOUT_MS * 2;

@@ -1,12 +1,12 @@
 import {
-  ActivityFailure, getExternalWorkflowHandle, isCancellation, log, patched, proxyActivities, setHandler, condition, sleep, workflowInfo,
-  type SignalDefinition,
+  ActivityCancellationType, ActivityFailure, CancellationScope, getExternalWorkflowHandle, isCancellation, log, patched, proxyActivities,
+  setHandler, condition, sleep, workflowInfo, type SignalDefinition,
 } from '@temporalio/workflow';
 import { batchRunUnit, recordFile } from '../shared/recordUnits';
 import type { CrawlActivities } from '../activities/crawlActivities';
 import { HEARTBEAT_TIMEOUT_MS } from '../shared/heartbeat';
 import type { BatchItem, FetchBatchResult, Grant, OutcomeClass, RedirectHop, RequestOutcome, WorkChunk } from '../shared/types';
-import { batchFinishedSignal, grantSignal, pingSignal, reportOutcomesSignal, requestTokensSignal } from './messages';
+import { batchFinishedSignal, batchStoppedSignal, grantSignal, pingSignal, reportOutcomesSignal, requestTokensSignal } from './messages';
 
 /**
  * A batch owns a bounded list of URLs. It asks its monitor for slots, runs the fetch activity
@@ -59,129 +59,150 @@ async function signalMonitor<T extends unknown[]>(monitorId: string, def: Signal
 
 export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult> {
   const batchId = workflowInfo().workflowId;
-  const urls = input.chunk.urls ?? (await loadChunk(input.chunk));
-  const attempts = urls.map(() => 0);
-  const finals: (OutcomeClass | null)[] = urls.map(() => null);
-  /** Where a URL's redirects had got to when its last grant ran out of slots. */
-  const hops: (RedirectHop | undefined)[] = urls.map(() => undefined);
-  // Record files of this run of the chunk's batch. Batches started before there were runs in
-  // the name keep writing under the batch id (same files as their earlier attempts).
-  const byRun = patched('record-units-by-batch-run');
-  const unit = byRun ? batchRunUnit(input.chunk.chunkId, workflowInfo().runId) : undefined;
-  // A chunk crawled again after its crawl was stopped: what an earlier run recorded is done.
-  const recorded = new Map(byRun ? (await recordedUrls({ source: input.source, chunkId: input.chunk.chunkId })).map((r) => [r.url, r.outcome]) : []);
-  urls.forEach((url, i) => { finals[i] = recorded.get(url) ?? null; });
-  const pending: number[] = urls.flatMap((_, i) => (finals[i] === null ? [i] : []));
-  let remaining = pending.length;
-  const grants: Grant[] = [];
-  let grantsSeen = 0;
+  // Cancelled (its crawl was stopped), a batch ends only once its fetch activities have: one
+  // learns of the cancellation at its next heartbeat and records what it finished by then. Had
+  // the batch ended at once, a crawl started again within those seconds could fetch and record
+  // a second time what that activity was still finishing.
+  const waitsForFetches = patched('batch-waits-for-fetches-on-cancel');
+  const stopping = () => waitsForFetches && CancellationScope.current().consideredCancelled;
+  /** Fetch activities under way. */
   let running = 0;
-  let lastAsk: string | null = null;
-  /** What the monitor must know of us: a request is sent only when this changed. */
-  const ask = () => `${pending.length}/${grantsSeen}`;
-  /** The token request as of now; remembered so the main loop does not send it again. */
-  const tokens = () => {
-    lastAsk = ask();
-    return { unassigned: pending.length, grantsSeen };
-  };
+  try {
+    const urls = input.chunk.urls ?? (await loadChunk(input.chunk));
+    const attempts = urls.map(() => 0);
+    const finals: (OutcomeClass | null)[] = urls.map(() => null);
+    /** Where a URL's redirects had got to when its last grant ran out of slots. */
+    const hops: (RedirectHop | undefined)[] = urls.map(() => undefined);
+    // Record files of this run of the chunk's batch. Batches started before there were runs in
+    // the name keep writing under the batch id (same files as their earlier attempts).
+    const byRun = patched('record-units-by-batch-run');
+    const unit = byRun ? batchRunUnit(input.chunk.chunkId, workflowInfo().runId) : undefined;
+    // A chunk crawled again after its crawl was stopped: what an earlier run recorded is done.
+    const recorded = new Map(byRun ? (await recordedUrls({ source: input.source, chunkId: input.chunk.chunkId })).map((r) => [r.url, r.outcome]) : []);
+    urls.forEach((url, i) => { finals[i] = recorded.get(url) ?? null; });
+    const pending: number[] = urls.flatMap((_, i) => (finals[i] === null ? [i] : []));
+    let remaining = pending.length;
+    const grants: Grant[] = [];
+    let grantsSeen = 0;
+    let lastAsk: string | null = null;
+    /** What the monitor must know of us: a request is sent only when this changed. */
+    const ask = () => `${pending.length}/${grantsSeen}`;
+    /** The token request as of now; remembered so the main loop does not send it again. */
+    const tokens = () => {
+      lastAsk = ask();
+      return { unassigned: pending.length, grantsSeen };
+    };
 
-  setHandler(pingSignal, () => undefined);
-  setHandler(grantSignal, (g) => {
-    grants.push(g);
-    grantsSeen += 1;
-  });
-
-  const finish = (index: number, cls: OutcomeClass) => {
-    if (finals[index] !== null) return;
-    finals[index] = cls;
-    remaining -= 1;
-  };
-
-  async function runGrant(g: Grant, indices: number[]): Promise<void> {
-    const items: BatchItem[] = indices.map((i) => ({ url: urls[i]!, attempt: attempts[i]! + 1, ...(hops[i] ? { hop: hops[i] } : {}) }));
-    const byUrl = new Map(indices.map((i) => [urls[i]!, i]));
-    const { fetchBatch } = proxyActivities<CrawlActivities>({
-      startToCloseTimeout: Math.max(1_000, g.endMs - Date.now()) + REQUEST_TAIL_MS,
-      heartbeatTimeout: HEARTBEAT_TIMEOUT_MS,
-      // A retried attempt resumes from its heartbeat and still only sends inside the window.
-      retry: { maximumAttempts: 3, initialInterval: '1 second', nonRetryableErrorTypes: ['InvalidInput'] },
+    setHandler(pingSignal, () => undefined);
+    setHandler(grantSignal, (g) => {
+      grants.push(g);
+      grantsSeen += 1;
     });
-    let result: FetchBatchResult;
-    try {
-      result = await fetchBatch({
-        source: input.source, batchId, ...(unit ? { unit } : {}), grantId: g.grantId, items, maxAttempts: input.maxAttempts,
-        schedule: { startMs: g.startMs, endMs: g.endMs, intervalMs: g.intervalMs, burstSlots: g.burstSlots },
+
+    const finish = (index: number, cls: OutcomeClass) => {
+      if (finals[index] !== null) return;
+      finals[index] = cls;
+      remaining -= 1;
+    };
+
+    async function runGrant(g: Grant, indices: number[]): Promise<void> {
+      const items: BatchItem[] = indices.map((i) => ({ url: urls[i]!, attempt: attempts[i]! + 1, ...(hops[i] ? { hop: hops[i] } : {}) }));
+      const byUrl = new Map(indices.map((i) => [urls[i]!, i]));
+      const { fetchBatch } = proxyActivities<CrawlActivities>({
+        startToCloseTimeout: Math.max(1_000, g.endMs - Date.now()) + REQUEST_TAIL_MS,
+        heartbeatTimeout: HEARTBEAT_TIMEOUT_MS,
+        ...(waitsForFetches ? { cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED } : {}),
+        // A retried attempt resumes from its heartbeat and still only sends inside the window.
+        retry: { maximumAttempts: 3, initialInterval: '1 second', nonRetryableErrorTypes: ['InvalidInput'] },
       });
-    } catch (err) {
-      // The batch was cancelled (its crawl was stopped): the main loop ends it; nothing to report.
-      if (isCancellation(err)) return;
-      if (!(err instanceof ActivityFailure)) throw err;
-      // The activity failed for good: count a try for each URL; those out of tries end here.
-      log.warn('fetch activity failed', { batchId, grantId: g.grantId, error: String(err.cause?.message ?? err.message) });
-      const outcomes: RequestOutcome[] = indices.map((i) => {
-        attempts[i]! += 1;
-        const final = attempts[i]! >= input.maxAttempts;
-        return { url: urls[i]!, cls: 'error', reason: `activity failed: ${err.cause?.message ?? err.message}`, sent: false, final, attempt: attempts[i]! };
-      });
-      const finalOnes = outcomes.filter((o) => o.final);
-      if (finalOnes.length) await recordFinal({ source: input.source, unit: recordFile(unit, batchId, `g${g.grantId}-failed`), outcomes: finalOnes });
-      for (const o of outcomes) {
-        const i = byUrl.get(o.url)!;
+      let result: FetchBatchResult;
+      try {
+        result = await fetchBatch({
+          source: input.source, batchId, ...(unit ? { unit } : {}), grantId: g.grantId, items, maxAttempts: input.maxAttempts,
+          schedule: { startMs: g.startMs, endMs: g.endMs, intervalMs: g.intervalMs, burstSlots: g.burstSlots },
+        });
+      } catch (err) {
+        // The batch was cancelled (its crawl was stopped): the main loop ends it; nothing to report.
+        if (isCancellation(err) || stopping()) return;
+        if (!(err instanceof ActivityFailure)) throw err;
+        // The activity failed for good: count a try for each URL; those out of tries end here.
+        log.warn('fetch activity failed', { batchId, grantId: g.grantId, error: String(err.cause?.message ?? err.message) });
+        const outcomes: RequestOutcome[] = indices.map((i) => {
+          attempts[i]! += 1;
+          const final = attempts[i]! >= input.maxAttempts;
+          return { url: urls[i]!, cls: 'error', reason: `activity failed: ${err.cause?.message ?? err.message}`, sent: false, final, attempt: attempts[i]! };
+        });
+        const finalOnes = outcomes.filter((o) => o.final);
+        if (finalOnes.length) await recordFinal({ source: input.source, unit: recordFile(unit, batchId, `g${g.grantId}-failed`), outcomes: finalOnes });
+        for (const o of outcomes) {
+          const i = byUrl.get(o.url)!;
+          if (o.final) finish(i, o.cls);
+          else pending.push(i);
+        }
+        await signalMonitor(input.monitorId, reportOutcomesSignal, { batchId, grantId: g.grantId, outcomes, unused: 0, tokens: tokens() });
+        return;
+      }
+      // Finished after the cancellation reached it: its records are written; the monitor has stopped.
+      if (stopping()) return;
+      for (const o of result.outcomes) {
+        const i = byUrl.get(o.url);
+        if (i === undefined) continue;
+        attempts[i] = o.attempt;
+        // Answered: a retry starts again from the URL itself (the redirect may have changed).
+        hops[i] = undefined;
         if (o.final) finish(i, o.cls);
         else pending.push(i);
       }
-      await signalMonitor(input.monitorId, reportOutcomesSignal, { batchId, grantId: g.grantId, outcomes, unused: 0, tokens: tokens() });
-      return;
-    }
-    for (const o of result.outcomes) {
-      const i = byUrl.get(o.url);
-      if (i === undefined) continue;
-      attempts[i] = o.attempt;
-      // Answered: a retry starts again from the URL itself (the redirect may have changed).
-      hops[i] = undefined;
-      if (o.final) finish(i, o.cls);
-      else pending.push(i);
-    }
-    for (const k of result.unused) pending.push(indices[k]!);
-    for (const [k, hop] of result.hops ?? []) if (indices[k] !== undefined) hops[indices[k]!] = hop;
-    // Outcomes go to the monitor without the URL text: it needs classes and timings, and
-    // history stays small.
-    await signalMonitor(input.monitorId, reportOutcomesSignal, {
-      batchId, grantId: g.grantId, unused: result.unused.length, retryAfterMs: result.retryAfterMs, missedSlots: result.missedSlots,
-      outcomes: result.outcomes.map((o) => ({ ...o, url: '' })),
-      tokens: tokens(),
-    });
-  }
-
-  while (remaining > 0) {
-    if (pending.length > 0 && ask() !== lastAsk) {
-      await signalMonitor(input.monitorId, requestTokensSignal, { batchId, ...tokens() });
-    }
-    const seenBefore = grantsSeen;
-    const pendingBefore = pending.length;
-    await condition(() => grants.length > 0 || remaining === 0 || pending.length !== pendingBefore || grantsSeen !== seenBefore);
-    while (grants.length > 0) {
-      const g = grants.shift()!;
-      const indices = pending.splice(0, g.slots);
-      if (indices.length === 0) {
-        await signalMonitor(input.monitorId, reportOutcomesSignal, { batchId, grantId: g.grantId, outcomes: [], unused: g.slots, tokens: tokens() });
-        continue;
-      }
-      running += 1;
-      // Anything but an activity failure rejects here and fails the workflow task (retried).
-      void runGrant(g, indices).finally(() => {
-        running -= 1;
+      for (const k of result.unused) pending.push(indices[k]!);
+      for (const [k, hop] of result.hops ?? []) if (indices[k] !== undefined) hops[indices[k]!] = hop;
+      // Outcomes go to the monitor without the URL text: it needs classes and timings, and
+      // history stays small.
+      await signalMonitor(input.monitorId, reportOutcomesSignal, {
+        batchId, grantId: g.grantId, unused: result.unused.length, retryAfterMs: result.retryAfterMs, missedSlots: result.missedSlots,
+        outcomes: result.outcomes.map((o) => ({ ...o, url: '' })),
+        tokens: tokens(),
       });
     }
-    // The monitor subtracts the slots of every grant it sent from our last request, so using a
-    // grant needs no new request: its view already matches ours.
-    lastAsk = ask();
-  }
-  await condition(() => running === 0);
 
-  const counts: Partial<Record<OutcomeClass, number>> = {};
-  for (const f of finals) if (f) counts[f] = (counts[f] ?? 0) + 1;
-  await markChunkDone(input.chunk);
-  await signalMonitor(input.monitorId, batchFinishedSignal, { batchId, chunkId: input.chunk.chunkId, urls: urls.length });
-  return { batchId, counts, urls: urls.length };
+    while (remaining > 0) {
+      if (pending.length > 0 && ask() !== lastAsk) {
+        await signalMonitor(input.monitorId, requestTokensSignal, { batchId, ...tokens() });
+      }
+      const seenBefore = grantsSeen;
+      const pendingBefore = pending.length;
+      await condition(() => grants.length > 0 || remaining === 0 || pending.length !== pendingBefore || grantsSeen !== seenBefore);
+      while (grants.length > 0) {
+        const g = grants.shift()!;
+        const indices = pending.splice(0, g.slots);
+        if (indices.length === 0) {
+          await signalMonitor(input.monitorId, reportOutcomesSignal, { batchId, grantId: g.grantId, outcomes: [], unused: g.slots, tokens: tokens() });
+          continue;
+        }
+        running += 1;
+        // Anything but an activity failure rejects here and fails the workflow task (retried).
+        void runGrant(g, indices).finally(() => {
+          running -= 1;
+        });
+      }
+      // The monitor subtracts the slots of every grant it sent from our last request, so using a
+      // grant needs no new request: its view already matches ours.
+      lastAsk = ask();
+    }
+    await condition(() => running === 0);
+
+    const counts: Partial<Record<OutcomeClass, number>> = {};
+    for (const f of finals) if (f) counts[f] = (counts[f] ?? 0) + 1;
+    await markChunkDone(input.chunk);
+    await signalMonitor(input.monitorId, batchFinishedSignal, { batchId, chunkId: input.chunk.chunkId, urls: urls.length });
+    return { batchId, counts, urls: urls.length };
+  } catch (err) {
+    if (waitsForFetches && isCancellation(err)) {
+      await CancellationScope.nonCancellable(async () => {
+        await condition(() => running === 0);
+        // Once: a monitor that has completed already (or never waits) needs no retries.
+        await getExternalWorkflowHandle(input.monitorId).signal(batchStoppedSignal, { batchId }).catch(() => undefined);
+      });
+    }
+    throw err;
+  }
 }

@@ -19,6 +19,8 @@ export const addWorkSignal = defineSignal<[WorkItem[]]>('addWork');
 export const requestTokensSignal = defineSignal<[TokenRequest]>('requestTokens');
 export const reportOutcomesSignal = defineSignal<[OutcomeReport]>('reportOutcomes');
 export const batchFinishedSignal = defineSignal<[BatchFinished]>('batchFinished');
+/** A cancelled batch (its crawl was stopped) whose fetch activities have all ended. */
+export const batchStoppedSignal = defineSignal<[{ batchId: string }]>('batchStopped');
 
 // --- batch ---------------------------------------------------------------------------------
 export const grantSignal = defineSignal<[Grant]>('grant');

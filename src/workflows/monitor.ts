@@ -3,12 +3,13 @@ import {
   setCurrentDetails, startChild, upsertSearchAttributes, workflowInfo, WorkflowIdReusePolicy,
 } from '@temporalio/workflow';
 import type { PolicyEvent } from '../politeness/governor';
+import { STOPPED_BATCHES_WAIT_MS } from '../shared/heartbeat';
 import { invalidBurst, invalidRate } from '../politeness/targetRate';
 import { CRAWL_DONE, CRAWL_ERRORS, CRAWL_RATE, CRAWL_SOURCE, CRAWL_STATE } from '../temporal/searchAttributes';
 import type { WorkItem } from '../shared/types';
 import { crawlBatchWorkflow } from './batch';
 import {
-  addWorkSignal, batchFinishedSignal, grantSignal, pauseUpdate, pingSignal, reportOutcomesSignal, requestTokensSignal, resumeUpdate,
+  addWorkSignal, batchFinishedSignal, batchStoppedSignal, grantSignal, pauseUpdate, pingSignal, reportOutcomesSignal, requestTokensSignal, resumeUpdate,
   setRateUpdate, statsQuery, stopUpdate, type ResumeInput, type SetRateInput,
 } from './messages';
 import { MonitorModel, type MonitorInput, type MonitorStats } from './monitorState';
@@ -45,6 +46,9 @@ export async function crawlMonitorWorkflow(input: MonitorInput): Promise<Monitor
     if (report.tokens) wake();
   });
   setHandler(batchFinishedSignal, (done) => { m.onBatchFinished(done); wake(); });
+  /** Cancelled batches whose fetch activities have ended (see the stop below). */
+  const stoppedBatches = new Set<string>();
+  setHandler(batchStoppedSignal, ({ batchId }) => { stoppedBatches.add(batchId); });
 
   setHandler(pauseUpdate, () => { announce([m.governor.pause()]); return m.state.governor.mode; }, {
     validator: () => { if (m.state.governor.mode === 'stopped') throw new Error('the crawl is stopped; it cannot be paused'); },
@@ -117,8 +121,19 @@ export async function crawlMonitorWorkflow(input: MonitorInput): Promise<Monitor
       // would wait for grants for ever. Cancelling one also cancels its running fetch activity,
       // which stops sending at its next heartbeat and records what it finished.
       if (mode === 'stopped') {
+        const cancelled: string[] = [];
         for (const batchId of m.takeBatchesToCancel()) {
-          await getExternalWorkflowHandle(batchId).cancel().catch((err) => log.warn('batch not cancelled; gone already', { batchId, error: String(err) }));
+          await getExternalWorkflowHandle(batchId).cancel().then(
+            () => cancelled.push(batchId),
+            (err) => log.warn('batch not cancelled; gone already', { batchId, error: String(err) }),
+          );
+        }
+        // The monitor completes once its batches' fetch activities have stopped, so that a crawl
+        // started again right after `crawl stop` returns cannot fetch what they were finishing.
+        // Bounded: a batch on a dead worker waits for its activity's heartbeat timeout.
+        if (patched('monitor-waits-for-stopped-batches')) {
+          const allStopped = await condition(() => cancelled.every((id) => stoppedBatches.has(id)), STOPPED_BATCHES_WAIT_MS);
+          if (!allStopped) log.warn('stopped without hearing from every cancelled batch', { waitingFor: cancelled.filter((id) => !stoppedBatches.has(id)).length });
         }
       }
       await condition(allHandlersFinished);

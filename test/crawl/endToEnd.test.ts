@@ -129,14 +129,19 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
       const deadline = Date.now() + 60_000;
       while (readRecords(dataDir).length < 1 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
       expect(await handle().executeUpdate(stopUpdate)).toBe('stopped');
+      // The monitor completes only once the running fetch activity has learnt of the stop (at
+      // its next heartbeat) and recorded what it finished: nothing is fetched or recorded after.
+      const stoppedAt = Date.now();
       expect(((await handle().result()) as MonitorStats).state).toBe('stopped');
-      // The running fetch activity learns of the stop at its next heartbeat and records what it
-      // finished by then; a start before that could crawl those URLs again (README, known limits).
-      await new Promise((r) => setTimeout(r, HEARTBEAT_EVERY_MS + 2_000));
+      expect(Date.now() - stoppedAt).toBeLessThan(HEARTBEAT_EVERY_MS + 10_000);
       const atStop = readRecords(dataDir).length;
+      const fetchedAtStop = o.requests.filter((r) => r.path.startsWith('/sr/')).length;
       expect(atStop).toBeGreaterThanOrEqual(1);
       expect(atStop).toBeLessThan(120);
-      // Started again: a new monitor, the same chunk; its batch skips what was recorded.
+      await new Promise((r) => setTimeout(r, 1_500));
+      expect(readRecords(dataDir).length).toBe(atStop);
+      expect(o.requests.filter((r) => r.path.startsWith('/sr/')).length).toBe(fetchedAtStop);
+      // Started again at once: a new monitor, the same chunk; its batch skips what was recorded.
       await startCrawl({ client: env.client, store, manifest, catalog, taskQueue });
       const stats = (await handle().result()) as MonitorStats;
       expect(stats.urls).toMatchObject({ total: 120, finished: 120 });
