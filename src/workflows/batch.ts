@@ -164,6 +164,13 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
       });
     }
 
+    // A chunk crawled again after a stop: the monitor of the new crawl counts what the earlier
+    // run recorded among its outcomes (done, link rot, ...), as never sent (no health sample).
+    // The token request rides along, as with every report.
+    if (recorded.size > 0 && patched('report-recorded-outcomes')) {
+      const outcomes = finals.flatMap((cls): RequestOutcome[] => (cls === null ? [] : [{ url: '', cls, sent: false, final: true, attempt: 0 }]));
+      await signalMonitor(input.monitorId, reportOutcomesSignal, { batchId, grantId: 0, outcomes, unused: 0, tokens: tokens() });
+    }
     while (remaining > 0) {
       if (pending.length > 0 && ask() !== lastAsk) {
         await signalMonitor(input.monitorId, requestTokensSignal, { batchId, ...tokens() });

@@ -145,6 +145,8 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
       await startCrawl({ client: env.client, store, manifest, catalog, taskQueue });
       const stats = (await handle().result()) as MonitorStats;
       expect(stats.urls).toMatchObject({ total: 120, finished: 120 });
+      // The new monitor counts what the first crawl recorded among its own outcomes.
+      expect(stats.counts.done).toBe(120);
     });
     const records = readRecords(dataDir);
     expect(records).toHaveLength(120);
