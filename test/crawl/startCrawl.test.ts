@@ -56,6 +56,13 @@ function recordingClient(): { client: Client; sent: Map<string, ChunkRange[]> } 
   return { client, sent };
 }
 
+/** An NDJSON manifest of these lines in a new directory. */
+function writeManifest(lines: string[]): string {
+  const manifest = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'start-')), 'm.ndjson');
+  fs.writeFileSync(manifest, lines.join('\n'));
+  return manifest;
+}
+
 describe('startCrawl', () => {
   it('stops reading the manifest when aborted, announcing only whole chunks, so that the next start adds exactly the rest', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'start-abort-'));
@@ -152,13 +159,11 @@ describe('startCrawl', () => {
   });
 
   it('names the catalogue entries that match no source of the manifest, so a misspelt name is seen', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'start-catalog-'));
-    const manifest = path.join(dir, 'm.ndjson');
-    fs.writeFileSync(manifest, [
+    const manifest = writeManifest([
       '{"url":"https://a.example/1.jpg"}',
       '{"url":"https://b.example:8443/1.jpg"}',
       '{"url":"https://c.example/1.jpg","source":"museum"}',
-    ].join('\n'));
+    ]);
     const catalog = new Map(['a.example', 'b.example', 'b.example:8443', 'musuem', 'museum'].map((n) => [n, { rate: 2 }]));
     const { client, sent } = recordingClient();
     const summary = await startCrawl({ client, store: new SlowStore(), manifest, catalog, taskQueue: 'q' });
@@ -169,16 +174,14 @@ describe('startCrawl', () => {
   });
 
   it('crawls a URL listed more than once once, whatever source or spelling it comes with', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'start-dup-'));
-    const manifest = path.join(dir, 'm.ndjson');
-    fs.writeFileSync(manifest, [
+    const manifest = writeManifest([
       '{"url":"https://a.example/1.jpg"}',
       '{"url":"https://a.example/2.jpg"}',
       '{"url":"https://a.example/1.jpg"}',
       '{"url":"HTTPS://A.EXAMPLE/1.jpg"}',
       '{"url":"https://a.example/1.jpg","source":"museum"}',
       '{"url":"https://a.example/3.jpg","source":"museum"}',
-    ].join('\n'));
+    ]);
     const store = new SlowStore();
     const { client, sent } = recordingClient();
     const summary = await startCrawl({ client, store, manifest, taskQueue: 'q' });
