@@ -110,8 +110,12 @@ export function buildProgram(): Command {
     .option('--catalog <file>', 'source catalogue: [{"name","imageCount"?,"rate"?,"burst"?}]')
     .option('--out <dir>', 'output directory: thumbnails, records, metadata.ndjson, embedded server data', path.resolve('crawl-out'))
     .option('--allow-network <cidr>', 'open a private/loopback range or host (repeatable)', collect, [] as string[])
-    .action(async (manifest: string, opts: { catalog?: string; out: string; allowNetwork: string[] }) => {
-      const result = await runCrawl({ manifest, catalog: opts.catalog, outDir: path.resolve(opts.out), allowNetworks: opts.allowNetwork });
+    .option('--resume-halted', 'try again the sources an earlier run of this command left halted')
+    .option('--stop-halted', 'end for good the sources an earlier run of this command left halted')
+    .action(async (manifest: string, opts: { catalog?: string; out: string; allowNetwork: string[]; resumeHalted?: boolean; stopHalted?: boolean }) => {
+      if (opts.resumeHalted && opts.stopHalted) throw new InvalidArgumentError('--resume-halted and --stop-halted exclude each other');
+      const halted = opts.resumeHalted ? 'resume' as const : opts.stopHalted ? 'stop' as const : undefined;
+      const result = await runCrawl({ manifest, catalog: opts.catalog, outDir: path.resolve(opts.out), allowNetworks: opts.allowNetwork, halted });
       process.exitCode = result.exitCode;
     });
 
@@ -218,18 +222,25 @@ export function buildProgram(): Command {
     .description('crawl a generated set of images from four loopback sources (one rate-limits, one fails)')
     .option('--out <dir>', 'output directory', path.resolve('crawl-demo'))
     .option('--scale <n>', 'multiply the number of images', (v) => Number(v), 1)
-    .action(async (opts: { out: string; scale: number }) => {
+    .option('--resume-halted', 'try "broken" again after an earlier demo halted it')
+    .option('--stop-halted', 'end "broken" for good after an earlier demo halted it')
+    .action(async (opts: { out: string; scale: number; resumeHalted?: boolean; stopHalted?: boolean }) => {
+      if (opts.resumeHalted && opts.stopHalted) throw new InvalidArgumentError('--resume-halted and --stop-halted exclude each other');
       const out = path.resolve(opts.out);
       const site = await startDemoSite(path.join(out, 'site'), opts.scale);
       try {
         process.stdout.write('demo: museum 2/s (robots.txt, a 404), photos 25/s, throttled 10/s (429s), broken 5/s (500s: the breaker halts it)\n');
-        const result = await runCrawl({ manifest: site.manifest, catalog: site.catalog, outDir: out, allowNetworks: ['127.0.0.0/8'] });
+        const halted = opts.resumeHalted ? 'resume' as const : opts.stopHalted ? 'stop' as const : undefined;
+        const result = await runCrawl({ manifest: site.manifest, catalog: site.catalog, outDir: out, allowNetworks: ['127.0.0.0/8'], halted });
         if (result.exitCode >= 128) { // interrupted: runCrawl has said so
           process.exitCode = result.exitCode;
           return;
         }
         const unexpected = result.statuses.filter((s) => s.source !== 'broken' && s.workflowStatus !== 'COMPLETED');
-        process.stdout.write(unexpected.length ? 'demo: some sources did not finish\n' : 'demo: done; "broken" halted as intended and waits for an operator (crawl stop broken)\n');
+        const brokenHalted = result.statuses.some((s) => s.source === 'broken' && s.stats?.state === 'halted');
+        process.stdout.write(unexpected.length ? 'demo: some sources did not finish\n'
+          : brokenHalted ? 'demo: done; "broken" halted as intended, its URLs kept for an operator (`bin/crawl demo --resume-halted` tries it again, `--stop-halted` ends it)\n'
+            : 'demo: done\n');
         process.exitCode = unexpected.length ? 1 : 0;
       } finally {
         await site.stop();

@@ -6,7 +6,9 @@ import { log } from '../shared/log';
 import { connectClient, connectWorker, ensureSearchAttributes, TASK_QUEUE } from '../temporal/connect';
 import { ensureTemporalServer } from '../temporal/devServer';
 import { checkWorkerConfig, createCrawlWorker, defaultDeps } from '../workers/worker';
-import type { MonitorOptions } from '../workflows/monitorState';
+import type { Client } from '@temporalio/client';
+import { resumeUpdate, stopUpdate } from '../workflows/messages';
+import { monitorWorkflowId, type MonitorOptions } from '../workflows/monitorState';
 import { readCatalog } from './catalog';
 import { exportRecordsToFile } from './exportRecords';
 import { assertReadableManifest } from './manifest';
@@ -19,6 +21,11 @@ export interface RunOptions {
   outDir: string;
   allowNetworks: string[];
   monitorOptions?: Partial<MonitorOptions>;
+  /**
+   * What to do with a source that an earlier run left halted (its monitor keeps its URLs in
+   * OUT/temporal): try it again, or end it for good. By default it is reported and left halted.
+   */
+  halted?: 'resume' | 'stop';
   /** Where progress goes; a TTY gets a bar, anything else JSON lines. */
   stream?: NodeJS.WriteStream;
   pollMs?: number;
@@ -82,6 +89,7 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
       `${summary.duplicates ? ` (${summary.duplicates} repeated URL(s) left out: each URL is crawled once)` : ''}; Web UI: ${server.uiUrl ?? 'see your Temporal UI'}\n`);
     const unused = unusedCatalogWarning(summary);
     if (unused) process.stderr.write(`crawl: ${unused}\n`);
+    if (opts.halted) await actOnHalted(client, sources, opts.halted, out);
     for (const [name, s] of summary.sources) if (s.alreadyDone) out.write(`  ${name}: ${s.alreadyDone} URL(s) already crawled by an earlier run, skipped\n`);
 
     let statuses: SourceStatus[] = [];
@@ -115,7 +123,12 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
     const halted = statuses.filter((s) => s.stats?.state === 'halted' && s.workflowStatus === 'RUNNING');
     const failed = statuses.filter((s) => !['RUNNING', 'COMPLETED'].includes(s.workflowStatus));
     for (const h of halted) {
-      out.write(`HALTED ${h.source}: ${h.stats?.haltReason}. Its URLs are kept; resume with \`crawl resume ${h.source}\` or end it with \`crawl stop ${h.source}\`.\n`);
+      // With our own server and worker gone when we exit, `crawl resume` would find nobody to
+      // run it: the way on is this command again.
+      const next = deps
+        ? `run this command again with --resume-halted to try them again, or with --stop-halted to end ${h.source} for good`
+        : `resume with \`crawl resume ${h.source}\` or end it with \`crawl stop ${h.source}\``;
+      out.write(`HALTED ${h.source}: ${h.stats?.haltReason}. Its URLs are kept; ${next}.\n`);
     }
     for (const f of failed) out.write(`FAILED ${f.source}: monitor ${f.workflowStatus.toLowerCase()}\n`);
     return { exitCode: halted.length || failed.length ? 1 : 0, statuses, badLines: summary.badLines };
@@ -188,4 +201,21 @@ async function interrupted(signal: NodeJS.Signals, store: ObjectStore, metadataF
   }
   process.stderr.write(`crawl: interrupted (${signal}). Nothing is lost: run the same command again to continue where this run stopped.\n`);
   return { exitCode: exitCodeOf(signal), statuses: [], badLines: 0 };
+}
+
+/** Resumes or stops the monitors among `sources` that are halted, saying so for each. */
+export async function actOnHalted(client: Client, sources: string[], action: 'resume' | 'stop', out: NodeJS.WritableStream): Promise<void> {
+  for (const source of sources) {
+    const status = await sourceStatus(client, source);
+    if (status.workflowStatus !== 'RUNNING' || status.stats?.state !== 'halted') continue;
+    const handle = client.workflow.getHandle(monitorWorkflowId(source));
+    if (action === 'resume') {
+      await handle.executeUpdate(resumeUpdate, { args: [{}] });
+      out.write(`  ${source}: halted by an earlier run (${status.stats.haltReason}); resumed\n`);
+    } else {
+      await handle.executeUpdate(stopUpdate);
+      await handle.result();
+      out.write(`  ${source}: halted by an earlier run (${status.stats.haltReason}); stopped for good\n`);
+    }
+  }
 }

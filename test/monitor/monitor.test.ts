@@ -9,6 +9,7 @@ import { crawlMonitorWorkflow } from '../../src/workflows/monitor';
 import { resumeUpdate, setRateUpdate, statsQuery, stopUpdate } from '../../src/workflows/messages';
 import { CRAWL_STATE } from '../../src/temporal/searchAttributes';
 import { WORKFLOWS_PATH } from '../../src/workers/worker';
+import { actOnHalted } from '../../src/crawl/run';
 import type { BatchItem, FetchBatchInput, FetchBatchResult, RedirectHop, RequestOutcome } from '../../src/shared/types';
 
 describe('crawl monitor (time-skipping server)', () => {
@@ -95,6 +96,37 @@ describe('crawl monitor (time-skipping server)', () => {
       expect(new Set(records.map((r) => r.url)).size).toBe(300);
       expect(records.every((r) => r.outcome === 'done')).toBe(true);
     });
+  });
+
+  it('resumes or stops, for `crawl run --resume-halted / --stop-halted`, a source an earlier run left halted', async () => {
+    for (const action of ['stop', 'resume'] as const) {
+      const { taskQueue, workflowId } = ids();
+      const source = workflowId.slice('crawl-monitor:'.length);
+      let siteDown = true;
+      const { records, acts } = scriptedActivities(() => (siteDown ? { cls: 'error', status: 502 } : { cls: 'done', status: 200 }));
+      const worker = await monitorWorker(env, taskQueue, acts);
+      await worker.runUntil(async () => {
+        const handle = await env.client.workflow.start(crawlMonitorWorkflow, {
+          taskQueue, workflowId, args: [{ source, config: { rate: 10 }, work: chunksOf(source, 100, 100), options: { maxAttempts: 20 } }],
+        });
+        for (let i = 0; i < 30 && (await handle.query(statsQuery)).state !== 'halted'; i++) await env.sleep(30_000);
+        expect((await handle.query(statsQuery)).state).toBe('halted');
+        siteDown = false;
+        const lines: string[] = [];
+        const out = { write: (text: string) => { lines.push(text); return true; } } as unknown as NodeJS.WritableStream;
+        await actOnHalted(env.client, [source], action, out);
+        const final = await handle.result();
+        if (action === 'stop') {
+          expect(lines.join('')).toMatch(new RegExp(`${source}: halted by an earlier run \\(the last 50 requests all failed\\); stopped for good`));
+          expect(final.state).toBe('stopped');
+          expect(records).toEqual([]);
+        } else {
+          expect(lines.join('')).toMatch(new RegExp(`${source}: halted by an earlier run .*; resumed`));
+          expect(final.counts.done).toBe(100);
+          expect(new Set(records.map((r) => r.url)).size).toBe(100);
+        }
+      });
+    }
   });
 
   it('holds every grant for a 429 Retry-After of 120 s, then ramps back gradually to the target', async () => {
