@@ -1,5 +1,5 @@
 import type { MonitorStats } from '../workflows/monitorState';
-import { DoneRate, monitoringUpdate, type SourceStatus } from './status';
+import { DoneRate, monitoringUpdate, statusTable, type SourceStatus } from './status';
 
 function running(done: number): SourceStatus {
   const counts = { done, linkrot: 0, robots: 0, content: 0, refused: 0, error: 0, retries: 0, requests: done };
@@ -33,5 +33,17 @@ describe('images/s in monitoring_update', () => {
     rate.record(12_000, 30);
     expect(rate.baseline()).toEqual({ atMs: 5_000, done: 10 });
     expect(monitoringUpdate([running(40)], rate.baseline(), 15_000).global.imagesPerS).toBe(3);
+  });
+});
+
+describe('the status table', () => {
+  it('calls a monitor an operator stopped "stopped", not "completed", and says it was halted', () => {
+    const halted = running(7);
+    const stopped: SourceStatus = { ...halted, workflowStatus: 'COMPLETED', stats: { ...halted.stats!, state: 'stopped', haltReason: 'the last 50 requests all failed' } };
+    const done: SourceStatus = { ...halted, source: 'fine', workflowStatus: 'COMPLETED', stats: { ...halted.stats!, state: 'running' } };
+    const [, first, second] = statusTable([stopped, done]).split('\n');
+    expect(first).toMatch(/^s\s+stopped\s.*7\/1000.*stopped by an operator \(was halted: the last 50 requests all failed\)$/);
+    expect(second).toMatch(/^fine\s+completed\s/);
+    expect(monitoringUpdate([stopped]).sources.s!.state).toBe('stopped');
   });
 });

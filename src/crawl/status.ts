@@ -36,6 +36,8 @@ export async function describeMonitor(client: Client, source: string): Promise<{
 
 /** What an operator calls the source's state: the monitor's own while it runs. */
 function displayState(s: SourceStatus): string {
+  // A monitor an operator stopped has completed too, but not its URLs: say which.
+  if (s.workflowStatus === 'COMPLETED' && s.stats?.state === 'stopped') return 'stopped';
   if (s.workflowStatus !== 'RUNNING') return s.workflowStatus.toLowerCase();
   return s.stats?.state ?? (s.unanswered?.state ? `${s.unanswered.state} (last known)` : 'unknown');
 }
@@ -153,7 +155,8 @@ export function statusTable(statuses: SourceStatus[]): string {
     const st = s.stats;
     const state = displayState(s);
     const u = s.unanswered;
-    const note = st?.haltReason ?? (st?.retryAfterUntil ? `Retry-After until ${st.retryAfterUntil}` : st?.coolingUntil ? `cooling until ${st.coolingUntil}` : u?.note ?? '');
+    const note = state === 'stopped' ? `stopped by an operator${st?.haltReason ? ` (was halted: ${st.haltReason})` : ''}`
+      : st?.haltReason ?? (st?.retryAfterUntil ? `Retry-After until ${st.retryAfterUntil}` : st?.coolingUntil ? `cooling until ${st.coolingUntil}` : u?.note ?? '');
     rows.push([s.source, state, String(st?.rate ?? u?.rate ?? ''), String(st?.target ?? ''), st ? `${st.urls.finished}/${st.urls.total}` : '', String(st?.counts.done ?? u?.done ?? ''),
       String(st?.counts.linkrot ?? ''), String(st?.counts.content ?? ''), String(st?.counts.robots ?? ''), String(st?.counts.error ?? u?.errors ?? ''), note]);
   }
