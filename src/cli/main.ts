@@ -184,6 +184,7 @@ export function buildProgram(): Command {
       } else {
         summary = await exportRecords(store, (text) => new Promise<void>((resolve, reject) => {
           // Waits for a slow reader (a pipe into jq) instead of buffering the whole export.
+          if (process.stdout.destroyed) return reject(Object.assign(new Error('stdout closed'), { code: 'ERR_STREAM_DESTROYED' }));
           if (process.stdout.write(text)) resolve();
           else process.stdout.once('drain', resolve).once('error', reject);
         }), sources);
@@ -250,11 +251,23 @@ export function buildProgram(): Command {
   return program;
 }
 
+/** The reader of our stdout went away (`crawl export | head`): not an error of ours. */
+function isClosedStdout(err: unknown): boolean {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  return code === 'EPIPE' || code === 'ERR_STREAM_DESTROYED';
+}
+
 export async function main(argv: string[]): Promise<void> {
   installTemporalRuntime();
+  // Without a listener a closed pipe would crash the process, a crawl under way included; the
+  // output is lost, the work goes on (export stops: its writes fail and end it quietly).
+  process.stdout.on('error', (err) => {
+    if (!isClosedStdout(err)) process.stderr.write(`crawl: writing output: ${err.message}\n`);
+  });
   try {
     await buildProgram().parseAsync(argv);
   } catch (err) {
+    if (isClosedStdout(err)) return;
     process.stderr.write(`crawl: ${(err as Error).message}\n`);
     process.exitCode = process.exitCode || 1;
   }

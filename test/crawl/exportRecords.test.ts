@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -55,5 +56,22 @@ describe('exporting metadata records from the store', () => {
     await expect(exportRecordsToFile(broken, file)).rejects.toThrow('store down');
     expect(fs.readFileSync(file, 'utf8').split('\n').filter(Boolean)).toHaveLength(4);
     expect(fs.readdirSync(root).sort()).toEqual(['metadata.ndjson', 'store']);
+  });
+
+  it('stops quietly with exit code 0 when its reader goes away (`crawl export | head`)', async () => {
+    const cli = path.resolve(__dirname, '..', '..', 'bin', 'crawl');
+    if (!fs.existsSync(path.resolve(__dirname, '..', '..', 'dist', 'src', 'cli', 'main.js'))) throw new Error('build first: npm run build (make test does it)');
+    const rec = new StoreRecorder(new LocalStore(path.join(root, 'store')));
+    // Enough that the export is still writing when the reader has gone.
+    for (let f = 0; f < 20; f++) {
+      await rec.write('big.example', `b${f}-g1`, Array.from({ length: 500 }, (_, i) => ({ url: `https://big.example/${f}/${i}.jpg`, outcome: 'done', reason: 'x'.repeat(200) })));
+    }
+    const child = spawn(process.execPath, [cli, 'export', '--data-dir', root], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (d) => { stderr += d; });
+    child.stdout.once('data', () => child.stdout.destroy());
+    const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
+    expect(stderr).not.toMatch(/EPIPE|Error/);
+    expect(code).toBe(0);
   });
 });
