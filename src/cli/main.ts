@@ -163,7 +163,8 @@ export function buildProgram(): Command {
         const update = monitoringUpdate(statuses, doneRate.baseline());
         if (opts.watch) process.stdout.write(`${JSON.stringify(update)}\n`);
         else process.stdout.write(opts.json ? `${JSON.stringify({ sources: statuses }, null, 2)}\n` : `${statusTable(statuses)}\n`);
-        if (!opts.watch) break;
+        // Its reader gone (`--watch | head`), a watch has no one left to tell.
+        if (!opts.watch || !process.stdout.writable) break;
         doneRate.record(Date.now(), update.global.done);
         await new Promise((r) => setTimeout(r, opts.interval * 1000));
       }
@@ -184,7 +185,7 @@ export function buildProgram(): Command {
       } else {
         summary = await exportRecords(store, (text) => new Promise<void>((resolve, reject) => {
           // Waits for a slow reader (a pipe into jq) instead of buffering the whole export.
-          if (process.stdout.destroyed) return reject(Object.assign(new Error('stdout closed'), { code: 'ERR_STREAM_DESTROYED' }));
+          if (!process.stdout.writable) return reject(Object.assign(new Error('stdout closed'), { code: 'ERR_STREAM_DESTROYED' }));
           if (process.stdout.write(text)) resolve();
           else process.stdout.once('drain', resolve).once('error', reject);
         }), sources);

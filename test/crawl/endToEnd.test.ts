@@ -206,6 +206,22 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
     }
   });
 
+  it('ends `crawl status --watch` quietly once its reader has gone (`| head -1`)', async () => {
+    const child = spawn(process.execPath, [CLI, 'status', '--watch', '--interval', '1'], { env: { ...process.env, TEMPORAL_ADDRESS: env.address }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (d) => { stderr += d; });
+    const first = await new Promise<string>((resolve) => child.stdout.once('data', (d) => resolve(String(d))));
+    expect(first).toMatch(/^\{"event":"monitoring_update"/);
+    child.stdout.destroy();
+    const code = await Promise.race([
+      new Promise<number | null>((resolve) => child.on('exit', resolve)),
+      new Promise<string>((resolve) => setTimeout(() => resolve('still running after 10 s'), 10_000)),
+    ]);
+    child.kill('SIGKILL');
+    expect(code).toBe(0);
+    expect(stderr).not.toMatch(/EPIPE|Error/);
+  });
+
   it('gives clear errors for an unknown source, a bad rate, a missing manifest and a source without records', async () => {
     const childEnv = { TEMPORAL_ADDRESS: env.address };
     const unknown = await runCli(['pause', 'no-such-source'], childEnv);
