@@ -187,7 +187,11 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
         }
         running += 1;
         // Anything but an activity failure rejects here and fails the workflow task (retried).
-        void runGrant(g, indices).finally(() => {
+        // A cancellation (the crawl stopped while this grant was reporting) is not a failure:
+        // left unhandled, it too would fail every workflow task of a batch still winding down.
+        void runGrant(g, indices).catch((err) => {
+          if (!isCancellation(err)) throw err;
+        }).finally(() => {
           running -= 1;
         });
       }
