@@ -9,13 +9,12 @@ import { readCatalog } from '../crawl/catalog';
 import { exportRecords, exportRecordsToFile, type ExportSummary } from '../crawl/exportRecords';
 import { assertReadableManifest } from '../crawl/manifest';
 import { runCrawl } from '../crawl/run';
-import { startCrawl, unusedCatalogWarning } from '../crawl/start';
-import { describeMonitor, DoneRate, listSources, monitoringUpdate, sourceStatus, statusTable } from '../crawl/status';
+import { duplicatesNote, emptyManifest, startCrawl, unusedCatalogWarning } from '../crawl/start';
+import { describeMonitor, DoneRate, listSources, monitoringUpdate, sourceStatus, statusTable, stopMonitor } from '../crawl/status';
 import { startDemoSite } from '../demo/demo';
 import { storeFromEnv } from '../pipeline/store';
 import { invalidRate } from '../politeness/targetRate';
-import { STOPPED_BATCHES_WAIT_MS } from '../shared/heartbeat';
-import { pauseUpdate, resumeUpdate, setRateUpdate, stopUpdate } from '../workflows/messages';
+import { pauseUpdate, resumeUpdate, setRateUpdate } from '../workflows/messages';
 import { installTemporalRuntime } from '../temporal/runtime';
 
 const DEFAULT_DATA_DIR = process.env.CRAWL_DATA_DIR ?? path.resolve('.crawl-data');
@@ -55,6 +54,14 @@ function untilSignal(): Promise<NodeJS.Signals> {
     process.once('SIGINT', () => resolve('SIGINT'));
     process.once('SIGTERM', () => resolve('SIGTERM'));
   });
+}
+
+interface HaltedOptions { resumeHalted?: boolean; stopHalted?: boolean }
+
+/** `--resume-halted` / `--stop-halted` of `run` and `demo`: at most one. */
+function haltedAction(opts: HaltedOptions): 'resume' | 'stop' | undefined {
+  if (opts.resumeHalted && opts.stopHalted) throw new InvalidArgumentError('--resume-halted and --stop-halted exclude each other');
+  return opts.resumeHalted ? 'resume' : opts.stopHalted ? 'stop' : undefined;
 }
 
 export function buildProgram(): Command {
@@ -112,10 +119,8 @@ export function buildProgram(): Command {
     .option('--allow-network <cidr>', 'open a private/loopback range or host (repeatable)', collect, [] as string[])
     .option('--resume-halted', 'try again the sources an earlier run of this command left halted')
     .option('--stop-halted', 'end for good the sources an earlier run of this command left halted')
-    .action(async (manifest: string, opts: { catalog?: string; out: string; allowNetwork: string[]; resumeHalted?: boolean; stopHalted?: boolean }) => {
-      if (opts.resumeHalted && opts.stopHalted) throw new InvalidArgumentError('--resume-halted and --stop-halted exclude each other');
-      const halted = opts.resumeHalted ? 'resume' as const : opts.stopHalted ? 'stop' as const : undefined;
-      const result = await runCrawl({ manifest, catalog: opts.catalog, outDir: path.resolve(opts.out), allowNetworks: opts.allowNetwork, halted });
+    .action(async (manifest: string, opts: { catalog?: string; out: string; allowNetwork: string[] } & HaltedOptions) => {
+      const result = await runCrawl({ manifest, catalog: opts.catalog, outDir: path.resolve(opts.out), allowNetworks: opts.allowNetwork, halted: haltedAction(opts) });
       process.exitCode = result.exitCode;
     });
 
@@ -134,14 +139,16 @@ export function buildProgram(): Command {
         onBadLine: (b) => process.stderr.write(`crawl: ${manifest} line ${b.line}: ${b.error} (skipped)\n`),
       });
       for (const [name, s] of summary.sources) process.stdout.write(`${name}: ${s.urls} URLs in ${s.chunks} chunk(s)${s.alreadyDone ? `, ${s.alreadyDone} already crawled` : ''}\n`);
-      if (summary.sources.size === 0 && summary.badLines > 0) {
-        process.stderr.write(`crawl: ${manifest} has no URL that can be crawled: all ${summary.badLines} line(s) with content are bad (see above)\n`);
+      const empty = emptyManifest(summary, manifest);
+      if (empty && 'error' in empty) {
+        process.stderr.write(`crawl: ${empty.error}\n`);
         process.exitCode = 1;
-      } else if (summary.sources.size === 0) {
-        process.stdout.write(`nothing to crawl: ${manifest} lists no URLs\n`);
+      } else if (empty) {
+        process.stdout.write(`${empty.note}\n`);
       }
       if (summary.badLines) process.stdout.write(`${summary.badLines} bad line(s) skipped\n`);
-      if (summary.duplicates) process.stdout.write(`${summary.duplicates} repeated URL(s) left out: each URL is crawled once\n`);
+      const duplicates = duplicatesNote(summary);
+      if (duplicates) process.stdout.write(`${duplicates}\n`);
       const unused = unusedCatalogWarning(summary);
       if (unused) process.stderr.write(`crawl: ${unused}\n`);
       await client.connection.close();
@@ -209,12 +216,9 @@ export function buildProgram(): Command {
   operator('stop', 'stop crawling a source for good (its monitor completes)')
     .action(async (source: string) => {
       await onMonitor(source, async (h) => {
-        const answer = await h.executeUpdate(stopUpdate);
-        // The monitor completes once its batches' fetch activities have stopped (at their next
-        // heartbeat, within seconds; at most STOPPED_BATCHES_WAIT_MS). Returning only then means
-        // that a `crawl start` which follows starts a new crawl instead of reaching the stopping
-        // one (which would ignore it), and fetches nothing those activities were finishing.
-        const completed = await Promise.race([h.result().then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), STOPPED_BATCHES_WAIT_MS + 15_000).unref())]);
+        // Returning once the monitor has completed: a `crawl start` which follows then starts a
+        // new crawl instead of reaching the stopping one (which would ignore it).
+        const { answer, completed } = await stopMonitor(h);
         return completed ? answer : `${answer} (its monitor has not completed yet: wait for it before starting the source again)`;
       });
     });
@@ -226,13 +230,12 @@ export function buildProgram(): Command {
     .option('--scale <n>', 'multiply the number of images', (v) => Number(v), 1)
     .option('--resume-halted', 'try "broken" again after an earlier demo halted it')
     .option('--stop-halted', 'end "broken" for good after an earlier demo halted it')
-    .action(async (opts: { out: string; scale: number; resumeHalted?: boolean; stopHalted?: boolean }) => {
-      if (opts.resumeHalted && opts.stopHalted) throw new InvalidArgumentError('--resume-halted and --stop-halted exclude each other');
+    .action(async (opts: { out: string; scale: number } & HaltedOptions) => {
+      const halted = haltedAction(opts);
       const out = path.resolve(opts.out);
       const site = await startDemoSite(path.join(out, 'site'), opts.scale);
       try {
         process.stdout.write('demo: museum 2/s (robots.txt, a 404), photos 25/s, throttled 10/s (429s), broken 5/s (500s: the breaker halts it)\n');
-        const halted = opts.resumeHalted ? 'resume' as const : opts.stopHalted ? 'stop' as const : undefined;
         const result = await runCrawl({ manifest: site.manifest, catalog: site.catalog, outDir: out, allowNetworks: ['127.0.0.0/8'], halted });
         if (result.exitCode >= 128) { // interrupted: runCrawl has said so
           process.exitCode = result.exitCode;

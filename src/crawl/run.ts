@@ -7,13 +7,13 @@ import { connectClient, connectWorker, ensureSearchAttributes, TASK_QUEUE } from
 import { ensureTemporalServer } from '../temporal/devServer';
 import { checkWorkerConfig, createCrawlWorker, defaultDeps } from '../workers/worker';
 import type { Client } from '@temporalio/client';
-import { resumeUpdate, stopUpdate } from '../workflows/messages';
+import { resumeUpdate } from '../workflows/messages';
 import { monitorWorkflowId, type MonitorOptions } from '../workflows/monitorState';
 import { readCatalog } from './catalog';
 import { exportRecordsToFile } from './exportRecords';
 import { assertReadableManifest } from './manifest';
-import { startCrawl, unusedCatalogWarning } from './start';
-import { DoneRate, monitoringUpdate, sourceStatus, statusTable, type SourceStatus } from './status';
+import { duplicatesNote, emptyManifest, startCrawl, unusedCatalogWarning } from './start';
+import { DoneRate, monitoringUpdate, sourceStatus, statusTable, stopMonitor, type SourceStatus } from './status';
 
 export interface RunOptions {
   manifest: string;
@@ -75,18 +75,19 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
       onBadLine: (b) => process.stderr.write(`crawl: ${opts.manifest} line ${b.line}: ${b.error} (skipped)\n`),
     });
     const sources = [...summary.sources.keys()];
-    if (sources.length === 0) {
-      // Every line bad is almost surely the wrong file or format, not a finished crawl.
-      if (summary.badLines > 0) {
-        process.stderr.write(`crawl: ${opts.manifest} has no URL that can be crawled: all ${summary.badLines} line(s) with content are bad (see above)\n`);
-        return { exitCode: 1, statuses: [], badLines: summary.badLines };
-      }
-      out.write(`nothing to crawl: ${opts.manifest} lists no URLs\n`);
+    const empty = emptyManifest(summary, opts.manifest);
+    if (empty && 'error' in empty) {
+      process.stderr.write(`crawl: ${empty.error}\n`);
+      return { exitCode: 1, statuses: [], badLines: summary.badLines };
+    }
+    if (empty) {
+      out.write(`${empty.note}\n`);
       return { exitCode: 0, statuses: [], badLines: 0 };
     }
+    const duplicates = duplicatesNote(summary);
     out.write(`crawling ${sources.length} source(s) from ${opts.manifest}` +
       `${summary.badLines ? ` (${summary.badLines} bad line(s) skipped)` : ''}` +
-      `${summary.duplicates ? ` (${summary.duplicates} repeated URL(s) left out: each URL is crawled once)` : ''}; Web UI: ${server.uiUrl ?? 'see your Temporal UI'}\n`);
+      `${duplicates ? ` (${duplicates})` : ''}; Web UI: ${server.uiUrl ?? 'see your Temporal UI'}\n`);
     const unused = unusedCatalogWarning(summary);
     if (unused) process.stderr.write(`crawl: ${unused}\n`);
     if (opts.halted) await actOnHalted(client, sources, opts.halted, out);
@@ -213,8 +214,7 @@ export async function actOnHalted(client: Client, sources: string[], action: 're
       await handle.executeUpdate(resumeUpdate, { args: [{}] });
       out.write(`  ${source}: halted by an earlier run (${status.stats.haltReason}); resumed\n`);
     } else {
-      await handle.executeUpdate(stopUpdate);
-      await handle.result();
+      await stopMonitor(handle);
       out.write(`  ${source}: halted by an earlier run (${status.stats.haltReason}); stopped for good\n`);
     }
   }

@@ -40,6 +40,21 @@ export interface StartSummary {
   unusedCatalogEntries: string[];
 }
 
+/**
+ * A manifest that gave no URL at all: an error when it had lines but every one was bad (almost
+ * surely the wrong file or format, not a finished crawl), a note when it was empty.
+ */
+export function emptyManifest(summary: StartSummary, manifest: string): { error: string } | { note: string } | undefined {
+  if (summary.sources.size > 0) return undefined;
+  if (summary.badLines > 0) return { error: `${manifest} has no URL that can be crawled: all ${summary.badLines} line(s) with content are bad (see above)` };
+  return { note: `nothing to crawl: ${manifest} lists no URLs` };
+}
+
+/** How many lines repeated a URL listed before, or undefined when none did. */
+export function duplicatesNote(summary: StartSummary): string | undefined {
+  return summary.duplicates ? `${summary.duplicates} repeated URL(s) left out: each URL is crawled once` : undefined;
+}
+
 /** A warning naming catalogue entries that matched no source, or undefined when all matched. */
 export function unusedCatalogWarning(summary: StartSummary): string | undefined {
   const names = summary.unusedCatalogEntries;

@@ -1,7 +1,8 @@
 import type { Client, WorkflowExecutionDescription, WorkflowHandle } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { CRAWL_DONE, CRAWL_ERRORS, CRAWL_RATE, CRAWL_STATE } from '../temporal/searchAttributes';
-import { statsQuery } from '../workflows/messages';
+import { STOPPED_BATCHES_WAIT_MS } from '../shared/heartbeat';
+import { statsQuery, stopUpdate } from '../workflows/messages';
 import { monitorWorkflowId, type MonitorStats } from '../workflows/monitorState';
 
 export interface SourceStatus {
@@ -32,6 +33,22 @@ export async function describeMonitor(client: Client, source: string): Promise<{
     if (err instanceof WorkflowNotFoundError) throw new UnknownSourceError(source);
     throw err;
   }
+}
+
+/**
+ * Stops a monitor and waits for it to complete, which it does once its batches' fetch activities
+ * have stopped (at their next heartbeat, within seconds; at most STOPPED_BATCHES_WAIT_MS). Only
+ * then may the source be started again without fetching what those activities were finishing.
+ * Resolves with the update's answer, and whether the monitor completed in time.
+ */
+export async function stopMonitor(handle: WorkflowHandle): Promise<{ answer: string; completed: boolean }> {
+  const answer = await handle.executeUpdate(stopUpdate);
+  let timer: NodeJS.Timeout | undefined;
+  const completed = await Promise.race([
+    handle.result().then(() => true),
+    new Promise<boolean>((resolve) => { timer = setTimeout(() => resolve(false), STOPPED_BATCHES_WAIT_MS + 15_000); }),
+  ]).finally(() => clearTimeout(timer));
+  return { answer, completed };
 }
 
 /** What an operator calls the source's state: the monitor's own while it runs. */
