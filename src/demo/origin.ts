@@ -13,6 +13,7 @@ export interface OriginRequest {
   atMs: number;
   userAgent: string | undefined;
   host: string | undefined;
+  acceptEncoding: string | undefined;
 }
 
 export class Origin {
@@ -44,7 +45,7 @@ export class Origin {
     if (!host.startsWith('127.')) throw new Error('the demo origin only listens on loopback (127.0.0.0/8)');
     this.server = http.createServer((req, res) => {
       const path = (req.url ?? '/').split('?')[0]!;
-      this.requests.push({ path, atMs: Date.now(), userAgent: req.headers['user-agent'], host: req.headers.host });
+      this.requests.push({ path, atMs: Date.now(), userAgent: req.headers['user-agent'], host: req.headers.host, acceptEncoding: req.headers['accept-encoding'] });
       const handler = this.routes.get(path) ?? this.routes.get('*');
       if (handler) return handler(req, res);
       res.writeHead(404, { 'content-type': 'text/plain' });

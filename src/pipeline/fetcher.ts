@@ -2,6 +2,7 @@ import net from 'node:net';
 import type { IncomingHttpHeaders } from 'node:http';
 import { Agent, buildConnector, DecoratorHandler, errors as undiciErrors, Pool, type Dispatcher } from 'undici';
 import type { PipelineConfig } from './config';
+import { decodeContent } from './contentEncoding';
 import { NetworkGuard } from './networkGuard';
 import { type Connector, noteSlowFirst, WarmConnections } from './warmConnections';
 
@@ -12,7 +13,7 @@ import { type Connector, noteSlowFirst, WarmConnections } from './warmConnection
  */
 
 export type FetchFailure =
-  | 'bad-url' | 'bad-redirect' | 'refused' | 'too-many-redirects' | 'timeout' | 'too-slow' | 'too-large' | 'network' | 'late';
+  | 'bad-url' | 'bad-redirect' | 'refused' | 'too-many-redirects' | 'timeout' | 'too-slow' | 'too-large' | 'bad-encoding' | 'network' | 'late';
 
 export interface FetchResult {
   ok: boolean;
@@ -248,7 +249,8 @@ export class Fetcher {
             origin: u.origin,
             path: `${u.pathname}${u.search}`,
             method: 'GET',
-            headers: { 'user-agent': this.cfg.userAgent, accept: opts.accept ?? 'image/*,*/*;q=0.5' },
+            // Without accept-encoding any coding is acceptable (RFC 9110): images gain nothing from one.
+            headers: { 'user-agent': this.cfg.userAgent, accept: opts.accept ?? 'image/*,*/*;q=0.5', 'accept-encoding': 'identity' },
             sendBy,
             mayGoLate: sendBy === undefined ? undefined : opts.mayGoLate,
           } as Dispatcher.DispatchOptions, handler);
@@ -276,7 +278,11 @@ export class Fetcher {
         const base = { status, ttfbMs, finalUrl: url, redirects, contentType: header('content-type'), retryAfter: header('retry-after'), sent };
         if (status < 200 || status >= 300) return { ok: false, ...base, totalMs: elapsed() };
         if (res.failure) return fail(res.failure, res.reason!, base);
-        return { ok: true, ...base, body: res.body!, totalMs: elapsed(), ...(res.truncated ? { truncated: true } : {}) };
+        const coding = header('content-encoding');
+        if (coding === undefined || coding === 'identity') return { ok: true, ...base, body: res.body!, totalMs: elapsed(), ...(res.truncated ? { truncated: true } : {}) };
+        const decoded = await decodeContent(res.body!, coding, { maxBytes, truncate: opts.truncate ?? false, inputTruncated: res.truncated });
+        if ('failure' in decoded) return fail(decoded.failure, decoded.reason, base);
+        return { ok: true, ...base, body: decoded.body, totalMs: elapsed(), ...(decoded.truncated ? { truncated: true } : {}) };
       }
     } catch (err) {
       if (err instanceof LateError) sent = false;

@@ -105,7 +105,7 @@ export class ImagePipeline implements UrlProcessor {
       }
       if (!res.ok) {
         if (res.failure === 'refused' || res.failure === 'bad-url') return { outcome: { ...base, ...timing, cls: 'refused', reason: res.reason } };
-        if (res.failure === 'too-large' || res.failure === 'too-many-redirects' || res.failure === 'bad-redirect') return { outcome: { ...base, ...timing, cls: 'content', reason: res.reason } };
+        if (res.failure === 'too-large' || res.failure === 'too-many-redirects' || res.failure === 'bad-redirect' || res.failure === 'bad-encoding') return { outcome: { ...base, ...timing, cls: 'content', reason: res.reason } };
         if (res.failure) return { outcome: { ...base, ...timing, cls: 'error', reason: `${res.failure}: ${res.reason}` } };
         const meaning = classifyStatus(res.status!);
         const reason = `http ${res.status}`;

@@ -108,7 +108,8 @@ export class RobotsCache {
       const reason = res.reason ?? 'address refused';
       return { expiresAt: now + this.cfg.robotsRetryMs, check: () => ({ kind: 'refused', reason }) };
     }
-    const reason = res.status !== undefined ? `robots.txt answered ${res.status}` : `robots.txt unreachable (${res.reason ?? res.failure})`;
+    const reason = res.failure === 'bad-encoding' ? `robots.txt unreadable (${res.reason})`
+      : res.status !== undefined ? `robots.txt answered ${res.status}` : `robots.txt unreachable (${res.reason ?? res.failure})`;
     return { expiresAt: now + this.cfg.robotsRetryMs, check: () => ({ kind: 'unavailable', reason }) };
   }
 }

@@ -2,6 +2,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { MockActivityEnvironment } from '@temporalio/testing';
+import { createHash } from 'node:crypto';
+import type http from 'node:http';
+import { brotliCompressSync, gzipSync } from 'node:zlib';
 import sharp from 'sharp';
 import { createCrawlActivities } from '../../src/activities/crawlActivities';
 import { clearSourceBlocks } from '../../src/activities/sourceBlocks';
@@ -15,8 +18,17 @@ import type { FetchBatchInput, FetchBatchResult, RedirectHop, RequestOutcome } f
 import { bombPng, jpeg, png, rotatedJpeg } from '../support/images';
 import { drip, Origin, redirect } from '../support/origin';
 
+/** A body sent with a Content-Encoding, whatever the request's Accept-Encoding said. */
+function encoded(body: Buffer, coding: string) {
+  return (_q: http.IncomingMessage, r: http.ServerResponse) => {
+    r.writeHead(200, { 'content-type': 'image/png', 'content-encoding': coding, 'content-length': body.length });
+    r.end(body);
+  };
+}
+
 describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici, sharp, store)', () => {
   const origin = new Origin();
+  let smallPng: Buffer;
   let dir: string;
   let pipeline: ImagePipeline;
   let store: LocalStore;
@@ -24,7 +36,13 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
 
   beforeAll(async () => {
     const big = await jpeg(1200, 800, 85);
+    smallPng = await png(300, 200);
     origin
+      .route('/gzipped.png', encoded(gzipSync(smallPng), 'gzip'))
+      .route('/twice.png', encoded(brotliCompressSync(gzipSync(smallPng)), 'gzip, br'))
+      .route('/gzip-bomb.png', encoded(gzipSync(Buffer.alloc(5_000_000)), 'gzip'))
+      .route('/not-gzip.png', encoded(smallPng, 'gzip'))
+      .route('/zstd.png', encoded(smallPng, 'zstd'))
       .serve('/robots.txt', 'User-agent: *\nDisallow: /private/\n', 'text/plain')
       .serve('/good.jpg', big)
       .serve('/good.png', await png(300, 200), 'image/png')
@@ -124,6 +142,25 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     expect(rotated).toMatchObject({ outcome: 'done', width: 200, height: 400, orientation: 6, artist: 'Ada Lovelace', format: 'jpeg' });
     expect(records.find((r) => r.url.endsWith('/gone.jpg'))).toMatchObject({ outcome: 'linkrot', reason: 'http 410', status: 410 });
     expect(new Set(records.map((r) => r.url)).size).toBe(records.length);
+  });
+
+  it('undoes a content-encoding the site applied anyway, within the size limit, and records the image itself', async () => {
+    const paths = ['/gzipped.png', '/twice.png', '/gzip-bomb.png', '/not-gzip.png', '/zstd.png'];
+    const { by } = await run(paths);
+    expect(Object.fromEntries(paths.map((p) => [p, `${by.get(p)?.cls}: ${by.get(p)?.reason ?? ''}`]))).toEqual({
+      '/gzipped.png': 'done: ',
+      '/twice.png': 'done: ',
+      '/gzip-bomb.png': 'content: decoded gzip body exceeds the 200000-byte limit',
+      '/not-gzip.png': expect.stringMatching(/^content: gzip body does not decode: /),
+      '/zstd.png': 'content: unsupported content-encoding "zstd"',
+    });
+    expect(origin.hits('/gzipped.png').map((h) => h.acceptEncoding)).toEqual(['identity']);
+    const records = fs.readdirSync(path.join(dir, 'store', 'records'), { recursive: true }).filter((f) => String(f).endsWith('.ndjson'))
+      .flatMap((f) => fs.readFileSync(path.join(dir, 'store', 'records', String(f)), 'utf8').trim().split('\n').filter(Boolean).map((l) => JSON.parse(l)));
+    const sha256 = createHash('sha256').update(smallPng).digest('hex');
+    for (const p of ['/gzipped.png', '/twice.png']) {
+      expect(records.find((r) => r.url.endsWith(p))).toMatchObject({ outcome: 'done', format: 'png', width: 300, height: 200, bytes: smallPng.length, sha256 });
+    }
   });
 
   it('stops at a 503, hands the rest of the grant back and reports the Retry-After', async () => {

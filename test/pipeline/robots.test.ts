@@ -1,3 +1,4 @@
+import { gzipSync } from 'node:zlib';
 import { pipelineConfigFromEnv } from '../../src/pipeline/config';
 import { Fetcher } from '../../src/pipeline/fetcher';
 import { RobotsCache } from '../../src/pipeline/robots';
@@ -53,6 +54,28 @@ describe('robots.txt (RFC 9309) per origin', () => {
       // Past the first 512 KiB: not read.
       expect((await cache.check(new URL(o.url('/late/a.jpg')))).verdict.kind).toBe('allowed');
       expect((await cache.check(new URL(o.url('/public/a.jpg')))).verdict.kind).toBe('allowed');
+    });
+  });
+
+  it('obeys a robots.txt the server gzip-encoded although we asked for identity', async () => {
+    const rules = gzipSync('User-agent: *\nDisallow: /no/\n');
+    await withRobots((o) => o.route('/robots.txt', (_q, r) => {
+      r.writeHead(200, { 'content-type': 'text/plain', 'content-encoding': 'gzip', 'content-length': rules.length });
+      r.end(rules);
+    }), async (o, cache) => {
+      expect((await cache.check(new URL(o.url('/no/a.jpg')))).verdict.kind).toBe('disallowed');
+      expect((await cache.check(new URL(o.url('/yes/a.jpg')))).verdict.kind).toBe('allowed');
+      expect(o.hits('/robots.txt').map((h) => h.acceptEncoding)).toEqual(['identity']);
+    });
+  });
+
+  it('treats a robots.txt in a coding it cannot read as disallow-for-now, not as no rules', async () => {
+    await withRobots((o) => o.route('/robots.txt', (_q, r) => {
+      r.writeHead(200, { 'content-type': 'text/plain', 'content-encoding': 'zstd' });
+      r.end(Buffer.from([0x28, 0xb5, 0x2f, 0xfd, 1, 2, 3]));
+    }), async (o, cache) => {
+      const { verdict } = await cache.check(new URL(o.url('/no/a.jpg')));
+      expect(verdict).toEqual({ kind: 'unavailable', reason: 'robots.txt unreadable (unsupported content-encoding "zstd")' });
     });
   });
 
