@@ -9,7 +9,7 @@ import { readCatalog } from '../crawl/catalog';
 import { exportRecords, exportRecordsToFile, type ExportSummary } from '../crawl/exportRecords';
 import { assertReadableManifest } from '../crawl/manifest';
 import { runCrawl } from '../crawl/run';
-import { duplicatesNote, emptyManifest, startCrawl, unusedCatalogWarning } from '../crawl/start';
+import { duplicatesNote, emptyManifest, maxRateSetting, startCrawl, unusedCatalogWarning } from '../crawl/start';
 import { describeMonitor, DoneRate, listSources, monitoringUpdate, sourceStatus, statusTable, stopMonitor } from '../crawl/status';
 import { startDemoSite } from '../demo/demo';
 import { storeFromEnv } from '../pipeline/store';
@@ -117,10 +117,13 @@ export function buildProgram(): Command {
     .option('--catalog <file>', 'source catalogue: [{"name","imageCount"?,"rate"?,"burst"?}]')
     .option('--out <dir>', 'output directory: thumbnails, records, metadata.ndjson, embedded server data', path.resolve('crawl-out'))
     .option('--allow-network <cidr>', 'open a private/loopback range or host (repeatable)', collect, [] as string[])
+    .option('--max-rate <n>', 'global ceiling, requests/s per source, over the catalogue and later set-rate (also CRAWL_MAX_RATE)', parseRate)
     .option('--resume-halted', 'try again the sources an earlier run of this command left halted')
     .option('--stop-halted', 'end for good the sources an earlier run of this command left halted')
-    .action(async (manifest: string, opts: { catalog?: string; out: string; allowNetwork: string[] } & HaltedOptions) => {
-      const result = await runCrawl({ manifest, catalog: opts.catalog, outDir: path.resolve(opts.out), allowNetworks: opts.allowNetwork, halted: haltedAction(opts) });
+    .action(async (manifest: string, opts: { catalog?: string; out: string; allowNetwork: string[]; maxRate?: number } & HaltedOptions) => {
+      const result = await runCrawl({
+        manifest, catalog: opts.catalog, outDir: path.resolve(opts.out), allowNetworks: opts.allowNetwork, maxRate: maxRateSetting(opts.maxRate), halted: haltedAction(opts),
+      });
       process.exitCode = result.exitCode;
     });
 
@@ -130,11 +133,13 @@ export function buildProgram(): Command {
     .argument('<manifest>')
     .option('--catalog <file>', 'source catalogue')
     .option('--data-dir <dir>', 'where chunk files go (the workers must see the same store)', DEFAULT_DATA_DIR)
-    .action(async (manifest: string, opts: { catalog?: string; dataDir: string }) => {
+    .option('--max-rate <n>', 'global ceiling, requests/s per source, for the monitors this starts (also CRAWL_MAX_RATE)', parseRate)
+    .action(async (manifest: string, opts: { catalog?: string; dataDir: string; maxRate?: number }) => {
       assertReadableManifest(manifest);
+      const maxRate = maxRateSetting(opts.maxRate);
       const client = await connectClient();
       const summary = await startCrawl({
-        client, store: storeFromEnv(opts.dataDir), manifest, taskQueue: TASK_QUEUE,
+        client, store: storeFromEnv(opts.dataDir), manifest, taskQueue: TASK_QUEUE, maxRate,
         catalog: opts.catalog ? await readCatalog(opts.catalog) : undefined,
         onBadLine: (b) => process.stderr.write(`crawl: ${manifest} line ${b.line}: ${b.error} (skipped)\n`),
       });

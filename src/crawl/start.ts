@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import type { Client } from '@temporalio/client';
 import { sourceSegment } from '../pipeline/keys';
+import { invalidRate } from '../politeness/targetRate';
 import type { ObjectStore } from '../pipeline/store';
 import { forEachLimit, WeightedBudget } from '../shared/concurrency';
 import { appendRange, chunkDoneKey, chunkSpoolKey, doneChunkNumber } from '../shared/chunkRanges';
@@ -66,6 +67,16 @@ export function unusedCatalogWarning(summary: StartSummary): string | undefined 
     'settings are not used (a source is the line\'s "source", else the URL\'s host, with :port if it has one)';
 }
 
+/** The global ceiling: `--max-rate` when given, else CRAWL_MAX_RATE, else none. */
+export function maxRateSetting(flag: number | undefined, env: NodeJS.ProcessEnv = process.env): number | undefined {
+  if (flag !== undefined) return flag;
+  const raw = env.CRAWL_MAX_RATE;
+  if (raw === undefined || raw.trim() === '') return undefined;
+  const bad = invalidRate(Number(raw));
+  if (bad) throw new Error(`CRAWL_MAX_RATE: ${bad}, got ${JSON.stringify(raw)}`);
+  return Number(raw);
+}
+
 export interface StartOptions {
   client: Client;
   store: ObjectStore;
@@ -74,6 +85,11 @@ export interface StartOptions {
   taskQueue: string;
   chunkSize?: number;
   monitorOptions?: Partial<MonitorOptions>;
+  /**
+   * The global ceiling (requests/s) for the monitors this start creates: no rate from the
+   * catalogue, the source's size, `set-rate` or `resume --rate` goes above it.
+   */
+  maxRate?: number;
   onBadLine?: (bad: BadLine) => void;
   /**
    * Stops reading the manifest (Ctrl-C): the chunks already written are still announced, the
@@ -160,7 +176,10 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
     await opts.client.workflow.signalWithStart(crawlMonitorWorkflow, {
       workflowId: monitorWorkflowId(source),
       taskQueue: opts.taskQueue,
-      args: [{ source, config, options: { taskQueue: opts.taskQueue, ...(opts.monitorOptions ?? {}) } }],
+      args: [{
+        source, config, options: { taskQueue: opts.taskQueue, ...(opts.monitorOptions ?? {}) },
+        ...(opts.maxRate !== undefined ? { governorConfig: { globalCeiling: opts.maxRate } } : {}),
+      }],
       signal: addWorkSignal,
       signalArgs: [list],
     });

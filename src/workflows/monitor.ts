@@ -59,7 +59,11 @@ export async function crawlMonitorWorkflow(input: MonitorInput): Promise<Monitor
       if (arg?.rate !== undefined) assertValid(invalidRate(arg.rate));
     },
   });
-  setHandler(setRateUpdate, (arg: SetRateInput) => { announce([m.governor.setRate(arg.rate, arg.burst, Date.now())]); return `target ${arg.rate}/s`; }, {
+  setHandler(setRateUpdate, (arg: SetRateInput) => {
+    announce([m.governor.setRate(arg.rate, arg.burst, Date.now())]);
+    const target = m.state.governor.target;
+    return target < arg.rate ? `target ${target}/s (capped by the global ceiling of ${m.governor.cfg.globalCeiling}/s)` : `target ${target}/s`;
+  }, {
     validator: (arg: SetRateInput) => {
       if (!arg || typeof arg !== 'object') throw new Error('setRate needs {"rate": <requests per second>, "burst"?: <n>}');
       assertValid(invalidRate(arg.rate));

@@ -83,6 +83,8 @@ export interface MonitorStats {
   state: GovernorMode;
   rate: number;
   target: number;
+  /** The global ceiling this monitor was started with (`--max-rate`), or null. */
+  maxRate: number | null;
   burst: number;
   ceilingPerSecond: number;
   retryAfterUntil: string | null;
@@ -295,6 +297,7 @@ export class MonitorModel {
       state: g.mode,
       rate: round(g.adaptive.rate),
       target: round(g.target),
+      maxRate: this.governor.cfg.globalCeiling ?? null,
       burst: g.burst,
       ceilingPerSecond: ceilings(g.adaptive.rate, g.burst).perSecond,
       retryAfterUntil: g.adaptive.holdUntilMs > nowMs ? new Date(g.adaptive.holdUntilMs).toISOString() : null,

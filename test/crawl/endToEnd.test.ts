@@ -11,7 +11,7 @@ import { ceilings, maxInAnyWindow } from '../../src/politeness/pacing';
 import { createCrawlWorker, defaultDeps } from '../../src/workers/worker';
 import { crawlMonitorWorkflow } from '../../src/workflows/monitor';
 import { HEARTBEAT_EVERY_MS } from '../../src/shared/heartbeat';
-import { stopUpdate } from '../../src/workflows/messages';
+import { statsQuery, stopUpdate } from '../../src/workflows/messages';
 import { monitorWorkflowId, type MonitorStats } from '../../src/workflows/monitorState';
 import { createLocalEnv } from '../support/temporal';
 import { jpeg } from '../support/images';
@@ -277,6 +277,32 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
     const status = await runCli(['status', `127.0.0.1:${origins[0]!.port}`], { TEMPORAL_ADDRESS: env.address });
     expect(status.code).toBe(0);
     expect(status.stdout).toMatch(/no worker answered within 10 s: is a crawl worker running on task queue interrupt-test\?/);
+  });
+
+  it('holds every source under the global ceiling (--max-rate), over its catalogue rate and a later set-rate', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'max-rate-'));
+    const o = origins[2]!;
+    const source = 'ceiling.test';
+    const manifest = path.join(dataDir, 'manifest.ndjson');
+    fs.writeFileSync(manifest, Array.from({ length: 6 }, (_, i) => JSON.stringify({ url: o.url(`/max-rate/${i}.jpg`), source })).join('\n'));
+    const taskQueue = 'max-rate';
+    const worker = await createCrawlWorker({ connection: env.nativeConnection, taskQueue, deps: defaultDeps({ dataDir, allowNetworks: ['127.0.0.0/8'] }) });
+    await worker.runUntil(async () => {
+      await startCrawl({ client: env.client, store: new LocalStore(path.join(dataDir, 'store')), manifest, catalog: new Map([[source, { rate: 20 }]]), taskQueue, maxRate: 2 });
+      const handle = env.client.workflow.getHandle(monitorWorkflowId(source));
+      expect(await handle.query(statsQuery)).toMatchObject({ target: 2, maxRate: 2 });
+      const reply = await runCli(['set-rate', source, '30'], { TEMPORAL_ADDRESS: env.address });
+      expect(reply.stdout).toContain('target 2/s (capped by the global ceiling of 2/s)');
+      expect(((await handle.result()) as MonitorStats).urls.finished).toBe(6);
+    });
+    // At the catalogue's 20/s the six requests would have taken a quarter of a second.
+    const sent = o.hits('/max-rate/').map((r) => r.atMs);
+    expect(sent).toHaveLength(6);
+    expect(Math.max(...sent) - Math.min(...sent)).toBeGreaterThanOrEqual(2_000);
+    // A bad ceiling in the environment is reported before anything starts.
+    const bad = await runCli(['start', manifest], { TEMPORAL_ADDRESS: '127.0.0.1:1', CRAWL_MAX_RATE: 'fast' });
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toMatch(/CRAWL_MAX_RATE: rate must be a finite number of requests per second, got "fast"/);
   });
 
   it('lets an operator pause, re-rate, query and resume a monitor through the CLI', async () => {
