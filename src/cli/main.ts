@@ -95,6 +95,7 @@ export function buildProgram(): Command {
       // Configuration first: a bad setting is reported before anything connects.
       const deps = defaultDeps({ allowNetworks: opts.allowNetwork });
       checkWorkerConfig();
+      await deps.store?.verify?.();
       const client = await connectClient();
       await ensureSearchAttributes(client);
       await client.connection.close();
@@ -137,9 +138,11 @@ export function buildProgram(): Command {
     .action(async (manifest: string, opts: { catalog?: string; dataDir: string; maxRate?: number }) => {
       assertReadableManifest(manifest);
       const maxRate = maxRateSetting(opts.maxRate);
+      const store = storeFromEnv(opts.dataDir);
+      await store.verify?.();
       const client = await connectClient();
       const summary = await startCrawl({
-        client, store: storeFromEnv(opts.dataDir), manifest, taskQueue: TASK_QUEUE, maxRate,
+        client, store, manifest, taskQueue: TASK_QUEUE, maxRate,
         catalog: opts.catalog ? await readCatalog(opts.catalog) : undefined,
         onBadLine: (b) => process.stderr.write(`crawl: ${manifest} line ${b.line}: ${b.error} (skipped)\n`),
       });

@@ -54,6 +54,7 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
   // The in-process worker's configuration too, before a server is started for it.
   const deps = process.env.TEMPORAL_ADDRESS ? undefined : defaultDeps({ dataDir: opts.outDir, allowNetworks: opts.allowNetworks });
   if (deps) checkWorkerConfig();
+  await store.verify?.();
   fs.mkdirSync(opts.outDir, { recursive: true });
   const metadataFile = path.join(opts.outDir, 'metadata.ndjson');
   const server = await ensureTemporalServer({ dataDir: path.join(opts.outDir, 'temporal'), ifPortTaken: 'another' });

@@ -14,6 +14,11 @@ export interface ObjectStore {
    * source's done-markers rather than asking for each chunk's.
    */
   list(prefix: string): AsyncIterable<string>;
+  /**
+   * Fails with what to do when the store cannot be used (no bucket, no credentials, a directory
+   * we cannot write): called before a crawl starts, instead of at every activity's first put.
+   */
+  verify?(): Promise<void>;
 }
 
 /** A write in progress: `${file}.${pid}.${random}.tmp` (see LocalStore.put). */
@@ -61,6 +66,16 @@ export class LocalStore implements ObjectStore {
     }
     fsSync.closeSync(fd);
     fsSync.renameSync(tmp, file);
+  }
+
+  async verify(): Promise<void> {
+    try {
+      await fs.mkdir(this.root, { recursive: true });
+      await fs.access(this.root, fsSync.constants.W_OK);
+    } catch (err) {
+      const e = err as NodeJS.ErrnoException;
+      throw new Error(`cannot use the ${this.description}: ${e.message} (choose a writable directory: --out, --data-dir or CRAWL_LOCAL_STORE_DIR)`);
+    }
   }
 
   async *list(prefix: string): AsyncIterable<string> {
@@ -124,6 +139,15 @@ export class S3Store implements ObjectStore {
     return `${this.cfg.prefix ?? ''}${safeKey(key)}`;
   }
 
+  /** A one-key listing of our prefix: listing is a permission the crawl needs anyway (done-markers, export). */
+  async verify(): Promise<void> {
+    try {
+      await this.client.send(new ListObjectsV2Command({ Bucket: this.cfg.bucket, Prefix: this.cfg.prefix ?? '', MaxKeys: 1 }));
+    } catch (err) {
+      throw new Error(`cannot use the ${this.description}: ${s3Advice(err, this.cfg)}`);
+    }
+  }
+
   async put(key: string, body: Buffer | string, contentType: string): Promise<void> {
     await this.client.send(new PutObjectCommand({ Bucket: this.cfg.bucket, Key: this.key(key), Body: body, ContentType: contentType }));
   }
@@ -151,6 +175,20 @@ export class S3Store implements ObjectStore {
   destroy(): void {
     this.client.destroy();
   }
+}
+
+/** What an S3 failure means for the operator, without anything secret in it. */
+function s3Advice(err: unknown, cfg: S3StoreConfig): string {
+  const e = err as { name?: string; code?: string; message?: string; $metadata?: { httpStatusCode?: number } };
+  const status = e.$metadata?.httpStatusCode;
+  if (e.name === 'NoSuchBucket') return `bucket ${JSON.stringify(cfg.bucket)} does not exist (create it, or correct CRAWL_S3_BUCKET)`;
+  if (e.name === 'CredentialsProviderError') return 'no AWS credentials found (set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE, or run where a role provides them)';
+  if (e.name === 'InvalidAccessKeyId' || e.name === 'SignatureDoesNotMatch') return `the AWS credentials were refused (${e.name})`;
+  if (e.name === 'AccessDenied' || status === 403) return 'access denied (the crawler needs s3:ListBucket, s3:GetObject and s3:PutObject on the bucket and prefix)';
+  // The SDK may wrap the socket error (its code then only in the message).
+  const code = e.code ?? (err as { cause?: { code?: string } }).cause?.code ?? /\b(ECONNREFUSED|ENOTFOUND|ETIMEDOUT|ECONNRESET|EHOSTUNREACH|ENETUNREACH|EAI_AGAIN)\b/.exec(e.message ?? '')?.[1];
+  if (code && /^E[A-Z_]+$/.test(code)) return `cannot reach ${cfg.endpoint ?? 'the S3 endpoint'} (${code}; check CRAWL_S3_ENDPOINT)`;
+  return `${e.name ?? 'error'}: ${e.message ?? String(err)}`.slice(0, 300);
 }
 
 export function storeFromEnv(dataDir: string): ObjectStore {

@@ -19,6 +19,14 @@ describe('LocalStore', () => {
     expect(await store.get('thumbnails/ab/cd/missing.jpg')).toBeUndefined();
   });
 
+  it('is verified before a crawl starts: made when missing, a clear error when it cannot be', async () => {
+    await expect(new LocalStore(path.join(root, 'new', 'store')).verify()).resolves.toBeUndefined();
+    expect(fs.statSync(path.join(root, 'new', 'store')).isDirectory()).toBe(true);
+    fs.writeFileSync(path.join(root, 'file'), 'x');
+    await expect(new LocalStore(path.join(root, 'file', 'store')).verify()).rejects.toThrow(
+      /^cannot use the local directory .*\/file\/store: ENOTDIR: not a directory.*\(choose a writable directory: --out, --data-dir or CRAWL_LOCAL_STORE_DIR\)$/);
+  });
+
   it('recreates a directory removed behind its back', async () => {
     const store = new LocalStore(root);
     await store.put('records/s/a.ndjson', '{}\n', 'application/x-ndjson');

@@ -26,6 +26,30 @@ describe('S3 store against a real S3-protocol server (moto_server on 127.0.0.1)'
     process.env = saved;
   });
 
+  it('says what to do when the store cannot be used, before a crawl starts', async () => {
+    await expect(store.verify()).resolves.toBeUndefined();
+    const use = async (cfg: Partial<ConstructorParameters<typeof S3Store>[0]>) => {
+      const s = new S3Store({ bucket: 'crawl', endpoint: server.endpoint, region: 'us-east-1', forcePathStyle: true, ...cfg });
+      try {
+        return await s.verify().then(() => 'usable', (err: Error) => err.message);
+      } finally {
+        s.destroy();
+      }
+    };
+    expect(await use({ bucket: 'no-such-bucket' })).toBe(`cannot use the s3://no-such-bucket/ at ${server.endpoint}: bucket "no-such-bucket" does not exist (create it, or correct CRAWL_S3_BUCKET)`);
+    const closed = 'http://127.0.0.1:1';
+    expect(await use({ endpoint: closed })).toBe(`cannot use the s3://crawl/ at ${closed}: cannot reach ${closed} (ECONNREFUSED; check CRAWL_S3_ENDPOINT)`);
+    // No credentials anywhere in the chain (and no instance metadata service: tests stay on loopback).
+    const keep = { ...process.env };
+    try {
+      for (const k of ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_SESSION_TOKEN', 'AWS_PROFILE']) delete process.env[k];
+      Object.assign(process.env, { AWS_SHARED_CREDENTIALS_FILE: '/nonexistent/credentials', AWS_CONFIG_FILE: '/nonexistent/config', AWS_EC2_METADATA_DISABLED: 'true' });
+      expect(await use({})).toMatch(/^cannot use the s3:\/\/crawl\/ at .*: no AWS credentials found \(set AWS_ACCESS_KEY_ID/);
+    } finally {
+      process.env = keep;
+    }
+  });
+
   it('puts and gets thumbnails under the prefix, and a re-put overwrites the same key', async () => {
     await store.put('thumbnails/ab/cd/x.jpg', Buffer.from('first'), 'image/jpeg');
     await store.put('thumbnails/ab/cd/x.jpg', Buffer.from('second'), 'image/jpeg');
