@@ -22,6 +22,19 @@ export function sniffImageType(b: Buffer): ImageType | undefined {
   return undefined;
 }
 
+/**
+ * What a body that is not a raster image looks like, for the record's reason: the usual cases
+ * (an error page served with 200, an SVG, nothing at all) by name, anything else by its first bytes.
+ */
+export function describeNonImage(b: Buffer): string {
+  if (b.length === 0) return 'empty body';
+  const head = b.subarray(0, 1024).toString('latin1').replace(/^\uFEFF|^\xEF\xBB\xBF/, '').trimStart().toLowerCase();
+  if (/^(<\?xml[^>]*>\s*)?(<!--[\s\S]*?-->\s*)*(<!doctype svg[^>]*>\s*)?<svg[\s>]/.test(head)) return 'an SVG (vector) image, which is not analysed';
+  if (head.startsWith('<!doctype html') || head.startsWith('<html') || /^<(head|body|meta|title)[\s>]/.test(head)) return 'an HTML page';
+  const hex = [...b.subarray(0, 8)].map((x) => x.toString(16).padStart(2, '0')).join(' ');
+  return `unrecognised leading bytes (${hex})`;
+}
+
 export interface Analysis {
   format: ImageType;
   /** Display width and height, after EXIF orientation. */
@@ -37,7 +50,7 @@ export interface Analysis {
 
 export async function analyse(body: Buffer, maxPixels: number): Promise<Analysis> {
   const format = sniffImageType(body);
-  if (!format) throw new ContentError('not an image: unrecognised leading bytes');
+  if (!format) throw new ContentError(`not an image: ${describeNonImage(body)}`);
   let meta: sharp.Metadata;
   try {
     // metadata() reads headers only: the pixel cap is checked before anything is decoded.

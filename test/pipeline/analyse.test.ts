@@ -25,6 +25,17 @@ describe('image analysis (real sharp)', () => {
     expect(sniffImageType(Buffer.from('<!doctype html><html>'))).toBeUndefined();
   });
 
+  it.each([
+    ['', 'empty body'],
+    ['<!DOCTYPE html>\n<html><body>Not found</body></html>', 'an HTML page'],
+    ['\n  <html lang="en">', 'an HTML page'],
+    ['<?xml version="1.0"?>\n<!-- logo -->\n<svg xmlns="http://www.w3.org/2000/svg"/>', 'an SVG (vector) image, which is not analysed'],
+    ['\uFEFF<svg width="10">', 'an SVG (vector) image, which is not analysed'],
+    ['{"error":"x"}', 'unrecognised leading bytes (7b 22 65 72 72 6f 72 22)'],
+  ])('names what a non-image body is in its reason: %j', async (body, reason) => {
+    await expect(analyse(Buffer.from(body), 50_000_000)).rejects.toThrow(new ContentError(`not an image: ${reason}`));
+  });
+
   it('refuses a 30000x30000 PNG header cheaply, before decoding', async () => {
     const started = Date.now();
     await expect(analyse(bombPng(), 100_000_000)).rejects.toThrow(ContentError);

@@ -113,7 +113,7 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
       '/good.png': 'done: ',
       '/rotated.jpg': 'done: ',
       '/truncated.jpg': expect.stringMatching(/^content: cannot decode/),
-      '/page.jpg': 'content: not an image: unrecognised leading bytes',
+      '/page.jpg': 'content: not an image: an HTML page',
       '/bomb.png': expect.stringMatching(/^content: .*(pixel limit|exceeds)/),
       '/huge.jpg': expect.stringMatching(/^content: content-length 300000 exceeds/),
       '/gone.jpg': 'linkrot: http 410',
