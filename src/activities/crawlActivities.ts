@@ -39,6 +39,8 @@ export interface UrlProcessor {
    * be ready then, so the request can leave the moment its slot comes.
    */
   preconnect?(url: string, slotMs: number): void;
+  /** The time the URL's site asks for between requests (robots.txt Crawl-delay), when known. */
+  crawlDelayMs?(url: string): number | undefined;
 }
 
 export interface Recorder {
@@ -115,6 +117,14 @@ export function createCrawlActivities(deps: CrawlDeps) {
     let retryAfterMs: number | undefined;
     let throttled = false;
     let errorRun = 0;
+    // The site's robots.txt asks for more time between requests than this grant's slots leave
+    // (or for none of the grant's burst): nothing more is sent; the monitor lowers the rate.
+    let crawlDelayMs: number | undefined;
+    const checkCrawlDelay = (url: string) => {
+      const d = deps.processor.crawlDelayMs?.(url);
+      if (d !== undefined && (d > input.schedule.intervalMs || input.schedule.burstSlots > 0)) crawlDelayMs = Math.max(crawlDelayMs ?? 0, d);
+    };
+    if (input.items.length > 0) checkCrawlDelay(input.items[0]!.url);
     // Every request adds an abort listener to this signal; many in flight is normal here.
     setMaxListeners(0, ctx.cancellationSignal);
     const run = await runPaced({
@@ -124,11 +134,12 @@ export function createCrawlActivities(deps: CrawlDeps) {
       signal: ctx.cancellationSignal,
       // A URL part-way through its redirects goes next to its next hop's origin.
       prepare: deps.processor.preconnect && ((i, slotMs) => deps.processor.preconnect!(hops.get(i)?.url ?? input.items[i]!.url, slotMs)),
-      shouldStop: () => superseded() || throttled || errorRun >= ERROR_BURST || isSourceBlocked(input.source),
+      shouldStop: () => superseded() || throttled || crawlDelayMs !== undefined || errorRun >= ERROR_BURST || isSourceBlocked(input.source),
       run: async (i, slotMs, mayGoLate) => {
         const item = input.items[i]!;
         const sendBy = slotMs + MAX_LATENESS_MS;
         const processed = await deps.processor.process(item.url, { source: input.source, attempt: item.attempt, signal: ctx.cancellationSignal, sendBy, mayGoLate, hop: hops.get(i) });
+        checkCrawlDelay(item.url);
         if (processed.hop) hops.set(i, processed.hop);
         // A URL part-way through its redirects goes first in line: its next hop takes the next slot.
         if (processed.requeue) return hops.has(i) ? 'next' as const : 'requeue' as const;
@@ -169,6 +180,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
       unused,
       ...(midChain.length ? { hops: midChain } : {}),
       retryAfterMs,
+      ...(crawlDelayMs !== undefined ? { crawlDelayMs } : {}),
       missedSlots: run.missed,
     };
   }

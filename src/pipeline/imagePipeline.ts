@@ -48,6 +48,14 @@ export class ImagePipeline implements UrlProcessor {
     this.fetcher.preconnect(this.nextRequestUrl(url), slotMs);
   }
 
+  crawlDelayMs(url: string): number | undefined {
+    try {
+      return this.robots.crawlDelayMs(new URL(url));
+    } catch {
+      return undefined;
+    }
+  }
+
   private nextRequestUrl(url: string): string {
     try {
       const u = new URL(url);

@@ -20,7 +20,12 @@ export type RobotsVerdict =
 interface Entry {
   expiresAt: number;
   check(url: string): RobotsVerdict;
+  /** The file's Crawl-delay for our agent, ms (see crawlDelayMs). */
+  crawlDelayMs?: number;
 }
+
+/** Longer Crawl-delays are read as this: one request a minute is as slow as a crawl can usefully go. */
+export const MAX_CRAWL_DELAY_MS = 60_000;
 
 const ROBOTS_MAX_BYTES = 512 * 1024; // RFC 9309: parse at least 500 KiB
 /** RFC 9309: follow at least five consecutive redirects; past that, robots.txt is unavailable. */
@@ -41,6 +46,15 @@ export class RobotsCache {
   /** Where the next request for this origin's robots.txt goes, when that is a redirect's target. */
   pendingHop(origin: string): string | undefined {
     return this.hops.get(origin)?.url;
+  }
+
+  /**
+   * The Crawl-delay robots.txt asks of our agent on this URL's origin, when known. Not part of
+   * RFC 9309, but a site that writes one has said how often it can bear a request.
+   */
+  crawlDelayMs(url: URL): number | undefined {
+    const e = this.entries.get(url.origin);
+    return e && e.expiresAt > this.now() ? e.crawlDelayMs : undefined;
   }
 
   /** Whether robots.txt for this URL's origin is already known (no request needed). */
@@ -93,8 +107,10 @@ export class RobotsCache {
       const text = res.body.toString('utf8');
       const robot = robotsParser(robotsUrl, res.truncated ? text.slice(0, text.lastIndexOf('\n') + 1) : text);
       const agent = this.cfg.robotsAgent;
+      const delayS = robot.getCrawlDelay(agent);
       return {
         expiresAt: now + this.cfg.robotsTtlMs,
+        ...(delayS !== undefined && delayS > 0 ? { crawlDelayMs: Math.min(delayS * 1000, MAX_CRAWL_DELAY_MS) } : {}),
         check: (u) => (robot.isAllowed(u, agent) === false ? { kind: 'disallowed', reason: `robots.txt disallows ${new URL(u).pathname}` } : { kind: 'allowed' }),
       };
     }

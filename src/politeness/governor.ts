@@ -60,10 +60,16 @@ export interface GovernorState {
   pacer: PacerState;
   counts: Counts;
   nextGrantId: number;
+  /**
+   * The most the site's robots.txt allows (1 / Crawl-delay), once a fetch activity has reported
+   * one that our rate went past; no target or operator rate goes above it. Absent in states
+   * carried from before it existed.
+   */
+  siteMaxRate?: number;
 }
 
 export interface PolicyEvent {
-  event: 'throttled' | 'cooling' | 'resumed' | 'halted' | 'latency-slowdown' | 'paused' | 'stopped' | 'rate-set';
+  event: 'throttled' | 'cooling' | 'resumed' | 'halted' | 'latency-slowdown' | 'paused' | 'stopped' | 'rate-set' | 'crawl-delay';
   detail: string;
 }
 
@@ -107,6 +113,7 @@ export class Governor {
     let throttled = false;
     let retryAfterMs = report.retryAfterMs;
     let throttledAt = nowMs;
+    if (report.crawlDelayMs !== undefined && report.crawlDelayMs > 0) events.push(this.applyCrawlDelay(report.crawlDelayMs));
     for (const o of report.outcomes) {
       if (o.final) s.counts[o.cls] += 1;
       else s.counts.retries += 1;
@@ -208,14 +215,29 @@ export class Governor {
     return { event: 'resumed', detail: `by operator at ${fmt(s.adaptive.rate)}/s` };
   }
 
+  /**
+   * The site's robots.txt asks for this long between requests (a fetch activity found our
+   * grants closer together and stopped): the rate goes down to it at once and the target stays
+   * at or below it, with no burst, since a burst is requests closer together than the rate.
+   */
+  applyCrawlDelay(delayMs: number): PolicyEvent {
+    const s = this.state;
+    const limit = 1000 / delayMs;
+    s.siteMaxRate = limit;
+    s.target = Math.min(s.target, limit);
+    s.adaptive.rate = Math.min(s.adaptive.rate, limit);
+    s.burst = 0;
+    return { event: 'crawl-delay', detail: `robots.txt asks for ${Math.round(delayMs) / 1000} s between requests: rate at most ${fmt(limit)}/s, no burst` };
+  }
+
   /** An operator's explicit rate becomes the target and the current rate at once. */
   setRate(rate: number, burst: number | undefined, nowMs: number): PolicyEvent {
     const s = this.state;
     s.sourceConfig = { ...s.sourceConfig, rate, ...(burst !== undefined ? { burst } : {}) };
-    s.target = targetRate({ explicitRate: rate, globalCeiling: this.cfg.globalCeiling });
+    s.target = Math.min(targetRate({ explicitRate: rate, globalCeiling: this.cfg.globalCeiling }), s.siteMaxRate ?? Infinity);
     s.adaptive.rate = s.target;
     s.adaptive.lastRampMs = nowMs;
-    if (burst !== undefined) s.burst = burst;
+    if (burst !== undefined && s.siteMaxRate === undefined) s.burst = burst;
     return { event: 'rate-set', detail: `target ${fmt(s.target)}/s burst ${s.burst}` };
   }
 

@@ -71,6 +71,8 @@ export interface OutcomeReport {
   missedSlots?: number;
   /** Set when the activity stopped on a 429/503: how long the source asked us to wait. */
   retryAfterMs?: number;
+  /** Set when the activity stopped because robots.txt asks for more time between requests (FetchBatchResult.crawlDelayMs). */
+  crawlDelayMs?: number;
   /**
    * The batch's token request, carried along so that a grant's round trip costs one signal
    * (and its history events) instead of two.
@@ -155,6 +157,11 @@ export interface FetchBatchResult {
   hops?: [number, RedirectHop][];
   /** Set when the source answered 429/503: how long it asked us to wait, ms. */
   retryAfterMs?: number;
+  /**
+   * Set when the site's robots.txt asks for more time between requests (Crawl-delay, ms) than
+   * the grant's slots leave: the activity sent nothing more and handed the rest back.
+   */
+  crawlDelayMs?: number;
   /**
    * Slots that served no URL: late wake-ups moved them past the grant's end, the worker could not
    * get the request out by its send-by time (it is busy), a URL waited for image work, or

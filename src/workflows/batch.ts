@@ -158,7 +158,7 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
       // Outcomes go to the monitor without the URL text: it needs classes and timings, and
       // history stays small.
       await signalMonitor(input.monitorId, reportOutcomesSignal, {
-        batchId, grantId: g.grantId, unused: result.unused.length, retryAfterMs: result.retryAfterMs, missedSlots: result.missedSlots,
+        batchId, grantId: g.grantId, unused: result.unused.length, retryAfterMs: result.retryAfterMs, crawlDelayMs: result.crawlDelayMs, missedSlots: result.missedSlots,
         outcomes: result.outcomes.map((o) => ({ ...o, url: '' })),
         tokens: tokens(),
       });

@@ -42,6 +42,8 @@ export async function crawlMonitorWorkflow(input: MonitorInput): Promise<Monitor
   setHandler(addWorkSignal, (items: WorkItem[]) => { if (m.addWork(items)) wake(); });
   setHandler(requestTokensSignal, (req) => { m.onTokenRequest(req); wake(); });
   setHandler(reportOutcomesSignal, (report) => {
+    // Only activities of this version report a Crawl-delay; a history from before it replays without.
+    if (report.crawlDelayMs !== undefined && !patched('honour-crawl-delay')) report = { ...report, crawlDelayMs: undefined };
     announce(m.onReport(report, Date.now()));
     if (report.tokens) wake();
   });
@@ -61,8 +63,10 @@ export async function crawlMonitorWorkflow(input: MonitorInput): Promise<Monitor
   });
   setHandler(setRateUpdate, (arg: SetRateInput) => {
     announce([m.governor.setRate(arg.rate, arg.burst, Date.now())]);
-    const target = m.state.governor.target;
-    return target < arg.rate ? `target ${target}/s (capped by the global ceiling of ${m.governor.cfg.globalCeiling}/s)` : `target ${target}/s`;
+    const { target, siteMaxRate } = m.state.governor;
+    const shown = Math.round(target * 1000) / 1000;
+    if (target >= arg.rate) return `target ${shown}/s`;
+    return `target ${shown}/s (capped by ${siteMaxRate !== undefined && target === siteMaxRate ? 'the site\'s robots.txt Crawl-delay' : `the global ceiling of ${m.governor.cfg.globalCeiling}/s`})`;
   }, {
     validator: (arg: SetRateInput) => {
       if (!arg || typeof arg !== 'object') throw new Error('setRate needs {"rate": <requests per second>, "burst"?: <n>}');

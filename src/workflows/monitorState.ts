@@ -85,6 +85,8 @@ export interface MonitorStats {
   target: number;
   /** The global ceiling this monitor was started with (`--max-rate`), or null. */
   maxRate: number | null;
+  /** The most the site's robots.txt Crawl-delay allows, once it has been found to matter, or null. */
+  siteMaxRate: number | null;
   burst: number;
   ceilingPerSecond: number;
   retryAfterUntil: string | null;
@@ -298,6 +300,7 @@ export class MonitorModel {
       rate: round(g.adaptive.rate),
       target: round(g.target),
       maxRate: this.governor.cfg.globalCeiling ?? null,
+      siteMaxRate: g.siteMaxRate !== undefined ? round(g.siteMaxRate) : null,
       burst: g.burst,
       ceilingPerSecond: ceilings(g.adaptive.rate, g.burst).perSecond,
       retryAfterUntil: g.adaptive.holdUntilMs > nowMs ? new Date(g.adaptive.holdUntilMs).toISOString() : null,

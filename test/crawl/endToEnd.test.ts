@@ -305,6 +305,39 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
     expect(bad.stderr).toMatch(/CRAWL_MAX_RATE: rate must be a finite number of requests per second, got "fast"/);
   });
 
+  it('slows a source to the Crawl-delay its robots.txt asks for, over its catalogue rate and a later set-rate', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'crawl-delay-'));
+    const body = await jpeg(60, 40);
+    const site = await new Origin().route('*', (req, res) => {
+      if (req.url === '/robots.txt') { res.writeHead(200, { 'content-type': 'text/plain' }); res.end('User-agent: *\nCrawl-delay: 1\n'); return; }
+      res.writeHead(200, { 'content-type': 'image/jpeg', 'content-length': body.length });
+      res.end(body);
+    }).start('127.0.0.5');
+    try {
+      const source = 'delay.test';
+      const manifest = path.join(dataDir, 'manifest.ndjson');
+      fs.writeFileSync(manifest, Array.from({ length: 5 }, (_, i) => JSON.stringify({ url: site.url(`/delay/${i}.jpg`), source })).join('\n'));
+      const taskQueue = 'crawl-delay';
+      const worker = await createCrawlWorker({ connection: env.nativeConnection, taskQueue, deps: defaultDeps({ dataDir, allowNetworks: ['127.0.0.0/8'] }) });
+      await worker.runUntil(async () => {
+        await startCrawl({ client: env.client, store: new LocalStore(path.join(dataDir, 'store')), manifest, catalog: new Map([[source, { rate: 10, burst: 2 }]]), taskQueue });
+        const handle = env.client.workflow.getHandle(monitorWorkflowId(source));
+        const deadline = Date.now() + 30_000;
+        while (((await handle.query(statsQuery)) as MonitorStats).siteMaxRate === null && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+        expect(await handle.query(statsQuery)).toMatchObject({ target: 1, burst: 0, siteMaxRate: 1 });
+        const reply = await runCli(['set-rate', source, '30'], { TEMPORAL_ADDRESS: env.address });
+        expect(reply.stdout).toContain('target 1/s (capped by the site\'s robots.txt Crawl-delay)');
+        expect(((await handle.result()) as MonitorStats).urls.finished).toBe(5);
+      });
+      // At the catalogue's 10/s and burst 2 the images would have come 100 ms apart or closer.
+      const sent = site.hits('/delay/').map((r) => r.atMs).sort((x, y) => x - y);
+      expect(sent).toHaveLength(5);
+      for (let i = 1; i < sent.length; i++) expect(sent[i]! - sent[i - 1]!).toBeGreaterThanOrEqual(800);
+    } finally {
+      await site.stop();
+    }
+  });
+
   it('lets an operator pause, re-rate, query and resume a monitor through the CLI', async () => {
     const taskQueue = 'operator';
     const handle = await env.client.workflow.start(crawlMonitorWorkflow, {

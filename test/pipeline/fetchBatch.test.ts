@@ -163,6 +163,36 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     }
   });
 
+  it('sends nothing more once robots.txt asks for more time between requests than the grant leaves, and says how much', async () => {
+    const site = await new Origin().serve('/robots.txt', 'User-agent: *\nCrawl-delay: 2\n', 'text/plain').serve('/a.jpg', await png(30, 20), 'image/png').start();
+    try {
+      let grantId = 0;
+      const grant = (intervalMs: number, burstSlots = 0): FetchBatchInput => {
+        const startMs = Date.now() + 50;
+        return {
+          source: 'delayed', batchId: 'b1', grantId: ++grantId, maxAttempts: 1,
+          items: [0, 1, 2, 3].map((i) => ({ url: site.url(`/a.jpg?${i}`), attempt: 1 })),
+          schedule: { startMs, endMs: startMs + 10 * intervalMs, intervalMs, burstSlots },
+        };
+      };
+      // The first slot goes to robots.txt; its Crawl-delay then stops the grant.
+      const fast = (await new MockActivityEnvironment().run(acts.fetchBatch, grant(30))) as FetchBatchResult;
+      expect(fast).toMatchObject({ outcomes: [], crawlDelayMs: 2_000 });
+      expect(fast.unused).toEqual([0, 1, 2, 3]);
+      expect(site.requests.map((r) => r.path)).toEqual(['/robots.txt']);
+      // A grant that already leaves the delay between its slots goes ahead, but not with a burst.
+      const bursty = (await new MockActivityEnvironment().run(acts.fetchBatch, grant(2_100, 2))) as FetchBatchResult;
+      expect(bursty).toMatchObject({ outcomes: [], crawlDelayMs: 2_000 });
+      const paced = grant(2_100);
+      paced.items = paced.items.slice(0, 1);
+      const slow = (await new MockActivityEnvironment().run(acts.fetchBatch, paced)) as FetchBatchResult;
+      expect(slow.crawlDelayMs).toBeUndefined();
+      expect(slow.outcomes.map((o) => o.cls)).toEqual(['done']);
+    } finally {
+      await site.stop();
+    }
+  });
+
   it('stops at a 503, hands the rest of the grant back and reports the Retry-After', async () => {
     const before = origin.requests.length;
     const { result, by } = await run(['/good.png', '/busy.jpg', '/good.jpg', '/rotated.jpg']);

@@ -26,6 +26,26 @@ describe('robots.txt (RFC 9309) per origin', () => {
     });
   });
 
+  it('reads the Crawl-delay of our group (or of *), at most a minute', async () => {
+    const file = 'User-agent: PoliteImageCrawler\nCrawl-delay: 2.5\nDisallow: /no/\n\nUser-agent: *\nCrawl-delay: 30\n';
+    await withRobots((o) => o.serve('/robots.txt', file, 'text/plain'), async (o, cache) => {
+      const url = new URL(o.url('/a.jpg'));
+      expect(cache.crawlDelayMs(url)).toBeUndefined(); // not fetched yet
+      await cache.check(url);
+      expect(cache.crawlDelayMs(url)).toBe(2_500);
+    });
+    await withRobots((o) => o.serve('/robots.txt', 'User-agent: *\nCrawl-delay: 86400\n', 'text/plain'), async (o, cache) => {
+      const url = new URL(o.url('/a.jpg'));
+      await cache.check(url);
+      expect(cache.crawlDelayMs(url)).toBe(60_000);
+    });
+    await withRobots((o) => o.serve('/robots.txt', 'User-agent: *\nCrawl-delay: soon\nDisallow: /x\n', 'text/plain'), async (o, cache) => {
+      const url = new URL(o.url('/a.jpg'));
+      await cache.check(url);
+      expect(cache.crawlDelayMs(url)).toBeUndefined();
+    });
+  });
+
   it('treats a 4xx robots.txt as allow-all', async () => {
     await withRobots((o) => o, async (o, cache) => {
       expect((await cache.check(new URL(o.url('/any.jpg')))).verdict.kind).toBe('allowed');

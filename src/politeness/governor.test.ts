@@ -1,0 +1,37 @@
+import { Governor, DEFAULT_GOVERNOR } from './governor';
+
+const T0 = Date.UTC(2026, 10, 23);
+
+describe('Governor and a robots.txt Crawl-delay', () => {
+  it('lowers the rate and the target to the delay at once, drops the burst, and keeps every later rate under it', () => {
+    const g = Governor.create('site.example', { rate: 10, burst: 3 }, T0);
+    const events = g.applyReport({ batchId: 'b', grantId: 1, outcomes: [], unused: 40, crawlDelayMs: 2_000 }, T0);
+    expect(events).toEqual([{ event: 'crawl-delay', detail: expect.stringMatching(/^robots\.txt asks for 2 s between requests: rate at most 0\.50\/s, no burst$/) }]);
+    expect(g.state).toMatchObject({ target: 0.5, burst: 0, siteMaxRate: 0.5 });
+    expect(g.rate).toBe(0.5);
+    // An operator's rate and burst cannot take the source past what the site asked for.
+    g.setRate(20, 5, T0);
+    expect(g.state).toMatchObject({ target: 0.5, burst: 0 });
+    g.resume(T0, 8);
+    expect(g.rate).toBe(0.5);
+    // Granted slots are at least the delay apart, none at once.
+    const grants = g.plan([{ batchId: 'b', wanted: 100 }], T0 + 1_000);
+    expect(grants.length).toBeGreaterThan(0);
+    for (const grant of grants) {
+      expect(grant.intervalMs).toBeGreaterThanOrEqual(2_000);
+      expect(grant.burstSlots).toBe(0);
+    }
+  });
+
+  it('does not raise a rate already below the delay, and ramps back up no further than it', () => {
+    const g = Governor.create('slow.example', { rate: 0.2 }, T0, DEFAULT_GOVERNOR);
+    g.applyReport({ batchId: 'b', grantId: 1, outcomes: [], unused: 0, crawlDelayMs: 1_000 }, T0);
+    expect(g.state.target).toBe(0.2);
+    expect(g.rate).toBe(0.2);
+    const h = Governor.create('fast.example', { rate: 50 }, T0);
+    h.applyReport({ batchId: 'b', grantId: 1, outcomes: [], unused: 0, retryAfterMs: 1_000 }, T0);
+    h.applyReport({ batchId: 'b', grantId: 2, outcomes: [], unused: 0, crawlDelayMs: 250 }, T0 + 1);
+    for (let t = T0; t < T0 + 30 * 60_000; t += 10_000) h.applyReport({ batchId: 'b', grantId: 3, outcomes: [], unused: 0 }, t);
+    expect(h.rate).toBe(4);
+  });
+});
