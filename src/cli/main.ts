@@ -10,6 +10,7 @@ import { exportRecords, exportRecordsToFile, type ExportSummary } from '../crawl
 import { assertReadableManifest } from '../crawl/manifest';
 import { runCrawl } from '../crawl/run';
 import { duplicatesNote, emptyManifest, maxRateSetting, startCrawl, unusedCatalogWarning } from '../crawl/start';
+import { forEachLimit } from '../shared/concurrency';
 import { describeMonitor, DoneRate, listSources, monitoringUpdate, sourceStatus, statusTable, stopMonitor } from '../crawl/status';
 import { startDemoSite } from '../demo/demo';
 import { storeFromEnv } from '../pipeline/store';
@@ -32,18 +33,48 @@ function parseRate(value: string): number {
   return n;
 }
 
-/** Runs an operator update on a source's monitor, turning "no such workflow" into a clear message. */
-async function onMonitor(source: string, update: (h: WorkflowHandle) => Promise<string>): Promise<void> {
+/** Runs an update call, failing with a clear message when no worker answers it in time. */
+type Answered = <T>(call: () => Promise<T>) => Promise<T>;
+const UPDATE_TIMEOUT_MS = 15_000;
+
+/**
+ * Runs an operator update on the monitor of each source named, or with `all` of every running
+ * monitor, 16 at a time: one line per source, "no such workflow" turned into a clear message, and
+ * a failure for one source does not keep the others from being changed (the exit code is 1).
+ */
+async function onMonitors(sources: string[], all: boolean | undefined, update: (h: WorkflowHandle, answered: Answered) => Promise<string>): Promise<void> {
+  if (all && sources.length) throw new InvalidArgumentError('name sources or use --all, not both');
+  if (!all && !sources.length) throw new InvalidArgumentError('name at least one source (`crawl status` lists them), or use --all');
   const client = await connectClient();
   try {
-    const { handle, status } = await describeMonitor(client, source);
-    if (status !== 'RUNNING') throw new Error(`the monitor of "${source}" is ${status.toLowerCase()}; nothing to change`);
-    try {
-      process.stdout.write(`${source}: ${await update(handle)}\n`);
-    } catch (err) {
-      const cause = (err as { cause?: Error }).cause;
-      throw new Error(`${source}: ${cause?.message ?? (err as Error).message}`);
-    }
+    const targets = all ? await listSources(client, { running: true }) : [...new Set(sources)];
+    if (all && targets.length === 0) process.stdout.write('no running crawl monitors\n');
+    await forEachLimit(targets, 16, async (source) => {
+      try {
+        const { handle, status, description } = await describeMonitor(client, source);
+        if (status !== 'RUNNING') throw new Error(`the monitor of "${source}" is ${status.toLowerCase()}; nothing to change`);
+        // An update waits for a worker to run it: with none, it would wait for ever.
+        const answered: Answered = async (call) => {
+          const timeout = AbortSignal.timeout(UPDATE_TIMEOUT_MS);
+          try {
+            return await client.withAbortSignal(timeout, call);
+          } catch (err) {
+            if (!timeout.aborted) throw err;
+            throw new Error(`no worker answered within ${UPDATE_TIMEOUT_MS / 1000} s: is a crawl worker running on task queue ${description.taskQueue}? ` +
+              '(the request stays with the server and may still apply once a worker takes it: check `crawl status`)');
+          }
+        };
+        try {
+          process.stdout.write(`${source}: ${await update(handle, answered)}\n`);
+        } catch (err) {
+          const cause = (err as { cause?: Error }).cause;
+          throw new Error(`${source}: ${cause?.message ?? (err as Error).message}`);
+        }
+      } catch (err) {
+        process.stderr.write(`crawl: ${(err as Error).message}\n`);
+        process.exitCode = 1;
+      }
+    });
   } finally {
     await client.connection.close();
   }
@@ -210,23 +241,28 @@ export function buildProgram(): Command {
       process.stderr.write(`crawl: ${summary.records} record(s) from ${summary.units} file(s) in the ${store.description}${opts.out ? ` written to ${path.resolve(opts.out)}` : ''}\n`);
     });
 
-  const operator = (name: string, description: string) => program.command(name).description(description).argument('<source>');
+  // pause, resume and stop take several sources, or --all running monitors (an incident: pause everything).
+  const operator = (name: string, description: string) => program.command(name).description(description)
+    .argument('[sources...]').option('--all', 'every running crawl monitor');
 
-  operator('pause', 'stop granting requests to a source (nothing is lost)')
-    .action(async (source: string) => { await onMonitor(source, (h) => h.executeUpdate(pauseUpdate)); });
-  operator('resume', 'resume a paused or halted source')
+  operator('pause', 'stop granting requests to sources (nothing is lost)')
+    .action(async (sources: string[], opts: { all?: boolean }) => { await onMonitors(sources, opts.all, (h, answered) => answered(() => h.executeUpdate(pauseUpdate))); });
+  operator('resume', 'resume paused or halted sources')
     .option('--rate <n>', 'new target rate, requests/s', parseRate)
-    .action(async (source: string, opts: { rate?: number }) => { await onMonitor(source, (h) => h.executeUpdate(resumeUpdate, { args: [{ rate: opts.rate }] })); });
-  operator('set-rate', 'set a source\'s target rate (and burst)')
+    .action(async (sources: string[], opts: { all?: boolean; rate?: number }) => {
+      await onMonitors(sources, opts.all, (h, answered) => answered(() => h.executeUpdate(resumeUpdate, { args: [{ rate: opts.rate }] })));
+    });
+  program.command('set-rate').description('set a source\'s target rate (and burst)')
+    .argument('<source>')
     .argument('<rate>', 'requests/s', parseRate)
     .option('--burst <n>', 'extra requests allowed at once', (v) => Number(v))
-    .action(async (source: string, rate: number, opts: { burst?: number }) => { await onMonitor(source, (h) => h.executeUpdate(setRateUpdate, { args: [{ rate, burst: opts.burst }] })); });
-  operator('stop', 'stop crawling a source for good (its monitor completes)')
-    .action(async (source: string) => {
-      await onMonitor(source, async (h) => {
+    .action(async (source: string, rate: number, opts: { burst?: number }) => { await onMonitors([source], false, (h, answered) => answered(() => h.executeUpdate(setRateUpdate, { args: [{ rate, burst: opts.burst }] }))); });
+  operator('stop', 'stop crawling sources for good (their monitors complete)')
+    .action(async (sources: string[], opts: { all?: boolean }) => {
+      await onMonitors(sources, opts.all, async (h, answered) => {
         // Returning once the monitor has completed: a `crawl start` which follows then starts a
         // new crawl instead of reaching the stopping one (which would ignore it).
-        const { answer, completed } = await stopMonitor(h);
+        const { answer, completed } = await stopMonitor(h, answered);
         return completed ? answer : `${answer} (its monitor has not completed yet: wait for it before starting the source again)`;
       });
     });

@@ -41,8 +41,8 @@ export async function describeMonitor(client: Client, source: string): Promise<{
  * then may the source be started again without fetching what those activities were finishing.
  * Resolves with the update's answer, and whether the monitor completed in time.
  */
-export async function stopMonitor(handle: WorkflowHandle): Promise<{ answer: string; completed: boolean }> {
-  const answer = await handle.executeUpdate(stopUpdate);
+export async function stopMonitor(handle: WorkflowHandle, answered: <T>(call: () => Promise<T>) => Promise<T> = (call) => call()): Promise<{ answer: string; completed: boolean }> {
+  const answer = await answered(() => handle.executeUpdate(stopUpdate));
   let timer: NodeJS.Timeout | undefined;
   const completed = await Promise.race([
     handle.result().then(() => true),
@@ -90,9 +90,10 @@ async function statusOf(client: Client, source: string, opts: { signal?: AbortSi
 }
 
 /** Every crawl monitor the server knows (running first), via the visibility store. */
-export async function listSources(client: Client): Promise<string[]> {
+export async function listSources(client: Client, opts: { running?: boolean } = {}): Promise<string[]> {
   const names = new Set<string>();
-  for await (const wf of client.workflow.list({ query: `WorkflowType = 'crawlMonitorWorkflow'` })) {
+  const query = `WorkflowType = 'crawlMonitorWorkflow'${opts.running ? ` AND ExecutionStatus = 'Running'` : ''}`;
+  for await (const wf of client.workflow.list({ query })) {
     names.add(wf.workflowId.replace(/^crawl-monitor:/, ''));
   }
   return [...names].sort();

@@ -338,6 +338,39 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
     }
   });
 
+  it('pauses and resumes several sources or --all at once, each answered on its own line, and names a monitor no worker serves', async () => {
+    const taskQueue = 'operator-many';
+    const start = (source: string, queue: string) => env.client.workflow.start(crawlMonitorWorkflow, {
+      taskQueue: queue, workflowId: monitorWorkflowId(source), args: [{ source, config: { rate: 1 }, options: { finishWhenDrained: false } }],
+    });
+    const handles = [await start('many-a.test', taskQueue), await start('many-b.test', taskQueue), await start('unserved.test', 'nobody-home')];
+    const worker = await createCrawlWorker({ connection: env.nativeConnection, taskQueue, deps: defaultDeps({ dataDir: fs.mkdtempSync(path.join(os.tmpdir(), 'many-')) }) });
+    try {
+      await worker.runUntil(async () => {
+        const childEnv = { TEMPORAL_ADDRESS: env.address };
+        const none = await runCli(['pause'], childEnv);
+        expect(none.code).toBe(1);
+        expect(none.stderr).toMatch(/name at least one source \(`crawl status` lists them\), or use --all/);
+        const mixed = await runCli(['pause', 'many-a.test', 'no-such-source', 'many-b.test'], childEnv);
+        expect(mixed.code).toBe(1);
+        expect(mixed.stdout.split('\n').filter(Boolean).sort()).toEqual(['many-a.test: paused', 'many-b.test: paused']);
+        expect(mixed.stderr).toMatch(/no crawl monitor for source "no-such-source"/);
+        // No worker on its task queue: the command says so instead of waiting for ever.
+        const unserved = await runCli(['pause', 'unserved.test'], childEnv);
+        expect(unserved.code).toBe(1);
+        expect(unserved.stderr).toMatch(/unserved\.test: no worker answered within 15 s: is a crawl worker running on task queue nobody-home\?/);
+        // --all reaches every running monitor (others from earlier tests included).
+        const all = await runCli(['resume', '--all'], childEnv);
+        expect(all.stdout).toContain('many-a.test: running');
+        expect(all.stdout).toContain('many-b.test: running');
+        expect(all.stderr).toMatch(/unserved\.test: no worker answered/);
+        expect((await runCli(['stop', 'many-a.test', 'many-b.test'], childEnv)).code).toBe(0);
+      });
+    } finally {
+      await handles[2]!.terminate('test over');
+    }
+  });
+
   it('lets an operator pause, re-rate, query and resume a monitor through the CLI', async () => {
     const taskQueue = 'operator';
     const handle = await env.client.workflow.start(crawlMonitorWorkflow, {
