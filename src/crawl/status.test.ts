@@ -46,4 +46,11 @@ describe('the status table', () => {
     expect(second).toMatch(/^fine\s+completed\s/);
     expect(monitoringUpdate([stopped]).sources.s!.state).toBe('stopped');
   });
+
+  it('says when a site\'s robots.txt Crawl-delay holds a source below its rate', () => {
+    const r = running(3);
+    const capped: SourceStatus = { ...r, stats: { ...r.stats!, rate: 0.5, target: 0.5, siteMaxRate: 0.5 } };
+    expect(statusTable([capped]).split('\n')[1]).toMatch(/^s\s+running\s+0\.5\s.*robots\.txt Crawl-delay: at most 0\.5\/s$/);
+    expect(statusTable([r]).split('\n')[1]).not.toMatch(/Crawl-delay/);
+  });
 });

@@ -174,7 +174,8 @@ export function statusTable(statuses: SourceStatus[]): string {
     const state = displayState(s);
     const u = s.unanswered;
     const note = state === 'stopped' ? `stopped by an operator${st?.haltReason ? ` (was halted: ${st.haltReason})` : ''}`
-      : st?.haltReason ?? (st?.retryAfterUntil ? `Retry-After until ${st.retryAfterUntil}` : st?.coolingUntil ? `cooling until ${st.coolingUntil}` : u?.note ?? '');
+      : st?.haltReason ?? (st?.retryAfterUntil ? `Retry-After until ${st.retryAfterUntil}` : st?.coolingUntil ? `cooling until ${st.coolingUntil}`
+        : st?.siteMaxRate != null ? `robots.txt Crawl-delay: at most ${st.siteMaxRate}/s` : u?.note ?? '');
     rows.push([s.source, state, String(st?.rate ?? u?.rate ?? ''), String(st?.target ?? ''), st ? `${st.urls.finished}/${st.urls.total}` : '', String(st?.counts.done ?? u?.done ?? ''),
       String(st?.counts.linkrot ?? ''), String(st?.counts.content ?? ''), String(st?.counts.robots ?? ''), String(st?.counts.error ?? u?.errors ?? ''), note]);
   }
