@@ -14,8 +14,10 @@ describe('Governor and a robots.txt Crawl-delay', () => {
     expect(g.state).toMatchObject({ target: 0.5, burst: 0 });
     g.resume(T0, 8);
     expect(g.rate).toBe(0.5);
+    // The request that read robots.txt counts: nothing is granted for the delay after it.
+    expect(g.canGrant(T0 + 1_999)).toBe(false);
     // Granted slots are at least the delay apart, none at once.
-    const grants = g.plan([{ batchId: 'b', wanted: 100 }], T0 + 1_000);
+    const grants = g.plan([{ batchId: 'b', wanted: 100 }], T0 + 2_000);
     expect(grants.length).toBeGreaterThan(0);
     for (const grant of grants) {
       expect(grant.intervalMs).toBeGreaterThanOrEqual(2_000);

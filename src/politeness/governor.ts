@@ -113,7 +113,7 @@ export class Governor {
     let throttled = false;
     let retryAfterMs = report.retryAfterMs;
     let throttledAt = nowMs;
-    if (report.crawlDelayMs !== undefined && report.crawlDelayMs > 0) events.push(this.applyCrawlDelay(report.crawlDelayMs));
+    if (report.crawlDelayMs !== undefined && report.crawlDelayMs > 0) events.push(this.applyCrawlDelay(report.crawlDelayMs, nowMs));
     for (const o of report.outcomes) {
       if (o.final) s.counts[o.cls] += 1;
       else s.counts.retries += 1;
@@ -220,9 +220,11 @@ export class Governor {
    * grants closer together and stopped): the rate goes down to it at once and the target stays
    * at or below it, with no burst, since a burst is requests closer together than the rate.
    */
-  applyCrawlDelay(delayMs: number): PolicyEvent {
+  applyCrawlDelay(delayMs: number, nowMs: number): PolicyEvent {
     const s = this.state;
     const limit = 1000 / delayMs;
+    // The activity stopped right after the request that read robots.txt: the next one waits the delay too.
+    s.adaptive.holdUntilMs = Math.max(s.adaptive.holdUntilMs, nowMs + delayMs);
     s.siteMaxRate = limit;
     s.target = Math.min(s.target, limit);
     s.adaptive.rate = Math.min(s.adaptive.rate, limit);

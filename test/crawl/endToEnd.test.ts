@@ -330,8 +330,10 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
         expect(((await handle.result()) as MonitorStats).urls.finished).toBe(5);
       });
       // At the catalogue's 10/s and burst 2 the images would have come 100 ms apart or closer.
-      const sent = site.hits('/delay/').map((r) => r.atMs).sort((x, y) => x - y);
-      expect(sent).toHaveLength(5);
+      // robots.txt first: the delay holds between it and the first image too.
+      const sent = site.requests.map((r) => r.atMs).sort((x, y) => x - y);
+      expect(site.requests.map((r) => r.path).filter((p) => p === '/robots.txt')).toHaveLength(1);
+      expect(sent).toHaveLength(6);
       for (let i = 1; i < sent.length; i++) expect(sent[i]! - sent[i - 1]!).toBeGreaterThanOrEqual(800);
     } finally {
       await site.stop();
