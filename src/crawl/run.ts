@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Worker } from '@temporalio/worker';
@@ -14,6 +15,7 @@ import { exportRecordsToFile } from './exportRecords';
 import { assertReadableManifest } from './manifest';
 import { duplicatesNote, emptyManifest, startCrawl, unusedCatalogWarning } from './start';
 import { DoneRate, monitoringUpdate, sourceStatus, statusTable, stopMonitor, type SourceStatus } from './status';
+import { StatusPoller } from './statusPoller';
 
 export interface RunOptions {
   manifest: string;
@@ -99,10 +101,12 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
     let statuses: SourceStatus[] = [];
     const doneRate = new DoneRate();
     let lastLine = 0;
+    // A status query waits for a worker to answer it: without one, Ctrl-C must not wait too.
+    let roundSignal = interrupt.nextAbortSignal();
+    const poller = new StatusPoller(sources, (s) => sourceStatus(client, s, { signal: roundSignal }));
     while (!interrupt.signal) {
-      // A status query waits for a worker to answer it: without one, Ctrl-C must not wait too.
-      const signal = interrupt.nextAbortSignal();
-      statuses = await Promise.all(sources.map((s) => sourceStatus(client, s, { signal })));
+      roundSignal = interrupt.nextAbortSignal();
+      statuses = await poller.poll();
       const update = monitoringUpdate(statuses, doneRate.baseline());
       if (out.isTTY) {
         const g = update.global;
@@ -181,6 +185,8 @@ function watchForInterrupt(): {
     }),
     nextAbortSignal: () => {
       current = new AbortController();
+      // One listener per call in flight on it: with many sources, more than Node's warning level of 10.
+      setMaxListeners(0, current.signal);
       if (signal) current.abort(new Error(`interrupted (${signal})`));
       return current.signal;
     },
