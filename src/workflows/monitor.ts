@@ -38,6 +38,13 @@ export async function crawlMonitorWorkflow(input: MonitorInput): Promise<Monitor
     if (events.length) wake();
   };
 
+  /** The target an operator's rate became, and what capped it when it is lower. */
+  const rateAnswer = (asked: number): string => {
+    const { target, siteMaxRate } = m.state.governor;
+    const shown = Math.round(target * 1000) / 1000;
+    if (target >= asked) return `target ${shown}/s`;
+    return `target ${shown}/s (capped by ${siteMaxRate !== undefined && target === siteMaxRate ? 'the site\'s robots.txt Crawl-delay' : `the global ceiling of ${m.governor.cfg.globalCeiling}/s`})`;
+  };
   setHandler(statsQuery, () => m.stats(Date.now()));
   setHandler(addWorkSignal, (items: WorkItem[]) => { if (m.addWork(items)) wake(); });
   setHandler(requestTokensSignal, (req) => { m.onTokenRequest(req); wake(); });
@@ -55,7 +62,10 @@ export async function crawlMonitorWorkflow(input: MonitorInput): Promise<Monitor
   setHandler(pauseUpdate, () => { announce([m.governor.pause()]); return m.state.governor.mode; }, {
     validator: () => { if (m.state.governor.mode === 'stopped') throw new Error('the crawl is stopped; it cannot be paused'); },
   });
-  setHandler(resumeUpdate, (arg?: ResumeInput) => { announce([m.governor.resume(Date.now(), arg?.rate)]); return m.state.governor.mode; }, {
+  setHandler(resumeUpdate, (arg?: ResumeInput) => {
+    announce([m.governor.resume(Date.now(), arg?.rate)]);
+    return arg?.rate === undefined ? m.state.governor.mode : `${m.state.governor.mode}, ${rateAnswer(arg.rate)}`;
+  }, {
     validator: (arg?: ResumeInput) => {
       if (m.state.governor.mode === 'stopped') throw new Error('the crawl is stopped; start it again instead of resuming');
       if (arg?.rate !== undefined) assertValid(invalidRate(arg.rate));
@@ -63,10 +73,7 @@ export async function crawlMonitorWorkflow(input: MonitorInput): Promise<Monitor
   });
   setHandler(setRateUpdate, (arg: SetRateInput) => {
     announce([m.governor.setRate(arg.rate, arg.burst, Date.now())]);
-    const { target, siteMaxRate } = m.state.governor;
-    const shown = Math.round(target * 1000) / 1000;
-    if (target >= arg.rate) return `target ${shown}/s`;
-    return `target ${shown}/s (capped by ${siteMaxRate !== undefined && target === siteMaxRate ? 'the site\'s robots.txt Crawl-delay' : `the global ceiling of ${m.governor.cfg.globalCeiling}/s`})`;
+    return rateAnswer(arg.rate);
   }, {
     validator: (arg: SetRateInput) => {
       if (!arg || typeof arg !== 'object') throw new Error('setRate needs {"rate": <requests per second>, "burst"?: <n>}');
@@ -189,7 +196,8 @@ function detailsMarkdown(m: MonitorModel, nowMs: number): string {
   const s = m.stats(nowMs);
   const lines = [
     `## ${s.source}: **${s.state}**`,
-    `rate **${s.rate}/s** of target ${s.target}/s (burst ${s.burst})`,
+    `rate **${s.rate}/s** of target ${s.target}/s (burst ${s.burst})` +
+      `${s.siteMaxRate !== null ? `; at most ${s.siteMaxRate}/s by the site's robots.txt Crawl-delay` : ''}${s.maxRate !== null ? `; global ceiling ${s.maxRate}/s` : ''}`,
     `URLs ${s.urls.finished}/${s.urls.total} finished; batches ${s.batches.active} active, ${s.batches.finished} done`,
     `done ${s.counts.done} · link rot ${s.counts.linkrot} · robots ${s.counts.robots} · content ${s.counts.content} · refused ${s.counts.refused} · errors ${s.counts.error} · retries ${s.counts.retries}`,
     `breaker: ${s.breaker.windowErrors}/${s.breaker.windowRequests} errors in 60 s, ${s.breaker.consecutiveErrors} consecutive`,

@@ -293,6 +293,8 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
       expect(await handle.query(statsQuery)).toMatchObject({ target: 2, maxRate: 2 });
       const reply = await runCli(['set-rate', source, '30'], { TEMPORAL_ADDRESS: env.address });
       expect(reply.stdout).toContain('target 2/s (capped by the global ceiling of 2/s)');
+      expect((await runCli(['resume', source, '--rate', '40'], { TEMPORAL_ADDRESS: env.address })).stdout)
+        .toContain(`${source}: running, target 2/s (capped by the global ceiling of 2/s)`);
       expect(((await handle.result()) as MonitorStats).urls.finished).toBe(6);
     });
     // At the catalogue's 20/s the six requests would have taken a quarter of a second.
