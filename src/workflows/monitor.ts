@@ -64,7 +64,9 @@ export async function crawlMonitorWorkflow(input: MonitorInput): Promise<Monitor
   });
   setHandler(resumeUpdate, (arg?: ResumeInput) => {
     announce([m.governor.resume(Date.now(), arg?.rate)]);
-    return arg?.rate === undefined ? m.state.governor.mode : `${m.state.governor.mode}, ${rateAnswer(arg.rate)}`;
+    // The mode, as always; and when a ceiling kept the rate asked for, which one.
+    const capped = arg?.rate !== undefined && m.state.governor.target < arg.rate;
+    return capped ? `${m.state.governor.mode}, ${rateAnswer(arg.rate!)}` : m.state.governor.mode;
   }, {
     validator: (arg?: ResumeInput) => {
       if (m.state.governor.mode === 'stopped') throw new Error('the crawl is stopped; start it again instead of resuming');
