@@ -17,7 +17,7 @@ import { connectClient, connectWorker, ensureSearchAttributes } from '../src/tem
 import { ensureTemporalServer, freePort } from '../src/temporal/devServer';
 import { installTemporalRuntime } from '../src/temporal/runtime';
 import { createCrawlWorker, defaultDeps } from '../src/workers/worker';
-import { monitorWorkflowId } from '../src/workflows/monitorState';
+import { monitorWorkflowId, type MonitorStats } from '../src/workflows/monitorState';
 import { makeImageSet, sharpAlone, writeSiteFiles } from './images';
 import { cpuMsByProcess, cpuMsSince, fileCreateCostUs, fmt, historyEvents, max1s, peakRssMb, startOriginProcess, steadyRate } from './support';
 
@@ -137,9 +137,11 @@ async function main(): Promise<void> {
   const manyCatalog = new Map(Array.from({ length: MANY }, (_, s) => [`small${s}`, { rate: 1 }]));
   const manyWorker = await newWorker(); // bundling the workflows blocks the loop: not measured
   loopDelay.enable();
+  // Each source's final stats: where a slow one lost its time (slots missed, handed back, granted).
+  const manyStats = new Map<string, MonitorStats>();
   await manyWorker.runUntil(async () => {
     const summary = await startCrawl({ client, store, manifest: many, catalog: manyCatalog, taskQueue: 'bench-e2e' });
-    await Promise.all([...summary.sources.keys()].map((s) => client.workflow.getHandle(monitorWorkflowId(s)).result()));
+    await Promise.all([...summary.sources.keys()].map(async (s) => { manyStats.set(s, await client.workflow.getHandle(monitorWorkflowId(s)).result() as MonitorStats); }));
   });
   const requests = await site.stop();
   loopDelay.disable();
@@ -161,7 +163,10 @@ async function main(): Promise<void> {
     };
   });
   const manyMinRatio = Math.min(...manyRates.map((r) => r.rate));
-  const manySlowest = manyRates.map((r, s) => ({ source: `small${s}`, rate: fmt(r.rate), longGapsMs: r.longGapsMs }))
+  const manySlowest = manyRates.map((r, s) => {
+    const t = manyStats.get(`small${s}`)?.tokens;
+    return { source: `small${s}`, rate: fmt(r.rate), longGapsMs: r.longGapsMs, slots: t ? { granted: t.granted, unused: t.unused, missed: t.missed } : null };
+  })
     .sort((a, b) => a.rate - b.rate).slice(0, 3);
   await connection.close();
   await client.connection.close();
@@ -178,7 +183,7 @@ async function main(): Promise<void> {
     console.log(`    ${r.perSource.map((s) => `${s.source}: ${s.requests} requests, max ${s.max1s} in any 1 s vs ceiling ${s.ceiling} (${s.max1sRatio})`).join('; ')}`);
   }
   console.log(`phase 2: ${MANY} sources x ${MANY_URLS} URLs at 1 req/s: slowest source ${fmt(manyMinRatio)} req/s (target >= 0.9), max in any 1 s ${Math.max(...manyRates.map((r) => r.max1s))}, smallest gap between two requests of one source ${Math.min(...manyRates.map((r) => r.minGapMs))} ms at the site, ${Math.min(...manyRates.map((r) => r.sentMinGapMs))} ms as sent (slots are ${Math.round(1000 / 0.97)} ms apart; most in any 1 s as sent: ${Math.max(...manyRates.map((r) => r.sentMax1s))})`);
-  console.log(`  slowest sources and their gaps over 1.5 slots: ${manySlowest.map((m) => `${m.source} ${m.rate} [${m.longGapsMs.join(', ')}]`).join('; ')}`);
+  console.log(`  slowest sources, their gaps over 1.5 slots, and slots granted/handed back/missed: ${manySlowest.map((m) => `${m.source} ${m.rate} [${m.longGapsMs.join(', ')}]${m.slots ? ` ${m.slots.granted}/${m.slots.unused}/${m.slots.missed}` : ''}`).join('; ')}`);
   console.log(`  event loop delay during phase 2 (a slot wake-up more than 10 ms late moves the rest of its grant later): p50 ${eventLoopDelayMs.p50} ms, p99 ${eventLoopDelayMs.p99} ms, p99.9 ${eventLoopDelayMs.p999} ms, max ${eventLoopDelayMs.max} ms`);
   console.log(JSON.stringify({
     bench: 'e2e', images: total,
