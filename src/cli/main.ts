@@ -11,7 +11,7 @@ import { assertReadableManifest } from '../crawl/manifest';
 import { runCrawl } from '../crawl/run';
 import { duplicatesNote, emptyManifest, maxRateSetting, startCrawl, unusedCatalogWarning } from '../crawl/start';
 import { forEachLimit } from '../shared/concurrency';
-import { describeMonitor, DoneRate, listSources, monitoringUpdate, sourceStatus, statusTable, stopMonitor } from '../crawl/status';
+import { describeMonitor, DoneRate, listSources, monitoringUpdate, sourceStatus, statusTable, stopMonitor, type Answered } from '../crawl/status';
 import { StatusPoller } from '../crawl/statusPoller';
 import { startDemoSite } from '../demo/demo';
 import { storeFromEnv } from '../pipeline/store';
@@ -40,8 +40,6 @@ function parseInterval(value: string): number {
   return n;
 }
 
-/** Runs an update call, failing with a clear message when no worker answers it in time. */
-type Answered = <T>(call: () => Promise<T>) => Promise<T>;
 const UPDATE_TIMEOUT_MS = 15_000;
 
 /**

@@ -35,13 +35,16 @@ export async function describeMonitor(client: Client, source: string): Promise<{
   }
 }
 
+/** Runs an update call, failing with a clear message when no worker answers it in time (see the CLI). */
+export type Answered = <T>(call: () => Promise<T>) => Promise<T>;
+
 /**
  * Stops a monitor and waits for it to complete, which it does once its batches' fetch activities
  * have stopped (at their next heartbeat, within seconds; at most STOPPED_BATCHES_WAIT_MS). Only
  * then may the source be started again without fetching what those activities were finishing.
  * Resolves with the update's answer, and whether the monitor completed in time.
  */
-export async function stopMonitor(handle: WorkflowHandle, answered: <T>(call: () => Promise<T>) => Promise<T> = (call) => call()): Promise<{ answer: string; completed: boolean }> {
+export async function stopMonitor(handle: WorkflowHandle, answered: Answered = (call) => call()): Promise<{ answer: string; completed: boolean }> {
   const answer = await answered(() => handle.executeUpdate(stopUpdate));
   let timer: NodeJS.Timeout | undefined;
   const completed = await Promise.race([

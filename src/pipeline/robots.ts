@@ -43,6 +43,12 @@ export class RobotsCache {
 
   constructor(private readonly fetcher: Fetcher, private readonly cfg: PipelineConfig, private readonly now: () => number = Date.now) {}
 
+  /** The origin's robots.txt while its cache entry lasts. */
+  private fresh(origin: string): Entry | undefined {
+    const e = this.entries.get(origin);
+    return e && e.expiresAt > this.now() ? e : undefined;
+  }
+
   /** Where the next request for this origin's robots.txt goes, when that is a redirect's target. */
   pendingHop(origin: string): string | undefined {
     return this.hops.get(origin)?.url;
@@ -53,14 +59,12 @@ export class RobotsCache {
    * RFC 9309, but a site that writes one has said how often it can bear a request.
    */
   crawlDelayMs(url: URL): number | undefined {
-    const e = this.entries.get(url.origin);
-    return e && e.expiresAt > this.now() ? e.crawlDelayMs : undefined;
+    return this.fresh(url.origin)?.crawlDelayMs;
   }
 
   /** Whether robots.txt for this URL's origin is already known (no request needed). */
   known(url: URL): boolean {
-    const e = this.entries.get(url.origin);
-    return !!e && e.expiresAt > this.now();
+    return this.fresh(url.origin) !== undefined;
   }
 
   /**
@@ -69,8 +73,8 @@ export class RobotsCache {
    */
   async check(url: URL, signal?: AbortSignal, sendBy?: number, mayGoLate?: () => boolean): Promise<{ verdict: RobotsVerdict; fetched: boolean }> {
     const origin = url.origin;
-    const cached = this.entries.get(origin);
-    if (cached && cached.expiresAt > this.now()) return { verdict: cached.check(url.href), fetched: false };
+    const cached = this.fresh(origin);
+    if (cached) return { verdict: cached.check(url.href), fetched: false };
     const running = this.inflight.get(origin);
     if (running) return { verdict: { kind: 'pending' }, fetched: false };
     const p = this.load(origin, signal, sendBy, mayGoLate);
