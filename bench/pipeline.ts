@@ -5,6 +5,7 @@
  * ratio and peak RSS. Run it as the worker runs (UV_THREADPOOL_SIZE=16, as bin/crawl sets it).
  */
 import fs from 'node:fs';
+import { PerformanceObserver, constants as perfConstants } from 'node:perf_hooks';
 import os from 'node:os';
 import path from 'node:path';
 import { MockActivityEnvironment } from '@temporalio/testing';
@@ -80,17 +81,32 @@ async function main(): Promise<void> {
   const rounds: { sharpPerS: number; crawl: Awaited<ReturnType<typeof crawl>>; ratio: number }[] = [];
   // CPU per image by process: on a CPU-bound machine the ratio of the rates follows it.
   const cpu = { sharp: [] as Record<string, number>[], crawl: [] as Record<string, number>[] };
+  // Main-thread GC pauses by round: the activity's CPU per image moves by a millisecond or more
+  // between rounds, and full collections are the first suspect.
+  let gc = { majorMs: 0, major: 0, minorMs: 0 };
+  const gcObserver = new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) {
+      const kind = (e as unknown as { detail?: { kind?: number } }).detail?.kind;
+      if (kind === perfConstants.NODE_PERFORMANCE_GC_MAJOR) { gc.majorMs += e.duration; gc.major += 1; } else gc.minorMs += e.duration;
+    }
+  });
+  gcObserver.observe({ entryTypes: ['gc'] });
+  const gcByRound = { sharp: [] as typeof gc[], crawl: [] as typeof gc[] };
   for (let r = 0; r < ROUNDS; r++) {
     let sharpPerS = 0;
     let crawled: Awaited<ReturnType<typeof crawl>> | undefined;
     for (const phase of r % 2 === 0 ? ['sharp', 'crawl'] as const : ['crawl', 'sharp'] as const) {
       const before = cpuMsByProcess();
+      gc = { majorMs: 0, major: 0, minorMs: 0 };
       if (phase === 'sharp') sharpPerS = await sharpAlone(images);
       else crawled = await crawl(roundUrls(r));
       cpu[phase].push(cpuMsSince(before));
+      await new Promise((resolve) => setImmediate(resolve)); // GC entries arrive asynchronously
+      gcByRound[phase].push(gc);
     }
     rounds.push({ sharpPerS, crawl: crawled!, ratio: crawled!.perS / sharpPerS });
   }
+  gcObserver.disconnect();
   createUs.push(fileCreateCostUs(dir));
   const perImage = (runs: Record<string, number>[]) => Object.fromEntries(Object.keys(runs[0]!).map((k) =>
     [k, fmt(runs.reduce((sum, r) => sum + (r[k] ?? 0), 0) / runs.length / N, 2)]));
@@ -106,6 +122,10 @@ async function main(): Promise<void> {
   console.log(`sharp alone (analyse + thumbnail): ${rounds.map((r) => fmt(r.sharpPerS, 1)).join(', ')} images/s`);
   console.log(`fetchBatch activity paced at ${RATE}/s (fetch + analyse + thumbnail + store + record): ${rounds.map((r) => fmt(r.crawl.perS, 1)).join(', ')} images/s; last round ${last.done}/${N} done in ${last.grants} grant(s), ${last.missed} slots missed (CPU busy)`);
   console.log(`CPU ms per image: sharp alone ${JSON.stringify(perImage(cpu.sharp))}; activity ${JSON.stringify(perImage(cpu.crawl))}`);
+  // By round: a round whose rate fell with its CPU per image unchanged waited on something.
+  console.log(`CPU ms per image by round (crawler): sharp alone ${cpu.sharp.map((c) => fmt((c.crawler ?? 0) / N, 2)).join(', ')}; activity ${cpu.crawl.map((c) => fmt((c.crawler ?? 0) / N, 2)).join(', ')}`);
+  const gcLine = (g: typeof gc[]) => g.map((x) => `${x.major}/${fmt(x.majorMs, 0)}/${fmt(x.minorMs, 0)}`).join(', ');
+  console.log(`GC by round (full collections / their ms / scavenge ms): sharp alone ${gcLine(gcByRound.sharp)}; activity ${gcLine(gcByRound.crawl)}`);
   console.log(`creating a file in the bench's directory: ${createUs.join(' us before, ')} us after (median; ~30 us unless many files were removed in the last minutes)`);
   console.log(`ratio by round ${rounds.map((r) => fmt(r.ratio)).join(', ')}: median ${fmt(ratio)} (target >= 0.9); peak RSS ${peakRssMb()} MB`);
   console.log(JSON.stringify({
