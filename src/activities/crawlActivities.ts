@@ -82,6 +82,10 @@ export function createCrawlActivities(deps: CrawlDeps) {
   async function fetchBatch(input: FetchBatchInput): Promise<FetchBatchResult> {
     if (!Array.isArray(input.items) || !input.schedule) throw ApplicationFailure.nonRetryable('fetchBatch needs items and a schedule', 'InvalidInput');
     const ctx = Context.current();
+    // How long the grant took to get here: the monitor leads later windows by about as much. A
+    // retry's start says nothing about that trip.
+    const issuedMs = input.schedule.issuedMs;
+    const dispatchMs = ctx.info.attempt === 1 && issuedMs !== undefined ? Math.max(0, Date.now() - issuedMs) : undefined;
     const prior = ctx.info.heartbeatDetails as Progress | undefined;
     const done: Done = new Map((prior?.done ?? []).map(([i, outcome, extra]) => [i, { outcome, extra }]));
     // Where each URL's redirects have got to: from the batch (an earlier grant), then from this
@@ -106,7 +110,8 @@ export function createCrawlActivities(deps: CrawlDeps) {
       const earlier = await attempt.takeOver();
       for (const [i, d] of earlier?.done ?? []) if (!done.has(i)) done.set(i, d);
       for (const [i, hop] of earlier?.hops ?? []) if (hop.redirects > (hops.get(i)?.redirects ?? 0)) hops.set(i, hop);
-      return await crawlGrant(input, ctx, done, hops, beat, attempt.superseded);
+      const result = await crawlGrant(input, ctx, done, hops, beat, attempt.superseded);
+      return dispatchMs !== undefined ? { ...result, dispatchMs } : result;
     } finally {
       clearInterval(ticker);
       attempt.release({ done, hops });

@@ -3,6 +3,7 @@ import { DEFAULT_ADAPTIVE, isHeld, newAdaptiveState, onLatencyElevated, onThrott
 import { clearWindow, DEFAULT_BREAKER, newBreakerState, recordSample, shouldCoolDown, shouldHalt, windowCounts, type BreakerConfig, type BreakerState } from './breaker';
 import { healthSample, isThrottle } from './classify';
 import { DEFAULT_LATENCY, latencyElevated, newLatencyState, recordTtfb, resetRecent, type LatencyConfig, type LatencyState } from './latency';
+import { grantLeadMs, learnDispatch } from './grantLead';
 import { newPacerState, planWindow, windowLengthMs, type PacerState, type PlannedGrant, type Want } from './pacing';
 import { targetRate } from './targetRate';
 
@@ -66,6 +67,11 @@ export interface GovernorState {
    * carried from before it existed.
    */
   siteMaxRate?: number;
+  /**
+   * How long a grant has been taking to reach its fetch activity, learnt from reports (see
+   * grantLead.ts); absent until the first report that carries one, and the configured lead applies.
+   */
+  dispatchMs?: number;
 }
 
 export interface PolicyEvent {
@@ -172,9 +178,22 @@ export class Governor {
     return windowLengthMs(this.rate);
   }
 
-  /** When the next window should be planned: early enough for the batch to start in time. */
+  /** How far ahead of now the next window starts. */
+  leadMs(): number {
+    return grantLeadMs(this.cfg.grantLeadMs, this.state.dispatchMs);
+  }
+
+  /** A fetch activity took this long to start after its grant was issued. */
+  noteDispatch(ms: number): void {
+    this.state.dispatchMs = learnDispatch(this.state.dispatchMs, ms);
+  }
+
+  /**
+   * When the next window should be planned: early enough for the batch to start in time, and at
+   * least a lead before the timeline frees up, so that a long lead leaves no gap between windows.
+   */
   nextPlanAtMs(): number {
-    const lookahead = Math.min(this.windowMs() / 2, 2_000);
+    const lookahead = Math.max(Math.min(this.windowMs() / 2, 2_000), this.leadMs());
     return this.state.pacer.nextFreeMs - lookahead;
   }
 
@@ -193,7 +212,7 @@ export class Governor {
     const paced = this.rate * (1 - this.cfg.pacingMargin);
     const planned = planWindow(
       this.state.pacer,
-      { nowMs, rate: paced, burst: this.state.burst, leadMs: this.cfg.grantLeadMs, windowMs: stretchedWindowMs(windowLengthMs(paced), stretch) },
+      { nowMs, rate: paced, burst: this.state.burst, leadMs: this.leadMs(), windowMs: stretchedWindowMs(windowLengthMs(paced), stretch) },
       wants,
     );
     return planned.map((g) => ({ ...g, grantId: this.state.nextGrantId++ }));

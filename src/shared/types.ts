@@ -48,10 +48,12 @@ export interface Grant {
   slots: number;
   /** Of those, how many may go at startMs without spacing (the configured burst). */
   burstSlots: number;
+  /** Epoch ms (workflow time) when the monitor issued the grant; absent from older grants. */
+  issuedMs?: number;
 }
 
 /** The pacing schedule handed to the fetch activity along with its URLs. */
-export type PacingSchedule = Pick<Grant, 'startMs' | 'endMs' | 'intervalMs' | 'burstSlots'>;
+export type PacingSchedule = Pick<Grant, 'startMs' | 'endMs' | 'intervalMs' | 'burstSlots' | 'issuedMs'>;
 
 export interface TokenRequest {
   batchId: string;
@@ -73,6 +75,8 @@ export interface OutcomeReport {
   retryAfterMs?: number;
   /** Set when the activity stopped because robots.txt asks for more time between requests (FetchBatchResult.crawlDelayMs). */
   crawlDelayMs?: number;
+  /** How long the grant took to reach its fetch activity (FetchBatchResult.dispatchMs). */
+  dispatchMs?: number;
   /**
    * The batch's token request, carried along so that a grant's round trip costs one signal
    * (and its history events) instead of two.
@@ -162,6 +166,11 @@ export interface FetchBatchResult {
    * the grant's slots leave: the activity sent nothing more and handed the rest back.
    */
   crawlDelayMs?: number;
+  /**
+   * From the grant's issue (workflow time) to the start of this activity's first attempt, ms:
+   * the monitor leads its windows by about this much (see politeness/grantLead.ts).
+   */
+  dispatchMs?: number;
   /**
    * Slots that served no URL: late wake-ups moved them past the grant's end, the worker could not
    * get the request out by its send-by time (it is busy), a URL waited for image work, or

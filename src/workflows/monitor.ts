@@ -51,6 +51,7 @@ export async function crawlMonitorWorkflow(input: MonitorInput): Promise<Monitor
   setHandler(reportOutcomesSignal, (report) => {
     // Only activities of this version report a Crawl-delay; a history from before it replays without.
     if (report.crawlDelayMs !== undefined && !patched('honour-crawl-delay')) report = { ...report, crawlDelayMs: undefined };
+    if (report.dispatchMs !== undefined && patched('adaptive-grant-lead')) m.governor.noteDispatch(report.dispatchMs);
     announce(m.onReport(report, Date.now()));
     if (report.tokens) wake();
   });
@@ -123,7 +124,9 @@ export async function crawlMonitorWorkflow(input: MonitorInput): Promise<Monitor
 
     for (const g of m.planGrants(now)) {
       try {
-        await getExternalWorkflowHandle(g.batchId).signal(grantSignal, g);
+        // The time of issue lets the fetch activity report how long the grant took to reach it,
+        // which sets the lead of later windows (politeness/grantLead.ts).
+        await getExternalWorkflowHandle(g.batchId).signal(grantSignal, patched('adaptive-grant-lead') ? { ...g, issuedMs: now } : g);
       } catch (err) {
         log.warn('grant not delivered; batch gone', { batchId: g.batchId, error: String(err) });
         m.onBatchFinished({ batchId: g.batchId, chunkId: '', urls: 0 });

@@ -193,6 +193,19 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     }
   });
 
+  it('reports how long its grant took to reach it (the monitor leads later windows by as much), on a first attempt only', async () => {
+    await run(['/good.png']); // robots.txt warm
+    const grant = input(['/good.png']);
+    grant.schedule.issuedMs = Date.now() - 2_500;
+    const first = (await new MockActivityEnvironment().run(acts.fetchBatch, grant)) as FetchBatchResult;
+    expect(first.dispatchMs).toBeGreaterThanOrEqual(2_500);
+    expect(first.dispatchMs).toBeLessThan(4_500);
+    const retried = (await new MockActivityEnvironment({ attempt: 2 }).run(acts.fetchBatch, { ...grant, grantId: 2 })) as FetchBatchResult;
+    expect(retried.dispatchMs).toBeUndefined();
+    const older = (await new MockActivityEnvironment().run(acts.fetchBatch, { ...input(['/good.png']), grantId: 3 })) as FetchBatchResult;
+    expect(older.dispatchMs).toBeUndefined();
+  });
+
   it('stops at a 503, hands the rest of the grant back and reports the Retry-After', async () => {
     const before = origin.requests.length;
     const { result, by } = await run(['/good.png', '/busy.jpg', '/good.jpg', '/rotated.jpg']);
