@@ -19,13 +19,6 @@ export interface BatchInput {
   monitorId: string;
   chunk: WorkChunk;
   maxAttempts: number;
-  /**
-   * Set when the monitor took the chunk's URL count as this batch's first token request when
-   * it started it (and may have sent a grant already): the batch asks only if it holds fewer
-   * URLs than that (an earlier run recorded some). Saves a signal and a workflow task in each
-   * workflow per batch.
-   */
-  askedFor?: number;
 }
 
 export interface BatchResult {
@@ -104,8 +97,7 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
     let remaining = pending.length;
     const grants: Grant[] = [];
     let grantsSeen = 0;
-    // The monitor's view of us when it started us, if it said so (see askedFor).
-    let lastAsk: string | null = input.askedFor !== undefined && input.askedFor === pending.length ? `${pending.length}/0` : null;
+    let lastAsk: string | null = null;
     /** What the monitor must know of us: a request is sent only when this changed. */
     const ask = () => `${pending.length}/${grantsSeen}`;
     /** The token request as of now; remembered so the main loop does not send it again. */
@@ -192,9 +184,13 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
       const outcomes = finals.flatMap((cls): RequestOutcome[] => (cls === null ? [] : [{ url: '', cls, sent: false, final: true, attempt: 0 }]));
       await signalMonitor(input.monitorId, reportOutcomesSignal, { batchId, grantId: 0, outcomes, unused: 0, tokens: tokens() });
     }
-    // Uses the grants that have arrived; a grant can come before the first request when the
-    // monitor asked for us (askedFor).
-    const takeGrants = async () => {
+    while (remaining > 0) {
+      if (pending.length > 0 && ask() !== lastAsk) {
+        await signalMonitor(input.monitorId, requestTokensSignal, { batchId, ...tokens() });
+      }
+      const seenBefore = grantsSeen;
+      const pendingBefore = pending.length;
+      await condition(() => grants.length > 0 || remaining === 0 || pending.length !== pendingBefore || grantsSeen !== seenBefore);
       while (grants.length > 0) {
         const g = grants.shift()!;
         const indices = pending.splice(0, g.slots);
@@ -215,19 +211,6 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
       // The monitor subtracts the slots of every grant it sent from our last request, so using a
       // grant needs no new request: its view already matches ours.
       lastAsk = ask();
-    };
-    // Batches the monitor asked for use what arrived before asking: asking first with a grant
-    // seen but not yet used would ask for its URLs twice. (Earlier batches keep their order.)
-    const grantsFirst = input.askedFor !== undefined;
-    while (remaining > 0) {
-      if (grantsFirst) await takeGrants();
-      if (pending.length > 0 && ask() !== lastAsk) {
-        await signalMonitor(input.monitorId, requestTokensSignal, { batchId, ...tokens() });
-      }
-      const seenBefore = grantsSeen;
-      const pendingBefore = pending.length;
-      await condition(() => grants.length > 0 || remaining === 0 || pending.length !== pendingBefore || grantsSeen !== seenBefore);
-      await takeGrants();
     }
     await condition(() => running === 0);
 

@@ -96,22 +96,17 @@ export async function crawlMonitorWorkflow(input: MonitorInput): Promise<Monitor
     for (const chunk of m.takeChunksToStart()) {
       const batchId = `${workflowInfo().workflowId}/batch:${chunk.chunkId}`;
       m.batchStarted(batchId, chunk);
-      // The chunk's URL count stands for the new batch's first token request, so its first grant
-      // can go as soon as it has started, without a request signal and a workflow task on both sides.
-      const askFor = patched('grant-on-batch-start');
       try {
         await startChild(crawlBatchWorkflow, {
           workflowId: batchId,
           taskQueue: batchQueue,
-          args: [{ source: m.state.source, monitorId: workflowInfo().workflowId, chunk, maxAttempts: m.state.options.maxAttempts, ...(askFor ? { askedFor: chunk.count } : {}) }],
+          args: [{ source: m.state.source, monitorId: workflowInfo().workflowId, chunk, maxAttempts: m.state.options.maxAttempts }],
           // Batches outlive a monitor run that continues-as-new; they find it again by id.
           parentClosePolicy: ParentClosePolicy.ABANDON,
           // A batch of the chunk that was cancelled (its crawl was stopped) or failed may run
           // again: the new run skips the URLs the earlier one recorded. A completed one may not.
           workflowIdReusePolicy: patched('batch-restart-after-stop') ? WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY : WorkflowIdReusePolicy.REJECT_DUPLICATE,
         });
-        // Only a batch we started: one adopted from an earlier run asks for itself.
-        if (askFor) m.assumeFirstRequest(batchId, chunk.count);
       } catch (err) {
         // Already started (a previous run of this monitor did it before continuing-as-new,
         // or the same chunk was added twice): it will report to us by id all the same.

@@ -21,20 +21,6 @@ describe('MonitorModel token bookkeeping', () => {
     expect(m.wants()[0]!.wanted).toBe(500 - first[0]!.slots);
   });
 
-  it('grants a batch it has just started its chunk\'s URLs without waiting for a request, unless the batch asked first', () => {
-    const { m, batchId } = modelWithBatch();
-    m.assumeFirstRequest(batchId, 500);
-    const [g1] = m.planGrants(T0);
-    expect(g1).toMatchObject({ batchId });
-    expect(m.wants()[0]!.wanted).toBe(500 - g1!.slots);
-    // A batch that found 480 of its URLs recorded by an earlier run asked for 20 before the
-    // monitor got round to assuming: its own figure stands.
-    const other = modelWithBatch();
-    other.m.onTokenRequest({ batchId: other.batchId, unassigned: 20, grantsSeen: 0 });
-    other.m.assumeFirstRequest(other.batchId, 500);
-    expect(other.m.wants()[0]!.wanted).toBe(20);
-  });
-
   it('takes the token request carried by an outcome report, including slots handed back', () => {
     const { m, batchId } = modelWithBatch();
     m.onTokenRequest({ batchId, unassigned: 500, grantsSeen: 0 });

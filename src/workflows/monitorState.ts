@@ -43,8 +43,6 @@ export interface BatchEntry {
   grantsSent: number;
   /** Slots of grants the batch had not yet seen at its last request: [grant seq, slots]. */
   unseen: [number, number][];
-  /** The batch has sent a token request of its own (absent in states from before it was kept). */
-  asked?: boolean;
 }
 
 export interface MonitorState {
@@ -203,20 +201,8 @@ export class MonitorModel {
   onTokenRequest(req: TokenRequest): void {
     const b = this.state.batches.find((x) => x.batchId === req.batchId);
     if (!b) return;
-    b.asked = true;
     b.unassigned = req.unassigned;
     b.unseen = b.unseen.filter(([seq]) => seq > req.grantsSeen);
-  }
-
-  /**
-   * A batch just started holds its chunk's URLs: take that as its first request, so its first
-   * grant needs no request signal. Unless it has asked already (it had fewer URLs to crawl: an
-   * earlier run recorded some), since its own figure is the right one.
-   */
-  assumeFirstRequest(batchId: string, urls: number): void {
-    const b = this.state.batches.find((x) => x.batchId === batchId);
-    if (!b || b.asked) return;
-    b.unassigned = urls;
   }
 
   onReport(report: OutcomeReport, nowMs: number): PolicyEvent[] {

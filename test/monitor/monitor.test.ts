@@ -337,26 +337,6 @@ describe('crawl monitor (time-skipping server)', () => {
     });
   });
 
-  it('grants a new batch its chunk without a token request, with its bookkeeping as local activities', async () => {
-    const { taskQueue, workflowId } = ids();
-    const { grants, acts } = scriptedActivities(() => ({ cls: 'done', status: 200 }));
-    const worker = await monitorWorker(env, taskQueue, acts);
-    const stats = await worker.runUntil(env.client.workflow.execute(crawlMonitorWorkflow, {
-      taskQueue, workflowId, args: [{ source: 'small.test', config: { rate: 1 }, work: chunksOf('small.test', 3, 3) }],
-    }));
-    expect(stats.counts.done).toBe(3);
-    expect(grants).toHaveLength(1);
-    const batchId = grants[0]!.batchId;
-    const events = (await env.client.workflow.getHandle(batchId).fetchHistory()).events ?? [];
-    const signalsSent = events.flatMap((e) => (e.signalExternalWorkflowExecutionInitiatedEventAttributes ? [e.signalExternalWorkflowExecutionInitiatedEventAttributes.signalName] : []));
-    // One report with the outcomes, one to say the batch has finished: no request for tokens.
-    expect(signalsSent).toEqual(['reportOutcomes', 'batchFinished']);
-    const activities = events.flatMap((e) => (e.activityTaskScheduledEventAttributes ? [e.activityTaskScheduledEventAttributes.activityType?.name] : []));
-    expect(activities).toEqual(['fetchBatch']);
-    const history = await env.client.workflow.getHandle(batchId).fetchHistory();
-    await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, history, batchId);
-  });
-
   it('replays its own recorded history deterministically', async () => {
     const { taskQueue, workflowId } = ids();
     const { acts } = scriptedActivities((url) => (indexOf(url) % 5 === 0 ? { cls: 'error', status: 503, retryAfterMs: 3_000 } : { cls: 'done', status: 200 }));
