@@ -9,22 +9,28 @@
  * of CPU, which made the queue longer still.
  *
  * The fetch activity reports how long its grant took to reach it (`dispatchMs`, first attempt
- * only); the monitor keeps a learnt value that jumps up to a slower trip at once (a slow trip
- * wastes slots) and comes down by a share of the difference with each faster one.
+ * only); the monitor keeps a learnt value that follows slower trips quickly but not at once
+ * (at most doubling plus a second per trip: one 66 s trip, as when a batch's first grant met a
+ * queue of 2,000 new workflows, would otherwise have idled the source for the 15 s maximum
+ * before each of its next grants), and comes down by a share of the difference with each
+ * faster one.
  */
 
 /** Never lead by more than this: a longer trip means the worker is down, and its slots are lost anyway. */
 export const MAX_LEAD_MS = 15_000;
 /** Weight of a faster trip in the learnt value. */
 const DECAY = 0.3;
+/** A slower trip raises the learnt value to at most twice itself plus this. */
+const STEP_MS = 1_000;
 /** Added to the learnt trip: the next one varies. */
 const MARGIN = 1.25;
 
 /** The learnt dispatch time after one more observed trip. */
 export function learnDispatch(previous: number | undefined, observedMs: number): number {
   const sample = Math.min(MAX_LEAD_MS, Math.max(0, observedMs));
-  if (previous === undefined || sample >= previous) return sample;
-  return previous + DECAY * (sample - previous);
+  const prev = previous ?? 0;
+  if (sample >= prev) return Math.min(sample, 2 * prev + STEP_MS);
+  return prev + DECAY * (sample - prev);
 }
 
 /** The lead for the next window: the configured one, or the learnt trip with a margin when longer. */

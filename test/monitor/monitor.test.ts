@@ -337,6 +337,24 @@ describe('crawl monitor (time-skipping server)', () => {
     });
   });
 
+  it('keeps a batch\'s chunk reading, record listing and done-marker out of the task queue (local activities)', async () => {
+    const { taskQueue, workflowId } = ids();
+    const { grants, acts } = scriptedActivities(() => ({ cls: 'done', status: 200 }));
+    const worker = await monitorWorker(env, taskQueue, acts);
+    const stats = await worker.runUntil(env.client.workflow.execute(crawlMonitorWorkflow, {
+      taskQueue, workflowId, args: [{ source: 'small.test', config: { rate: 1 }, work: chunksOf('small.test', 3, 3) }],
+    }));
+    expect(stats.counts.done).toBe(3);
+    const batch = env.client.workflow.getHandle(grants[0]!.batchId);
+    const history = await batch.fetchHistory();
+    const events = history.events ?? [];
+    const activities = events.flatMap((e) => (e.activityTaskScheduledEventAttributes ? [e.activityTaskScheduledEventAttributes.activityType?.name] : []));
+    expect(activities).toEqual(['fetchBatch']);
+    // Inline chunks need no loading: the record listing and the done-marker.
+    expect(events.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity')).toHaveLength(2);
+    await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, history, grants[0]!.batchId);
+  });
+
   it('replays its own recorded history deterministically', async () => {
     const { taskQueue, workflowId } = ids();
     const { acts } = scriptedActivities((url) => (indexOf(url) % 5 === 0 ? { cls: 'error', status: 503, retryAfterMs: 3_000 } : { cls: 'done', status: 200 }));
