@@ -21,6 +21,13 @@ describe('MonitorModel token bookkeeping', () => {
     expect(m.wants()[0]!.wanted).toBe(500 - first[0]!.slots);
   });
 
+  it('shows the grant lead it uses in its stats: 300 ms until grants are seen to take longer', () => {
+    const { m } = modelWithBatch();
+    expect(m.stats(T0).tokens.leadMs).toBe(300);
+    for (let k = 0; k < 3; k++) m.governor.noteDispatch(2_000);
+    expect(m.stats(T0).tokens.leadMs).toBe(2_500);
+  });
+
   it('takes the token request carried by an outcome report, including slots handed back', () => {
     const { m, batchId } = modelWithBatch();
     m.onTokenRequest({ batchId, unassigned: 500, grantsSeen: 0 });

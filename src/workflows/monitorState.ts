@@ -95,8 +95,11 @@ export interface MonitorStats {
   counts: Counts;
   urls: { total: number; finished: number; queuedChunks: number; inBatches: number };
   batches: { active: number; finished: number };
-  /** `missed`: slots that served no URL: the worker was too busy to send in time (add workers if high), or robots.txt took the slot. */
-  tokens: { granted: number; unused: number; missed: number; wanted: number; nextWindowAt: string | null };
+  /**
+   * `missed`: slots that served no URL: the worker was too busy to send in time (add workers if high), or robots.txt took the slot.
+   * `leadMs`: how far ahead of its issue a grant's window starts, learnt from how long grants take to reach their activity (300 on an idle worker).
+   */
+  tokens: { granted: number; unused: number; missed: number; wanted: number; nextWindowAt: string | null; leadMs: number };
   breaker: { windowRequests: number; windowErrors: number; consecutiveErrors: number; last50: string };
   latency: { baselineMs: number | null; recentMedianMs: number | null };
   alerts: string[];
@@ -320,6 +323,7 @@ export class MonitorModel {
         missed: this.state.missedSlots,
         wanted: this.wants().reduce((s, w) => s + w.wanted, 0),
         nextWindowAt: g.pacer.nextFreeMs > 0 ? new Date(g.pacer.nextFreeMs).toISOString() : null,
+        leadMs: Math.round(this.governor.leadMs()),
       },
       breaker: {
         windowRequests: breakerWindow.requests,
