@@ -160,6 +160,8 @@ export function monitoringUpdate(statuses: SourceStatus[], previous?: { atMs: nu
       content: st.counts.content, robots: st.counts.robots, refused: st.counts.refused, finished: st.urls.finished, total: st.urls.total,
       breaker: `${st.breaker.windowErrors}/${st.breaker.windowRequests} in 60s, ${st.breaker.consecutiveErrors} consecutive`,
       retryAfterUntil: st.retryAfterUntil,
+      // Counts from its last answer (StatusPoller): say that this one went unanswered.
+      ...(s.unanswered ? { note: s.unanswered.note } : {}),
     };
   }
   const imagesPerS = previous ? Math.round(((done - previous.done) * 1000 / Math.max(1, nowMs - previous.atMs)) * 100) / 100 : null;

@@ -30,4 +30,18 @@ describe('StatusPoller', () => {
     expect(asked).not.toContain('s0');
     expect(poller.statuses().find((s) => s.source === 's2')!.workflowStatus).toBe('COMPLETED');
   });
+
+  it('keeps the counts a running source last answered with when a later query goes unanswered', async () => {
+    const stats = { urls: { finished: 2, total: 3 } } as unknown as NonNullable<SourceStatus['stats']>;
+    let answer = true;
+    const poller = new StatusPoller(['s0'], async (source) => (answer
+      ? { source, workflowStatus: 'RUNNING', stats }
+      : { source, workflowStatus: 'RUNNING', stats: null, unanswered: { note: 'no worker answered within 10 s' } }));
+    await poller.poll();
+    answer = false;
+    const [s] = await poller.poll();
+    expect(s).toMatchObject({ stats: { urls: { finished: 2, total: 3 } }, unanswered: { note: 'no worker answered within 10 s' } });
+    answer = true;
+    expect((await poller.poll())[0]!.unanswered).toBeUndefined();
+  });
 });
