@@ -16,7 +16,7 @@ import { StatusPoller } from '../crawl/statusPoller';
 import { startDemoSite } from '../demo/demo';
 import { storeFromEnv } from '../pipeline/store';
 import { invalidRate } from '../politeness/targetRate';
-import { pauseUpdate, resumeUpdate, setRateUpdate } from '../workflows/messages';
+import { pauseUpdate, resumeUpdate, setMaxRateUpdate, setRateUpdate } from '../workflows/messages';
 import { installTemporalRuntime } from '../temporal/runtime';
 
 const DEFAULT_DATA_DIR = process.env.CRAWL_DATA_DIR ?? path.resolve('.crawl-data');
@@ -265,6 +265,13 @@ export function buildProgram(): Command {
     .argument('<rate>', 'requests/s', parseRate)
     .option('--burst <n>', 'extra requests allowed at once', (v) => Number(v))
     .action(async (source: string, rate: number, opts: { burst?: number }) => { await onMonitors([source], false, (h, answered) => answered(() => h.executeUpdate(setRateUpdate, { args: [{ rate, burst: opts.burst }] }))); });
+  // `--max-rate` reaches only the monitors a command starts; this changes it for running ones.
+  program.command('set-max-rate').description('set the global ceiling (requests/s per source) of running crawls; `none` lifts it')
+    .argument('<rate>', 'requests/s, or none', (v: string) => (v === 'none' ? null : parseRate(v)))
+    .argument('[sources...]').option('--all', 'every running crawl monitor')
+    .action(async (maxRate: number | null, sources: string[], opts: { all?: boolean }) => {
+      await onMonitors(sources, opts.all, (h, answered) => answered(() => h.executeUpdate(setMaxRateUpdate, { args: [{ maxRate }] })));
+    });
   operator('stop', 'stop crawling sources for good (their monitors complete)')
     .action(async (sources: string[], opts: { all?: boolean }) => {
       await onMonitors(sources, opts.all, async (h, answered) => {

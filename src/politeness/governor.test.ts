@@ -37,3 +37,28 @@ describe('Governor and a robots.txt Crawl-delay', () => {
     expect(h.rate).toBe(4);
   });
 });
+
+describe('Governor and a global ceiling set while it runs', () => {
+  it('caps the target and the rate at once, ramps back up when it is raised, and keeps the source\'s own rate and the site\'s limit', () => {
+    const g = Governor.create('big.example', { rate: 40 }, T0);
+    g.setCeiling(10, T0);
+    expect(g.state.target).toBe(10);
+    expect(g.rate).toBe(10);
+    expect(g.cfg.globalCeiling).toBe(10);
+    expect(DEFAULT_GOVERNOR.globalCeiling).toBeUndefined();
+    // An operator's set-rate stays under it.
+    g.setRate(30, undefined, T0);
+    expect(g.state.target).toBe(10);
+    // Lifted: the target is the source's own rate again (set-rate's 30), reached by ramping.
+    g.setCeiling(undefined, T0 + 1_000);
+    expect(g.state.target).toBe(30);
+    expect(g.rate).toBe(10);
+    g.tick(T0 + 60_000);
+    expect(g.rate).toBeGreaterThan(10);
+    expect(g.rate).toBeLessThanOrEqual(30);
+    // Never above what the site's robots.txt asks for.
+    g.applyCrawlDelay(1_000, T0 + 61_000);
+    g.setCeiling(50, T0 + 62_000);
+    expect(g.state.target).toBe(1);
+  });
+});

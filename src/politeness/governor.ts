@@ -84,7 +84,8 @@ export function emptyCounts(): Counts {
 }
 
 export class Governor {
-  constructor(public readonly state: GovernorState, public readonly cfg: GovernorConfig = DEFAULT_GOVERNOR) {}
+  // Replaced, never changed in place: it may be DEFAULT_GOVERNOR itself.
+  constructor(public readonly state: GovernorState, public cfg: GovernorConfig = DEFAULT_GOVERNOR) {}
 
   static create(source: string, sourceConfig: SourceConfig, nowMs: number, cfg: GovernorConfig = DEFAULT_GOVERNOR): Governor {
     const target = targetRate({ imageCount: sourceConfig.imageCount, explicitRate: sourceConfig.rate, globalCeiling: cfg.globalCeiling });
@@ -260,6 +261,20 @@ export class Governor {
     s.adaptive.lastRampMs = nowMs;
     if (burst !== undefined && s.siteMaxRate === undefined) s.burst = burst;
     return { event: 'rate-set', detail: `target ${fmt(s.target)}/s burst ${s.burst}` };
+  }
+
+  /**
+   * A new global ceiling (undefined: none) for a crawl already running: the target is worked
+   * out again from the source's own rate under it. A lower ceiling applies at once; under a
+   * higher one the rate ramps up to the new target as after a back-off.
+   */
+  setCeiling(ceiling: number | undefined, nowMs: number): PolicyEvent {
+    const s = this.state;
+    this.cfg = { ...this.cfg, globalCeiling: ceiling };
+    s.target = Math.min(targetRate({ imageCount: s.sourceConfig.imageCount, explicitRate: s.sourceConfig.rate, globalCeiling: ceiling }), s.siteMaxRate ?? Infinity);
+    s.adaptive.rate = Math.min(s.adaptive.rate, s.target);
+    s.adaptive.lastRampMs = nowMs;
+    return { event: 'rate-set', detail: `global ceiling ${ceiling === undefined ? 'none' : `${fmt(ceiling)}/s`}; target ${fmt(s.target)}/s` };
   }
 
   stop(): PolicyEvent {

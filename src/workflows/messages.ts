@@ -11,6 +11,8 @@ export const pauseUpdate = defineUpdate<string, []>('pause');
 // The argument may be omitted from the Temporal CLI; the handler treats a missing one as {}.
 export const resumeUpdate = defineUpdate<string, [ResumeInput]>('resume');
 export const setRateUpdate = defineUpdate<string, [SetRateInput]>('setRate');
+/** A new global ceiling for a running crawl (`maxRate: null` lifts it). */
+export const setMaxRateUpdate = defineUpdate<string, [SetMaxRateInput]>('setMaxRate');
 export const stopUpdate = defineUpdate<string, []>('stop');
 /** Adds chunks or ranges of chunks; chunks already seen are ignored, so re-sending is harmless. */
 export const addWorkSignal = defineSignal<[WorkItem[]]>('addWork');
@@ -34,6 +36,10 @@ export interface ResumeInput {
 export interface SetRateInput {
   rate: number;
   burst?: number;
+}
+
+export interface SetMaxRateInput {
+  maxRate: number | null;
 }
 
 export interface BatchFinished {

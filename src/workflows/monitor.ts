@@ -10,7 +10,7 @@ import type { WorkItem } from '../shared/types';
 import { crawlBatchWorkflow } from './batch';
 import {
   addWorkSignal, batchFinishedSignal, batchStoppedSignal, grantSignal, pauseUpdate, pingSignal, reportOutcomesSignal, requestTokensSignal, resumeUpdate,
-  setRateUpdate, statsQuery, stopUpdate, type ResumeInput, type SetRateInput,
+  setMaxRateUpdate, setRateUpdate, statsQuery, stopUpdate, type ResumeInput, type SetMaxRateInput, type SetRateInput,
 } from './messages';
 import { MonitorModel, type MonitorInput, type MonitorStats } from './monitorState';
 
@@ -82,6 +82,17 @@ export async function crawlMonitorWorkflow(input: MonitorInput): Promise<Monitor
       if (!arg || typeof arg !== 'object') throw new Error('setRate needs {"rate": <requests per second>, "burst"?: <n>}');
       assertValid(invalidRate(arg.rate));
       if (arg.burst !== undefined) assertValid(invalidBurst(arg.burst));
+    },
+  });
+  setHandler(setMaxRateUpdate, (arg: SetMaxRateInput) => {
+    announce([m.governor.setCeiling(arg.maxRate ?? undefined, Date.now())]);
+    const { target, siteMaxRate } = m.state.governor;
+    const ceiling = arg.maxRate === null ? 'no global ceiling' : `global ceiling ${arg.maxRate}/s`;
+    return `${ceiling}, target ${Math.round(target * 1000) / 1000}/s${siteMaxRate !== undefined && target === siteMaxRate ? ' (capped by the site\'s robots.txt Crawl-delay)' : ''}`;
+  }, {
+    validator: (arg: SetMaxRateInput) => {
+      if (!arg || typeof arg !== 'object' || !('maxRate' in arg)) throw new Error('setMaxRate needs {"maxRate": <requests per second> | null}');
+      if (arg.maxRate !== null) assertValid(invalidRate(arg.maxRate));
     },
   });
   setHandler(stopUpdate, () => { announce([m.governor.stop()]); return 'stopped'; });
@@ -163,7 +174,10 @@ export async function crawlMonitorWorkflow(input: MonitorInput): Promise<Monitor
     const info = workflowInfo();
     if (info.continueAsNewSuggested || info.historyLength > m.state.options.maxHistoryEvents) {
       await condition(allHandlersFinished);
-      await continueAsNew<typeof crawlMonitorWorkflow>({ source: m.state.source, carried: m.state, governorConfig: input.governorConfig });
+      // The ceiling as it is now: setMaxRate may have changed the one the crawl started with.
+      const { globalCeiling } = m.governor.cfg;
+      const governorConfig = globalCeiling === input.governorConfig?.globalCeiling ? input.governorConfig : { ...input.governorConfig, globalCeiling };
+      await continueAsNew<typeof crawlMonitorWorkflow>({ source: m.state.source, carried: m.state, governorConfig });
     }
 
     const wakeAt = m.nextWakeMs(Date.now());

@@ -6,7 +6,7 @@ import { chunksOf, indexOf, monitorWorker, scriptedActivities, sendTimes } from 
 import { ceilings, maxInAnyWindow } from '../../src/politeness/pacing';
 import { crawlBatchWorkflow } from '../../src/workflows/batch';
 import { crawlMonitorWorkflow } from '../../src/workflows/monitor';
-import { resumeUpdate, setRateUpdate, statsQuery, stopUpdate } from '../../src/workflows/messages';
+import { resumeUpdate, setMaxRateUpdate, setRateUpdate, statsQuery, stopUpdate } from '../../src/workflows/messages';
 import { CRAWL_STATE } from '../../src/temporal/searchAttributes';
 import { WORKFLOWS_PATH } from '../../src/workers/worker';
 import { actOnHalted } from '../../src/crawl/run';
@@ -230,10 +230,17 @@ describe('crawl monitor (time-skipping server)', () => {
         answer = await within(current.executeUpdate(setRateUpdate, { args: [{ rate: 25, burst: 2 }] }).catch(() => undefined), 15_000);
       }
       expect(answer).toMatch(/target 25/);
+      // A global ceiling set on the running crawl (`crawl set-max-rate`) caps it and survives too.
+      let capped: string | undefined;
+      for (let attempt = 0; attempt < 4 && capped === undefined; attempt++) {
+        capped = await within(current.executeUpdate(setMaxRateUpdate, { args: [{ maxRate: 22 }] }).catch(() => undefined), 15_000);
+      }
+      expect(capped).toBe('global ceiling 22/s, target 22/s');
       const final = await handle.result();
       const latest = await env.client.workflow.getHandle(workflowId).describe();
       expect(latest.runId).not.toBe(firstRunId); // it did continue-as-new
-      expect(final.target).toBe(25); // operator settings survived
+      expect(final.target).toBe(22); // operator settings survived
+      expect(final.maxRate).toBe(22);
       expect(final.burst).toBe(2);
       const linkrot = Array.from({ length: 1200 }, (_, i) => i).filter((i) => i % 11 === 5).length;
       expect(final.counts.linkrot).toBe(linkrot);
@@ -332,6 +339,8 @@ describe('crawl monitor (time-skipping server)', () => {
       await expect(handle.executeUpdate(setRateUpdate, { args: [{ rate: -3 }] })).rejects.toMatchObject(rejection(/greater than 0/));
       await expect(handle.executeUpdate(setRateUpdate, { args: [{ rate: 2, burst: 1.5 }] })).rejects.toMatchObject(rejection(/burst must be a whole number/));
       await expect(handle.executeUpdate(resumeUpdate, { args: [{ rate: -1 }] })).rejects.toMatchObject(rejection(/greater than 0/));
+      await expect(handle.executeUpdate(setMaxRateUpdate, { args: [{ maxRate: 0 }] })).rejects.toMatchObject(rejection(/greater than 0/));
+      await expect(handle.executeUpdate(setMaxRateUpdate, { args: [{} as never] })).rejects.toMatchObject(rejection(/setMaxRate needs \{"maxRate"/));
       expect((await handle.query(statsQuery)).target).toBe(1);
       await handle.result();
     });
