@@ -256,7 +256,7 @@ export class Governor {
   setRate(rate: number, burst: number | undefined, nowMs: number): PolicyEvent {
     const s = this.state;
     s.sourceConfig = { ...s.sourceConfig, rate, ...(burst !== undefined ? { burst } : {}) };
-    s.target = Math.min(targetRate({ explicitRate: rate, globalCeiling: this.cfg.globalCeiling }), s.siteMaxRate ?? Infinity);
+    s.target = this.sourceTarget();
     s.adaptive.rate = s.target;
     s.adaptive.lastRampMs = nowMs;
     if (burst !== undefined && s.siteMaxRate === undefined) s.burst = burst;
@@ -271,10 +271,16 @@ export class Governor {
   setCeiling(ceiling: number | undefined, nowMs: number): PolicyEvent {
     const s = this.state;
     this.cfg = { ...this.cfg, globalCeiling: ceiling };
-    s.target = Math.min(targetRate({ imageCount: s.sourceConfig.imageCount, explicitRate: s.sourceConfig.rate, globalCeiling: ceiling }), s.siteMaxRate ?? Infinity);
+    s.target = this.sourceTarget();
     s.adaptive.rate = Math.min(s.adaptive.rate, s.target);
     s.adaptive.lastRampMs = nowMs;
     return { event: 'rate-set', detail: `global ceiling ${ceiling === undefined ? 'none' : `${fmt(ceiling)}/s`}; target ${fmt(s.target)}/s` };
+  }
+
+  /** The source's own target (its explicit rate, else from its size) under the global ceiling and the site's Crawl-delay. */
+  private sourceTarget(): number {
+    const { sourceConfig, siteMaxRate } = this.state;
+    return Math.min(targetRate({ imageCount: sourceConfig.imageCount, explicitRate: sourceConfig.rate, globalCeiling: this.cfg.globalCeiling }), siteMaxRate ?? Infinity);
   }
 
   stop(): PolicyEvent {

@@ -38,12 +38,13 @@ export async function crawlMonitorWorkflow(input: MonitorInput): Promise<Monitor
     if (events.length) wake();
   };
 
+  const shownTarget = () => `target ${Math.round(m.state.governor.target * 1000) / 1000}/s`;
+  const heldByCrawlDelay = () => m.state.governor.siteMaxRate !== undefined && m.state.governor.target === m.state.governor.siteMaxRate;
+  const CRAWL_DELAY_CAP = 'the site\'s robots.txt Crawl-delay';
   /** The target an operator's rate became, and what capped it when it is lower. */
   const rateAnswer = (asked: number): string => {
-    const { target, siteMaxRate } = m.state.governor;
-    const shown = Math.round(target * 1000) / 1000;
-    if (target >= asked) return `target ${shown}/s`;
-    return `target ${shown}/s (capped by ${siteMaxRate !== undefined && target === siteMaxRate ? 'the site\'s robots.txt Crawl-delay' : `the global ceiling of ${m.governor.cfg.globalCeiling}/s`})`;
+    if (m.state.governor.target >= asked) return shownTarget();
+    return `${shownTarget()} (capped by ${heldByCrawlDelay() ? CRAWL_DELAY_CAP : `the global ceiling of ${m.governor.cfg.globalCeiling}/s`})`;
   };
   setHandler(statsQuery, () => m.stats(Date.now()));
   setHandler(addWorkSignal, (items: WorkItem[]) => { if (m.addWork(items)) wake(); });
@@ -86,9 +87,8 @@ export async function crawlMonitorWorkflow(input: MonitorInput): Promise<Monitor
   });
   setHandler(setMaxRateUpdate, (arg: SetMaxRateInput) => {
     announce([m.governor.setCeiling(arg.maxRate ?? undefined, Date.now())]);
-    const { target, siteMaxRate } = m.state.governor;
     const ceiling = arg.maxRate === null ? 'no global ceiling' : `global ceiling ${arg.maxRate}/s`;
-    return `${ceiling}, target ${Math.round(target * 1000) / 1000}/s${siteMaxRate !== undefined && target === siteMaxRate ? ' (capped by the site\'s robots.txt Crawl-delay)' : ''}`;
+    return `${ceiling}, ${shownTarget()}${heldByCrawlDelay() ? ` (capped by ${CRAWL_DELAY_CAP})` : ''}`;
   }, {
     validator: (arg: SetMaxRateInput) => {
       if (!arg || typeof arg !== 'object' || !('maxRate' in arg)) throw new Error('setMaxRate needs {"maxRate": <requests per second> | null}');

@@ -83,7 +83,7 @@ export interface MonitorStats {
   state: GovernorMode;
   rate: number;
   target: number;
-  /** The global ceiling this monitor was started with (`--max-rate`), or null. */
+  /** The global ceiling (`--max-rate` at start, or `set-max-rate` since), or null. */
   maxRate: number | null;
   /** The most the site's robots.txt Crawl-delay allows, once it has been found to matter, or null. */
   siteMaxRate: number | null;
