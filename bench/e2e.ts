@@ -52,7 +52,7 @@ async function main(): Promise<void> {
   // lower CPU priority, and a worker with default options.
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-e2e-'));
   const [port, uiPort] = [await freePort(), await freePort()];
-  const server = await ensureTemporalServer({ dataDir: path.join(dir, 'temporal'), port, uiPort });
+  const server = await ensureTemporalServer({ dataDir: path.join(dir, 'temporal'), port, uiPort, ifPortTaken: 'another' });
   const client = await connectClient(server.address);
   await ensureSearchAttributes(client);
   const connection = await connectWorker(server.address);

@@ -152,13 +152,52 @@ export async function ensureTemporalServer(opts: DevServerOptions): Promise<Runn
     log.warn({ event: 'temporal.port-taken', wanted: `${ip}:${wanted}`, address: `${ip}:${port}` },
       'the Temporal port is taken (another crawl run or a dev-server); starting a server of our own on free ports. To share one server, set TEMPORAL_ADDRESS and run crawl workers with the same data directory');
   }
-  const address = `${ip}:${port}`;
   const nice = serverNiceFromEnv();
   const bin = resolveTool('temporal');
   if (!bin) throw new Error(`No Temporal CLI binary; run ${SETUP_COMMAND}`);
   fs.mkdirSync(opts.dataDir, { recursive: true });
   const dbFile = path.join(opts.dataDir, 'temporal.sqlite');
-  const args = [
+  // Ports picked as free can be taken by another process before the server binds them (and the
+  // CLI picks its HTTP and metrics ports the same way): a few fresh attempts where the caller
+  // lets us choose; an operator's explicit port gets a clear error instead of a different port.
+  const mayMove = opts.ifPortTaken === 'another';
+  let child: ChildProcess | undefined;
+  for (let attempt = 1; !child; attempt++) {
+    try {
+      log.info({ event: 'temporal.start', address: `${ip}:${port}`, ui: `http://${ip}:${uiPort}`, db: dbFile }, 'starting embedded Temporal server');
+      child = await startServerProcess(bin, serverArgs(ip, port, uiPort, dbFile), opts.dataDir, `${ip}:${port}`);
+    } catch (err) {
+      if (!(err instanceof PortInUseError) || attempt >= 4) throw err;
+      if (err.which === 'frontend') {
+        if (!mayMove) throw new Error(`${err.message}. Stop what listens there or pass another --port`);
+        [port, uiPort] = [await freePort(), await freePort()];
+      } else if (err.which === 'UI') {
+        if (!mayMove && opts.uiPort !== undefined) throw new Error(`${err.message}. Stop what listens there or pass another --ui-port`);
+        uiPort = await freePort();
+      }
+      log.warn({ event: 'temporal.port-race', port: err.port, which: err.which, attempt }, 'a port the Temporal server needs was taken as it started; starting it again');
+    }
+  }
+  const address = `${ip}:${port}`;
+  const server = child;
+  const threads = server.pid ? lowerPriority(server.pid, nice) : 0;
+  if (threads) log.info({ event: 'temporal.priority', nice, threads }, 'embedded Temporal server runs below the crawler\'s CPU priority');
+  const uiUrl = `http://${ip}:${uiPort}`;
+  const markerFile = path.join(opts.dataDir, MARKER);
+  if (server.pid) fs.writeFileSync(markerFile, JSON.stringify({ pid: server.pid, ownerPid: process.pid, ip, port, uiUrl } satisfies ServerMarker));
+  return {
+    address,
+    uiUrl,
+    owned: true,
+    stop: async () => {
+      await stopChild(server);
+      fs.rmSync(markerFile, { force: true });
+    },
+  };
+}
+
+function serverArgs(ip: string, port: number, uiPort: number, dbFile: string): string[] {
+  return [
     'server', 'start-dev',
     '--ip', ip, '--port', String(port), '--ui-port', String(uiPort),
     '--db-filename', dbFile,
@@ -172,30 +211,61 @@ export async function ensureTemporalServer(opts: DevServerOptions): Promise<Runn
     '--log-format', 'json', '--log-level', 'warn',
     ...ALL_SEARCH_ATTRIBUTES.flatMap((k) => ['--search-attribute', `${k.name}=${searchAttributeCliType(k.type)}`]),
   ];
-  const serverLog = fs.openSync(path.join(opts.dataDir, 'temporal-server.log'), 'a');
+}
+
+/** The CLI refused to start because a port it was to bind is taken. */
+class PortInUseError extends Error {
+  constructor(message: string, readonly which: string, readonly port: number) { super(message); }
+}
+
+/**
+ * Starts the server and waits until it answers. When it exits first, the error carries the CLI's
+ * own last error line from its log (for a taken port: "can't set UI port 8233: listen tcp
+ * 127.0.0.1:8233: bind: address already in use").
+ */
+async function startServerProcess(bin: string, args: string[], dataDir: string, address: string): Promise<ChildProcess> {
+  const logFile = path.join(dataDir, 'temporal-server.log');
+  const serverLog = fs.openSync(logFile, 'a');
+  const logStart = fs.fstatSync(serverLog).size;
   const child = spawn(bin, args, { stdio: ['ignore', serverLog, serverLog], detached: false });
   fs.closeSync(serverLog);
-  log.info({ event: 'temporal.start', address, ui: `http://${ip}:${uiPort}`, db: dbFile }, 'starting embedded Temporal server');
   try {
     await waitForFrontend(address, child, 60_000);
+    return child;
   } catch (err) {
     child.kill('SIGKILL');
-    throw err;
+    if (child.exitCode === null) throw err;
+    const said = lastErrorLine(readFrom(logFile, logStart));
+    if (!said) throw err;
+    const taken = /can't set (\S+) port (\d+):.*address already in use/i.exec(said);
+    const message = `temporal server start-dev exited with code ${child.exitCode}: ${said}`;
+    throw taken ? new PortInUseError(message, taken[1] ?? 'a', Number(taken[2])) : new Error(`${message} (log: ${logFile})`);
   }
-  const threads = child.pid ? lowerPriority(child.pid, nice) : 0;
-  if (threads) log.info({ event: 'temporal.priority', nice, threads }, 'embedded Temporal server runs below the crawler\'s CPU priority');
-  const uiUrl = `http://${ip}:${uiPort}`;
-  const markerFile = path.join(opts.dataDir, MARKER);
-  if (child.pid) fs.writeFileSync(markerFile, JSON.stringify({ pid: child.pid, ownerPid: process.pid, ip, port, uiUrl } satisfies ServerMarker));
-  return {
-    address,
-    uiUrl,
-    owned: true,
-    stop: async () => {
-      await stopChild(child);
-      fs.rmSync(markerFile, { force: true });
-    },
-  };
+}
+
+function readFrom(file: string, offset: number): string {
+  try {
+    return fs.readFileSync(file).subarray(offset).toString('utf8');
+  } catch {
+    return '';
+  }
+}
+
+/** The CLI's error: a plain "Error: ..." line, or the message of a JSON log line at error level. */
+function lastErrorLine(text: string): string | undefined {
+  const lines = text.split('\n').map((l) => l.trim()).filter(Boolean).reverse();
+  for (const line of lines) {
+    if (line.startsWith('Error:')) return line.slice('Error:'.length).trim();
+    if (line.startsWith('{')) {
+      try {
+        const entry = JSON.parse(line) as { level?: string; msg?: string; error?: string };
+        if (entry.level === 'error' || entry.level === 'fatal') return [entry.msg, entry.error].filter(Boolean).join(': ');
+      } catch {
+        // Not JSON after all.
+      }
+    }
+  }
+  return undefined;
 }
 
 function stopChild(child: ChildProcess): Promise<void> {

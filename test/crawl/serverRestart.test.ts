@@ -42,7 +42,8 @@ describe('the embedded server (SQLite) stopped and restarted mid-crawl', () => {
     fs.writeFileSync(manifest, urls.join('\n'));
 
     const up = async (): Promise<{ server: RunningServer; worker: Worker; running: Promise<void>; close(): Promise<void> }> => {
-      const server = await ensureTemporalServer({ dataDir: serverDir, port, uiPort });
+      // It may move when another process binds a port freePort() found free (see devServer).
+      const server = await ensureTemporalServer({ dataDir: serverDir, port, uiPort, ifPortTaken: 'another' });
       expect(server.owned).toBe(true);
       const connection = await connectWorker(server.address);
       const worker = await createCrawlWorker({
@@ -72,7 +73,7 @@ describe('the embedded server (SQLite) stopped and restarted mid-crawl', () => {
     } finally {
       await first.close();
     }
-    expect(await portOpen('127.0.0.1', port)).toBe(false);
+    expect(await portOpen('127.0.0.1', Number(first.server.address.split(':')[1]))).toBe(false);
     expect(readRecords(dataDir).length).toBeLessThan(40);
 
     first = await up();

@@ -1,5 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
@@ -34,7 +35,8 @@ describe('local dev server (pinned temporal CLI) with a real worker', () => {
     delete process.env.TEMPORAL_ADDRESS;
     const [a, b] = [fs.mkdtempSync(path.join(os.tmpdir(), 'server-a-')), fs.mkdtempSync(path.join(os.tmpdir(), 'server-b-'))];
     const [port, uiPort] = [await freePort(), await freePort()];
-    const first = await ensureTemporalServer({ dataDir: a, port, uiPort });
+    // Another process may bind a port freePort() found free before this server does: it may move.
+    const first = await ensureTemporalServer({ dataDir: a, port, uiPort, ifPortTaken: 'another' });
     try {
       expect(first.owned).toBe(true);
       // Another crawl run, another output directory: not the first one's server.
@@ -61,5 +63,30 @@ describe('local dev server (pinned temporal CLI) with a real worker', () => {
       if (saved !== undefined) process.env.TEMPORAL_ADDRESS = saved;
     }
     expect(fs.existsSync(path.join(a, 'server.json'))).toBe(false);
+  });
+
+  it('moves to a free UI port when its UI port is taken as it starts, and names the taken port when the operator chose it', async () => {
+    const saved = process.env.TEMPORAL_ADDRESS;
+    delete process.env.TEMPORAL_ADDRESS;
+    const holder = net.createServer();
+    await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+    const held = (holder.address() as net.AddressInfo).port;
+    try {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'server-ui-'));
+      await expect(ensureTemporalServer({ dataDir: dir, port: await freePort(), uiPort: held }))
+        .rejects.toThrow(new RegExp(`UI port ${held}.*address already in use.*--ui-port`));
+      expect(fs.existsSync(path.join(dir, 'server.json'))).toBe(false);
+      const moved = await ensureTemporalServer({ dataDir: dir, port: await freePort(), uiPort: held, ifPortTaken: 'another' });
+      try {
+        expect(moved.owned).toBe(true);
+        expect(moved.uiUrl).not.toBe(`http://127.0.0.1:${held}`);
+        expect(moved.uiUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      } finally {
+        await moved.stop();
+      }
+    } finally {
+      holder.close();
+      if (saved !== undefined) process.env.TEMPORAL_ADDRESS = saved;
+    }
   });
 });
