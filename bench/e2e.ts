@@ -19,7 +19,7 @@ import { installTemporalRuntime } from '../src/temporal/runtime';
 import { createCrawlWorker, defaultDeps } from '../src/workers/worker';
 import { monitorWorkflowId, type MonitorStats } from '../src/workflows/monitorState';
 import { makeImageSet, sharpAlone, writeSiteFiles } from './images';
-import { cpuMsByProcess, cpuMsSince, fileCreateCostUs, fmt, historyEvents, max1s, peakRssMb, startOriginProcess, steadyRate } from './support';
+import { cpuMsByProcess, cpuMsSince, fileCreateCostUs, trackThreadCpu, fmt, historyEvents, max1s, peakRssMb, startOriginProcess, steadyRate } from './support';
 
 const N = Number(process.env.BENCH_IMAGES ?? 1600);
 const RATES = [30, 50, 70, 90];
@@ -67,8 +67,10 @@ async function main(): Promise<void> {
   // speed drifts by 10-30% within minutes (other tenants of the host), and bracketing the
   // crawl cancels a steady drift out of the ratio.
   const cpuBeforeSharp = cpuMsByProcess();
+  const sharpThreads = trackThreadCpu();
   const sharpBeforePerS = await sharpAlone(images);
   const sharpCpuMs = cpuMsSince(cpuBeforeSharp);
+  const sharpThreadCpuMs = sharpThreads.stop();
 
   // Phase 1: N images across 4 sources at different rates, crawled twice by the same worker:
   // first from a cold start (as `crawl run` does, with the JIT compiler still busy with our
@@ -88,11 +90,12 @@ async function main(): Promise<void> {
     }).join('\n'));
     const catalog = new Map(RATES.map((rate, k) => [`${sourcePrefix}${k}`, { rate }]));
     const cpuBefore = cpuMsByProcess();
+    const threads = trackThreadCpu();
     const startedAt = Date.now();
     const started = performance.now();
     const summary = await startCrawl({ client, store, manifest, catalog, taskQueue: 'bench-e2e' });
     await Promise.all([...summary.sources.keys()].map((s) => client.workflow.getHandle(monitorWorkflowId(s)).result()));
-    return { sourcePrefix, dirName, startedAt, elapsedS: (performance.now() - started) / 1000, cpuMs: cpuMsSince(cpuBefore) };
+    return { sourcePrefix, dirName, startedAt, elapsedS: (performance.now() - started) / 1000, cpuMs: cpuMsSince(cpuBefore), threadCpuMs: threads.stop() };
   };
   const crawls = await worker.runUntil(async () => [await crawlOnce('site', 'img'), await crawlOnce('again', 'again')]);
   const phase1 = await site.stop();
@@ -174,12 +177,12 @@ async function main(): Promise<void> {
   for (const d of [siteDir, dir]) fs.rmSync(d, { recursive: true, force: true });
 
   const perImage = (m: Record<string, number>) => Object.entries(m).filter(([, v]) => v > 0).map(([k, v]) => `${k} ${fmt(v / total, 2)}`).join(', ');
-  console.log(`phase 1: ${total} images over 4 sources (rates ${RATES.join(', ')}/s), crawled twice by one worker; sharp alone ${fmt(sharpPerS, 1)} images/s (${fmt(sharpBeforePerS, 1)} before, ${fmt(sharpAfterPerS, 1)} after), CPU ms per image: ${perImage(sharpCpuMs)}`);
+  console.log(`phase 1: ${total} images over 4 sources (rates ${RATES.join(', ')}/s), crawled twice by one worker; sharp alone ${fmt(sharpPerS, 1)} images/s (${fmt(sharpBeforePerS, 1)} before, ${fmt(sharpAfterPerS, 1)} after), CPU ms per image: ${perImage(sharpCpuMs)}; the crawler's threads: ${perImage(sharpThreadCpuMs)}`);
   console.log(`  creating a file in the bench's directory: ${createUs.join(' us before, ')} us after phase 1 (median; ~30 us unless many files were removed in the last minutes)`);
   for (const [label, r] of [['cold worker (as crawl run starts)', cold], ['warm worker (the same crawl again as new sources)', warm]] as const) {
     console.log(`  ${label}: ${fmt(r.elapsedS, 1)} s, ${fmt(r.imagesPerS, 1)} images/s, ratio ${fmt(r.ratio)} (target >= 0.85); from the first request on ${fmt(r.steadyRatio)}`);
     console.log(`    first request reached a site after ${fmt(r.firstRequestS, 2)} s; the crawl ended ${fmt(r.afterLastRequestS, 2)} s after the last one; history events per image ${fmt(r.eventsPerImage)} (target <= 1)`);
-    console.log(`    CPU ms per image: ${perImage(r.cpuMs)}`);
+    console.log(`    CPU ms per image: ${perImage(r.cpuMs)}; the crawler's threads: ${perImage(r.threadCpuMs)}`);
     console.log(`    ${r.perSource.map((s) => `${s.source}: ${s.requests} requests, max ${s.max1s} in any 1 s vs ceiling ${s.ceiling} (${s.max1sRatio})`).join('; ')}`);
   }
   console.log(`phase 2: ${MANY} sources x ${MANY_URLS} URLs at 1 req/s: slowest source ${fmt(manyMinRatio)} req/s (target >= 0.9), max in any 1 s ${Math.max(...manyRates.map((r) => r.max1s))}, smallest gap between two requests of one source ${Math.min(...manyRates.map((r) => r.minGapMs))} ms at the site, ${Math.min(...manyRates.map((r) => r.sentMinGapMs))} ms as sent (slots are ${Math.round(1000 / 0.97)} ms apart; most in any 1 s as sent: ${Math.max(...manyRates.map((r) => r.sentMax1s))})`);

@@ -78,6 +78,55 @@ export function cpuMsByProcess(): Map<string, number> {
   return out;
 }
 
+function threadKind(tid: number, name: string): string {
+  if (tid === process.pid) return 'main';
+  if (name.startsWith('workflow')) return 'workflows';
+  if (name.startsWith('tokio') || name.startsWith('temporal')) return 'sdk core';
+  if (name.startsWith('libvips') || name.startsWith('vips')) return 'libvips';
+  return 'pool and other';
+}
+
+/** Each live thread of this process: its kind and CPU milliseconds so far. */
+function threadTimes(): Map<number, { kind: string; ms: number }> {
+  const out = new Map<number, { kind: string; ms: number }>();
+  const dir = `/proc/${process.pid}/task`;
+  if (!fs.existsSync(dir)) return out;
+  for (const entry of fs.readdirSync(dir)) {
+    try {
+      const stat = fs.readFileSync(`${dir}/${entry}/stat`, 'utf8');
+      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      out.set(Number(entry), { kind: threadKind(Number(entry), name), ms: (Number(fields[11]) + Number(fields[12])) * 10 }); // USER_HZ 100
+    } catch {
+      // The thread ended between the listing and the read.
+    }
+  }
+  return out;
+}
+
+/**
+ * This process's CPU milliseconds by kind of thread while it runs: the main thread (activities,
+ * the SDK's JS side), the workflow thread, the SDK's Rust core, libvips' workers and the rest
+ * (the libuv pool, where sharp runs, and V8's helpers). libvips ends idle workers and starts new
+ * ones, so the threads are sampled every 100 ms and a thread's last sample counts: at most the
+ * last 100 ms of an ended thread is missed.
+ */
+export function trackThreadCpu(): { stop(): Record<string, number> } {
+  const first = threadTimes();
+  const last = new Map(first);
+  const sample = () => { for (const [tid, t] of threadTimes()) last.set(tid, t); };
+  const timer = setInterval(sample, 100);
+  return {
+    stop() {
+      clearInterval(timer);
+      sample();
+      const out: Record<string, number> = { main: 0, workflows: 0, 'sdk core': 0, libvips: 0, 'pool and other': 0 };
+      for (const [tid, t] of last) out[t.kind] = (out[t.kind] ?? 0) + t.ms - (first.get(tid)?.ms ?? 0);
+      return out;
+    },
+  };
+}
+
 /** CPU milliseconds per process between two cpuMsByProcess() readings. */
 export function cpuMsSince(before: Map<string, number>): Record<string, number> {
   const now = cpuMsByProcess();
