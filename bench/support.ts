@@ -80,10 +80,10 @@ export function cpuMsByProcess(): Map<string, number> {
 
 function threadKind(tid: number, name: string): string {
   if (tid === process.pid) return 'main';
-  if (name.startsWith('workflow')) return 'workflows';
-  if (name.startsWith('tokio') || name.startsWith('temporal')) return 'sdk core';
+  // The SDK's Rust threads; the workflow sandboxes run in Node worker threads, named 'node'.
+  if (name.startsWith('tokio') || name.startsWith('temporal') || name.startsWith('workflow')) return 'sdk core';
   if (name.startsWith('libvips') || name.startsWith('vips')) return 'libvips';
-  return 'pool and other';
+  return 'other';
 }
 
 /** Each live thread of this process: its kind and CPU milliseconds so far. */
@@ -106,8 +106,8 @@ function threadTimes(): Map<number, { kind: string; ms: number }> {
 
 /**
  * This process's CPU milliseconds by kind of thread while it runs: the main thread (activities,
- * the SDK's JS side), the workflow thread, the SDK's Rust core, libvips' workers and the rest
- * (the libuv pool, where sharp runs, and V8's helpers). libvips ends idle workers and starts new
+ * the SDK's JS side), the SDK's Rust core, libvips' workers and the rest (the libuv pool, where
+ * sharp runs, the workflow worker threads and V8's helpers: Linux names them all 'node'). libvips ends idle workers and starts new
  * ones, so the threads are sampled every 100 ms and a thread's last sample counts: at most the
  * last 100 ms of an ended thread is missed.
  */
@@ -120,7 +120,7 @@ export function trackThreadCpu(): { stop(): Record<string, number> } {
     stop() {
       clearInterval(timer);
       sample();
-      const out: Record<string, number> = { main: 0, workflows: 0, 'sdk core': 0, libvips: 0, 'pool and other': 0 };
+      const out: Record<string, number> = { main: 0, 'sdk core': 0, libvips: 0, other: 0 };
       for (const [tid, t] of last) out[t.kind] = (out[t.kind] ?? 0) + t.ms - (first.get(tid)?.ms ?? 0);
       return out;
     },
