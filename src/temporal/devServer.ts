@@ -237,9 +237,9 @@ async function startServerProcess(bin: string, args: string[], dataDir: string, 
     if (child.exitCode === null) throw err;
     const said = lastErrorLine(readFrom(logFile, logStart));
     if (!said) throw err;
-    const taken = /can't set (\S+) port (\d+):.*address already in use/i.exec(said);
     const message = `temporal server start-dev exited with code ${child.exitCode}: ${said}`;
-    throw taken ? new PortInUseError(message, taken[1] ?? 'a', Number(taken[2])) : new Error(`${message} (log: ${logFile})`);
+    const [, which, taken] = /can't set (\S+) port (\d+):.*address already in use/i.exec(said) ?? [];
+    throw which && taken ? new PortInUseError(message, which, Number(taken)) : new Error(`${message} (log: ${logFile})`);
   }
 }
 
