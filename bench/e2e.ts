@@ -19,7 +19,7 @@ import { installTemporalRuntime } from '../src/temporal/runtime';
 import { createCrawlWorker, defaultDeps } from '../src/workers/worker';
 import { monitorWorkflowId, type MonitorStats } from '../src/workflows/monitorState';
 import { makeImageSet, sharpAlone, writeSiteFiles } from './images';
-import { cpuMsByProcess, cpuMsSince, fileCreateCostUs, trackThreadCpu, fmt, historyEvents, max1s, peakRssMb, startOriginProcess, steadyRate } from './support';
+import { cpuMsByProcess, cpuMsSince, fileCreateCostUs, fmt, historyEvents, max1s, peakRssMb, startOriginProcess, steadyRate, trackThreadCpu } from './support';
 
 const N = Number(process.env.BENCH_IMAGES ?? 1600);
 const RATES = [30, 50, 70, 90];

@@ -58,24 +58,32 @@ export function cpuMsByProcess(): Map<string, number> {
   const out = new Map<string, number>();
   const self = process.cpuUsage();
   out.set('crawler', (self.user + self.system) / 1000);
-  const tick = 100; // USER_HZ, 100 on Linux
   if (!fs.existsSync('/proc/self/stat')) return out;
   for (const pid of fs.readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
-    let stat: string;
-    try {
-      stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    } catch {
-      continue;
-    }
-    // The command name is parenthesised and may hold spaces: fields start after the last ')'.
-    const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    if (Number(fields[1]) !== process.pid) continue;
-    const ms = ((Number(fields[11]) + Number(fields[12])) * 1000) / tick;
-    const key = name.startsWith('temporal') ? 'temporal server' : name === 'node' ? 'sites' : name;
-    out.set(key, (out.get(key) ?? 0) + ms);
+    const stat = readStat(`/proc/${pid}/stat`);
+    if (stat?.ppid !== process.pid) continue;
+    const key = stat.name.startsWith('temporal') ? 'temporal server' : stat.name === 'node' ? 'sites' : stat.name;
+    out.set(key, (out.get(key) ?? 0) + stat.cpuMs);
   }
   return out;
+}
+
+/** A process's or thread's name, parent and CPU milliseconds so far from its /proc stat file; undefined once it has gone. */
+function readStat(file: string): { name: string; ppid: number; cpuMs: number } | undefined {
+  let stat: string;
+  try {
+    stat = fs.readFileSync(file, 'utf8');
+  } catch {
+    return undefined;
+  }
+  // The command name is parenthesised and may hold spaces: fields start after the last ')'.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  const tick = 100; // USER_HZ, 100 on Linux
+  return {
+    name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')),
+    ppid: Number(fields[1]),
+    cpuMs: ((Number(fields[11]) + Number(fields[12])) * 1000) / tick,
+  };
 }
 
 function threadKind(tid: number, name: string): string {
@@ -92,14 +100,8 @@ function threadTimes(): Map<number, { kind: string; ms: number }> {
   const dir = `/proc/${process.pid}/task`;
   if (!fs.existsSync(dir)) return out;
   for (const entry of fs.readdirSync(dir)) {
-    try {
-      const stat = fs.readFileSync(`${dir}/${entry}/stat`, 'utf8');
-      const name = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      out.set(Number(entry), { kind: threadKind(Number(entry), name), ms: (Number(fields[11]) + Number(fields[12])) * 10 }); // USER_HZ 100
-    } catch {
-      // The thread ended between the listing and the read.
-    }
+    const stat = readStat(`${dir}/${entry}/stat`);
+    if (stat) out.set(Number(entry), { kind: threadKind(Number(entry), stat.name), ms: stat.cpuMs });
   }
   return out;
 }
@@ -107,9 +109,9 @@ function threadTimes(): Map<number, { kind: string; ms: number }> {
 /**
  * This process's CPU milliseconds by kind of thread while it runs: the main thread (activities,
  * the SDK's JS side), the SDK's Rust core, libvips' workers and the rest (the libuv pool, where
- * sharp runs, the workflow worker threads and V8's helpers: Linux names them all 'node'). libvips ends idle workers and starts new
- * ones, so the threads are sampled every 100 ms and a thread's last sample counts: at most the
- * last 100 ms of an ended thread is missed.
+ * sharp runs, the workflow worker threads and V8's helpers: Linux names them all 'node').
+ * libvips ends idle workers and starts new ones, so the threads are sampled every 100 ms and a
+ * thread's last sample counts: at most the last 100 ms of an ended thread is missed.
  */
 export function trackThreadCpu(): { stop(): Record<string, number> } {
   const first = threadTimes();

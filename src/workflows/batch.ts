@@ -31,7 +31,8 @@ const bookkeepingOptions = {
   startToCloseTimeout: '2 minutes',
   retry: { maximumAttempts: 10, initialInterval: '1 second', maximumInterval: '1 minute' },
 } as const;
-const { recordFinal } = proxyActivities<CrawlActivities>(bookkeepingOptions);
+const remoteBookkeeping = proxyActivities<CrawlActivities>(bookkeepingOptions);
+const { recordFinal } = remoteBookkeeping;
 /**
  * Reading the chunk, listing what earlier runs recorded and leaving the done-marker are short
  * store calls. As local activities they run inside the batch's workflow task: one marker event
@@ -40,7 +41,7 @@ const { recordFinal } = proxyActivities<CrawlActivities>(bookkeepingOptions);
  * 2-4 s per workflow task).
  */
 const bookkeeping = {
-  remote: proxyActivities<CrawlActivities>(bookkeepingOptions),
+  remote: remoteBookkeeping,
   local: proxyLocalActivities<CrawlActivities>(bookkeepingOptions),
 };
 
