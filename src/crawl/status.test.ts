@@ -53,4 +53,13 @@ describe('the status table', () => {
     expect(statusTable([capped]).split('\n')[1]).toMatch(/^s\s+running\s+0\.5\s.*robots\.txt Crawl-delay: at most 0\.5\/s$/);
     expect(statusTable([r]).split('\n')[1]).not.toMatch(/Crawl-delay/);
   });
+
+  it('shows the wait a Crawl-delay asks for as that, not as a Retry-After', () => {
+    const r = running(3);
+    const waiting: SourceStatus = { ...r, stats: { ...r.stats!, rate: 0.2, target: 0.2, siteMaxRate: 0.2, crawlDelayUntil: '2026-11-23T12:00:05.000Z' } };
+    const row = statusTable([waiting]).split('\n')[1]!;
+    expect(row).toMatch(/robots\.txt Crawl-delay: at most 0\.2\/s, next request not before 2026-11-23T12:00:05\.000Z$/);
+    expect(row).not.toMatch(/Retry-After/);
+    expect(monitoringUpdate([waiting]).sources.s).toMatchObject({ crawlDelayUntil: '2026-11-23T12:00:05.000Z', retryAfterUntil: null });
+  });
 });

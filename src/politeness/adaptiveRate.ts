@@ -26,10 +26,17 @@ export const DEFAULT_ADAPTIVE: AdaptiveConfig = {
   latencyDecreaseFactor: 0.75,
 };
 
+export type HoldReason = 'retry-after' | 'crawl-delay';
+
 export interface AdaptiveState {
   rate: number;
-  /** No grant before this time (epoch ms): a Retry-After window. */
+  /** No grant before this time (epoch ms): a Retry-After window, or the wait a robots.txt Crawl-delay asks for. */
   holdUntilMs: number;
+  /**
+   * What set the hold's end, for operators ("Retry-After until" would be wrong for a
+   * Crawl-delay). Absent in states saved before it existed: read as a Retry-After.
+   */
+  holdReason?: HoldReason;
   lastDecreaseMs: number;
   lastRampMs: number;
 }
@@ -54,7 +61,7 @@ function decrease(state: AdaptiveState, target: number, factor: number, nowMs: n
 export function onThrottle(state: AdaptiveState, target: number, nowMs: number, retryAfterMs: number | undefined, cfg: AdaptiveConfig = DEFAULT_ADAPTIVE): void {
   decrease(state, target, 0.5, nowMs, cfg);
   const hold = Math.min(cfg.maxRetryAfterMs, retryAfterMs ?? cfg.defaultHoldMs);
-  state.holdUntilMs = Math.max(state.holdUntilMs, nowMs + hold);
+  holdUntil(state, nowMs + hold, 'retry-after');
   state.lastRampMs = Math.max(state.lastRampMs, state.holdUntilMs);
 }
 
@@ -79,6 +86,13 @@ export function ramp(state: AdaptiveState, target: number, nowMs: number, cfg: A
     return;
   }
   state.rate = Math.min(target, state.rate + (target / cfg.rampSeconds) * elapsedS);
+}
+
+/** Holds until `untilMs` unless a hold already lasts longer; the later hold's reason is the one shown. */
+export function holdUntil(state: AdaptiveState, untilMs: number, reason: HoldReason): void {
+  if (untilMs <= state.holdUntilMs) return;
+  state.holdUntilMs = untilMs;
+  state.holdReason = reason;
 }
 
 export function isHeld(state: AdaptiveState, nowMs: number): boolean {

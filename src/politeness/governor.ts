@@ -1,5 +1,5 @@
 import type { OutcomeClass, OutcomeReport, SourceConfig } from '../shared/types';
-import { DEFAULT_ADAPTIVE, isHeld, newAdaptiveState, onLatencyElevated, onThrottle, ramp, reduceTo, type AdaptiveConfig, type AdaptiveState } from './adaptiveRate';
+import { DEFAULT_ADAPTIVE, holdUntil, isHeld, newAdaptiveState, onLatencyElevated, onThrottle, ramp, reduceTo, type AdaptiveConfig, type AdaptiveState } from './adaptiveRate';
 import { clearWindow, DEFAULT_BREAKER, newBreakerState, recordSample, shouldCoolDown, shouldHalt, windowCounts, type BreakerConfig, type BreakerState } from './breaker';
 import { healthSample, isThrottle } from './classify';
 import { DEFAULT_LATENCY, latencyElevated, newLatencyState, recordTtfb, resetRecent, type LatencyConfig, type LatencyState } from './latency';
@@ -244,7 +244,7 @@ export class Governor {
     const s = this.state;
     const limit = 1000 / delayMs;
     // The activity stopped right after the request that read robots.txt: the next one waits the delay too.
-    s.adaptive.holdUntilMs = Math.max(s.adaptive.holdUntilMs, nowMs + delayMs);
+    holdUntil(s.adaptive, nowMs + delayMs, 'crawl-delay');
     s.siteMaxRate = limit;
     s.target = Math.min(s.target, limit);
     s.adaptive.rate = Math.min(s.adaptive.rate, limit);

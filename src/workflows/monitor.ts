@@ -222,6 +222,7 @@ function detailsMarkdown(m: MonitorModel, nowMs: number): string {
     `breaker: ${s.breaker.windowErrors}/${s.breaker.windowRequests} errors in 60 s, ${s.breaker.consecutiveErrors} consecutive`,
   ];
   if (s.retryAfterUntil) lines.push(`Retry-After hold until ${s.retryAfterUntil}`);
+  if (s.crawlDelayUntil) lines.push(`robots.txt Crawl-delay: next request not before ${s.crawlDelayUntil}`);
   if (s.coolingUntil) lines.push(`temporary halt until ${s.coolingUntil}`);
   if (s.haltReason) lines.push(`**HALTED**: ${s.haltReason}. Resume with the \`resume\` update or \`crawl resume\`.`);
   if (s.alerts.length) lines.push('', 'recent events:', ...s.alerts.slice(-5).map((a) => `- ${a}`));

@@ -166,3 +166,20 @@ describe('MonitorModel progress', () => {
     expect(m.stats(T0 + 2_000).urls.finished).toBe(500);
   });
 });
+
+describe('MonitorModel stats: what holds a source', () => {
+  const T0 = 1_000_000;
+
+  it('names a robots.txt Crawl-delay wait as such, and a Retry-After as a Retry-After', () => {
+    const m = MonitorModel.fromInput({ source: 's', config: { rate: 10 }, work: [{ chunkId: 'c1', count: 500 }] }, T0);
+    const [chunk] = m.takeChunksToStart();
+    m.batchStarted('b1', chunk!);
+    m.onReport({ batchId: 'b1', grantId: 1, outcomes: [], unused: 20, crawlDelayMs: 5_000 }, T0);
+    expect(m.stats(T0 + 1_000)).toMatchObject({ crawlDelayUntil: new Date(T0 + 5_000).toISOString(), retryAfterUntil: null, siteMaxRate: 0.2 });
+    // A 429 whose Retry-After outlasts the wait: that is what holds the source now.
+    m.onReport({ batchId: 'b1', grantId: 2, outcomes: [], unused: 0, retryAfterMs: 30_000 }, T0 + 2_000);
+    expect(m.stats(T0 + 3_000)).toMatchObject({ retryAfterUntil: new Date(T0 + 32_000).toISOString(), crawlDelayUntil: null });
+    // Neither once the hold has passed.
+    expect(m.stats(T0 + 40_000)).toMatchObject({ retryAfterUntil: null, crawlDelayUntil: null });
+  });
+});

@@ -89,7 +89,10 @@ export interface MonitorStats {
   siteMaxRate: number | null;
   burst: number;
   ceilingPerSecond: number;
+  /** No grant before this time: the site's Retry-After (or the default hold after a 429/503). */
   retryAfterUntil: string | null;
+  /** No grant before this time: the wait the site's robots.txt Crawl-delay asks for. */
+  crawlDelayUntil: string | null;
   coolingUntil: string | null;
   haltReason: string | null;
   counts: Counts;
@@ -297,6 +300,7 @@ export class MonitorModel {
   stats(nowMs: number): MonitorStats {
     const g = this.state.governor;
     const breakerWindow = windowCounts(g.breaker, nowMs, this.governor.cfg.breaker);
+    const held = g.adaptive.holdUntilMs > nowMs;
     return {
       source: g.source,
       state: g.mode,
@@ -306,7 +310,8 @@ export class MonitorModel {
       siteMaxRate: g.siteMaxRate !== undefined ? round(g.siteMaxRate) : null,
       burst: g.burst,
       ceilingPerSecond: ceilings(g.adaptive.rate, g.burst).perSecond,
-      retryAfterUntil: g.adaptive.holdUntilMs > nowMs ? new Date(g.adaptive.holdUntilMs).toISOString() : null,
+      retryAfterUntil: held && g.adaptive.holdReason !== 'crawl-delay' ? new Date(g.adaptive.holdUntilMs).toISOString() : null,
+      crawlDelayUntil: held && g.adaptive.holdReason === 'crawl-delay' ? new Date(g.adaptive.holdUntilMs).toISOString() : null,
       coolingUntil: g.mode === 'cooling' ? new Date(g.coolingUntilMs).toISOString() : null,
       haltReason: g.haltReason,
       counts: { ...g.counts },
