@@ -300,7 +300,7 @@ export class MonitorModel {
   stats(nowMs: number): MonitorStats {
     const g = this.state.governor;
     const breakerWindow = windowCounts(g.breaker, nowMs, this.governor.cfg.breaker);
-    const held = g.adaptive.holdUntilMs > nowMs;
+    const heldUntil = g.adaptive.holdUntilMs > nowMs ? new Date(g.adaptive.holdUntilMs).toISOString() : null;
     return {
       source: g.source,
       state: g.mode,
@@ -310,8 +310,8 @@ export class MonitorModel {
       siteMaxRate: g.siteMaxRate !== undefined ? round(g.siteMaxRate) : null,
       burst: g.burst,
       ceilingPerSecond: ceilings(g.adaptive.rate, g.burst).perSecond,
-      retryAfterUntil: held && g.adaptive.holdReason !== 'crawl-delay' ? new Date(g.adaptive.holdUntilMs).toISOString() : null,
-      crawlDelayUntil: held && g.adaptive.holdReason === 'crawl-delay' ? new Date(g.adaptive.holdUntilMs).toISOString() : null,
+      retryAfterUntil: g.adaptive.holdReason === 'crawl-delay' ? null : heldUntil,
+      crawlDelayUntil: g.adaptive.holdReason === 'crawl-delay' ? heldUntil : null,
       coolingUntil: g.mode === 'cooling' ? new Date(g.coolingUntilMs).toISOString() : null,
       haltReason: g.haltReason,
       counts: { ...g.counts },
