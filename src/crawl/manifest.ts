@@ -29,6 +29,26 @@ export function assertReadableManifest(file: string): void {
   }
 }
 
+/**
+ * Whether the file holds anything but blank space (a byte-order mark included). Reads only up to
+ * the first such byte, so a manifest of any size costs one small read; an empty one can then
+ * be answered without starting a server.
+ */
+export function manifestHasContent(file: string): boolean {
+  const fd = fs.openSync(file, 'r');
+  try {
+    const buf = Buffer.alloc(64 * 1024);
+    for (let first = true; ; first = false) {
+      const n = fs.readSync(fd, buf, 0, buf.length, null);
+      if (n === 0) return false;
+      const start = first && buf[0] === 0xef && buf[1] === 0xbb && buf[2] === 0xbf ? 3 : 0;
+      for (let i = start; i < n; i++) if (![0x20, 0x09, 0x0a, 0x0d].includes(buf[i]!)) return true;
+    }
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
 export function sourceOfUrl(u: URL): string {
   return u.host.toLowerCase();
 }

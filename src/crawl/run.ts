@@ -12,8 +12,8 @@ import { resumeUpdate } from '../workflows/messages';
 import { monitorWorkflowId, type MonitorOptions } from '../workflows/monitorState';
 import { readCatalog } from './catalog';
 import { exportRecordsToFile } from './exportRecords';
-import { assertReadableManifest } from './manifest';
-import { duplicatesNote, emptyManifest, startCrawl, unusedCatalogWarning } from './start';
+import { assertReadableManifest, manifestHasContent } from './manifest';
+import { duplicatesNote, emptyManifest, nothingToCrawl, startCrawl, unusedCatalogWarning } from './start';
 import { DoneRate, monitoringUpdate, sourceStatus, statusTable, stopMonitor, type SourceStatus } from './status';
 import { StatusPoller } from './statusPoller';
 
@@ -52,6 +52,11 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
   // Inputs first: a typo in a path should not cost a server start.
   assertReadableManifest(opts.manifest);
   const catalog = opts.catalog ? await readCatalog(opts.catalog) : undefined;
+  if (!manifestHasContent(opts.manifest)) {
+    // Nothing to start a server for; a manifest of blank lines only is caught here too.
+    out.write(`${nothingToCrawl(opts.manifest)}\n`);
+    return { exitCode: 0, statuses: [], badLines: 0 };
+  }
   const store = storeFromEnv(opts.outDir);
   // The in-process worker's configuration too, before a server is started for it.
   const deps = process.env.TEMPORAL_ADDRESS ? undefined : defaultDeps({ dataDir: opts.outDir, allowNetworks: opts.allowNetworks });

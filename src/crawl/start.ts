@@ -48,7 +48,11 @@ export interface StartSummary {
 export function emptyManifest(summary: StartSummary, manifest: string): { error: string } | { note: string } | undefined {
   if (summary.sources.size > 0) return undefined;
   if (summary.badLines > 0) return { error: `${manifest} has no URL that can be crawled: all ${summary.badLines} line(s) with content are bad (see above)` };
-  return { note: `nothing to crawl: ${manifest} lists no URLs` };
+  return { note: nothingToCrawl(manifest) };
+}
+
+export function nothingToCrawl(manifest: string): string {
+  return `nothing to crawl: ${manifest} lists no URLs`;
 }
 
 /** How many lines repeated a URL listed before, or undefined when none did. */

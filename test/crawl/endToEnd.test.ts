@@ -236,6 +236,12 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
       expect(noManifest.code).toBe(1);
       expect(noManifest.stderr).toMatch(/crawl: manifest \/no\/such\/manifest\.ndjson does not exist/);
     }
+    // An empty manifest is answered at once, without a server (this address reaches none).
+    const emptyDir = fs.mkdtempSync(path.join(os.tmpdir(), 'empty-'));
+    fs.writeFileSync(path.join(emptyDir, 'm.ndjson'), '\uFEFF\n  \r\n\n');
+    const empty = await runCli(['run', path.join(emptyDir, 'm.ndjson'), '--out', path.join(emptyDir, 'out')], { TEMPORAL_ADDRESS: '127.0.0.1:1' });
+    expect(empty.code).toBe(0);
+    expect(empty.stdout).toMatch(/nothing to crawl: .*m\.ndjson lists no URLs/);
     // A manifest with no usable line is the wrong file, not a finished crawl.
     const badDir = fs.mkdtempSync(path.join(os.tmpdir(), 'all-bad-'));
     fs.writeFileSync(path.join(badDir, 'm.txt'), 'garbage\nftp://x.example/1.jpg\n');

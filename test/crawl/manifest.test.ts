@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { readCatalog } from '../../src/crawl/catalog';
-import { readManifest, splitCsv, type ManifestEntry } from '../../src/crawl/manifest';
+import { manifestHasContent, readManifest, splitCsv, type ManifestEntry } from '../../src/crawl/manifest';
 
 async function entries(name: string, text: string): Promise<ManifestEntry[]> {
   const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'manifest-')), name);
@@ -13,6 +13,16 @@ async function entries(name: string, text: string): Promise<ManifestEntry[]> {
 }
 
 describe('manifests', () => {
+  it('tells a manifest of blank space (or nothing) from one with content, also past the first read', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'manifest-'));
+    const has = (text: string) => { const f = path.join(dir, 'm'); fs.writeFileSync(f, text); return manifestHasContent(f); };
+    expect(has('')).toBe(false);
+    expect(has('\uFEFF\r\n \t\n')).toBe(false);
+    expect(has(' '.repeat(200_000))).toBe(false);
+    expect(has(`${'\n'.repeat(200_000)}https://a.example/1.jpg\n`)).toBe(true);
+    expect(has('x')).toBe(true);
+  });
+
   it('reads NDJSON, reports bad lines by number and keeps the rest', async () => {
     const got = await entries('m.ndjson', [
       '{"url":"https://a.example/1.jpg"}',
