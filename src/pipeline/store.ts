@@ -30,6 +30,9 @@ function safeKey(key: string): string {
 }
 
 export class LocalStore implements ObjectStore {
+  /** Directory fsyncs in flight, and the next one that puts arriving meanwhile share. */
+  private readonly dirSyncs = new Map<string, { running: Promise<void>; queued?: Promise<void> }>();
+
   constructor(private readonly root: string) {}
 
   get description(): string {
@@ -38,27 +41,29 @@ export class LocalStore implements ObjectStore {
 
   async put(key: string, body: Buffer | string, _contentType?: string): Promise<void> {
     const file = path.join(this.root, safeKey(key));
+    const dir = path.dirname(file);
     // Write-then-rename: a reader never sees half a file, and a re-run overwrites atomically.
     const tmp = `${file}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
-    // Only the fsync waits on the disk, so only it goes to the thread pool. Creating, writing
+    // Only the fsyncs wait on the disk, so only they go to the thread pool. Creating, writing
     // (into the page cache), closing and renaming a thumbnail-sized file take tens of
     // microseconds here; handing each of the four to a pool thread and back cost ~0.37 ms more
     // CPU per object on a busy 2-core worker (bench/RESULTS.md, session 9). The price is that
     // the event loop waits for them: 0.09 ms per object typically, 3.7 ms at the 99.9th percentile
     // on a saturated machine. A store directory on a network file system would wait longer.
     let fd: number;
+    let madeDirs: string[] = [];
     try {
       fd = fsSync.openSync(tmp, 'w');
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
       // Directories are made on first need only.
-      fsSync.mkdirSync(path.dirname(file), { recursive: true });
+      madeDirs = newDirectories(dir, fsSync.mkdirSync(dir, { recursive: true }));
       fd = fsSync.openSync(tmp, 'w');
     }
     try {
       const data = typeof body === 'string' ? Buffer.from(body) : body;
       for (let off = 0; off < data.length;) off += fsSync.writeSync(fd, data, off, data.length - off);
-      await new Promise<void>((resolve, reject) => fsSync.fsync(fd, (err) => (err ? reject(err) : resolve())));
+      await fsyncFd(fd);
     } catch (err) {
       fsSync.closeSync(fd);
       fsSync.rmSync(tmp, { force: true });
@@ -66,6 +71,30 @@ export class LocalStore implements ObjectStore {
     }
     fsSync.closeSync(fd);
     fsSync.renameSync(tmp, file);
+    // The file's fsync makes its bytes durable, not its name: until its directory is synced too,
+    // a power cut can take the rename (and a new directory's own entry) back, and a record the
+    // crawl had reported as stored would be gone. Those directories are synced before put
+    // returns, each fsync shared by the puts that reach the same directory while it runs.
+    await Promise.all([dir, ...madeDirs.map((d) => path.dirname(d)).filter((d) => d !== dir)].map((d) => this.syncDir(d)));
+  }
+
+  private syncDir(dir: string): Promise<void> {
+    const current = this.dirSyncs.get(dir);
+    if (!current) return this.startDirSync(dir);
+    // The fsync running may have begun before this put's rename, so the put waits for the next
+    // one, started when the running one ends and shared by every put that arrives meanwhile.
+    current.queued ??= current.running.then(noop, noop).then(() => this.startDirSync(dir));
+    return current.queued;
+  }
+
+  private startDirSync(dir: string): Promise<void> {
+    const entry = { running: fsyncDirectory(dir) };
+    this.dirSyncs.set(dir, entry);
+    const forget = () => {
+      if (this.dirSyncs.get(dir) === entry) this.dirSyncs.delete(dir);
+    };
+    entry.running.then(forget, forget);
+    return entry.running;
   }
 
   async verify(): Promise<void> {
@@ -109,6 +138,36 @@ export class LocalStore implements ObjectStore {
       throw err;
     }
   }
+}
+
+function noop(): void {}
+
+function fsyncFd(fd: number): Promise<void> {
+  return new Promise<void>((resolve, reject) => fsSync.fsync(fd, (err) => (err ? reject(err) : resolve())));
+}
+
+async function fsyncDirectory(dir: string): Promise<void> {
+  const fd = fsSync.openSync(dir, 'r');
+  try {
+    await fsyncFd(fd);
+  } catch (err) {
+    // Some file systems (FUSE, some network mounts) cannot sync a directory: they say so with
+    // EINVAL, and there is nothing more that can be done for the name there.
+    if ((err as NodeJS.ErrnoException).code !== 'EINVAL') throw err;
+  } finally {
+    fsSync.closeSync(fd);
+  }
+}
+
+/** The directories mkdirSync(dir, { recursive: true }) made, from `first` (what it returned) down to `dir`. */
+function newDirectories(dir: string, first: string | undefined): string[] {
+  if (first === undefined) return [];
+  const made: string[] = [];
+  for (let d = dir; d.length >= first.length; d = path.dirname(d)) {
+    made.push(d);
+    if (d === first || d === path.dirname(d)) break;
+  }
+  return made;
 }
 
 export interface S3StoreConfig {

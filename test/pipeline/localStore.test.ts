@@ -48,6 +48,69 @@ describe('LocalStore', () => {
     await expect(list('../')).rejects.toThrow(/unsafe object key/);
   });
 
+  describe('durability of names', () => {
+    type Synced = { ino: number; dir: boolean; at: number };
+    let synced: Synced[];
+    let dirDelayMs = 0;
+    let dirError: NodeJS.ErrnoException | undefined;
+    beforeEach(() => {
+      synced = [];
+      dirDelayMs = 0;
+      dirError = undefined;
+      const real = fs.fsync;
+      jest.spyOn(fs, 'fsync').mockImplementation(((fd: number, cb: (err: NodeJS.ErrnoException | null) => void) => {
+        const st = fs.fstatSync(fd);
+        real(fd, (err) => {
+          const finish = () => {
+            synced.push({ ino: st.ino, dir: st.isDirectory(), at: performance.now() });
+            cb(st.isDirectory() && dirError ? dirError : err);
+          };
+          if (st.isDirectory() && dirDelayMs) setTimeout(finish, dirDelayMs);
+          else finish();
+        });
+      }) as typeof fs.fsync);
+    });
+    afterEach(() => jest.restoreAllMocks());
+    const dirSyncsOf = (p: string) => synced.filter((s) => s.dir && s.ino === fs.statSync(p).ino);
+
+    it('syncs the directory after the rename, and every directory it had to make, before put returns', async () => {
+      const store = new LocalStore(root);
+      await store.put('thumbnails/ab/x.jpg', Buffer.from('one'), 'image/jpeg');
+      // The file's own directory holds the new name; root and thumbnails/ hold the new directories'.
+      for (const d of ['thumbnails/ab', 'thumbnails', '']) expect(dirSyncsOf(path.join(root, d))).toHaveLength(1);
+      synced = [];
+      await store.put('thumbnails/ab/y.jpg', Buffer.from('two'), 'image/jpeg');
+      expect(dirSyncsOf(path.join(root, 'thumbnails/ab'))).toHaveLength(1);
+      expect(dirSyncsOf(path.join(root, 'thumbnails'))).toHaveLength(0);
+      expect(synced.filter((s) => !s.dir)).toHaveLength(1);
+    });
+
+    it('shares one directory fsync between the puts that arrive while one runs', async () => {
+      const store = new LocalStore(root);
+      await store.put('records/s/first.ndjson', '{}\n', 'application/x-ndjson');
+      synced = [];
+      dirDelayMs = 1000;
+      const resolvedAt: number[] = [];
+      const first = store.put('records/s/a.ndjson', 'a\n', 'application/x-ndjson').then(() => resolvedAt.push(performance.now()));
+      // Wait until the first put's directory fsync is under way, then put 20 more into the same directory.
+      while (!fs.existsSync(path.join(root, 'records/s/a.ndjson'))) await new Promise((r) => setImmediate(r));
+      await Promise.all([first, ...Array.from({ length: 20 }, (_, i) => store.put(`records/s/r${i}.ndjson`, `${i}\n`, 'application/x-ndjson').then(() => resolvedAt.push(performance.now())))]);
+      const dirSyncs = dirSyncsOf(path.join(root, 'records/s'));
+      // One for the first put; the 20 renamed while it ran wait for one more, which starts after it.
+      expect(dirSyncs).toHaveLength(2);
+      expect(resolvedAt.filter((t) => t >= dirSyncs[1]!.at)).toHaveLength(20);
+    });
+
+    it('fails the put when its directory cannot be synced', async () => {
+      const store = new LocalStore(root);
+      await store.put('records/s/a.ndjson', 'a\n', 'application/x-ndjson');
+      dirError = Object.assign(new Error('EIO: i/o error, fsync'), { code: 'EIO' });
+      await expect(store.put('records/s/b.ndjson', 'b\n', 'application/x-ndjson')).rejects.toThrow(/EIO/);
+      dirError = Object.assign(new Error('EINVAL: invalid argument, fsync'), { code: 'EINVAL' });
+      await expect(store.put('records/s/c.ndjson', 'c\n', 'application/x-ndjson')).resolves.toBeUndefined();
+    });
+  });
+
   it('refuses keys that would leave its directory', async () => {
     const store = new LocalStore(root);
     await expect(store.put('../escape.txt', 'x', 'text/plain')).rejects.toThrow(/unsafe object key/);
