@@ -1,6 +1,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { urlHash } from './keys';
+import { LocalStore } from './store';
 
 /**
  * Fetched bytes are put here when storing their thumbnail fails, so the retried activity can
@@ -9,8 +10,12 @@ import { urlHash } from './keys';
  */
 export class Spool {
   private index?: Promise<Set<string>>;
+  /** Writes as the local store does (synced, name included): the bytes are there after a power cut too. */
+  private readonly files: LocalStore;
 
-  constructor(private readonly dir: string) {}
+  constructor(private readonly dir: string) {
+    this.files = new LocalStore(dir);
+  }
 
   private file(hash: string): string {
     return path.join(this.dir, `${hash}.bin`);
@@ -38,10 +43,7 @@ export class Spool {
 
   async put(url: string, body: Buffer): Promise<void> {
     const hash = urlHash(url);
-    await fs.mkdir(this.dir, { recursive: true });
-    const tmp = `${this.file(hash)}.${process.pid}.tmp`;
-    await fs.writeFile(tmp, body);
-    await fs.rename(tmp, this.file(hash));
+    await this.files.put(`${hash}.bin`, body, 'application/octet-stream');
     (await this.hashes()).add(hash);
   }
 
