@@ -25,6 +25,13 @@ export interface ProcessedUrl {
   requeue?: boolean;
   /** The request was answered with a redirect: this next hop takes the next slot (with `requeue`). */
   hop?: RedirectHop;
+  /**
+   * With `requeue`: robots.txt of the URL's origin could not be read, and is asked for again at
+   * this time (epoch ms). Nothing more is sent to the source in this grant.
+   */
+  robotsRetryAtMs?: number;
+  /** An error outcome that is final although attempts are left (robots.txt given up on). */
+  final?: boolean;
 }
 
 
@@ -125,6 +132,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
     // The site's robots.txt asks for more time between requests than this grant's slots leave
     // (or for none of the grant's burst): nothing more is sent; the monitor lowers the rate.
     let crawlDelayMs: number | undefined;
+    let robotsRetryMs: number | undefined;
     const checkCrawlDelay = (url: string) => {
       const d = deps.processor.crawlDelayMs?.(url);
       if (d !== undefined && (d > input.schedule.intervalMs || input.schedule.burstSlots > 0)) crawlDelayMs = Math.max(crawlDelayMs ?? 0, d);
@@ -139,17 +147,18 @@ export function createCrawlActivities(deps: CrawlDeps) {
       signal: ctx.cancellationSignal,
       // A URL part-way through its redirects goes next to its next hop's origin.
       prepare: deps.processor.preconnect && ((i, slotMs) => deps.processor.preconnect!(hops.get(i)?.url ?? input.items[i]!.url, slotMs)),
-      shouldStop: () => superseded() || throttled || crawlDelayMs !== undefined || errorRun >= ERROR_BURST || isSourceBlocked(input.source),
+      shouldStop: () => superseded() || throttled || crawlDelayMs !== undefined || robotsRetryMs !== undefined || errorRun >= ERROR_BURST || isSourceBlocked(input.source),
       run: async (i, slotMs, mayGoLate) => {
         const item = input.items[i]!;
         const sendBy = slotMs + MAX_LATENESS_MS;
         const processed = await deps.processor.process(item.url, { source: input.source, attempt: item.attempt, signal: ctx.cancellationSignal, sendBy, mayGoLate, hop: hops.get(i) });
         checkCrawlDelay(item.url);
         if (processed.hop) hops.set(i, processed.hop);
+        if (processed.robotsRetryAtMs !== undefined) robotsRetryMs = Math.max(robotsRetryMs ?? 0, processed.robotsRetryAtMs - Date.now(), 1);
         // A URL part-way through its redirects goes first in line: its next hop takes the next slot.
         if (processed.requeue) return hops.has(i) ? 'next' as const : 'requeue' as const;
         const o = processed.outcome;
-        const final = o.cls !== 'error' || item.attempt >= input.maxAttempts;
+        const final = o.cls !== 'error' || item.attempt >= input.maxAttempts || processed.final === true;
         const outcome: RequestOutcome = { ...o, url: item.url, final, attempt: item.attempt, atMs: Date.now() };
         if (o.sent) errorRun = o.cls === 'error' ? errorRun + 1 : 0;
         if (isThrottle(o.status)) {
@@ -186,6 +195,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
       ...(midChain.length ? { hops: midChain } : {}),
       retryAfterMs,
       ...(crawlDelayMs !== undefined ? { crawlDelayMs } : {}),
+      ...(robotsRetryMs !== undefined ? { robotsRetryMs } : {}),
       missedSlots: run.missed,
     };
   }

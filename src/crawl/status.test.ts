@@ -62,4 +62,13 @@ describe('the status table', () => {
     expect(row).not.toMatch(/Retry-After/);
     expect(monitoringUpdate([waiting]).sources.s).toMatchObject({ crawlDelayUntil: '2026-11-23T12:00:05.000Z', retryAfterUntil: null });
   });
+
+  it('says when an unreadable robots.txt holds a source, and when it is asked again', () => {
+    const r = running(3);
+    const waiting: SourceStatus = { ...r, stats: { ...r.stats!, robotsRetryAt: '2026-11-23T12:05:00.000Z' } };
+    const row = statusTable([waiting]).split('\n')[1]!;
+    expect(row).toMatch(/robots\.txt unavailable: asked again at 2026-11-23T12:05:00\.000Z$/);
+    expect(row).not.toMatch(/Retry-After/);
+    expect(monitoringUpdate([waiting]).sources.s).toMatchObject({ robotsRetryAt: '2026-11-23T12:05:00.000Z', retryAfterUntil: null });
+  });
 });

@@ -98,7 +98,11 @@ export class ImagePipeline implements UrlProcessor {
       const { verdict } = await this.robots.check(u, ctx.signal);
       if (verdict.kind === 'refused') return { outcome: { ...base, cls: 'refused', reason: verdict.reason } };
       if (verdict.kind === 'disallowed') return { outcome: { ...base, cls: 'robots', reason: verdict.reason } };
-      if (verdict.kind === 'unavailable') return { outcome: { ...base, cls: 'error', reason: `${verdict.reason}; host treated as disallowed for now` } };
+      if (verdict.kind === 'unavailable') {
+        if (verdict.giveUp) return { outcome: { ...base, cls: 'error', reason: verdict.reason }, final: true };
+        // Not this URL's failure: it waits, with its attempts, until robots.txt is asked again.
+        return { outcome: { ...base, cls: 'error', reason: `${verdict.reason}; host treated as disallowed for now` }, requeue: true, robotsRetryAtMs: verdict.retryAtMs };
+      }
 
       if (tooLate()) return late;
       if (this.backlog >= this.cfg.maxBacklog || this.backlogBytes >= this.cfg.maxBacklogBytes) {

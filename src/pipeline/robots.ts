@@ -11,7 +11,12 @@ import type { Fetcher } from './fetcher';
 export type RobotsVerdict =
   | { kind: 'allowed' }
   | { kind: 'disallowed'; reason: string }
-  | { kind: 'unavailable'; reason: string }
+  /**
+   * robots.txt could not be read (5xx, 429, unreachable): nothing may be fetched from the origin
+   * until it is asked again at `retryAtMs`. `giveUp`: it has failed ROBOTS_MAX_FAILURES times in
+   * a row, each time after waiting out the interval, and the URLs waiting for it fail now.
+   */
+  | { kind: 'unavailable'; reason: string; retryAtMs: number; giveUp: boolean }
   /** The origin's address is refused by the network guard: so is every URL on it. */
   | { kind: 'refused'; reason: string }
   /** Not known yet: fetching robots.txt used this request slot. */
@@ -28,6 +33,19 @@ interface Entry {
 export const MAX_CRAWL_DELAY_MS = 60_000;
 
 const ROBOTS_MAX_BYTES = 512 * 1024; // RFC 9309: parse at least 500 KiB
+/**
+ * Reads of an origin's robots.txt that fail in a row, each after waiting out the retry interval
+ * (5 min), before its URLs are given up on: a site whose robots.txt answers 503 for a minute
+ * loses nothing, and a dead host ends with error records after ~10 minutes, not never.
+ */
+export const ROBOTS_MAX_FAILURES = 3;
+/**
+ * Origins remembered at most (robots.txt files and failure counts). A worker that runs for weeks
+ * meets millions of origins; past this many, expired entries go first, then the least recently
+ * fetched (asked again when next needed: RFC 9309 sets how long a file may be kept, not how long
+ * it must be).
+ */
+export const ROBOTS_MAX_ORIGINS = 10_000;
 /** RFC 9309: follow at least five consecutive redirects; past that, robots.txt is unavailable. */
 const ROBOTS_MAX_REDIRECTS = 5;
 
@@ -40,8 +58,10 @@ export class RobotsCache {
    * one slot).
    */
   private readonly hops = new Map<string, { url: string; redirects: number }>();
+  /** Origin -> reads of its robots.txt that failed in a row (cleared by any answer that is not a failure). */
+  private readonly failures = new Map<string, number>();
 
-  constructor(private readonly fetcher: Fetcher, private readonly cfg: PipelineConfig, private readonly now: () => number = Date.now) {}
+  constructor(private readonly fetcher: Fetcher, private readonly cfg: PipelineConfig, private readonly now: () => number = Date.now, private readonly maxOrigins = ROBOTS_MAX_ORIGINS) {}
 
   /** The origin's robots.txt while its cache entry lasts. */
   private fresh(origin: string): Entry | undefined {
@@ -85,10 +105,23 @@ export class RobotsCache {
       if (entry === 'late') return { verdict: { kind: 'pending' }, fetched: false };
       // Redirected: the next hop goes in a later slot.
       if (entry === 'redirected') return { verdict: { kind: 'pending' }, fetched: true };
-      this.entries.set(origin, entry);
+      this.remember(origin, entry);
       return { verdict: entry.check(url.href), fetched: true };
     } finally {
       this.inflight.delete(origin);
+    }
+  }
+
+  /** Newest last (Map order), so that when the cache is full the oldest fetches go first. */
+  private remember(origin: string, entry: Entry): void {
+    this.entries.delete(origin);
+    this.entries.set(origin, entry);
+    if (this.entries.size <= this.maxOrigins) return;
+    const now = this.now();
+    for (const [o, e] of this.entries) if (e.expiresAt <= now) this.entries.delete(o);
+    for (const o of this.entries.keys()) {
+      if (this.entries.size <= this.maxOrigins) break;
+      this.entries.delete(o);
     }
   }
 
@@ -106,6 +139,7 @@ export class RobotsCache {
     this.hops.delete(origin);
     const now = this.now();
     if (res.ok && res.body) {
+      this.failures.delete(origin);
       // A longer file is parsed up to its first 512 KiB (RFC 9309 asks for at least 500 KiB),
       // without the line the cut went through.
       const text = res.body.toString('utf8');
@@ -121,15 +155,28 @@ export class RobotsCache {
     // 4xx: no robots.txt, no restrictions (RFC 9309), except 429: a site that asks us to slow
     // down has not said it has no rules, so it is treated as unavailable, as 5xx.
     if (res.status !== undefined && res.status >= 400 && res.status < 500 && res.status !== 429) {
+      this.failures.delete(origin);
       return { expiresAt: now + this.cfg.robotsTtlMs, check: () => ({ kind: 'allowed' }) };
     }
     // The origin itself refused (not a redirect's target): so is every URL on it.
     if (res.failure === 'refused' && !hop) {
+      this.failures.delete(origin);
       const reason = res.reason ?? 'address refused';
       return { expiresAt: now + this.cfg.robotsRetryMs, check: () => ({ kind: 'refused', reason }) };
     }
     const reason = res.failure === 'bad-encoding' ? `robots.txt unreadable (${res.reason})`
       : res.status !== undefined ? `robots.txt answered ${res.status}` : `robots.txt unreachable (${res.reason ?? res.failure})`;
-    return { expiresAt: now + this.cfg.robotsRetryMs, check: () => ({ kind: 'unavailable', reason }) };
+    const failures = (this.failures.get(origin) ?? 0) + 1;
+    this.failures.delete(origin);
+    this.failures.set(origin, failures);
+    if (this.failures.size > this.maxOrigins) this.failures.delete(this.failures.keys().next().value!);
+    const retryAtMs = now + this.cfg.robotsRetryMs;
+    const giveUp = failures >= ROBOTS_MAX_FAILURES;
+    const told = giveUp ? `${reason}; gave up after ${failures} tries ${interval(this.cfg.robotsRetryMs)} apart` : reason;
+    return { expiresAt: retryAtMs, check: () => ({ kind: 'unavailable', reason: told, retryAtMs, giveUp }) };
   }
+}
+
+function interval(ms: number): string {
+  return ms >= 60_000 ? `${Math.round(ms / 60_000)} min` : ms >= 1_000 ? `${Math.round(ms / 1_000)} s` : `${ms} ms`;
 }

@@ -26,11 +26,14 @@ export const DEFAULT_ADAPTIVE: AdaptiveConfig = {
   latencyDecreaseFactor: 0.75,
 };
 
-export type HoldReason = 'retry-after' | 'crawl-delay';
+export type HoldReason = 'retry-after' | 'crawl-delay' | 'robots';
 
 export interface AdaptiveState {
   rate: number;
-  /** No grant before this time (epoch ms): a Retry-After window, or the wait a robots.txt Crawl-delay asks for. */
+  /**
+   * No grant before this time (epoch ms): a Retry-After window, the wait a robots.txt Crawl-delay
+   * asks for, or until an unreadable robots.txt is asked for again.
+   */
   holdUntilMs: number;
   /**
    * What set the hold's end, for operators ("Retry-After until" would be wrong for a

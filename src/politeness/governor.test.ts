@@ -62,3 +62,19 @@ describe('Governor and a global ceiling set while it runs', () => {
     expect(g.state.target).toBe(1);
   });
 });
+
+describe('Governor and an unreadable robots.txt', () => {
+  it('grants nothing until robots.txt is asked again, and leaves the rate as it was', () => {
+    const g = Governor.create('site.example', { rate: 10 }, T0);
+    const events = g.applyReport({ batchId: 'b', grantId: 1, outcomes: [], unused: 40, robotsRetryMs: 300_000 }, T0);
+    expect(events).toEqual([{ event: 'robots-unavailable', detail: 'robots.txt cannot be read; asked again in 300 s, nothing sent until then' }]);
+    expect(g.rate).toBe(10);
+    expect(g.canGrant(T0 + 299_999)).toBe(false);
+    expect(g.plan([{ batchId: 'b', wanted: 10 }], T0 + 299_999)).toEqual([]);
+    // A second batch reporting the same wait adds no event; the hold is not shortened.
+    expect(g.applyReport({ batchId: 'b2', grantId: 2, outcomes: [], unused: 40, robotsRetryMs: 100_000 }, T0 + 1_000)).toEqual([]);
+    expect(g.canGrant(T0 + 300_000)).toBe(true);
+    expect(g.plan([{ batchId: 'b', wanted: 10 }], T0 + 300_000).length).toBeGreaterThan(0);
+    expect(g.rate).toBe(10);
+  });
+});

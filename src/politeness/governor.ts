@@ -75,7 +75,7 @@ export interface GovernorState {
 }
 
 export interface PolicyEvent {
-  event: 'throttled' | 'cooling' | 'resumed' | 'halted' | 'latency-slowdown' | 'paused' | 'stopped' | 'rate-set' | 'crawl-delay';
+  event: 'throttled' | 'cooling' | 'resumed' | 'halted' | 'latency-slowdown' | 'paused' | 'stopped' | 'rate-set' | 'crawl-delay' | 'robots-unavailable';
   detail: string;
 }
 
@@ -121,6 +121,11 @@ export class Governor {
     let retryAfterMs = report.retryAfterMs;
     let throttledAt = nowMs;
     if (report.crawlDelayMs !== undefined && report.crawlDelayMs > 0) events.push(this.applyCrawlDelay(report.crawlDelayMs, nowMs));
+    if (report.robotsRetryMs !== undefined && report.robotsRetryMs > 0 && nowMs + report.robotsRetryMs > s.adaptive.holdUntilMs) {
+      // Nothing may be fetched until robots.txt has been read; the rate is not the site's problem here.
+      holdUntil(s.adaptive, nowMs + report.robotsRetryMs, 'robots');
+      events.push({ event: 'robots-unavailable', detail: `robots.txt cannot be read; asked again in ${Math.round(report.robotsRetryMs / 1000)} s, nothing sent until then` });
+    }
     for (const o of report.outcomes) {
       if (o.final) s.counts[o.cls] += 1;
       else s.counts.retries += 1;

@@ -75,6 +75,8 @@ export interface OutcomeReport {
   retryAfterMs?: number;
   /** Set when the activity stopped because robots.txt asks for more time between requests (FetchBatchResult.crawlDelayMs). */
   crawlDelayMs?: number;
+  /** Set when the activity stopped because robots.txt could not be read (FetchBatchResult.robotsRetryMs). */
+  robotsRetryMs?: number;
   /** How long the grant took to reach its fetch activity (FetchBatchResult.dispatchMs). */
   dispatchMs?: number;
   /**
@@ -166,6 +168,12 @@ export interface FetchBatchResult {
    * the grant's slots leave: the activity sent nothing more and handed the rest back.
    */
   crawlDelayMs?: number;
+  /**
+   * Set when robots.txt of the source's host could not be read (5xx, 429, unreachable) and will
+   * be asked for again in this many ms: until then nothing may be fetched there (RFC 9309), so
+   * the activity sent nothing more and handed the rest back without using their attempts.
+   */
+  robotsRetryMs?: number;
   /**
    * From the grant's issue (workflow time) to the start of this activity's first attempt, ms:
    * the monitor leads its windows by about this much (see politeness/grantLead.ts).

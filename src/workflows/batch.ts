@@ -172,7 +172,7 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
       // Outcomes go to the monitor without the URL text: it needs classes and timings, and
       // history stays small.
       await signalMonitor(input.monitorId, reportOutcomesSignal, {
-        batchId, grantId: g.grantId, unused: result.unused.length, retryAfterMs: result.retryAfterMs, crawlDelayMs: result.crawlDelayMs, missedSlots: result.missedSlots, dispatchMs: result.dispatchMs,
+        batchId, grantId: g.grantId, unused: result.unused.length, retryAfterMs: result.retryAfterMs, crawlDelayMs: result.crawlDelayMs, robotsRetryMs: result.robotsRetryMs, missedSlots: result.missedSlots, dispatchMs: result.dispatchMs,
         outcomes: result.outcomes.map((o) => ({ ...o, url: '' })),
         tokens: tokens(),
       });

@@ -52,6 +52,7 @@ export async function crawlMonitorWorkflow(input: MonitorInput): Promise<Monitor
   setHandler(reportOutcomesSignal, (report) => {
     // Only activities of this version report a Crawl-delay; a history from before it replays without.
     if (report.crawlDelayMs !== undefined && !patched('honour-crawl-delay')) report = { ...report, crawlDelayMs: undefined };
+    if (report.robotsRetryMs !== undefined && !patched('hold-for-robots')) report = { ...report, robotsRetryMs: undefined };
     if (report.dispatchMs !== undefined && patched('adaptive-grant-lead')) m.governor.noteDispatch(report.dispatchMs);
     announce(m.onReport(report, Date.now()));
     if (report.tokens) wake();
@@ -223,6 +224,7 @@ function detailsMarkdown(m: MonitorModel, nowMs: number): string {
   ];
   if (s.retryAfterUntil) lines.push(`Retry-After hold until ${s.retryAfterUntil}`);
   if (s.crawlDelayUntil) lines.push(`robots.txt Crawl-delay: next request not before ${s.crawlDelayUntil}`);
+  if (s.robotsRetryAt) lines.push(`robots.txt unavailable: asked again at ${s.robotsRetryAt}, nothing sent until then`);
   if (s.coolingUntil) lines.push(`temporary halt until ${s.coolingUntil}`);
   if (s.haltReason) lines.push(`**HALTED**: ${s.haltReason}. Resume with the \`resume\` update or \`crawl resume\`.`);
   if (s.alerts.length) lines.push('', 'recent events:', ...s.alerts.slice(-5).map((a) => `- ${a}`));

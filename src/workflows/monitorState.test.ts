@@ -182,4 +182,13 @@ describe('MonitorModel stats: what holds a source', () => {
     // Neither once the hold has passed.
     expect(m.stats(T0 + 40_000)).toMatchObject({ retryAfterUntil: null, crawlDelayUntil: null });
   });
+
+  it('names a wait for an unreadable robots.txt as such, without lowering the rate', () => {
+    const m = MonitorModel.fromInput({ source: 's', config: { rate: 10 }, work: [{ chunkId: 'c1', count: 500 }] }, T0);
+    const [chunk] = m.takeChunksToStart();
+    m.batchStarted('b1', chunk!);
+    m.onReport({ batchId: 'b1', grantId: 1, outcomes: [], unused: 20, robotsRetryMs: 300_000 }, T0);
+    expect(m.stats(T0 + 1_000)).toMatchObject({ robotsRetryAt: new Date(T0 + 300_000).toISOString(), retryAfterUntil: null, crawlDelayUntil: null, rate: 10, target: 10 });
+    expect(m.stats(T0 + 300_000)).toMatchObject({ robotsRetryAt: null });
+  });
 });

@@ -93,6 +93,8 @@ export interface MonitorStats {
   retryAfterUntil: string | null;
   /** No grant before this time: the wait the site's robots.txt Crawl-delay asks for. */
   crawlDelayUntil: string | null;
+  /** No grant before this time: robots.txt could not be read and is asked for again then. */
+  robotsRetryAt: string | null;
   coolingUntil: string | null;
   haltReason: string | null;
   counts: Counts;
@@ -310,8 +312,9 @@ export class MonitorModel {
       siteMaxRate: g.siteMaxRate !== undefined ? round(g.siteMaxRate) : null,
       burst: g.burst,
       ceilingPerSecond: ceilings(g.adaptive.rate, g.burst).perSecond,
-      retryAfterUntil: g.adaptive.holdReason === 'crawl-delay' ? null : heldUntil,
+      retryAfterUntil: (g.adaptive.holdReason ?? 'retry-after') === 'retry-after' ? heldUntil : null,
       crawlDelayUntil: g.adaptive.holdReason === 'crawl-delay' ? heldUntil : null,
+      robotsRetryAt: g.adaptive.holdReason === 'robots' ? heldUntil : null,
       coolingUntil: g.mode === 'cooling' ? new Date(g.coolingUntilMs).toISOString() : null,
       haltReason: g.haltReason,
       counts: { ...g.counts },

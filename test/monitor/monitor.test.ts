@@ -161,6 +161,34 @@ describe('crawl monitor (time-skipping server)', () => {
     expect(stats.counts.retries).toBe(1);
   });
 
+  it('waits for an unreadable robots.txt to be asked again (5 min) without halving the rate or spending attempts', async () => {
+    const { taskQueue, workflowId } = ids();
+    const { grants, acts } = scriptedActivities(() => ({ cls: 'done', status: 200 }));
+    let firstAt: number | undefined;
+    const worker = await monitorWorker(env, taskQueue, {
+      ...acts,
+      // The first grant finds robots.txt unreadable: nothing sent, every URL handed back.
+      async fetchBatch(input: FetchBatchInput): Promise<FetchBatchResult> {
+        if (firstAt === undefined) {
+          firstAt = input.schedule.startMs;
+          return { outcomes: [], unused: input.items.map((_, i) => i), robotsRetryMs: 300_000 };
+        }
+        return acts.fetchBatch(input);
+      },
+    });
+    const stats = await worker.runUntil(env.client.workflow.execute(crawlMonitorWorkflow, {
+      taskQueue, workflowId,
+      args: [{ source: 'robots.test', config: { rate: 5 }, work: chunksOf('robots.test', 200, 200) }],
+    }));
+    const ordered = [...grants].sort((a, b) => a.startMs - b.startMs);
+    expect(ordered[0]!.scheduledMs).toBeGreaterThanOrEqual(firstAt! + 300_000 - 2_500);
+    expect(Math.min(...sendTimes(grants))).toBeGreaterThanOrEqual(firstAt! + 300_000 - 2_500);
+    // Not a throttle: the grants after the wait run at the full rate at once.
+    expect(ordered[0]!.intervalMs).toBeLessThanOrEqual(1_000 / 5 / 0.95);
+    expect(stats.counts).toMatchObject({ done: 200, retries: 0, error: 0 });
+    expect(stats.robotsRetryAt).toBeNull();
+  });
+
   it.each([1, 7.5, 40])('keeps grants under the 1 s and 10 s ceilings at rate %p over 10 simulated minutes', async (rate) => {
     const { taskQueue, workflowId } = ids();
     const { grants, acts } = scriptedActivities(() => ({ cls: 'done', status: 200 }));

@@ -193,6 +193,44 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     }
   });
 
+  it('waits for an unreadable robots.txt without using the URLs\' attempts, and gives them up after three failed reads', async () => {
+    const site = await new Origin().route('/robots.txt', (_q, r) => { r.writeHead(503); r.end(); }).serve('/a.jpg', await png(30, 20), 'image/png').start();
+    const retryMs = 300;
+    const p = new ImagePipeline(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'], robotsRetryMs: retryMs }), store, new Spool(path.join(dir, 'spool-robots')));
+    const local = createCrawlActivities({ processor: p, recorder: new StoreRecorder(store) });
+    try {
+      let grantId = 0;
+      const grant = (): FetchBatchInput => {
+        const startMs = Date.now() + 50;
+        return {
+          source: 'unreadable', batchId: 'b1', grantId: ++grantId, maxAttempts: 3,
+          items: [0, 1, 2, 3].map((i) => ({ url: site.url(`/a.jpg?${i}`), attempt: 1 })),
+          schedule: { startMs, endMs: startMs + 10 * 30, intervalMs: 30, burstSlots: 0 },
+        };
+      };
+      for (const read of [1, 2]) {
+        // The first slot reads robots.txt (503); the next URL finds it unreadable: the grant stops.
+        const held = (await new MockActivityEnvironment().run(local.fetchBatch, grant())) as FetchBatchResult;
+        expect(held.outcomes).toEqual([]);
+        expect(held.unused).toEqual([0, 1, 2, 3]);
+        expect(held.robotsRetryMs).toBeGreaterThan(0);
+        expect(held.robotsRetryMs).toBeLessThanOrEqual(retryMs);
+        expect(site.requests.map((r) => r.path)).toEqual(Array(read).fill('/robots.txt'));
+        await new Promise((r) => setTimeout(r, retryMs + 20));
+      }
+      // The third failed read in a row: the URLs end with their reason, having sent no request of their own.
+      const gaveUp = (await new MockActivityEnvironment().run(local.fetchBatch, grant())) as FetchBatchResult;
+      expect(gaveUp.robotsRetryMs).toBeUndefined();
+      expect(gaveUp.unused).toEqual([]);
+      expect(gaveUp.outcomes.map((o) => [o.cls, o.final, o.attempt, o.reason])).toEqual(
+        Array(4).fill(['error', true, 1, `robots.txt answered 503; gave up after 3 tries ${retryMs} ms apart`]));
+      expect(site.requests.map((r) => r.path)).toEqual(['/robots.txt', '/robots.txt', '/robots.txt']);
+    } finally {
+      await p.close();
+      await site.stop();
+    }
+  });
+
   it('reports how long its grant took to reach it (the monitor leads later windows by as much), on a first attempt only', async () => {
     await run(['/good.png']); // robots.txt warm
     const grant = input(['/good.png']);

@@ -55,14 +55,65 @@ describe('robots.txt (RFC 9309) per origin', () => {
   it('treats a 5xx robots.txt as disallow-for-now', async () => {
     await withRobots((o) => o.route('/robots.txt', (_q, r) => { r.writeHead(503); r.end(); }), async (o, cache) => {
       const { verdict } = await cache.check(new URL(o.url('/any.jpg')));
-      expect(verdict).toEqual({ kind: 'unavailable', reason: 'robots.txt answered 503' });
+      expect(verdict).toEqual({ kind: 'unavailable', reason: 'robots.txt answered 503', retryAtMs: expect.any(Number), giveUp: false });
     });
+  });
+
+  it('asks an unavailable robots.txt again after the retry interval, and gives up after three failures in a row', async () => {
+    let now = 1_000_000;
+    let answer = 503;
+    const o = await new Origin().route('/robots.txt', (_q, r) => { r.writeHead(answer); r.end(answer === 200 ? 'User-agent: *\nDisallow: /no/\n' : ''); }).start();
+    try {
+      const cache = new RobotsCache(fetcher, cfg, () => now);
+      const url = new URL(o.url('/a.jpg'));
+      const check = async () => (await cache.check(url)).verdict;
+      expect(await check()).toEqual({ kind: 'unavailable', reason: 'robots.txt answered 503', retryAtMs: now + cfg.robotsRetryMs, giveUp: false });
+      now += cfg.robotsRetryMs - 1;
+      expect(await check()).toMatchObject({ kind: 'unavailable', giveUp: false }); // cached: not asked again
+      expect(o.hits('/robots.txt')).toHaveLength(1);
+      now += 1;
+      expect(await check()).toMatchObject({ kind: 'unavailable', giveUp: false });
+      now += cfg.robotsRetryMs;
+      expect(await check()).toEqual({ kind: 'unavailable', reason: 'robots.txt answered 503; gave up after 3 tries 5 min apart', retryAtMs: now + cfg.robotsRetryMs, giveUp: true });
+      expect(o.hits('/robots.txt')).toHaveLength(3);
+      // An answer clears the count: the next failure starts from one again.
+      now += cfg.robotsRetryMs;
+      answer = 200;
+      expect(await check()).toEqual({ kind: 'allowed' });
+      now += cfg.robotsTtlMs;
+      answer = 500;
+      expect(await check()).toMatchObject({ kind: 'unavailable', reason: 'robots.txt answered 500', giveUp: false });
+    } finally {
+      await o.stop();
+    }
+  });
+
+  it('remembers a bounded number of origins, dropping expired entries first, then the oldest', async () => {
+    const origins = await Promise.all([0, 1, 2, 3].map((k) => (k === 1
+      ? new Origin().route('/robots.txt', (_q, r) => { r.writeHead(503); r.end(); }) // kept 5 min, not 24 h
+      : new Origin().serve('/robots.txt', 'User-agent: *\nDisallow: /no/\n', 'text/plain')).start()));
+    try {
+      let now = 0;
+      const cache = new RobotsCache(fetcher, cfg, () => now, 2);
+      const url = (k: number) => new URL(origins[k]!.url('/no/x.jpg'));
+      await cache.check(url(0));
+      await cache.check(url(1));
+      now += cfg.robotsRetryMs; // 1's failure has expired; 0's file has not
+      await cache.check(url(2));
+      expect([0, 1, 2].map((k) => cache.known(url(k)))).toEqual([true, false, true]);
+      await cache.check(url(3)); // nothing expired: the oldest (0) goes
+      expect([0, 2, 3].map((k) => cache.known(url(k)))).toEqual([false, true, true]);
+      await cache.check(url(0));
+      expect(origins.map((o) => o.hits('/robots.txt').length)).toEqual([2, 1, 1, 1]);
+    } finally {
+      await Promise.all(origins.map((o) => o.stop()));
+    }
   });
 
   it('treats a 429 robots.txt as disallow-for-now, not as the 4xx that allows all', async () => {
     await withRobots((o) => o.route('/robots.txt', (_q, r) => { r.writeHead(429, { 'retry-after': '60' }); r.end(); }), async (o, cache) => {
       const { verdict } = await cache.check(new URL(o.url('/any.jpg')));
-      expect(verdict).toEqual({ kind: 'unavailable', reason: 'robots.txt answered 429' });
+      expect(verdict).toEqual({ kind: 'unavailable', reason: 'robots.txt answered 429', retryAtMs: expect.any(Number), giveUp: false });
     });
   });
 
@@ -95,7 +146,7 @@ describe('robots.txt (RFC 9309) per origin', () => {
       r.end(Buffer.from([0x28, 0xb5, 0x2f, 0xfd, 1, 2, 3]));
     }), async (o, cache) => {
       const { verdict } = await cache.check(new URL(o.url('/no/a.jpg')));
-      expect(verdict).toEqual({ kind: 'unavailable', reason: 'robots.txt unreadable (unsupported content-encoding "zstd")' });
+      expect(verdict).toEqual({ kind: 'unavailable', reason: 'robots.txt unreadable (unsupported content-encoding "zstd")', retryAtMs: expect.any(Number), giveUp: false });
     });
   });
 
@@ -144,7 +195,7 @@ describe('robots.txt (RFC 9309) per origin', () => {
     await withRobots((o) => o.route('/robots.txt', redirect('/robots.txt')), async (o, cache) => {
       const url = new URL(o.url('/a.jpg'));
       for (let i = 0; i < 5; i++) expect((await cache.check(url)).verdict.kind).toBe('pending');
-      expect((await cache.check(url)).verdict).toEqual({ kind: 'unavailable', reason: 'robots.txt answered 302' });
+      expect((await cache.check(url)).verdict).toEqual({ kind: 'unavailable', reason: 'robots.txt answered 302', retryAtMs: expect.any(Number), giveUp: false });
       expect(o.hits('/robots.txt')).toHaveLength(6);
     });
   });
