@@ -49,8 +49,14 @@ export function manifestHasContent(file: string): boolean {
   }
 }
 
+/**
+ * The source a URL belongs to without an explicit one: its host with any port. `a.example.` and
+ * `a.example` are one site (the trailing dot only makes the name fully qualified), so they are
+ * one source: two would each get the site's whole rate.
+ */
 export function sourceOfUrl(u: URL): string {
-  return u.host.toLowerCase();
+  const host = u.hostname.toLowerCase().replace(/\.$/, '');
+  return u.port ? `${host}:${u.port}` : host;
 }
 
 function checkUrl(raw: string): URL | string {
