@@ -49,7 +49,7 @@ describe('manifests', () => {
 
   it('makes one source of a host however its name is written (case, trailing dot, default port)', async () => {
     const got = await entries('m.txt', ['https://A.Example/1.jpg', 'https://a.example./2.jpg', 'http://a.example:80/3.jpg', 'https://a.example.:8443/4.jpg', 'http://[::1]:8080/5.jpg'].join('\n'));
-    expect(got.map((e) => e.source)).toEqual(['a.example', 'a.example', 'a.example', 'a.example:8443', '[::1]:8080']);
+    expect(got.map((e) => ('source' in e ? e.source : e.error))).toEqual(['a.example', 'a.example', 'a.example', 'a.example:8443', '[::1]:8080']);
   });
 
   it('reads CSV by its header and plain URL lists', async () => {
