@@ -11,6 +11,8 @@ import { ImagePipeline } from '../pipeline/imagePipeline';
 import { Spool } from '../pipeline/spool';
 import { storeFromEnv } from '../pipeline/store';
 import { DEFAULT_NAMESPACE, TASK_QUEUE } from '../temporal/connect';
+import { log } from '../shared/log';
+import { workflowCodeOption } from './workflowBundle';
 
 export interface CrawlWorkerOptions {
   connection: NativeConnection;
@@ -56,7 +58,7 @@ export function createCrawlWorker(opts: CrawlWorkerOptions): Promise<Worker> {
     connection: opts.connection,
     namespace: DEFAULT_NAMESPACE,
     taskQueue: opts.taskQueue ?? TASK_QUEUE,
-    workflowsPath: WORKFLOWS_PATH,
+    ...workflowCodeOption(WORKFLOWS_PATH, log),
     activities: { ...smoke, ...createCrawlActivities(deps) },
     // A fetch activity spends most of its life waiting for its slots, one per source and grant
     // at a time: the SDK's default of 100 would leave sources beyond the hundredth unserved.

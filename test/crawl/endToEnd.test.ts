@@ -201,6 +201,8 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
       expect(again.stdout).toContain('60 already crawled');
       await new Promise((r) => setTimeout(r, 1_000));
       expect(a.requests.length).toBe(before);
+      // Both worker starts ran the workflow code bundled by the build, not bundled afresh.
+      expect(fs.readFileSync(logFile, 'utf8')).not.toMatch(/workflow-bundle/);
     } finally {
       worker.kill('SIGKILL');
     }
