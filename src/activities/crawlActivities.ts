@@ -11,6 +11,8 @@ import { chunkDoneKey } from '../shared/chunkRanges';
 import { HEARTBEAT_EVERY_MS } from '../shared/heartbeat';
 import { GrantAttempts } from './grantAttempts';
 import { blockSource, isSourceBlocked } from './sourceBlocks';
+import { describeStoreError } from '../pipeline/storeError';
+import { STORE_RETRY_MS, STORE_UNAVAILABLE } from '../shared/storeOutage';
 
 /** What handling one URL produced: the outcome the monitor sees, and the record to keep. */
 export interface ProcessedUrl {
@@ -32,7 +34,13 @@ export interface ProcessedUrl {
   robotsRetryAtMs?: number;
   /** An error outcome that is final although attempts are left (robots.txt given up on). */
   final?: boolean;
+  /**
+   * With `requeue`: the store could not take the URL's thumbnail (the bytes are spooled). Nothing
+   * more is sent to the source in this grant, and the monitor holds it for STORE_RETRY_MS.
+   */
+  storeFailure?: string;
 }
+
 
 
 export interface UrlProcessor {
@@ -133,6 +141,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
     // (or for none of the grant's burst): nothing more is sent; the monitor lowers the rate.
     let crawlDelayMs: number | undefined;
     let robotsRetryMs: number | undefined;
+    let storeFailure: string | undefined;
     const checkCrawlDelay = (url: string) => {
       const d = deps.processor.crawlDelayMs?.(url);
       if (d !== undefined && (d > input.schedule.intervalMs || input.schedule.burstSlots > 0)) crawlDelayMs = Math.max(crawlDelayMs ?? 0, d);
@@ -147,7 +156,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
       signal: ctx.cancellationSignal,
       // A URL part-way through its redirects goes next to its next hop's origin.
       prepare: deps.processor.preconnect && ((i, slotMs) => deps.processor.preconnect!(hops.get(i)?.url ?? input.items[i]!.url, slotMs)),
-      shouldStop: () => superseded() || throttled || crawlDelayMs !== undefined || robotsRetryMs !== undefined || errorRun >= ERROR_BURST || isSourceBlocked(input.source),
+      shouldStop: () => superseded() || throttled || crawlDelayMs !== undefined || robotsRetryMs !== undefined || storeFailure !== undefined || errorRun >= ERROR_BURST || isSourceBlocked(input.source),
       run: async (i, slotMs, mayGoLate) => {
         const item = input.items[i]!;
         const sendBy = slotMs + MAX_LATENESS_MS;
@@ -155,6 +164,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
         checkCrawlDelay(item.url);
         if (processed.hop) hops.set(i, processed.hop);
         if (processed.robotsRetryAtMs !== undefined) robotsRetryMs = Math.max(robotsRetryMs ?? 0, processed.robotsRetryAtMs - Date.now(), 1);
+        if (processed.storeFailure !== undefined) storeFailure ??= processed.storeFailure;
         // A URL part-way through its redirects goes first in line: its next hop takes the next slot.
         if (processed.requeue) return hops.has(i) ? 'next' as const : 'requeue' as const;
         const o = processed.outcome;
@@ -183,7 +193,15 @@ export function createCrawlActivities(deps: CrawlDeps) {
     // died before its last heartbeat went out, and the URLs in it, unknown to this attempt, go
     // back to the batch and would get a second record under another grant.
     const records = [...done.values()].flatMap((d) => (d.extra ? [{ ...recordOf(input.source, d.outcome), ...d.extra }] : []));
-    if (records.length || ctx.info.attempt > 1) await deps.recorder.write(input.source, recordFile(input.unit, input.batchId, `g${input.grantId}`), records);
+    if (records.length || ctx.info.attempt > 1) {
+      try {
+        await deps.recorder.write(input.source, recordFile(input.unit, input.batchId, `g${input.grantId}`), records);
+      } catch (err) {
+        // Retried as any failure is; when the retries fail too, the batch puts the grant's URLs
+        // back without using their attempts and the monitor holds the source (STORE_UNAVAILABLE).
+        throw ApplicationFailure.retryable(`the store failed writing records: ${describeStoreError(err)}`, STORE_UNAVAILABLE);
+      }
+    }
     beat();
     const unused = run.unused.sort((a, b) => a - b);
     // A URL part-way through its redirects goes back with where it has got to: its next grant
@@ -196,6 +214,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
       retryAfterMs,
       ...(crawlDelayMs !== undefined ? { crawlDelayMs } : {}),
       ...(robotsRetryMs !== undefined ? { robotsRetryMs } : {}),
+      ...(storeFailure !== undefined ? { storeRetryMs: STORE_RETRY_MS, storeError: storeFailure } : {}),
       missedSlots: run.missed,
     };
   }

@@ -63,6 +63,14 @@ describe('the status table', () => {
     expect(monitoringUpdate([waiting]).sources.s).toMatchObject({ crawlDelayUntil: '2026-11-23T12:00:05.000Z', retryAfterUntil: null });
   });
 
+  it('says when a failing store holds a source, with what the store said', () => {
+    const r = running(3);
+    const waiting: SourceStatus = { ...r, stats: { ...r.stats!, storeRetryAt: '2026-11-23T12:01:00.000Z', storeError: 'ENOSPC: no space left on device' } };
+    const row = statusTable([waiting]).split('\n')[1]!;
+    expect(row).toMatch(/store failing \(ENOSPC: no space left on device\): nothing sent until 2026-11-23T12:01:00\.000Z$/);
+    expect(monitoringUpdate([waiting]).sources.s).toMatchObject({ storeRetryAt: '2026-11-23T12:01:00.000Z', storeError: 'ENOSPC: no space left on device', retryAfterUntil: null });
+  });
+
   it('says when an unreadable robots.txt holds a source, and when it is asked again', () => {
     const r = running(3);
     const waiting: SourceStatus = { ...r, stats: { ...r.stats!, robotsRetryAt: '2026-11-23T12:05:00.000Z' } };

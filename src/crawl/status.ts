@@ -106,7 +106,7 @@ export interface MonitoringUpdate {
   event: 'monitoring_update';
   time: string;
   global: { sources: number; running: number; halted: number; ratePerS: number; targetPerS: number; done: number; errors: number; finishedUrls: number; totalUrls: number; imagesPerS: number | null };
-  sources: Record<string, { state: string; rate: number; target: number; done: number; errors: number; linkrot: number; content: number; robots: number; refused: number; finished: number; total: number; breaker: string; retryAfterUntil: string | null; crawlDelayUntil: string | null; robotsRetryAt: string | null; note?: string }>;
+  sources: Record<string, { state: string; rate: number; target: number; done: number; errors: number; linkrot: number; content: number; robots: number; refused: number; finished: number; total: number; breaker: string; retryAfterUntil: string | null; crawlDelayUntil: string | null; robotsRetryAt: string | null; storeRetryAt: string | null; storeError: string | null; note?: string }>;
 }
 
 /**
@@ -144,7 +144,7 @@ export function monitoringUpdate(statuses: SourceStatus[], previous?: { atMs: nu
       errors += u?.errors ?? 0;
       sources[s.source] = {
         state, rate: u?.rate ?? 0, target: 0, done: u?.done ?? 0, errors: u?.errors ?? 0, linkrot: 0, content: 0, robots: 0, refused: 0, finished: 0, total: 0,
-        breaker: '', retryAfterUntil: null, crawlDelayUntil: null, robotsRetryAt: null, ...(u ? { note: u.note } : {}),
+        breaker: '', retryAfterUntil: null, crawlDelayUntil: null, robotsRetryAt: null, storeRetryAt: null, storeError: null, ...(u ? { note: u.note } : {}),
       };
       continue;
     }
@@ -163,6 +163,8 @@ export function monitoringUpdate(statuses: SourceStatus[], previous?: { atMs: nu
       // Older monitors (before this field) show a Crawl-delay hold as retryAfterUntil.
       crawlDelayUntil: st.crawlDelayUntil ?? null,
       robotsRetryAt: st.robotsRetryAt ?? null,
+      storeRetryAt: st.storeRetryAt ?? null,
+      storeError: st.storeError ?? null,
       // Counts from its last answer (StatusPoller): say that this one went unanswered.
       ...(s.unanswered ? { note: s.unanswered.note } : {}),
     };
@@ -182,7 +184,8 @@ export function statusTable(statuses: SourceStatus[]): string {
     const state = displayState(s);
     const u = s.unanswered;
     const note = state === 'stopped' ? `stopped by an operator${st?.haltReason ? ` (was halted: ${st.haltReason})` : ''}`
-      : st?.haltReason ?? (st?.retryAfterUntil ? `Retry-After until ${st.retryAfterUntil}` : st?.robotsRetryAt ? `robots.txt unavailable: asked again at ${st.robotsRetryAt}` : st?.coolingUntil ? `cooling until ${st.coolingUntil}`
+      : st?.haltReason ?? (st?.retryAfterUntil ? `Retry-After until ${st.retryAfterUntil}` : st?.robotsRetryAt ? `robots.txt unavailable: asked again at ${st.robotsRetryAt}`
+        : st?.storeRetryAt ? `store failing (${st.storeError ?? 'see the worker log'}): nothing sent until ${st.storeRetryAt}` : st?.coolingUntil ? `cooling until ${st.coolingUntil}`
         : st?.siteMaxRate != null ? `robots.txt Crawl-delay: at most ${st.siteMaxRate}/s${st.crawlDelayUntil ? `, next request not before ${st.crawlDelayUntil}` : ''}` : u?.note ?? '');
     rows.push([s.source, state, String(st?.rate ?? u?.rate ?? ''), String(st?.target ?? ''), st ? `${st.urls.finished}/${st.urls.total}` : '', String(st?.counts.done ?? u?.done ?? ''),
       String(st?.counts.linkrot ?? ''), String(st?.counts.content ?? ''), String(st?.counts.robots ?? ''), String(st?.counts.error ?? u?.errors ?? ''), note]);

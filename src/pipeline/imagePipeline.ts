@@ -10,14 +10,16 @@ import { RobotsCache } from './robots';
 import type { Spool } from './spool';
 import { WeightedBudget } from '../shared/concurrency';
 import type { ObjectStore } from './store';
+import { describeStoreError } from './storeError';
 
 const MAX_RETRY_AFTER_MS = 15 * 60_000;
 
 /**
  * One URL through the whole pipeline: validate, robots.txt, fetch, analyse, thumbnail, store.
- * Every problem of the URL or the site becomes an outcome; only infrastructure failures
- * (the store is down) throw, and then the fetched bytes go to the spool first, so the retried
- * activity stores them without asking the site again.
+ * Every problem of the URL or the site becomes an outcome. When the store cannot take the
+ * thumbnail, the fetched bytes go to the spool and the URL goes back without using an attempt
+ * (`storeFailure`): it is stored from the spool, without asking the site again, once the store
+ * works. Anything else unexpected throws.
  */
 export class ImagePipeline implements UrlProcessor {
   readonly fetcher: Fetcher;
@@ -143,9 +145,9 @@ export class ImagePipeline implements UrlProcessor {
       try {
         await this.store.put(key, thumb, 'image/jpeg');
       } catch (err) {
-        // Keep the bytes so the retry stores them without asking the site again.
+        // Not the URL's failure: keep the bytes so that it is stored later without asking the site again.
         if (!fromSpool) await this.spool.put(url, body).catch(() => undefined);
-        throw err;
+        return { outcome: { ...base, ...timing, cls: 'error', reason: 'the store failed' }, requeue: true, storeFailure: describeStoreError(err) };
       }
       if (fromSpool) await this.spool.delete(url);
       return {
@@ -162,3 +164,4 @@ export class ImagePipeline implements UrlProcessor {
     }
   }
 }
+

@@ -26,13 +26,13 @@ export const DEFAULT_ADAPTIVE: AdaptiveConfig = {
   latencyDecreaseFactor: 0.75,
 };
 
-export type HoldReason = 'retry-after' | 'crawl-delay' | 'robots';
+export type HoldReason = 'retry-after' | 'crawl-delay' | 'robots' | 'store';
 
 export interface AdaptiveState {
   rate: number;
   /**
    * No grant before this time (epoch ms): a Retry-After window, the wait a robots.txt Crawl-delay
-   * asks for, or until an unreadable robots.txt is asked for again.
+   * asks for, until an unreadable robots.txt is asked for again, or a wait after the store failed.
    */
   holdUntilMs: number;
   /**

@@ -78,3 +78,16 @@ describe('Governor and an unreadable robots.txt', () => {
     expect(g.rate).toBe(10);
   });
 });
+
+describe('Governor and a failing store', () => {
+  it('grants nothing for the wait the report asks, says what the store answered, and leaves the rate as it was', () => {
+    const g = Governor.create('site.example', { rate: 10 }, T0);
+    const events = g.applyReport({ batchId: 'b', grantId: 1, outcomes: [], unused: 40, storeRetryMs: 60_000, storeError: 'ENOSPC: no space left on device' }, T0);
+    expect(events).toEqual([{ event: 'store-unavailable', detail: 'the store failed (ENOSPC: no space left on device); nothing sent for 60 s, the URLs keep their attempts' }]);
+    expect(g.canGrant(T0 + 59_999)).toBe(false);
+    expect(g.state.adaptive.holdReason).toBe('store');
+    expect(g.canGrant(T0 + 60_000)).toBe(true);
+    expect(g.rate).toBe(10);
+    expect(g.state.counts).toMatchObject({ error: 0, retries: 0 });
+  });
+});

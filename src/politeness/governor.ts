@@ -72,10 +72,12 @@ export interface GovernorState {
    * grantLead.ts); absent until the first report that carries one, and the configured lead applies.
    */
   dispatchMs?: number;
+  /** What the store said when it last failed (shown while the source is held for it). */
+  storeError?: string;
 }
 
 export interface PolicyEvent {
-  event: 'throttled' | 'cooling' | 'resumed' | 'halted' | 'latency-slowdown' | 'paused' | 'stopped' | 'rate-set' | 'crawl-delay' | 'robots-unavailable';
+  event: 'throttled' | 'cooling' | 'resumed' | 'halted' | 'latency-slowdown' | 'paused' | 'stopped' | 'rate-set' | 'crawl-delay' | 'robots-unavailable' | 'store-unavailable';
   detail: string;
 }
 
@@ -125,6 +127,14 @@ export class Governor {
       // Nothing may be fetched until robots.txt has been read; the rate is not the site's problem here.
       holdUntil(s.adaptive, nowMs + report.robotsRetryMs, 'robots');
       events.push({ event: 'robots-unavailable', detail: `robots.txt cannot be read; asked again in ${Math.round(report.robotsRetryMs / 1000)} s, nothing sent until then` });
+    }
+    if (report.storeRetryMs !== undefined && report.storeRetryMs > 0) {
+      // Images that cannot be kept are not downloaded; nor is this the site's doing: the rate stays.
+      s.storeError = report.storeError ?? 'the store failed';
+      if (nowMs + report.storeRetryMs > s.adaptive.holdUntilMs) {
+        holdUntil(s.adaptive, nowMs + report.storeRetryMs, 'store');
+        events.push({ event: 'store-unavailable', detail: `the store failed (${s.storeError}); nothing sent for ${Math.round(report.storeRetryMs / 1000)} s, the URLs keep their attempts` });
+      }
     }
     for (const o of report.outcomes) {
       if (o.final) s.counts[o.cls] += 1;

@@ -77,6 +77,9 @@ export interface OutcomeReport {
   crawlDelayMs?: number;
   /** Set when the activity stopped because robots.txt could not be read (FetchBatchResult.robotsRetryMs). */
   robotsRetryMs?: number;
+  /** Set when the store failed (FetchBatchResult.storeRetryMs), with what it said. */
+  storeRetryMs?: number;
+  storeError?: string;
   /** How long the grant took to reach its fetch activity (FetchBatchResult.dispatchMs). */
   dispatchMs?: number;
   /**
@@ -174,6 +177,13 @@ export interface FetchBatchResult {
    * the activity sent nothing more and handed the rest back without using their attempts.
    */
   robotsRetryMs?: number;
+  /**
+   * Set when the store could not take a thumbnail: the activity sent nothing more and handed the
+   * rest back, the URL included (its bytes are spooled); nothing is sent to the source for this
+   * long. `storeError` says what the store answered.
+   */
+  storeRetryMs?: number;
+  storeError?: string;
   /**
    * From the grant's issue (workflow time) to the start of this activity's first attempt, ms:
    * the monitor leads its windows by about this much (see politeness/grantLead.ts).

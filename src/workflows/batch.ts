@@ -1,10 +1,11 @@
 import {
-  ActivityCancellationType, ActivityFailure, CancellationScope, getExternalWorkflowHandle, isCancellation, log, patched, proxyActivities, proxyLocalActivities,
+  ActivityCancellationType, ActivityFailure, ApplicationFailure, CancellationScope, getExternalWorkflowHandle, isCancellation, log, patched, proxyActivities, proxyLocalActivities,
   setHandler, condition, sleep, workflowInfo, type SignalDefinition,
 } from '@temporalio/workflow';
 import { batchRunUnit, recordFile } from '../shared/recordUnits';
 import type { CrawlActivities } from '../activities/crawlActivities';
 import { HEARTBEAT_TIMEOUT_MS } from '../shared/heartbeat';
+import { STORE_RETRY_MS, STORE_UNAVAILABLE } from '../shared/storeOutage';
 import type { BatchItem, FetchBatchResult, Grant, OutcomeClass, RedirectHop, RequestOutcome, WorkChunk } from '../shared/types';
 import { batchFinishedSignal, batchStoppedSignal, grantSignal, pingSignal, reportOutcomesSignal, requestTokensSignal } from './messages';
 
@@ -139,6 +140,15 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
         // The batch was cancelled (its crawl was stopped): the main loop ends it; nothing to report.
         if (isCancellation(err) || stopping()) return;
         if (!(err instanceof ActivityFailure)) throw err;
+        if (err.cause instanceof ApplicationFailure && err.cause.type === STORE_UNAVAILABLE && patched('store-outage-keeps-attempts')) {
+          // The store would not take the records: not the URLs' fault. They go back with their
+          // attempts (those already fetched are asked for again later), and the monitor holds.
+          pending.push(...indices);
+          await signalMonitor(input.monitorId, reportOutcomesSignal, {
+            batchId, grantId: g.grantId, outcomes: [], unused: indices.length, storeRetryMs: STORE_RETRY_MS, storeError: err.cause.message, tokens: tokens(),
+          });
+          return;
+        }
         // The activity failed for good: count a try for each URL; those out of tries end here.
         log.warn('fetch activity failed', { batchId, grantId: g.grantId, error: String(err.cause?.message ?? err.message) });
         const outcomes: RequestOutcome[] = indices.map((i) => {
@@ -172,7 +182,8 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
       // Outcomes go to the monitor without the URL text: it needs classes and timings, and
       // history stays small.
       await signalMonitor(input.monitorId, reportOutcomesSignal, {
-        batchId, grantId: g.grantId, unused: result.unused.length, retryAfterMs: result.retryAfterMs, crawlDelayMs: result.crawlDelayMs, robotsRetryMs: result.robotsRetryMs, missedSlots: result.missedSlots, dispatchMs: result.dispatchMs,
+        batchId, grantId: g.grantId, unused: result.unused.length, retryAfterMs: result.retryAfterMs, crawlDelayMs: result.crawlDelayMs, robotsRetryMs: result.robotsRetryMs,
+        storeRetryMs: result.storeRetryMs, storeError: result.storeError, missedSlots: result.missedSlots, dispatchMs: result.dispatchMs,
         outcomes: result.outcomes.map((o) => ({ ...o, url: '' })),
         tokens: tokens(),
       });

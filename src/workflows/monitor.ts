@@ -31,7 +31,9 @@ export async function crawlMonitorWorkflow(input: MonitorInput): Promise<Monitor
         log.error('ALERT source halted permanently; waiting for an operator', { source: m.state.source, reason: e.detail });
         m.alert(`HALTED ${e.detail}`, Date.now());
       } else {
-        log.info(`monitor ${e.event}`, { source: m.state.source, detail: e.detail });
+        // The store failing is the operator's to fix, not the site's: it is logged as a warning.
+        if (e.event === 'store-unavailable') log.warn(`monitor ${e.event}`, { source: m.state.source, detail: e.detail });
+        else log.info(`monitor ${e.event}`, { source: m.state.source, detail: e.detail });
         if (e.event !== 'rate-set') m.alert(line, Date.now());
       }
     }
@@ -53,6 +55,7 @@ export async function crawlMonitorWorkflow(input: MonitorInput): Promise<Monitor
     // Only activities of this version report a Crawl-delay; a history from before it replays without.
     if (report.crawlDelayMs !== undefined && !patched('honour-crawl-delay')) report = { ...report, crawlDelayMs: undefined };
     if (report.robotsRetryMs !== undefined && !patched('hold-for-robots')) report = { ...report, robotsRetryMs: undefined };
+    if (report.storeRetryMs !== undefined && !patched('hold-for-store')) report = { ...report, storeRetryMs: undefined };
     if (report.dispatchMs !== undefined && patched('adaptive-grant-lead')) m.governor.noteDispatch(report.dispatchMs);
     announce(m.onReport(report, Date.now()));
     if (report.tokens) wake();
@@ -225,6 +228,7 @@ function detailsMarkdown(m: MonitorModel, nowMs: number): string {
   if (s.retryAfterUntil) lines.push(`Retry-After hold until ${s.retryAfterUntil}`);
   if (s.crawlDelayUntil) lines.push(`robots.txt Crawl-delay: next request not before ${s.crawlDelayUntil}`);
   if (s.robotsRetryAt) lines.push(`robots.txt unavailable: asked again at ${s.robotsRetryAt}, nothing sent until then`);
+  if (s.storeRetryAt) lines.push(`**store failing** (${s.storeError ?? 'no details'}): nothing sent until ${s.storeRetryAt}; URLs keep their attempts`);
   if (s.coolingUntil) lines.push(`temporary halt until ${s.coolingUntil}`);
   if (s.haltReason) lines.push(`**HALTED**: ${s.haltReason}. Resume with the \`resume\` update or \`crawl resume\`.`);
   if (s.alerts.length) lines.push('', 'recent events:', ...s.alerts.slice(-5).map((a) => `- ${a}`));

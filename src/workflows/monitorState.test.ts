@@ -183,6 +183,15 @@ describe('MonitorModel stats: what holds a source', () => {
     expect(m.stats(T0 + 40_000)).toMatchObject({ retryAfterUntil: null, crawlDelayUntil: null });
   });
 
+  it('names a wait after the store failed as such, with what the store said', () => {
+    const m = MonitorModel.fromInput({ source: 's', config: { rate: 10 }, work: [{ chunkId: 'c1', count: 500 }] }, T0);
+    const [chunk] = m.takeChunksToStart();
+    m.batchStarted('b1', chunk!);
+    m.onReport({ batchId: 'b1', grantId: 1, outcomes: [], unused: 20, storeRetryMs: 60_000, storeError: 'AccessDenied: Access Denied' }, T0);
+    expect(m.stats(T0 + 1_000)).toMatchObject({ storeRetryAt: new Date(T0 + 60_000).toISOString(), storeError: 'AccessDenied: Access Denied', retryAfterUntil: null, robotsRetryAt: null, rate: 10 });
+    expect(m.stats(T0 + 60_000)).toMatchObject({ storeRetryAt: null, storeError: null });
+  });
+
   it('names a wait for an unreadable robots.txt as such, without lowering the rate', () => {
     const m = MonitorModel.fromInput({ source: 's', config: { rate: 10 }, work: [{ chunkId: 'c1', count: 500 }] }, T0);
     const [chunk] = m.takeChunksToStart();

@@ -95,6 +95,9 @@ export interface MonitorStats {
   crawlDelayUntil: string | null;
   /** No grant before this time: robots.txt could not be read and is asked for again then. */
   robotsRetryAt: string | null;
+  /** No grant before this time: the store failed (`storeError` says how); the URLs keep their attempts. */
+  storeRetryAt?: string | null;
+  storeError?: string | null;
   coolingUntil: string | null;
   haltReason: string | null;
   counts: Counts;
@@ -315,6 +318,8 @@ export class MonitorModel {
       retryAfterUntil: (g.adaptive.holdReason ?? 'retry-after') === 'retry-after' ? heldUntil : null,
       crawlDelayUntil: g.adaptive.holdReason === 'crawl-delay' ? heldUntil : null,
       robotsRetryAt: g.adaptive.holdReason === 'robots' ? heldUntil : null,
+      storeRetryAt: g.adaptive.holdReason === 'store' ? heldUntil : null,
+      storeError: g.adaptive.holdReason === 'store' && heldUntil ? g.storeError ?? null : null,
       coolingUntil: g.mode === 'cooling' ? new Date(g.coolingUntilMs).toISOString() : null,
       haltReason: g.haltReason,
       counts: { ...g.counts },

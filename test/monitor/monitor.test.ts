@@ -1,4 +1,5 @@
 import { Client } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import { createTimeSkippingEnv } from '../support/temporal';
@@ -187,6 +188,42 @@ describe('crawl monitor (time-skipping server)', () => {
     expect(ordered[0]!.intervalMs).toBeLessThanOrEqual(1_000 / 5 / 0.95);
     expect(stats.counts).toMatchObject({ done: 200, retries: 0, error: 0 });
     expect(stats.robotsRetryAt).toBeNull();
+  });
+
+  it('holds a source for a minute when the store fails, and its URLs keep their attempts', async () => {
+    const { taskQueue, workflowId } = ids();
+    const { grants, acts } = scriptedActivities(() => ({ cls: 'done', status: 200 }));
+    let failedGrant: string | undefined;
+    let failedAt = 0;
+    let failures = 0;
+    const worker = await monitorWorker(env, taskQueue, {
+      ...acts,
+      // Every attempt of the first grant finds the store down when it writes its records.
+      async fetchBatch(input: FetchBatchInput): Promise<FetchBatchResult> {
+        const grant = `${input.batchId}/${input.grantId}`;
+        failedGrant ??= grant;
+        if (grant === failedGrant) {
+          failures += 1;
+          failedAt = Date.now();
+          throw ApplicationFailure.retryable('the store failed writing records: ENOSPC: no space left on device', 'StoreUnavailable');
+        }
+        return acts.fetchBatch(input);
+      },
+    });
+    const stats = await worker.runUntil(env.client.workflow.execute(crawlMonitorWorkflow, {
+      taskQueue, workflowId,
+      args: [{ source: 'store.test', config: { rate: 5 }, work: chunksOf('store.test', 100, 100) }],
+    }));
+    // The activity's own retries (3 attempts), then the batch hands the URLs back.
+    expect(failures).toBe(3);
+    const ordered = [...grants].sort((a, b) => a.startMs - b.startMs);
+    expect(ordered[0]!.scheduledMs).toBeGreaterThanOrEqual(failedAt + 60_000 - 2_500);
+    expect(Math.min(...sendTimes(grants))).toBeGreaterThanOrEqual(failedAt + 60_000 - 2_500);
+    // Not the site's doing: the rate is not lowered, and no URL used an attempt or ended in error.
+    expect(ordered[0]!.intervalMs).toBeLessThanOrEqual(1_000 / 5 / 0.95);
+    expect(stats.counts).toMatchObject({ done: 100, retries: 0, error: 0 });
+    expect(stats.storeRetryAt).toBeNull();
+    expect(stats.alerts.join('\n')).toMatch(/store-unavailable.*ENOSPC: no space left on device.*keep their attempts/);
   });
 
   it.each([1, 7.5, 40])('keeps grants under the 1 s and 10 s ceilings at rate %p over 10 simulated minutes', async (rate) => {

@@ -319,26 +319,39 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     expect(origin.requests.slice(before).filter((r) => r.path === '/fail.jpg')).toHaveLength(5);
   });
 
-  it('does not ask the site again when storing failed after the download', async () => {
-    let failNext = false;
+  it('hands a URL back without using its attempt when the store fails, holds the source, and does not ask the site again', async () => {
+    let failThumbnails = 0;
+    let failRecords = false;
     const flaky = {
       description: 'flaky', get: (k: string) => store.get(k), list: (p: string) => store.list(p),
       put: async (k: string, b: Buffer | string, t: string) => {
-        if (failNext && k.startsWith('thumbnails/')) { failNext = false; throw new Error('store unavailable'); }
+        if (failThumbnails > 0 && k.startsWith('thumbnails/')) { failThumbnails -= 1; throw Object.assign(new Error('no space left on device'), { code: 'ENOSPC' }); }
+        if (failRecords && k.startsWith('records/')) throw new Error('503 SlowDown');
         return store.put(k, b, t);
       },
     };
     const spool = new Spool(path.join(dir, 'spool-flaky'));
     const p2 = new ImagePipeline(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'] }), flaky, spool);
-    const a2 = createCrawlActivities({ processor: p2, recorder: new StoreRecorder(store) });
+    const a2 = createCrawlActivities({ processor: p2, recorder: new StoreRecorder(flaky) });
     await new MockActivityEnvironment().run(a2.fetchBatch, input(['/good.png'])); // robots.txt
-    failNext = true;
+    failThumbnails = 1;
     const before = origin.requests.length;
-    await expect(new MockActivityEnvironment().run(a2.fetchBatch, input(['/rotated.jpg']))).rejects.toThrow(/store unavailable/);
-    const retried = (await new MockActivityEnvironment().run(a2.fetchBatch, input(['/rotated.jpg']))) as FetchBatchResult;
-    expect(retried.outcomes.map((o) => o.cls)).toEqual(['done']);
+    const grant = { ...input(['/rotated.jpg', '/good.jpg']), maxAttempts: 3 };
+    const held = (await new MockActivityEnvironment().run(a2.fetchBatch, grant)) as FetchBatchResult;
+    // The first URL's thumbnail could not be stored: it goes back with its attempt, and nothing
+    // more is sent to the source (the second URL is handed back unsent).
+    expect(held).toMatchObject({ outcomes: [], unused: [0, 1], storeRetryMs: 60_000, storeError: 'ENOSPC: no space left on device' });
+    expect(origin.requests.slice(before).map((r) => r.path)).toEqual(['/rotated.jpg']);
+    // The store works again: the bytes come from the spool, not from the site.
+    const retried = (await new MockActivityEnvironment().run(a2.fetchBatch, { ...grant, grantId: 2 })) as FetchBatchResult;
+    expect(retried.outcomes.map((o) => o.cls)).toEqual(['done', 'done']);
+    expect(retried.storeRetryMs).toBeUndefined();
     expect(origin.requests.slice(before).filter((r) => r.path === '/rotated.jpg')).toHaveLength(1);
     expect(await spool.get(origin.url('/rotated.jpg'))).toBeUndefined(); // cleaned up once stored
+    // Records that cannot be written fail the activity with the type the batch keeps attempts for.
+    failRecords = true;
+    await expect(new MockActivityEnvironment().run(a2.fetchBatch, { ...input(['/good.png']), grantId: 3 }))
+      .rejects.toMatchObject({ type: 'StoreUnavailable', message: expect.stringMatching(/the store failed writing records: 503 SlowDown/) });
     await p2.close();
   });
 
