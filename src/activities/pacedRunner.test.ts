@@ -17,6 +17,29 @@ describe('paced runner', () => {
     expect(r.unused).toEqual([]);
   });
 
+  it('fails with the first run\'s error after the runs in flight end, sends nothing after it, and leaves no rejection unhandled', async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => { unhandled.push(reason); };
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const started: number[] = [];
+      let t = 9_000;
+      // Real waits between slots, so that the failure lands while the loop waits for the next one.
+      const sleep = async (ms: number) => { await new Promise((r) => setTimeout(r, 5)); t += ms; };
+      const run = async (i: number) => {
+        started.push(i);
+        if (i === 1) throw new Error('disk on fire');
+        return i;
+      };
+      await expect(runPaced({ count: 5, schedule, run, shouldStop: () => false, now: () => t, sleep })).rejects.toThrow('disk on fire');
+      expect(started).toEqual([0, 1]);
+      await new Promise((r) => setTimeout(r, 20)); // Node reports unhandled rejections after a turn
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
+
   it('started late, moves the rest of the grant later instead of bunching, never past its last slot', async () => {
     const clock = fakeClock(12_500); // the slots at 10 s, 11 s and 12 s have gone by
     const r = await runPaced({ count: 5, schedule, run: async (i) => i, shouldStop: () => false, ...clock });

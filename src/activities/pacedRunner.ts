@@ -103,6 +103,10 @@ export async function runPaced<R>(o: PacedRunOptions<R>): Promise<PacedRunResult
   // Slots keep coming while runs are in flight: one may hand its item back for a later slot.
   let waitingFor = 0; // the slot the loop is waiting for (or about to send in)
   let sends = 0;
+  // The first run that failed. Its rejection is taken at once, not left for the Promise.all
+  // after the loop: a rejection with no handler while the loop waits for its next slot ended
+  // the whole worker process (Node's default for unhandled rejections).
+  let failure: { err: unknown } | undefined;
   for (let j = 0; j < slots && (next < items.length || running > 0); j++) {
     waitingFor = j;
     if (ranOut(j)) break;
@@ -115,7 +119,7 @@ export async function runPaced<R>(o: PacedRunOptions<R>): Promise<PacedRunResult
     }
     if (ranOut(j)) break;
     let at = slotAt(j);
-    if (o.shouldStop() || o.signal?.aborted) break;
+    if (failure || o.shouldStop() || o.signal?.aborted) break;
     if (next >= items.length) continue; // nothing to send in this slot right now
     const t = now();
     if (t > at + MAX_LATENESS_MS) {
@@ -157,11 +161,13 @@ export async function runPaced<R>(o: PacedRunOptions<R>): Promise<PacedRunResult
       } else {
         results.set(index, r);
       }
-    }, (err) => {
+    }, (err: unknown) => {
       running -= 1;
-      throw err;
+      failure ??= { err };
     }));
   }
   await Promise.all(inflight);
+  // Nothing more was sent after the failure; the runs still in flight have finished.
+  if (failure) throw failure.err;
   return { results, unused: items.slice(next), sentAt, missed };
 }
