@@ -42,7 +42,6 @@ export interface ProcessedUrl {
 }
 
 
-
 export interface UrlProcessor {
   /**
    * Handles one URL. `sendBy` is the latest moment a request may leave for the site (its slot

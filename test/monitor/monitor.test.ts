@@ -226,6 +226,33 @@ describe('crawl monitor (time-skipping server)', () => {
     expect(stats.alerts.join('\n')).toMatch(/store-unavailable.*ENOSPC: no space left on device.*keep their attempts/);
   });
 
+  it('waits for a store that takes longer than ten tries to write the final records of failed URLs, and loses none', async () => {
+    const { taskQueue, workflowId } = ids();
+    const { acts, records } = scriptedActivities(() => ({ cls: 'done', status: 200 }));
+    let recordTries = 0;
+    const worker = await monitorWorker(env, taskQueue, {
+      ...acts,
+      // The activity fails for good every time: each URL uses up its attempts and needs a final record.
+      async fetchBatch(): Promise<FetchBatchResult> {
+        throw ApplicationFailure.nonRetryable('worker bug', 'Bug');
+      },
+      // The store is down for 12 tries (about 8 minutes of backoff), then back.
+      async recordFinal(input: { outcomes: RequestOutcome[] }): Promise<void> {
+        recordTries += 1;
+        if (recordTries <= 12) throw new Error('503 SlowDown');
+        return acts.recordFinal(input);
+      },
+    });
+    const stats = await worker.runUntil(env.client.workflow.execute(crawlMonitorWorkflow, {
+      taskQueue, workflowId,
+      args: [{ source: 'records-late.test', config: { rate: 5 }, work: chunksOf('records-late.test', 20, 20) }],
+    }));
+    expect(recordTries).toBe(13);
+    expect(stats.counts).toMatchObject({ error: 20, done: 0 });
+    expect(stats.urls).toMatchObject({ total: 20, finished: 20 });
+    expect(records).toHaveLength(20);
+  });
+
   it.each([1, 7.5, 40])('keeps grants under the 1 s and 10 s ceilings at rate %p over 10 simulated minutes', async (rate) => {
     const { taskQueue, workflowId } = ids();
     const { grants, acts } = scriptedActivities(() => ({ cls: 'done', status: 200 }));
