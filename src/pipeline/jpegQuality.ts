@@ -31,7 +31,8 @@ export function readQuantTables(buf: Buffer): Map<number, number[]> {
         const id = buf[q]! & 0x0f;
         q += 1;
         const values: number[] = [];
-        for (let i = 0; i < 64 && q < end; i++) {
+        // A 16-bit entry needs both its bytes inside the segment: a hostile file ends one short.
+        for (let i = 0; i < 64 && q + (pq ? 1 : 0) < end; i++) {
           values.push(pq ? buf.readUInt16BE(q) : buf[q]!);
           q += pq ? 2 : 1;
         }
