@@ -101,9 +101,14 @@ export class LocalStore implements ObjectStore {
     try {
       await fs.mkdir(this.root, { recursive: true });
       await fs.access(this.root, fsSync.constants.W_OK);
+      // A full disk or a read-only mount passes the checks above: only writing tells.
+      const probe = path.join(this.root, `.write-check.${process.pid}.tmp`);
+      await fs.writeFile(probe, 'ok\n');
+      await fs.rm(probe, { force: true });
     } catch (err) {
       const e = err as NodeJS.ErrnoException;
-      throw new Error(`cannot use the ${this.description}: ${e.message} (choose a writable directory: --out, --data-dir or CRAWL_LOCAL_STORE_DIR)`);
+      const full = e.code === 'ENOSPC' || e.code === 'EDQUOT';
+      throw new Error(`cannot use the ${this.description}: ${e.message} (${full ? 'free some space there, or choose another directory' : 'choose a writable directory'}: --out, --data-dir or CRAWL_LOCAL_STORE_DIR)`);
     }
   }
 

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import fsPromises from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { LocalStore } from '../../src/pipeline/store';
@@ -25,6 +26,20 @@ describe('LocalStore', () => {
     fs.writeFileSync(path.join(root, 'file'), 'x');
     await expect(new LocalStore(path.join(root, 'file', 'store')).verify()).rejects.toThrow(
       /^cannot use the local directory .*\/file\/store: ENOTDIR: not a directory.*\(choose a writable directory: --out, --data-dir or CRAWL_LOCAL_STORE_DIR\)$/);
+  });
+
+  it('is verified by writing: a full disk is found before the crawl starts, and nothing is left behind', async () => {
+    const enospc = Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+    const write = jest.spyOn(fsPromises, 'writeFile').mockRejectedValueOnce(enospc);
+    try {
+      await expect(new LocalStore(path.join(root, 'full')).verify()).rejects.toThrow(
+        /^cannot use the local directory .*\/full: ENOSPC: no space left on device, write \(free some space there, or choose another directory: --out, --data-dir or CRAWL_LOCAL_STORE_DIR\)$/);
+      await expect(new LocalStore(path.join(root, 'fine')).verify()).resolves.toBeUndefined();
+      expect(write).toHaveBeenCalledTimes(2);
+      expect(fs.readdirSync(path.join(root, 'fine'))).toEqual([]);
+    } finally {
+      write.mockRestore();
+    }
   });
 
   it('recreates a directory removed behind its back', async () => {
