@@ -18,6 +18,7 @@ import { storeFromEnv } from '../pipeline/store';
 import { invalidRate } from '../politeness/targetRate';
 import { pauseUpdate, resumeUpdate, setMaxRateUpdate, setRateUpdate } from '../workflows/messages';
 import { installTemporalRuntime } from '../temporal/runtime';
+import { installCrashReport } from './crashReport';
 
 const DEFAULT_DATA_DIR = process.env.CRAWL_DATA_DIR ?? path.resolve('.crawl-data');
 
@@ -321,6 +322,7 @@ function isClosedStdout(err: unknown): boolean {
 }
 
 export async function main(argv: string[]): Promise<void> {
+  installCrashReport(log);
   installTemporalRuntime();
   // Without a listener a closed pipe would crash the process, a crawl under way included; the
   // output is lost, the work goes on (export stops: its writes fail and end it quietly).
