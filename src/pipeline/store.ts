@@ -181,6 +181,10 @@ export interface S3StoreConfig {
   endpoint?: string;
   region?: string;
   forcePathStyle?: boolean;
+  /** Connecting to the endpoint, ms (default 10 s). */
+  connectTimeoutMs?: number;
+  /** One request and its response, ms (default 60 s): a thumbnail or a file of records. */
+  requestTimeoutMs?: number;
 }
 
 /** Credentials come from the standard AWS chain (env, profile, role); they are never logged. */
@@ -192,6 +196,10 @@ export class S3Store implements ObjectStore {
       region: cfg.region ?? 'us-east-1',
       endpoint: cfg.endpoint,
       forcePathStyle: cfg.forcePathStyle ?? false,
+      // The SDK waits without limit by default: an endpoint that accepts and never answers held
+      // a put, and the fetch activity with it, until the activity's own timeout. With these a
+      // stalled store fails like a down one (the source is held and the URLs keep their attempts).
+      requestHandler: { connectionTimeout: cfg.connectTimeoutMs ?? 10_000, requestTimeout: cfg.requestTimeoutMs ?? 60_000, throwOnRequestTimeout: true },
     });
   }
 

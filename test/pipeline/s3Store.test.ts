@@ -1,3 +1,4 @@
+import net from 'node:net';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import { StoreRecorder } from '../../src/activities/storeRecorder';
 import { exportRecords } from '../../src/crawl/exportRecords';
@@ -47,6 +48,24 @@ describe('S3 store against a real S3-protocol server (moto_server on 127.0.0.1)'
       expect(await use({})).toMatch(/^cannot use the s3:\/\/crawl\/ at .*: no AWS credentials found \(set AWS_ACCESS_KEY_ID/);
     } finally {
       process.env = keep;
+    }
+  });
+
+  it('gives up on an endpoint that accepts connections and never answers, instead of waiting for ever', async () => {
+    const sockets: net.Socket[] = [];
+    const silent = net.createServer((s) => { sockets.push(s); });
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    const endpoint = `http://127.0.0.1:${(silent.address() as net.AddressInfo).port}`;
+    const stalled = new S3Store({ bucket: 'crawl', endpoint, region: 'us-east-1', forcePathStyle: true, requestTimeoutMs: 500 });
+    try {
+      const started = Date.now();
+      await expect(stalled.put('thumbnails/ab/x.jpg', Buffer.from('x'), 'image/jpeg')).rejects.toThrow(/timed? ?out/i);
+      // The SDK tries three times; each waits for the request timeout, not for ever.
+      expect(Date.now() - started).toBeLessThan(10_000);
+    } finally {
+      stalled.destroy();
+      for (const s of sockets) s.destroy();
+      await new Promise((r) => silent.close(r));
     }
   });
 
