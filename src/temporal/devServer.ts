@@ -49,6 +49,23 @@ function readMarker(dataDir: string): ServerMarker | undefined {
 }
 
 /** Stops a server this process did not start (its starter died): SIGTERM, then SIGKILL after 10 s. */
+/**
+ * The server we own ends with this process however it exits: a crash (process.exit from the
+ * crash report, an uncaught error) as well as a normal end that skipped stop(). Only SIGKILL
+ * leaves it running, and the next run takes it over (its marker). Returns the undo, for stop().
+ */
+function endWithThisProcess(pid: number): () => void {
+  const onExit = () => {
+    try {
+      process.kill(pid, 'SIGTERM');
+    } catch {
+      // Gone already.
+    }
+  };
+  process.once('exit', onExit);
+  return () => { process.off('exit', onExit); };
+}
+
 async function stopOrphan(pid: number, markerFile: string): Promise<void> {
   try {
     process.kill(pid, 'SIGTERM');
@@ -135,7 +152,9 @@ export async function ensureTemporalServer(opts: DevServerOptions): Promise<Runn
     log.info({ event: 'temporal.reuse', address, pid: marker.pid, takenOver: orphan }, 'the Temporal server of this data directory is still running; using it');
     const markerFile = path.join(opts.dataDir, MARKER);
     if (orphan) fs.writeFileSync(markerFile, JSON.stringify({ ...marker, ownerPid: process.pid } satisfies ServerMarker));
-    return { address, uiUrl: marker.uiUrl, owned: orphan, stop: orphan ? () => stopOrphan(marker.pid, markerFile) : async () => undefined };
+    if (!orphan) return { address, uiUrl: marker.uiUrl, owned: false, stop: async () => undefined };
+    const release = endWithThisProcess(marker.pid);
+    return { address, uiUrl: marker.uiUrl, owned: true, stop: async () => { release(); await stopOrphan(marker.pid, markerFile); } };
   }
   const ip = opts.ip ?? '127.0.0.1';
   let port = opts.port ?? 7233;
@@ -185,11 +204,13 @@ export async function ensureTemporalServer(opts: DevServerOptions): Promise<Runn
   const uiUrl = `http://${ip}:${uiPort}`;
   const markerFile = path.join(opts.dataDir, MARKER);
   if (server.pid) fs.writeFileSync(markerFile, JSON.stringify({ pid: server.pid, ownerPid: process.pid, ip, port, uiUrl } satisfies ServerMarker));
+  const release = server.pid ? endWithThisProcess(server.pid) : () => undefined;
   return {
     address,
     uiUrl,
     owned: true,
     stop: async () => {
+      release();
       await stopChild(server);
       fs.rmSync(markerFile, { force: true });
     },

@@ -89,4 +89,22 @@ describe('local dev server (pinned temporal CLI) with a real worker', () => {
       if (saved !== undefined) process.env.TEMPORAL_ADDRESS = saved;
     }
   });
+
+  it('ends the embedded server with the process that started it, when that process crashes', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'server-crash-'));
+    const entry = path.resolve(__dirname, '..', '..', 'dist', 'src', 'temporal', 'devServer.js');
+    if (!fs.existsSync(entry)) throw new Error('build first: npm run build (make test does it)');
+    // A process that starts its server, then dies of an error nothing catches.
+    const script = `require(${JSON.stringify(entry)}).ensureTemporalServer({ dataDir: ${JSON.stringify(dir)}, port: ${await freePort()}, ifPortTaken: 'another' })
+      .then(() => setTimeout(() => { throw new Error('boom'); }, 10));`;
+    const env: NodeJS.ProcessEnv = { ...process.env, CRAWL_LOG_LEVEL: 'warn' };
+    delete env.TEMPORAL_ADDRESS;
+    const crashed = spawnSync(process.execPath, ['-e', script], { env, encoding: 'utf8', timeout: 90_000 });
+    expect(crashed.status).toBe(1);
+    expect(crashed.stderr).toMatch(/boom/);
+    const { pid } = JSON.parse(fs.readFileSync(path.join(dir, 'server.json'), 'utf8')) as { pid: number };
+    const alive = () => { try { process.kill(pid, 0); return true; } catch { return false; } };
+    for (let waited = 0; waited < 15_000 && alive(); waited += 100) await new Promise((r) => setTimeout(r, 100));
+    expect(alive()).toBe(false);
+  });
 });
