@@ -5,7 +5,7 @@ import type { Logger } from '../shared/log';
  * An error nothing caught (a bug) ends the process as Node would, but said the way the rest of
  * our output is: a JSON log line with the stack for the log collector, and one line for the
  * operator that says what to do. Node's default is a bare stack trace on stderr. Records already
- * written stay, and an embedded server left behind is taken over by the next run.
+ * written stay; process.exit lets the embedded server's exit hook stop it (devServer.ts).
  */
 export function installCrashReport(
   log: Pick<Logger, 'fatal'>,
