@@ -419,5 +419,9 @@ function classifyError(err: unknown, aborted: Error | undefined): [FetchFailure,
   if (err instanceof undiciErrors.HeadersTimeoutError) return ['timeout', 'headers timeout'];
   if (err instanceof undiciErrors.BodyTimeoutError) return ['too-slow', 'body stalled'];
   if (e.name === 'AbortError') return ['timeout', 'aborted'];
-  return ['network', `${code ?? e.name ?? 'error'}: ${e.message ?? String(err)}`.slice(0, 300)];
+  // A reason is one line of a record: some messages carry a source excerpt after their first line.
+  const message = (e.message ?? String(err)).split('\n', 1)[0]!.trim();
+  // undici meets some malformed responses (a status line of 000) with an internal assertion.
+  if (code === 'ERR_ASSERTION') return ['network', `malformed response (${message})`.slice(0, 300)];
+  return ['network', `${code ?? e.name ?? 'error'}: ${message}`.slice(0, 300)];
 }

@@ -165,7 +165,11 @@ export class RobotsCache {
       return { expiresAt: now + this.cfg.robotsRetryMs, check: () => ({ kind: 'refused', reason }) };
     }
     const reason = res.failure === 'bad-encoding' ? `robots.txt unreadable (${res.reason})`
-      : res.status !== undefined ? `robots.txt answered ${res.status}` : `robots.txt unreachable (${res.reason ?? res.failure})`;
+      : res.failure === undefined ? `robots.txt answered ${res.status}`
+        : res.status === undefined ? `robots.txt unreachable (${res.reason ?? res.failure})`
+          // A status came but the body did not (dripped, cut off): not what the status means.
+          : res.failure === 'too-slow' || res.failure === 'timeout' || res.failure === 'network' ? `robots.txt answered ${res.status} but its body did not arrive (${res.reason ?? res.failure})`
+            : `robots.txt answered ${res.status} (${res.reason ?? res.failure})`;
     const failures = (this.failures.get(origin) ?? 0) + 1;
     this.failures.delete(origin);
     this.failures.set(origin, failures);

@@ -5,7 +5,7 @@ import { Origin } from '../support/origin';
 
 // The total timeout and the caller's abort signal, and that neither outlives the request: a
 // crawler makes millions of requests, and anything each one leaves behind adds up.
-describe('Fetcher total timeout and cancellation (real undici, origin on 127.0.0.1)', () => {
+describe('Fetcher total timeout, cancellation and malformed responses (real undici, origin on 127.0.0.1)', () => {
   const origin = new Origin();
   let fetcher: Fetcher;
 
@@ -13,7 +13,9 @@ describe('Fetcher total timeout and cancellation (real undici, origin on 127.0.0
     origin
       .serve('/ok.jpg', Buffer.from('x'))
       // Accepts the request and never answers.
-      .route('/silent.jpg', () => undefined);
+      .route('/silent.jpg', () => undefined)
+      // A status line node:http would not write: straight onto the socket.
+      .route('/status-000.jpg', (_q, r) => { r.socket?.end('HTTP/1.1 000 Zero\r\ncontent-length: 0\r\n\r\n'); });
     await origin.start();
     fetcher = new Fetcher(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'], totalTimeoutMs: 300, headersTimeoutMs: 10_000 }));
   });
@@ -24,6 +26,13 @@ describe('Fetcher total timeout and cancellation (real undici, origin on 127.0.0
     const res = await fetcher.fetch(origin.url('/silent.jpg'));
     expect(res).toMatchObject({ ok: false, failure: 'timeout', reason: 'total timeout', sent: true });
     expect(Date.now() - started).toBeLessThan(5_000);
+  });
+
+  it('calls a status line of 000 a malformed response, in one line', async () => {
+    const res = await fetcher.fetch(origin.url('/status-000.jpg'));
+    expect(res).toMatchObject({ ok: false, failure: 'network' });
+    expect(res.reason).toMatch(/^malformed response \(/);
+    expect(res.reason).not.toContain('\n');
   });
 
   it("stops when the caller's signal aborts", async () => {

@@ -2,7 +2,7 @@ import { gzipSync } from 'node:zlib';
 import { pipelineConfigFromEnv } from '../../src/pipeline/config';
 import { Fetcher } from '../../src/pipeline/fetcher';
 import { RobotsCache } from '../../src/pipeline/robots';
-import { Origin, redirect } from '../support/origin';
+import { drip, Origin, redirect } from '../support/origin';
 
 describe('robots.txt (RFC 9309) per origin', () => {
   const cfg = pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'], userAgent: 'PoliteImageCrawler/0.1 (+https://example.org/bot)', robotsAgent: 'PoliteImageCrawler' });
@@ -148,6 +148,19 @@ describe('robots.txt (RFC 9309) per origin', () => {
       const { verdict } = await cache.check(new URL(o.url('/no/a.jpg')));
       expect(verdict).toEqual({ kind: 'unavailable', reason: 'robots.txt unreadable (unsupported content-encoding "zstd")', retryAtMs: expect.any(Number), giveUp: false });
     });
+  });
+
+  it('says a robots.txt whose body never arrived was not received, not what its status was', async () => {
+    const slow = pipelineConfigFromEnv({ ...cfg, minBytesPerSecond: 1_000, minRateGraceMs: 1_000 });
+    const slowFetcher = new Fetcher(slow);
+    try {
+      await withRobots((o) => o.route('/robots.txt', drip), async (o) => {
+        const { verdict } = await new RobotsCache(slowFetcher, slow).check(new URL(o.url('/any.jpg')));
+        expect(verdict).toMatchObject({ kind: 'unavailable', reason: 'robots.txt answered 200 but its body did not arrive (transfer below 1000 bytes/s)' });
+      });
+    } finally {
+      await slowFetcher.close();
+    }
   });
 
   it('treats an unreachable host as disallow-for-now', async () => {
