@@ -31,6 +31,15 @@ describe('pipeline configuration from the environment', () => {
     expect(withEnv({ CRAWL_MAX_BACKLOG: '0' })).toThrow(/CRAWL_MAX_BACKLOG must be a number of at least 1/);
     expect(withEnv({ CRAWL_TOTAL_TIMEOUT_MS: '0' })).toThrow(/CRAWL_TOTAL_TIMEOUT_MS/);
     expect(withEnv({ CRAWL_MAX_BODY_BYTES: 'lots' })).toThrow(/CRAWL_MAX_BODY_BYTES must be a number/);
+    // Past 2^31-1 ms Node runs a timer after 1 ms: every request would time out at once.
+    expect(withEnv({ CRAWL_TOTAL_TIMEOUT_MS: '3000000000' })).toThrow(/CRAWL_TOTAL_TIMEOUT_MS must be a number from 1 to 3600000, got "3000000000"/);
+    expect(withEnv({ CRAWL_MIN_RATE_GRACE_MS: '1e10' })).toThrow(/CRAWL_MIN_RATE_GRACE_MS must be a number from 0 to 3600000/);
+    expect(withEnv({ CRAWL_MAX_BODY_BYTES: '1e99' })).toThrow(/CRAWL_MAX_BODY_BYTES must be a number from 1 to/);
+    // sharp refuses a pixel limit that is not a whole number, which failed every image as undecodable.
+    expect(withEnv({ CRAWL_MAX_PIXELS: '1.5' })).toThrow(/CRAWL_MAX_PIXELS must be an integer from 1 to/);
+    expect(withEnv({ CRAWL_MAX_PIXELS: '1e99' })).toThrow(/CRAWL_MAX_PIXELS must be an integer/);
+    const edge = withEnv({ CRAWL_TOTAL_TIMEOUT_MS: '3600000', CRAWL_MAX_PIXELS: '1e12' })() as ReturnType<typeof pipelineConfigFromEnv>;
+    expect([edge.totalTimeoutMs, edge.maxPixels]).toEqual([3_600_000, 1e12]);
     // 0 is a real choice here: no minimum transfer rate.
     expect((withEnv({ CRAWL_MIN_BYTES_PER_SECOND: '0' })() as ReturnType<typeof pipelineConfigFromEnv>).minBytesPerSecond).toBe(0);
   });

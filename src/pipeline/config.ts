@@ -1,3 +1,4 @@
+import { constants as bufferConstants } from 'node:buffer';
 import os from 'node:os';
 import { intFromEnv } from '../shared/env';
 
@@ -52,15 +53,24 @@ export const DEFAULT_USER_AGENT = 'PoliteImageCrawler/0.1 (+https://github.com/p
 
 /**
  * A number setting: `fallback` when unset or empty, else at least `min` (1 for sizes, counts and
- * timeouts: a 0 there would refuse every image, time every request out at once, or never fetch).
+ * timeouts: a 0 there would refuse every image, time every request out at once, or never fetch)
+ * and at most `max`.
  */
-function num(name: string, fallback: number, min = 1): number {
+function num(name: string, fallback: number, min = 1, max = Number.MAX_SAFE_INTEGER): number {
   const raw = process.env[name];
   if (raw === undefined || raw === '') return fallback;
   const n = Number(raw);
-  if (!Number.isFinite(n) || n < min) throw new Error(`${name} must be a number of at least ${min}, got ${JSON.stringify(raw)}`);
+  if (!Number.isFinite(n) || n < min || n > max) {
+    throw new Error(`${name} must be a number ${max === Number.MAX_SAFE_INTEGER ? `of at least ${min}` : `from ${min} to ${max}`}, got ${JSON.stringify(raw)}`);
+  }
   return n;
 }
+
+/**
+ * Timers take at most 2^31-1 ms: Node runs a longer one after 1 ms instead, so a timeout of a
+ * month would time out every request at once. An hour is far past any sensible request.
+ */
+const MAX_TIMEOUT_MS = 3_600_000;
 
 /**
  * The User-Agent sent on every request: printable ASCII (anything else would fail every request,
@@ -78,15 +88,17 @@ export function pipelineConfigFromEnv(overrides: Partial<PipelineConfig> = {}): 
   return {
     userAgent,
     robotsAgent: userAgent.split('/')[0]!.trim(),
-    connectTimeoutMs: num('CRAWL_CONNECT_TIMEOUT_MS', 10_000),
-    headersTimeoutMs: num('CRAWL_HEADERS_TIMEOUT_MS', 20_000),
-    totalTimeoutMs: num('CRAWL_TOTAL_TIMEOUT_MS', 60_000),
+    connectTimeoutMs: num('CRAWL_CONNECT_TIMEOUT_MS', 10_000, 1, MAX_TIMEOUT_MS),
+    headersTimeoutMs: num('CRAWL_HEADERS_TIMEOUT_MS', 20_000, 1, MAX_TIMEOUT_MS),
+    totalTimeoutMs: num('CRAWL_TOTAL_TIMEOUT_MS', 60_000, 1, MAX_TIMEOUT_MS),
     minBytesPerSecond: num('CRAWL_MIN_BYTES_PER_SECOND', 4_096, 0),
-    minRateGraceMs: num('CRAWL_MIN_RATE_GRACE_MS', 5_000, 0),
-    maxBodyBytes: num('CRAWL_MAX_BODY_BYTES', 50 * 1024 * 1024),
+    minRateGraceMs: num('CRAWL_MIN_RATE_GRACE_MS', 5_000, 0, MAX_TIMEOUT_MS),
+    // A body is held in one Buffer while it is analysed.
+    maxBodyBytes: num('CRAWL_MAX_BODY_BYTES', 50 * 1024 * 1024, 1, bufferConstants.MAX_LENGTH),
     maxRedirects: 5,
     allowNetworks: (process.env.CRAWL_ALLOW_NETWORKS ?? '').split(',').map((s) => s.trim()).filter(Boolean),
-    maxPixels: num('CRAWL_MAX_PIXELS', 100_000_000),
+    // sharp takes whole numbers only: 1.5 or 1e99 failed every image as undecodable.
+    maxPixels: intFromEnv('CRAWL_MAX_PIXELS', 100_000_000, 1, Number.MAX_SAFE_INTEGER),
     thumbnailMaxSide: 640,
     thumbnailQuality: intFromEnv('CRAWL_THUMBNAIL_QUALITY', 80, 1, 100),
     robotsTtlMs: 24 * 3600_000,
