@@ -55,6 +55,11 @@ export interface UrlProcessor {
   preconnect?(url: string, slotMs: number): void;
   /** The time the URL's site asks for between requests (robots.txt Crawl-delay), when known. */
   crawlDelayMs?(url: string): number | undefined;
+  /**
+   * The URL's result when it is certain without sending anything or doing image work (robots.txt
+   * disallows it, its address is refused): it is settled without taking a request slot.
+   */
+  decideWithoutRequest?(url: string): ProcessedUrl | undefined;
 }
 
 export interface Recorder {
@@ -146,6 +151,26 @@ export function createCrawlActivities(deps: CrawlDeps) {
       if (d !== undefined && (d > input.schedule.intervalMs || input.schedule.burstSlots > 0)) crawlDelayMs = Math.max(crawlDelayMs ?? 0, d);
     };
     if (input.items.length > 0) checkCrawlDelay(input.items[0]!.url);
+    const settle = (i: number, processed: ProcessedUrl): 'done' | 'requeue' | 'next' => {
+      const item = input.items[i]!;
+      if (processed.hop) hops.set(i, processed.hop);
+      if (processed.robotsRetryAtMs !== undefined) robotsRetryMs = Math.max(robotsRetryMs ?? 0, processed.robotsRetryAtMs - Date.now(), 1);
+      if (processed.storeFailure !== undefined) storeFailure ??= processed.storeFailure;
+      // A URL part-way through its redirects goes first in line: its next hop takes the next slot.
+      if (processed.requeue) return hops.has(i) ? 'next' : 'requeue';
+      const o = processed.outcome;
+      const final = o.cls !== 'error' || item.attempt >= input.maxAttempts || processed.final === true;
+      const outcome: RequestOutcome = { ...o, url: item.url, final, attempt: item.attempt, atMs: Date.now() };
+      if (o.sent) errorRun = o.cls === 'error' ? errorRun + 1 : 0;
+      if (isThrottle(o.status)) {
+        throttled = true;
+        const hold = o.retryAfterMs ?? deps.defaultHoldMs ?? 5_000;
+        retryAfterMs = Math.max(retryAfterMs ?? 0, hold);
+        blockSource(input.source, Date.now() + hold);
+      }
+      done.set(i, { outcome, extra: final ? processed.record ?? {} : null });
+      return 'done';
+    };
     // Every request adds an abort listener to this signal; many in flight is normal here.
     setMaxListeners(0, ctx.cancellationSignal);
     const run = await runPaced({
@@ -161,24 +186,14 @@ export function createCrawlActivities(deps: CrawlDeps) {
         const sendBy = slotMs + MAX_LATENESS_MS;
         const processed = await deps.processor.process(item.url, { source: input.source, attempt: item.attempt, signal: ctx.cancellationSignal, sendBy, mayGoLate, hop: hops.get(i) });
         checkCrawlDelay(item.url);
-        if (processed.hop) hops.set(i, processed.hop);
-        if (processed.robotsRetryAtMs !== undefined) robotsRetryMs = Math.max(robotsRetryMs ?? 0, processed.robotsRetryAtMs - Date.now(), 1);
-        if (processed.storeFailure !== undefined) storeFailure ??= processed.storeFailure;
-        // A URL part-way through its redirects goes first in line: its next hop takes the next slot.
-        if (processed.requeue) return hops.has(i) ? 'next' as const : 'requeue' as const;
-        const o = processed.outcome;
-        const final = o.cls !== 'error' || item.attempt >= input.maxAttempts || processed.final === true;
-        const outcome: RequestOutcome = { ...o, url: item.url, final, attempt: item.attempt, atMs: Date.now() };
-        if (o.sent) errorRun = o.cls === 'error' ? errorRun + 1 : 0;
-        if (isThrottle(o.status)) {
-          throttled = true;
-          const hold = o.retryAfterMs ?? deps.defaultHoldMs ?? 5_000;
-          retryAfterMs = Math.max(retryAfterMs ?? 0, hold);
-          blockSource(input.source, Date.now() + hold);
-        }
-        done.set(i, { outcome, extra: final ? processed.record ?? {} : null });
-        return 'done' as const;
+        return settle(i, processed);
       },
+      // Ruled out without a request (robots.txt disallows it, say): no slot spent on it.
+      decide: deps.processor.decideWithoutRequest && ((i) => {
+        if (hops.has(i)) return undefined;
+        const processed = deps.processor.decideWithoutRequest!(input.items[i]!.url);
+        return processed && settle(i, processed);
+      }),
       requeued: (r) => (r === 'next' ? 'next' : r === 'requeue'),
     }).catch((err) => {
       beat(); // keep what finished, so the retry does not ask the site again
@@ -215,6 +230,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
       ...(robotsRetryMs !== undefined ? { robotsRetryMs } : {}),
       ...(storeFailure !== undefined ? { storeRetryMs: STORE_RETRY_MS, storeError: storeFailure } : {}),
       missedSlots: run.missed,
+      ...(run.decided > 0 ? { decidedWithoutRequest: run.decided } : {}),
     };
   }
 

@@ -17,6 +17,34 @@ describe('paced runner', () => {
     expect(r.unused).toEqual([]);
   });
 
+  it('settles items that need no request without a slot, so every slot goes to one that does', async () => {
+    const clock = fakeClock(9_000);
+    const ruledOut = new Set([1, 2, 4, 7, 9]);
+    const sent: number[] = [];
+    const r = await runPaced({
+      count: 10, schedule: { ...schedule, endMs: 13_000 }, // slots at 10, 11 and 12 s
+      run: async (i) => { sent.push(i); return `sent ${i}`; },
+      decide: (i) => (ruledOut.has(i) ? `decided ${i}` : undefined),
+      shouldStop: () => false, ...clock,
+    });
+    expect(sent).toEqual([0, 3, 5]);
+    expect(r.sentAt).toEqual([10_000, 11_000, 12_000]);
+    // Past the last slot, what needs none is settled all the same; the rest goes back.
+    expect([...r.results.keys()].sort((a, b) => a - b)).toEqual([0, 1, 2, 3, 4, 5, 7, 9]);
+    expect(r.results.get(7)).toBe('decided 7');
+    expect(r.unused).toEqual([6, 8]);
+    expect(r.decided).toBe(5);
+    expect(r.missed).toBe(0);
+  });
+
+  it('ends at once when every item is settled without a request', async () => {
+    const clock = fakeClock(9_000);
+    const r = await runPaced({ count: 4, schedule, run: async () => { throw new Error('nothing may be sent'); }, decide: (i) => i, shouldStop: () => false, ...clock });
+    expect(r.sentAt).toEqual([]);
+    expect(r.results.size).toBe(4);
+    expect(clock.now()).toBe(9_000);
+  });
+
   it('fails with the first run\'s error after the runs in flight end, sends nothing after it, and leaves no rejection unhandled', async () => {
     const unhandled: unknown[] = [];
     const onUnhandled = (reason: unknown) => { unhandled.push(reason); };

@@ -43,6 +43,11 @@ export interface PacedRunOptions<R> {
    * open a connection, so that the request can leave the moment its slot comes.
    */
   prepare?(index: number, slotMs: number): void;
+  /**
+   * The item's result when it is certain without sending anything (robots.txt rules it out, say):
+   * such an item takes no slot, so the grant's slots all go to requests.
+   */
+  decide?(index: number): R | undefined;
   /** Checked before every send: true stops dispatching (e.g. the source said 429). */
   shouldStop(): boolean;
   now?: () => number;
@@ -61,6 +66,8 @@ export interface PacedRunResult<R> {
    * the slot went to robots.txt, or image work was backed up).
    */
   missed: number;
+  /** Items settled by `decide`, without a slot. */
+  decided: number;
 }
 
 /**
@@ -107,7 +114,21 @@ export async function runPaced<R>(o: PacedRunOptions<R>): Promise<PacedRunResult
   // after the loop: a rejection with no handler while the loop waits for its next slot ended
   // the whole worker process (Node's default for unhandled rejections).
   let failure: { err: unknown } | undefined;
-  for (let j = 0; j < slots && (next < items.length || running > 0); j++) {
+  let decided = 0;
+  /** Settles the items at the head of the line that need no request; the next one takes the slot. */
+  const decideHead = () => {
+    while (o.decide && next < items.length) {
+      const index = items[next]!;
+      const r = o.decide(index);
+      if (r === undefined) return;
+      results.set(index, r);
+      next += 1;
+      decided += 1;
+    }
+  };
+  for (let j = 0; j < slots; j++) {
+    decideHead();
+    if (next >= items.length && running === 0) break;
     waitingFor = j;
     if (ranOut(j)) break;
     if (o.prepare && next < items.length && !o.shouldStop()) o.prepare(items[next]!, slotAt(j));
@@ -120,6 +141,8 @@ export async function runPaced<R>(o: PacedRunOptions<R>): Promise<PacedRunResult
     if (ranOut(j)) break;
     let at = slotAt(j);
     if (failure || o.shouldStop() || o.signal?.aborted) break;
+    // What came back while the loop waited (robots.txt read meanwhile) may need no slot now.
+    decideHead();
     if (next >= items.length) continue; // nothing to send in this slot right now
     const t = now();
     if (t > at + MAX_LATENESS_MS) {
@@ -169,5 +192,15 @@ export async function runPaced<R>(o: PacedRunOptions<R>): Promise<PacedRunResult
   await Promise.all(inflight);
   // Nothing more was sent after the failure; the runs still in flight have finished.
   if (failure) throw failure.err;
-  return { results, unused: items.slice(next), sentAt, missed };
+  // Slots are over (or sending stopped): what needs none is settled all the same.
+  const unused: number[] = [];
+  for (const index of items.slice(next)) {
+    const r = o.signal?.aborted ? undefined : o.decide?.(index);
+    if (r === undefined) unused.push(index);
+    else {
+      results.set(index, r);
+      decided += 1;
+    }
+  }
+  return { results, unused, sentAt, missed, decided };
 }

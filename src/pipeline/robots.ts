@@ -82,6 +82,11 @@ export class RobotsCache {
     return this.fresh(url.origin)?.crawlDelayMs;
   }
 
+  /** The verdict for a URL when its origin's robots.txt is cached, else undefined (no request is made). */
+  cachedVerdict(url: URL): RobotsVerdict | undefined {
+    return this.fresh(url.origin)?.check(url.href);
+  }
+
   /** Whether robots.txt for this URL's origin is already known (no request needed). */
   known(url: URL): boolean {
     return this.fresh(url.origin) !== undefined;

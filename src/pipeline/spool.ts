@@ -10,6 +10,8 @@ import { LocalStore } from './store';
  */
 export class Spool {
   private index?: Promise<Set<string>>;
+  /** The index once read (see mayHold). */
+  private loaded?: Set<string>;
   /** Writes as the local store does (synced, name included): the bytes are there after a power cut too. */
   private readonly files: LocalStore;
 
@@ -25,8 +27,14 @@ export class Spool {
     this.index ??= fs.readdir(this.dir).then(
       (names) => new Set(names.filter((n) => n.endsWith('.bin')).map((n) => n.slice(0, -4))),
       () => new Set<string>(),
-    );
+    ).then((set) => (this.loaded = set));
     return this.index;
+  }
+
+  /** False only when the URL certainly has no spooled bytes (the index has been read). */
+  mayHold(url: string): boolean {
+    if (!this.loaded) return true;
+    return this.loaded.size > 0 && this.loaded.has(urlHash(url));
   }
 
   async get(url: string): Promise<Buffer | undefined> {

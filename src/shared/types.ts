@@ -195,6 +195,11 @@ export interface FetchBatchResult {
    * robots.txt took them.
    */
   missedSlots?: number;
+  /**
+   * Items settled without a request slot (robots.txt ruled them out, say). The batch puts about
+   * twice as many URLs as slots into its next grant, so that those slots still go to requests.
+   */
+  decidedWithoutRequest?: number;
 }
 
 /** Final records the workflow itself decides (e.g. attempts used up after activity failures). */

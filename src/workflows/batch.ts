@@ -2,6 +2,7 @@ import {
   ActivityCancellationType, ActivityFailure, ApplicationFailure, CancellationScope, getExternalWorkflowHandle, isCancellation, log, patched, proxyActivities, proxyLocalActivities,
   setHandler, condition, sleep, workflowInfo, type SignalDefinition,
 } from '@temporalio/workflow';
+import { grantItemCount } from '../shared/grantItems';
 import { batchRunUnit, recordFile } from '../shared/recordUnits';
 import type { CrawlActivities } from '../activities/crawlActivities';
 import { HEARTBEAT_TIMEOUT_MS } from '../shared/heartbeat';
@@ -118,6 +119,9 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
       grantsSeen += 1;
     });
 
+    /** The latest grant's URLs and how many of them needed no request (see grantItemCount). */
+    let lastGrant: { items: number; decided: number } | undefined;
+
     const finish = (index: number, cls: OutcomeClass) => {
       if (finals[index] !== null) return;
       finals[index] = cls;
@@ -183,10 +187,12 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
       }
       for (const k of result.unused) pending.push(indices[k]!);
       for (const [k, hop] of result.hops ?? []) if (indices[k] !== undefined) hops[indices[k]!] = hop;
+      lastGrant = { items: indices.length, decided: result.decidedWithoutRequest ?? 0 };
       // Outcomes go to the monitor without the URL text: it needs classes and timings, and
       // history stays small.
       await signalMonitor(input.monitorId, reportOutcomesSignal, {
-        batchId, grantId: g.grantId, unused: result.unused.length, retryAfterMs: result.retryAfterMs, crawlDelayMs: result.crawlDelayMs, robotsRetryMs: result.robotsRetryMs,
+        // Slots the grant did not use: a grant can carry more URLs than slots (grantItemCount).
+        batchId, grantId: g.grantId, unused: Math.min(g.slots, result.unused.length), retryAfterMs: result.retryAfterMs, crawlDelayMs: result.crawlDelayMs, robotsRetryMs: result.robotsRetryMs,
         storeRetryMs: result.storeRetryMs, storeError: result.storeError, missedSlots: result.missedSlots, dispatchMs: result.dispatchMs,
         outcomes: result.outcomes.map((o) => ({ ...o, url: '' })),
         tokens: tokens(),
@@ -209,7 +215,8 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
       await condition(() => grants.length > 0 || remaining === 0 || pending.length !== pendingBefore || grantsSeen !== seenBefore);
       while (grants.length > 0) {
         const g = grants.shift()!;
-        const indices = pending.splice(0, g.slots);
+        const count = lastGrant?.decided && patched('grants-carry-decided-urls') ? grantItemCount(g.slots, pending.length, lastGrant) : g.slots;
+        const indices = pending.splice(0, count);
         if (indices.length === 0) {
           await signalMonitor(input.monitorId, reportOutcomesSignal, { batchId, grantId: g.grantId, outcomes: [], unused: g.slots, tokens: tokens() });
           continue;

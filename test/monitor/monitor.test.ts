@@ -5,6 +5,7 @@ import { Worker } from '@temporalio/worker';
 import { createTimeSkippingEnv } from '../support/temporal';
 import { chunksOf, indexOf, monitorWorker, scriptedActivities, sendTimes } from '../support/monitorHarness';
 import { ceilings, maxInAnyWindow } from '../../src/politeness/pacing';
+import { slotCount } from '../../src/activities/pacedRunner';
 import { crawlBatchWorkflow } from '../../src/workflows/batch';
 import { crawlMonitorWorkflow } from '../../src/workflows/monitor';
 import { resumeUpdate, setMaxRateUpdate, setRateUpdate, statsQuery, stopUpdate } from '../../src/workflows/messages';
@@ -454,6 +455,42 @@ describe('crawl monitor (time-skipping server)', () => {
     // Inline chunks need no loading: the record listing and the done-marker.
     expect(events.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity')).toHaveLength(2);
     await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, history, grants[0]!.batchId);
+  });
+
+  it('gives a batch more URLs than slots once robots.txt rules most of them out, so a disallowing site ends in a few windows', async () => {
+    const { taskQueue, workflowId } = ids();
+    const { acts } = scriptedActivities(() => ({ cls: 'done', status: 200 }));
+    const calls: { batchId: string; items: number; slots: number; sent: number }[] = [];
+    // Like the real activity: a URL robots.txt rules out (all but every 50th) is settled without
+    // a slot; the others take one each, and those left without one go back unused.
+    const fetchBatch = async (input: FetchBatchInput): Promise<FetchBatchResult> => {
+      const slots = slotCount(input.schedule);
+      const outcomes: RequestOutcome[] = [];
+      const unused: number[] = [];
+      let sent = 0;
+      let decided = 0;
+      input.items.forEach((item, i) => {
+        const ruledOut = indexOf(item.url) % 50 !== 0;
+        if (!ruledOut && sent >= slots) { unused.push(i); return; }
+        if (ruledOut) decided += 1;
+        else sent += 1;
+        outcomes.push({ url: item.url, cls: ruledOut ? 'robots' : 'done', sent: !ruledOut, final: true, attempt: item.attempt, atMs: input.schedule.startMs });
+      });
+      calls.push({ batchId: input.batchId, items: input.items.length, slots, sent });
+      return { outcomes, unused, decidedWithoutRequest: decided };
+    };
+    const worker = await monitorWorker(env, taskQueue, { ...acts, fetchBatch });
+    const stats = await worker.runUntil(env.client.workflow.execute(crawlMonitorWorkflow, {
+      taskQueue, workflowId, args: [{ source: 'disallowing.test', config: { rate: 1 }, work: chunksOf('disallowing.test', 500, 500) }],
+    }));
+    expect(stats.counts).toMatchObject({ robots: 490, done: 10 });
+    expect(stats.urls).toMatchObject({ total: 500, finished: 500 });
+    // One URL per slot would take 500 slots (8 minutes at 1/s); the first grant shows the share ruled out.
+    expect(calls[0]!.items).toBe(calls[0]!.slots);
+    expect(calls.length).toBeLessThanOrEqual(3);
+    for (const c of calls) expect(c.sent).toBeLessThanOrEqual(c.slots);
+    const batchId = calls[0]!.batchId;
+    await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, await env.client.workflow.getHandle(batchId).fetchHistory(), batchId);
   });
 
   it('replays its own recorded history deterministically', async () => {

@@ -131,6 +131,24 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     expect(new Set(origin.requests.map((r) => r.userAgent))).toEqual(new Set([pipelineConfigFromEnv().userAgent]));
   });
 
+  it('settles URLs that robots.txt rules out without a slot: the grant\'s slots all go to requests', async () => {
+    await new MockActivityEnvironment().run(acts.fetchBatch, input(['/good.png'])); // robots.txt read
+    const paths = ['/private/a.jpg', '/good.jpg', '/private/b.jpg', '/private/c.jpg', '/good.png', '/private/d.jpg', 'ftp://127.0.0.1/e.jpg'];
+    const startMs = Date.now() + 50;
+    // Four slots for seven URLs, two of which need a request (two spare: a loaded machine can miss one).
+    const grant = { ...input([]), items: paths.map((p) => ({ url: p.startsWith('/') ? origin.url(p) : p, attempt: 1 })), schedule: { startMs, endMs: startMs + 4 * 100, intervalMs: 100, burstSlots: 0 } };
+    const before = origin.requests.length;
+    const result = (await new MockActivityEnvironment().run(acts.fetchBatch, grant)) as FetchBatchResult;
+    expect(result.unused).toEqual([]);
+    const by = new Map(result.outcomes.map((o) => [o.url.startsWith('ftp:') ? 'ftp' : new URL(o.url).pathname, `${o.cls}${o.sent ? ' (sent)' : ''}`]));
+    expect(Object.fromEntries(by)).toEqual({
+      '/private/a.jpg': 'robots', '/private/b.jpg': 'robots', '/private/c.jpg': 'robots', '/private/d.jpg': 'robots', ftp: 'refused',
+      '/good.jpg': 'done (sent)', '/good.png': 'done (sent)',
+    });
+    expect(result.decidedWithoutRequest).toBe(5);
+    expect(origin.requests.slice(before).map((r) => r.path)).toEqual(['/good.jpg', '/good.png']);
+  });
+
   it('writes a thumbnail under an idempotent key and one record per final URL', async () => {
     await run(['/good.jpg', '/rotated.jpg', '/gone.jpg']);
     const thumb = await store.get(thumbnailKey(origin.url('/good.jpg')));
