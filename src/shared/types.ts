@@ -50,6 +50,11 @@ export interface Grant {
   burstSlots: number;
   /** Epoch ms (workflow time) when the monitor issued the grant; absent from older grants. */
   issuedMs?: number;
+  /**
+   * Of the source's latest reported grant, the share of URLs settled without a request (robots.txt
+   * ruled them out): a batch's first grant takes more URLs than slots by it (grantItemCount).
+   */
+  decidedShare?: number;
 }
 
 /** The pacing schedule handed to the fetch activity along with its URLs. */
@@ -82,6 +87,8 @@ export interface OutcomeReport {
   storeError?: string;
   /** How long the grant took to reach its fetch activity (FetchBatchResult.dispatchMs). */
   dispatchMs?: number;
+  /** Of the grant's URLs (`items`), how many were settled without a request (FetchBatchResult.decidedWithoutRequest). */
+  decided?: { items: number; decided: number };
   /**
    * The batch's token request, carried along so that a grant's round trip costs one signal
    * (and its history events) instead of two.

@@ -193,7 +193,7 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
       await signalMonitor(input.monitorId, reportOutcomesSignal, {
         // Slots the grant did not use: a grant can carry more URLs than slots (grantItemCount).
         batchId, grantId: g.grantId, unused: Math.min(g.slots, result.unused.length), retryAfterMs: result.retryAfterMs, crawlDelayMs: result.crawlDelayMs, robotsRetryMs: result.robotsRetryMs,
-        storeRetryMs: result.storeRetryMs, storeError: result.storeError, missedSlots: result.missedSlots, dispatchMs: result.dispatchMs,
+        storeRetryMs: result.storeRetryMs, storeError: result.storeError, missedSlots: result.missedSlots, dispatchMs: result.dispatchMs, decided: lastGrant,
         outcomes: result.outcomes.map((o) => ({ ...o, url: '' })),
         tokens: tokens(),
       });
@@ -215,7 +215,9 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
       await condition(() => grants.length > 0 || remaining === 0 || pending.length !== pendingBefore || grantsSeen !== seenBefore);
       while (grants.length > 0) {
         const g = grants.shift()!;
-        const count = lastGrant?.decided && patched('grants-carry-decided-urls') ? grantItemCount(g.slots, pending.length, lastGrant) : g.slots;
+        // Its own latest grant tells best; before it has one, the source's latest (from the monitor).
+        const seen = lastGrant ?? (g.decidedShare ? { items: 1_000, decided: Math.round(g.decidedShare * 1_000) } : undefined);
+        const count = seen?.decided && patched('grants-carry-decided-urls') ? grantItemCount(g.slots, pending.length, seen) : g.slots;
         const indices = pending.splice(0, count);
         if (indices.length === 0) {
           await signalMonitor(input.monitorId, reportOutcomesSignal, { batchId, grantId: g.grantId, outcomes: [], unused: g.slots, tokens: tokens() });

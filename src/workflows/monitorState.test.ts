@@ -49,6 +49,18 @@ describe('MonitorModel token bookkeeping', () => {
     expect(m.wants()[0]!.wanted).toBe(500 - g1!.slots - g2!.slots);
   });
 
+  it('tells its grants what share of the latest grant\'s URLs needed no request, until a grant shows none did', () => {
+    const { m, batchId } = modelWithBatch();
+    m.onTokenRequest({ batchId, unassigned: 500, grantsSeen: 0 });
+    const [g1] = m.planGrants(T0);
+    expect(g1!.decidedShare).toBeUndefined();
+    m.onReport({ batchId, grantId: 1, outcomes: [], unused: 0, decided: { items: 40, decided: 39 } }, T0 + 5_000);
+    const [g2] = m.planGrants(g1!.endMs);
+    expect(g2!.decidedShare).toBeCloseTo(0.975);
+    m.onReport({ batchId, grantId: 2, outcomes: [], unused: 0, decided: { items: 40, decided: 0 } }, g1!.endMs + 5_000);
+    expect(m.planGrants(g2!.endMs)[0]!.decidedShare).toBeUndefined();
+  });
+
   it('leaves the bookkeeping alone for a report without a token request', () => {
     const { m, batchId } = modelWithBatch();
     m.onTokenRequest({ batchId, unassigned: 500, grantsSeen: 0 });

@@ -63,6 +63,8 @@ export interface MonitorState {
   /** Slots that served no URL (see FetchBatchResult.missedSlots), in all and as a running share. */
   missedSlots: number;
   missRate: number;
+  /** The latest grant report's share of URLs settled without a request (Grant.decidedShare); absent before the first. */
+  decidedShare?: number;
   alerts: string[];
   lastSearchAttributesMs: number;
   options: MonitorOptions;
@@ -223,6 +225,8 @@ export class MonitorModel {
       this.state.missRate = updateMissRate(this.state.missRate, report.missedSlots, report.outcomes.length);
     }
     if (report.tokens) this.onTokenRequest({ batchId: report.batchId, ...report.tokens });
+    // The latest grant's share, so a site that stops ruling URLs out (a new chunk on another path) stops the extra ones.
+    if (report.decided && report.decided.items > 0) this.state.decidedShare = report.decided.decided / report.decided.items;
     return this.governor.applyReport(report, nowMs);
   }
 
@@ -259,7 +263,10 @@ export class MonitorModel {
     // The batch fills every slot it has a URL for. Spare slots kept empty for misses would
     // leave the source idle whenever the worker keeps up after all (at a 10% miss rate, 4 s of
     // every 40 s window at 1 req/s), so only a batch's last window has empty ones.
-    const grants = this.governor.plan(wants, nowMs, windowStretch(missRate));
+    const planned = this.governor.plan(wants, nowMs, windowStretch(missRate));
+    const share = this.state.decidedShare;
+    // A batch puts this much more than a URL per slot into its first grant (grantItemCount).
+    const grants = share ? planned.map((g) => ({ ...g, decidedShare: share })) : planned;
     for (const g of grants) {
       const b = this.state.batches.find((x) => x.batchId === g.batchId)!;
       b.grantsSent += 1;
