@@ -1,4 +1,4 @@
-import { grantItemCount, MAX_EXTRA_ITEMS } from './grantItems';
+import { grantItemCount, MAX_EXTRA_ITEMS, slotsNeeded } from './grantItems';
 
 describe('URLs per grant', () => {
   it('is one per slot while every URL needs a request', () => {
@@ -17,5 +17,14 @@ describe('URLs per grant', () => {
     expect(grantItemCount(40, 460, { items: 40, decided: 39 })).toBe(460);
     expect(grantItemCount(40, 5_000, { items: 40, decided: 40 })).toBe(40 + MAX_EXTRA_ITEMS);
     expect(grantItemCount(40, 5_000, { items: 40, decided: 30 })).toBe(160);
+  });
+
+  it('plans slots for the URLs that will need a request, at least one per batch', () => {
+    expect(slotsNeeded(500, undefined)).toBe(500);
+    expect(slotsNeeded(500, 0)).toBe(500);
+    expect(slotsNeeded(500, 0.5)).toBe(250);
+    expect(slotsNeeded(500, 1)).toBe(5); // never trusted to be quite everything
+    expect(slotsNeeded(3, 0.98)).toBe(1);
+    expect(slotsNeeded(0, 0.5)).toBe(0);
   });
 });

@@ -13,3 +13,15 @@ export function grantItemCount(slots: number, pending: number, last?: { items: n
   const extra = share >= 0.95 ? MAX_EXTRA_ITEMS : Math.min(MAX_EXTRA_ITEMS, Math.ceil((slots * share) / (1 - share)));
   return Math.min(pending, slots + extra);
 }
+
+/**
+ * Slots a batch holding `wanted` URLs needs when a share of URLs is settled without a request:
+ * the monitor plans by it, so one window's slots reach several batches of a disallowing site
+ * instead of each batch taking a whole window for a request or two. At least one slot: a batch
+ * gets its URLs only with a grant.
+ */
+export function slotsNeeded(wanted: number, decidedShare: number | undefined): number {
+  if (wanted <= 0 || !decidedShare) return wanted;
+  // (the epsilon: 500 x (1 - 0.99) is 5.000000000000004 in floating point)
+  return Math.max(1, Math.ceil(wanted * (1 - Math.min(decidedShare, 0.99)) - 1e-9));
+}

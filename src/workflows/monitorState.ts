@@ -1,3 +1,4 @@
+import { slotsNeeded } from '../shared/grantItems';
 import { DEFAULT_GOVERNOR, Governor, type Counts, type GovernorConfig, type GovernorMode, type GovernorState, type PolicyEvent } from '../politeness/governor';
 import { windowCounts } from '../politeness/breaker';
 import { median } from '../politeness/latency';
@@ -256,15 +257,15 @@ export class MonitorModel {
   planGrants(nowMs: number): Grant[] {
     if (nowMs < this.governor.nextPlanAtMs()) return [];
     const missRate = this.state.missRate;
+    const share = this.state.decidedShare;
     const wants = this.wants()
       .filter((w) => w.wanted > 0)
-      .map((w) => ({ ...w, wanted: slotsWithMissAllowance(w.wanted, missRate) }));
+      .map((w) => ({ ...w, wanted: slotsWithMissAllowance(slotsNeeded(w.wanted, share), missRate) }));
     if (wants.length === 0) return [];
     // The batch fills every slot it has a URL for. Spare slots kept empty for misses would
     // leave the source idle whenever the worker keeps up after all (at a 10% miss rate, 4 s of
     // every 40 s window at 1 req/s), so only a batch's last window has empty ones.
     const planned = this.governor.plan(wants, nowMs, windowStretch(missRate));
-    const share = this.state.decidedShare;
     // A batch puts this much more than a URL per slot into its first grant (grantItemCount).
     const grants = share ? planned.map((g) => ({ ...g, decidedShare: share })) : planned;
     for (const g of grants) {
