@@ -8,6 +8,7 @@ import { ensureTemporalServer, freePort } from '../../src/temporal/devServer';
 import { createLocalEnv } from '../support/temporal';
 import { createCrawlWorker } from '../../src/workers/worker';
 import { CRAWL_STATE } from '../../src/temporal/searchAttributes';
+import { resolveTool } from '../../src/temporal/tools';
 
 describe('local dev server (pinned temporal CLI) with a real worker', () => {
   let env: TestWorkflowEnvironment;
@@ -87,6 +88,41 @@ describe('local dev server (pinned temporal CLI) with a real worker', () => {
     } finally {
       holder.close();
       if (saved !== undefined) process.env.TEMPORAL_ADDRESS = saved;
+    }
+  });
+
+  it('starts the server once more when it exits before it is ready, and names a Go panic when it does so again', async () => {
+    const saved = { address: process.env.TEMPORAL_ADDRESS, cli: process.env.TEMPORAL_CLI_PATH };
+    delete process.env.TEMPORAL_ADDRESS;
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'server-panic-'));
+    const starts = path.join(dir, 'starts');
+    // The real CLI, after as many panics (exit code 2) as the file `panics` says (the server
+    // process gets Node's own environment, not the test's).
+    const panics = path.join(dir, 'panics');
+    const wrapper = path.join(dir, 'temporal');
+    fs.writeFileSync(wrapper, [
+      '#!/bin/sh',
+      `n=$(cat "${starts}" 2>/dev/null || echo 0)`,
+      `echo $((n + 1)) > "${starts}"`,
+      `if [ "$n" -lt "$(cat "${panics}")" ]; then echo "panic: runtime error: index out of range [3] with length 3" >&2; exit 2; fi`,
+      `exec "${resolveTool('temporal')}" "$@"`,
+    ].join('\n'), { mode: 0o755 });
+    process.env.TEMPORAL_CLI_PATH = wrapper;
+    try {
+      fs.writeFileSync(panics, '1');
+      const server = await ensureTemporalServer({ dataDir: path.join(dir, 'once'), port: await freePort(), uiPort: await freePort(), ifPortTaken: 'another' });
+      await server.stop();
+      expect(fs.readFileSync(starts, 'utf8').trim()).toBe('2');
+      fs.rmSync(starts);
+      fs.writeFileSync(panics, '2');
+      await expect(ensureTemporalServer({ dataDir: path.join(dir, 'twice'), port: await freePort(), uiPort: await freePort(), ifPortTaken: 'another' }))
+        .rejects.toThrow(/exited with code 2: panic: runtime error: index out of range/);
+      expect(fs.readFileSync(starts, 'utf8').trim()).toBe('2');
+    } finally {
+      for (const [k, v] of [['TEMPORAL_ADDRESS', saved.address], ['TEMPORAL_CLI_PATH', saved.cli]] as const) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
     }
   });
 
