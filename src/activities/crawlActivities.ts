@@ -1,6 +1,7 @@
 import { setMaxListeners } from 'node:events';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
+import { DEFAULT_ADAPTIVE } from '../politeness/adaptiveRate';
 import { isThrottle } from '../politeness/classify';
 import type { ObjectStore } from '../pipeline/store';
 import type { FetchBatchInput, FetchBatchResult, FinalRecordInput, OutcomeClass, RedirectHop, RequestOutcome, WorkChunk } from '../shared/types';
@@ -164,7 +165,8 @@ export function createCrawlActivities(deps: CrawlDeps) {
       if (o.sent) errorRun = o.cls === 'error' ? errorRun + 1 : 0;
       if (isThrottle(o.status)) {
         throttled = true;
-        const hold = o.retryAfterMs ?? deps.defaultHoldMs ?? 5_000;
+        // The site's Retry-After, up to the longest the source's monitor honours.
+        const hold = Math.min(o.retryAfterMs ?? deps.defaultHoldMs ?? 5_000, input.maxRetryAfterMs ?? DEFAULT_ADAPTIVE.maxRetryAfterMs);
         retryAfterMs = Math.max(retryAfterMs ?? 0, hold);
         blockSource(input.source, Date.now() + hold);
       }

@@ -9,7 +9,7 @@ import { readCatalog } from '../crawl/catalog';
 import { exportRecords, exportRecordsToFile, type ExportSummary } from '../crawl/exportRecords';
 import { assertReadableManifest } from '../crawl/manifest';
 import { runCrawl } from '../crawl/run';
-import { duplicatesNote, emptyManifest, maxRateSetting, startCrawl, unusedCatalogWarning } from '../crawl/start';
+import { duplicatesNote, emptyManifest, invalidRetryAfterCap, maxRateSetting, maxRetryAfterSetting, startCrawl, unusedCatalogWarning } from '../crawl/start';
 import { forEachLimit } from '../shared/concurrency';
 import { describeMonitor, DoneRate, listSources, monitoringUpdate, sourceStatus, statusTable, stopMonitor, type Answered } from '../crawl/status';
 import { StatusPoller } from '../crawl/statusPoller';
@@ -31,6 +31,13 @@ function parsePort(value: string): number {
 function parseRate(value: string): number {
   const n = Number(value);
   const bad = invalidRate(n);
+  if (bad) throw new InvalidArgumentError(bad);
+  return n;
+}
+
+function parseRetryAfterCap(value: string): number {
+  const n = Number(value);
+  const bad = invalidRetryAfterCap(n);
   if (bad) throw new InvalidArgumentError(bad);
   return n;
 }
@@ -156,11 +163,13 @@ export function buildProgram(): Command {
     .option('--out <dir>', 'output directory: thumbnails, records, metadata.ndjson, embedded server data', path.resolve('crawl-out'))
     .option('--allow-network <cidr>', 'open a private/loopback range or host (repeatable)', collect, [] as string[])
     .option('--max-rate <n>', 'global ceiling, requests/s per source, over the catalogue and later set-rate (also CRAWL_MAX_RATE)', parseRate)
+    .option('--max-retry-after <s>', 'longest Retry-After honoured, seconds (default 900; also CRAWL_MAX_RETRY_AFTER_S)', parseRetryAfterCap)
     .option('--resume-halted', 'try again the sources an earlier run of this command left halted')
     .option('--stop-halted', 'end for good the sources an earlier run of this command left halted')
-    .action(async (manifest: string, opts: { catalog?: string; out: string; allowNetwork: string[]; maxRate?: number } & HaltedOptions) => {
+    .action(async (manifest: string, opts: { catalog?: string; out: string; allowNetwork: string[]; maxRate?: number; maxRetryAfter?: number } & HaltedOptions) => {
       const result = await runCrawl({
-        manifest, catalog: opts.catalog, outDir: path.resolve(opts.out), allowNetworks: opts.allowNetwork, maxRate: maxRateSetting(opts.maxRate), halted: haltedAction(opts),
+        manifest, catalog: opts.catalog, outDir: path.resolve(opts.out), allowNetworks: opts.allowNetwork, maxRate: maxRateSetting(opts.maxRate),
+        maxRetryAfterMs: maxRetryAfterSetting(opts.maxRetryAfter), halted: haltedAction(opts),
       });
       process.exitCode = result.exitCode;
     });
@@ -172,14 +181,16 @@ export function buildProgram(): Command {
     .option('--catalog <file>', 'source catalogue')
     .option('--data-dir <dir>', 'where chunk files go (the workers must see the same store)', DEFAULT_DATA_DIR)
     .option('--max-rate <n>', 'global ceiling, requests/s per source, for the monitors this starts (also CRAWL_MAX_RATE)', parseRate)
-    .action(async (manifest: string, opts: { catalog?: string; dataDir: string; maxRate?: number }) => {
+    .option('--max-retry-after <s>', 'longest Retry-After honoured, seconds (default 900; also CRAWL_MAX_RETRY_AFTER_S)', parseRetryAfterCap)
+    .action(async (manifest: string, opts: { catalog?: string; dataDir: string; maxRate?: number; maxRetryAfter?: number }) => {
       assertReadableManifest(manifest);
       const maxRate = maxRateSetting(opts.maxRate);
+      const maxRetryAfterMs = maxRetryAfterSetting(opts.maxRetryAfter);
       const store = storeFromEnv(opts.dataDir);
       await store.verify?.();
       const client = await connectClient();
       const summary = await startCrawl({
-        client, store, manifest, taskQueue: TASK_QUEUE, maxRate,
+        client, store, manifest, taskQueue: TASK_QUEUE, maxRate, maxRetryAfterMs,
         catalog: opts.catalog ? await readCatalog(opts.catalog) : undefined,
         onBadLine: (b) => process.stderr.write(`crawl: ${manifest} line ${b.line}: ${b.error} (skipped)\n`),
       });

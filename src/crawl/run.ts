@@ -25,6 +25,8 @@ export interface RunOptions {
   monitorOptions?: Partial<MonitorOptions>;
   /** The global ceiling, requests/s, for every source this run starts (StartOptions.maxRate). */
   maxRate?: number;
+  /** The longest Retry-After honoured, ms (StartOptions.maxRetryAfterMs). */
+  maxRetryAfterMs?: number;
   /**
    * What to do with a source that an earlier run left halted (its monitor keeps its URLs in
    * OUT/temporal): try it again, or end it for good. By default it is reported and left halted.
@@ -81,7 +83,7 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
       workerDone = worker.run();
     }
     const summary = await startCrawl({
-      client, store, manifest: opts.manifest, catalog, taskQueue: TASK_QUEUE, monitorOptions: opts.monitorOptions, maxRate: opts.maxRate, signal: interrupt.nextAbortSignal(),
+      client, store, manifest: opts.manifest, catalog, taskQueue: TASK_QUEUE, monitorOptions: opts.monitorOptions, maxRate: opts.maxRate, maxRetryAfterMs: opts.maxRetryAfterMs, signal: interrupt.nextAbortSignal(),
       onBadLine: (b) => process.stderr.write(`crawl: ${opts.manifest} line ${b.line}: ${b.error} (skipped)\n`),
     });
     const sources = [...summary.sources.keys()];

@@ -1,3 +1,4 @@
+import { DEFAULT_ADAPTIVE } from '../politeness/adaptiveRate';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import type { Client } from '@temporalio/client';
@@ -81,6 +82,27 @@ export function maxRateSetting(flag: number | undefined, env: NodeJS.ProcessEnv 
   return Number(raw);
 }
 
+/** The longest Retry-After honoured, seconds: what an operator may set it to. */
+export const MAX_RETRY_AFTER_LIMIT_S = 86_400;
+
+/**
+ * The longest Retry-After the monitors this start creates honour (ms): `--max-retry-after`
+ * seconds when given, else CRAWL_MAX_RETRY_AFTER_S, else undefined (the default, 15 min).
+ */
+export function maxRetryAfterSetting(flag: number | undefined, env: NodeJS.ProcessEnv = process.env): number | undefined {
+  if (flag !== undefined) return flag * 1000;
+  const raw = env.CRAWL_MAX_RETRY_AFTER_S;
+  if (raw === undefined || raw.trim() === '') return undefined;
+  const bad = invalidRetryAfterCap(Number(raw));
+  if (bad) throw new Error(`CRAWL_MAX_RETRY_AFTER_S: ${bad}, got ${JSON.stringify(raw)}`);
+  return Number(raw) * 1000;
+}
+
+export function invalidRetryAfterCap(seconds: number): string | undefined {
+  if (!Number.isFinite(seconds) || seconds < 1 || seconds > MAX_RETRY_AFTER_LIMIT_S) return `the longest Retry-After must be a number of seconds from 1 to ${MAX_RETRY_AFTER_LIMIT_S}`;
+  return undefined;
+}
+
 export interface StartOptions {
   client: Client;
   store: ObjectStore;
@@ -94,6 +116,8 @@ export interface StartOptions {
    * catalogue, the source's size, `set-rate` or `resume --rate` goes above it.
    */
   maxRate?: number;
+  /** The longest Retry-After (ms) the monitors this start creates honour; their default is 15 min. */
+  maxRetryAfterMs?: number;
   onBadLine?: (bad: BadLine) => void;
   /**
    * Stops reading the manifest (Ctrl-C): the chunks already written are still announced, the
@@ -172,6 +196,12 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
     return p;
   };
 
+  const governorConfig = opts.maxRate !== undefined || opts.maxRetryAfterMs !== undefined ? {
+    governorConfig: {
+      ...(opts.maxRate !== undefined ? { globalCeiling: opts.maxRate } : {}),
+      ...(opts.maxRetryAfterMs !== undefined ? { adaptive: { ...DEFAULT_ADAPTIVE, maxRetryAfterMs: opts.maxRetryAfterMs } } : {}),
+    },
+  } : {};
   const send = async (source: string) => {
     const list = refs.get(source) ?? [];
     if (list.length === 0) return;
@@ -182,7 +212,7 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
       taskQueue: opts.taskQueue,
       args: [{
         source, config, options: { taskQueue: opts.taskQueue, ...(opts.monitorOptions ?? {}) },
-        ...(opts.maxRate !== undefined ? { governorConfig: { globalCeiling: opts.maxRate } } : {}),
+        ...governorConfig,
       }],
       signal: addWorkSignal,
       signalArgs: [list],

@@ -12,7 +12,8 @@ import { WeightedBudget } from '../shared/concurrency';
 import type { ObjectStore } from './store';
 import { describeStoreError } from './storeError';
 
-const MAX_RETRY_AFTER_MS = 15 * 60_000;
+/** Retry-After is read up to a day (the most --max-retry-after allows); the fetch activity and the monitor cap it. */
+const MAX_RETRY_AFTER_MS = 24 * 3_600_000;
 
 /**
  * One URL through the whole pipeline: validate, robots.txt, fetch, analyse, thumbnail, store.

@@ -55,6 +55,11 @@ export interface Grant {
    * ruled them out): a batch's first grant takes more URLs than slots by it (grantItemCount).
    */
   decidedShare?: number;
+  /**
+   * The longest Retry-After this source's monitor honours, when not the default (15 min): the
+   * fetch activity keeps other grants on its worker from the source for no longer than this.
+   */
+  maxRetryAfterMs?: number;
 }
 
 /** The pacing schedule handed to the fetch activity along with its URLs. */
@@ -159,6 +164,8 @@ export interface FetchBatchInput {
   items: BatchItem[];
   schedule: PacingSchedule;
   maxAttempts: number;
+  /** The longest Retry-After honoured (Grant.maxRetryAfterMs); absent: the default, 15 min. */
+  maxRetryAfterMs?: number;
 }
 
 export interface FetchBatchResult {

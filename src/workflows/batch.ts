@@ -142,6 +142,7 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
       try {
         result = await fetchBatch({
           source: input.source, batchId, ...(unit ? { unit } : {}), grantId: g.grantId, items, maxAttempts: input.maxAttempts,
+          ...(g.maxRetryAfterMs !== undefined ? { maxRetryAfterMs: g.maxRetryAfterMs } : {}),
           schedule: { startMs: g.startMs, endMs: g.endMs, intervalMs: g.intervalMs, burstSlots: g.burstSlots, ...(g.issuedMs !== undefined ? { issuedMs: g.issuedMs } : {}) },
         });
       } catch (err) {

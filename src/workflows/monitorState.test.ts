@@ -1,4 +1,6 @@
-import { MonitorModel } from './monitorState';
+import { DEFAULT_ADAPTIVE } from '../politeness/adaptiveRate';
+import { DEFAULT_GOVERNOR, type GovernorConfig } from '../politeness/governor';
+import { governorConfigOf, MonitorModel } from './monitorState';
 
 // The batch no longer asks again after using a grant; these pin the bookkeeping that makes
 // that safe: the monitor subtracts every grant the batch has not acknowledged.
@@ -59,6 +61,27 @@ describe('MonitorModel token bookkeeping', () => {
     expect(g2!.decidedShare).toBeCloseTo(0.975);
     m.onReport({ batchId, grantId: 2, outcomes: [], unused: 0, decided: { items: 40, decided: 0 } }, g1!.endMs + 5_000);
     expect(m.planGrants(g2!.endMs)[0]!.decidedShare).toBeUndefined();
+  });
+
+  it('tells its grants the longest Retry-After it honours when that is not the default', () => {
+    const { m, batchId } = modelWithBatch();
+    m.onTokenRequest({ batchId, unassigned: 500, grantsSeen: 0 });
+    expect(m.planGrants(T0)[0]!.maxRetryAfterMs).toBeUndefined();
+    const capped = MonitorModel.fromInput({
+      source: 's', config: { rate: 10 }, work: [{ chunkId: 'c1', count: 500 }],
+      governorConfig: { adaptive: { ...DEFAULT_ADAPTIVE, maxRetryAfterMs: 3_000 } },
+    }, T0);
+    capped.batchStarted('b1', capped.takeChunksToStart()[0]!);
+    capped.onTokenRequest({ batchId: 'b1', unassigned: 500, grantsSeen: 0 });
+    expect(capped.planGrants(T0)[0]!.maxRetryAfterMs).toBe(3_000);
+  });
+
+  it('takes a start input that sets one adaptive setting (Temporal CLI) without losing the others, and ignores a longest Retry-After that is no number', () => {
+    const cfg = governorConfigOf({ adaptive: { maxRetryAfterMs: 60_000 } } as unknown as Partial<GovernorConfig>);
+    expect(cfg.adaptive).toEqual({ ...DEFAULT_ADAPTIVE, maxRetryAfterMs: 60_000 });
+    expect(cfg.breaker).toEqual(DEFAULT_GOVERNOR.breaker);
+    expect(governorConfigOf({ adaptive: { maxRetryAfterMs: 'soon' } } as unknown as Partial<GovernorConfig>).adaptive.maxRetryAfterMs).toBe(DEFAULT_ADAPTIVE.maxRetryAfterMs);
+    expect(governorConfigOf({ globalCeiling: 3 })).toEqual({ ...DEFAULT_GOVERNOR, globalCeiling: 3 });
   });
 
   it('leaves the bookkeeping alone for a report without a token request', () => {

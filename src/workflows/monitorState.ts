@@ -1,4 +1,5 @@
 import { slotsNeeded } from '../shared/grantItems';
+import { DEFAULT_ADAPTIVE } from '../politeness/adaptiveRate';
 import { DEFAULT_GOVERNOR, Governor, type Counts, type GovernorConfig, type GovernorMode, type GovernorState, type PolicyEvent } from '../politeness/governor';
 import { windowCounts } from '../politeness/breaker';
 import { median } from '../politeness/latency';
@@ -128,7 +129,7 @@ export class MonitorModel {
   }
 
   static fromInput(input: MonitorInput, nowMs: number): MonitorModel {
-    const governorConfig = { ...DEFAULT_GOVERNOR, ...(input.governorConfig ?? {}) };
+    const governorConfig = governorConfigOf(input.governorConfig);
     if (input.carried) {
       const model = new MonitorModel(input.carried, governorConfig);
       if (input.work) model.addWork(input.work);
@@ -267,7 +268,12 @@ export class MonitorModel {
     // every 40 s window at 1 req/s), so only a batch's last window has empty ones.
     const planned = this.governor.plan(wants, nowMs, windowStretch(missRate));
     // A batch puts this much more than a URL per slot into its first grant (grantItemCount).
-    const grants = share ? planned.map((g) => ({ ...g, decidedShare: share })) : planned;
+    const { maxRetryAfterMs } = this.governor.cfg.adaptive;
+    const extra = {
+      ...(share ? { decidedShare: share } : {}),
+      ...(maxRetryAfterMs !== DEFAULT_ADAPTIVE.maxRetryAfterMs ? { maxRetryAfterMs } : {}),
+    };
+    const grants = Object.keys(extra).length ? planned.map((g) => ({ ...g, ...extra })) : planned;
     for (const g of grants) {
       const b = this.state.batches.find((x) => x.batchId === g.batchId)!;
       b.grantsSent += 1;
@@ -363,4 +369,20 @@ export class MonitorModel {
 
 function round(n: number): number {
   return Math.round(n * 1000) / 1000;
+}
+
+/**
+ * The defaults with what the start input sets. Nested parts merge field by field: a Temporal
+ * CLI start that sets `{"adaptive": {"maxRetryAfterMs": 60000}}` alone must not leave the other
+ * adaptive settings undefined. A longest Retry-After that is no usable number keeps the default.
+ */
+export function governorConfigOf(given: Partial<GovernorConfig> = {}): GovernorConfig {
+  const adaptive = { ...DEFAULT_GOVERNOR.adaptive, ...given.adaptive };
+  if (typeof adaptive.maxRetryAfterMs !== 'number' || !(adaptive.maxRetryAfterMs >= 1_000)) adaptive.maxRetryAfterMs = DEFAULT_GOVERNOR.adaptive.maxRetryAfterMs;
+  return {
+    ...DEFAULT_GOVERNOR, ...given,
+    adaptive,
+    breaker: { ...DEFAULT_GOVERNOR.breaker, ...given.breaker },
+    latency: { ...DEFAULT_GOVERNOR.latency, ...given.latency },
+  };
 }

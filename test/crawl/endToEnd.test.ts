@@ -315,6 +315,45 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
     expect(bad.stderr).toMatch(/CRAWL_MAX_RATE: rate must be a finite number of requests per second, got "fast"/);
   });
 
+  it('honours a Retry-After only up to --max-retry-after, on the monitor and on the worker', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'retry-cap-'));
+    const body = await jpeg(60, 40);
+    let answered429 = false;
+    const site = await new Origin().route('*', (req, res) => {
+      if (req.url === '/robots.txt') { res.writeHead(404); res.end(); return; }
+      // The first image request: come back in an hour.
+      if (!answered429) { answered429 = true; res.writeHead(429, { 'retry-after': '3600' }); res.end(); return; }
+      res.writeHead(200, { 'content-type': 'image/jpeg', 'content-length': body.length });
+      res.end(body);
+    }).start('127.0.0.5');
+    try {
+      const source = 'retry-cap.test';
+      const manifest = path.join(dataDir, 'manifest.ndjson');
+      fs.writeFileSync(manifest, Array.from({ length: 4 }, (_, i) => JSON.stringify({ url: site.url(`/cap/${i}.jpg`), source })).join('\n'));
+      const taskQueue = 'retry-cap';
+      const worker = await createCrawlWorker({ connection: env.nativeConnection, taskQueue, deps: defaultDeps({ dataDir, allowNetworks: ['127.0.0.0/8'] }) });
+      await worker.runUntil(async () => {
+        await startCrawl({ client: env.client, store: new LocalStore(path.join(dataDir, 'store')), manifest, catalog: new Map([[source, { rate: 4 }]]), taskQueue, maxRetryAfterMs: 3_000 });
+        const stats = (await env.client.workflow.getHandle(monitorWorkflowId(source)).result()) as MonitorStats;
+        expect(stats.urls.finished).toBe(4);
+        expect(stats.counts.done).toBe(4);
+      });
+      const sent = site.hits('/cap/').map((r) => r.atMs);
+      expect(sent).toHaveLength(5); // the 429, then each image once
+      // Held for the cap (3 s), not the hour the site asked for.
+      expect(sent[1]! - sent[0]!).toBeGreaterThanOrEqual(3_000);
+      expect(sent[1]! - sent[0]!).toBeLessThan(30_000);
+    } finally {
+      await site.stop();
+    }
+    const bad = await runCli(['start', path.join(dataDir, 'manifest.ndjson'), '--max-retry-after', '0'], { TEMPORAL_ADDRESS: '127.0.0.1:1' });
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toMatch(/the longest Retry-After must be a number of seconds from 1 to 86400/);
+    const badEnv = await runCli(['start', path.join(dataDir, 'manifest.ndjson')], { TEMPORAL_ADDRESS: '127.0.0.1:1', CRAWL_MAX_RETRY_AFTER_S: 'soon' });
+    expect(badEnv.code).toBe(1);
+    expect(badEnv.stderr).toMatch(/CRAWL_MAX_RETRY_AFTER_S: the longest Retry-After must be/);
+  });
+
   it('slows a source to the Crawl-delay its robots.txt asks for, over its catalogue rate and a later set-rate', async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'crawl-delay-'));
     const body = await jpeg(60, 40);
