@@ -354,7 +354,9 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     await new MockActivityEnvironment().run(a2.fetchBatch, input(['/good.png'])); // robots.txt
     failThumbnails = 1;
     const before = origin.requests.length;
-    const grant = { ...input(['/rotated.jpg', '/good.jpg']), maxAttempts: 3 };
+    // Slots 900 ms apart: the first URL's store failure comes before the second slot even on a
+    // loaded machine (30 ms apart, a CI run sent the second request first).
+    const grant = { ...input(['/rotated.jpg', '/good.jpg'], 300), maxAttempts: 3 };
     const held = (await new MockActivityEnvironment().run(a2.fetchBatch, grant)) as FetchBatchResult;
     // The first URL's thumbnail could not be stored: it goes back with its attempt, and nothing
     // more is sent to the source (the second URL is handed back unsent).
