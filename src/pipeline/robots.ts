@@ -1,4 +1,5 @@
 import robotsParser from 'robots-parser';
+import { parseRetryAfter } from '../politeness/retryAfter';
 import type { PipelineConfig } from './config';
 import type { Fetcher } from './fetcher';
 
@@ -46,6 +47,8 @@ export const ROBOTS_MAX_FAILURES = 3;
  * it must be).
  */
 export const ROBOTS_MAX_ORIGINS = 10_000;
+/** The longest Retry-After of an unreadable robots.txt honoured before it is asked again (the default cap of image requests'). */
+const MAX_ROBOTS_RETRY_AFTER_MS = 15 * 60_000;
 /** RFC 9309: follow at least five consecutive redirects; past that, robots.txt is unavailable. */
 const ROBOTS_MAX_REDIRECTS = 5;
 
@@ -179,9 +182,11 @@ export class RobotsCache {
     this.failures.delete(origin);
     this.failures.set(origin, failures);
     if (this.failures.size > this.maxOrigins) this.failures.delete(this.failures.keys().next().value!);
-    const retryAtMs = now + this.cfg.robotsRetryMs;
+    // A site that answered 429 or 503 with a Retry-After longer than our interval gets that long.
+    const askedMs = res.status === 429 || res.status === 503 ? parseRetryAfter(res.retryAfter, now, MAX_ROBOTS_RETRY_AFTER_MS) : undefined;
+    const retryAtMs = now + Math.max(this.cfg.robotsRetryMs, askedMs ?? 0);
     const giveUp = failures >= ROBOTS_MAX_FAILURES;
-    const told = giveUp ? `${reason}; gave up after ${failures} tries ${interval(this.cfg.robotsRetryMs)} apart` : reason;
+    const told = giveUp ? `${reason}; gave up after ${failures} tries at least ${interval(this.cfg.robotsRetryMs)} apart` : reason;
     return { expiresAt: retryAtMs, check: () => ({ kind: 'unavailable', reason: told, retryAtMs, giveUp }) };
   }
 }

@@ -59,6 +59,19 @@ describe('robots.txt (RFC 9309) per origin', () => {
     });
   });
 
+  it('waits out a longer Retry-After of a 503 or 429 robots.txt before asking again (up to 15 min)', async () => {
+    for (const [status, retryAfter, waitMs] of [[503, '600', 600_000], [429, '7200', 900_000], [503, '10', cfg.robotsRetryMs], [500, '600', cfg.robotsRetryMs]] as const) {
+      await withRobots((o) => o.route('/robots.txt', (_q, r) => { r.writeHead(status, { 'retry-after': retryAfter }); r.end(); }), async (o, cache) => {
+        const before = Date.now();
+        const { verdict } = await cache.check(new URL(o.url('/any.jpg')));
+        expect(verdict).toMatchObject({ kind: 'unavailable', reason: `robots.txt answered ${status}` });
+        const retryAtMs = (verdict as { retryAtMs: number }).retryAtMs;
+        expect(retryAtMs - before).toBeGreaterThanOrEqual(waitMs);
+        expect(retryAtMs - Date.now()).toBeLessThanOrEqual(waitMs);
+      });
+    }
+  });
+
   it('asks an unavailable robots.txt again after the retry interval, and gives up after three failures in a row', async () => {
     let now = 1_000_000;
     let answer = 503;
@@ -74,7 +87,7 @@ describe('robots.txt (RFC 9309) per origin', () => {
       now += 1;
       expect(await check()).toMatchObject({ kind: 'unavailable', giveUp: false });
       now += cfg.robotsRetryMs;
-      expect(await check()).toEqual({ kind: 'unavailable', reason: 'robots.txt answered 503; gave up after 3 tries 5 min apart', retryAtMs: now + cfg.robotsRetryMs, giveUp: true });
+      expect(await check()).toEqual({ kind: 'unavailable', reason: 'robots.txt answered 503; gave up after 3 tries at least 5 min apart', retryAtMs: now + cfg.robotsRetryMs, giveUp: true });
       expect(o.hits('/robots.txt')).toHaveLength(3);
       // An answer clears the count: the next failure starts from one again.
       now += cfg.robotsRetryMs;
