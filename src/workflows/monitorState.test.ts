@@ -84,6 +84,17 @@ describe('MonitorModel token bookkeeping', () => {
     expect(governorConfigOf({ globalCeiling: 3 })).toEqual({ ...DEFAULT_GOVERNOR, globalCeiling: 3 });
   });
 
+  it('counts only the outcomes that took a slot against its missed slots', () => {
+    const outcomes = Array.from({ length: 40 }, () => ({ url: '', cls: 'robots' as const, sent: false, final: true, attempt: 1 }));
+    const plain = modelWithBatch().m;
+    plain.onReport({ batchId: 'b1', grantId: 1, outcomes, unused: 0, missedSlots: 10 }, T0);
+    const ruledOut = modelWithBatch().m;
+    // 30 of the 40 were ruled out without a slot: 10 served, 10 missed.
+    ruledOut.onReport({ batchId: 'b1', grantId: 1, outcomes, unused: 0, missedSlots: 10, decided: { items: 40, decided: 30 } }, T0);
+    expect(ruledOut.state.missRate).toBeGreaterThan(plain.state.missRate);
+    expect(ruledOut.state.missRate).toBeCloseTo(2.5 * plain.state.missRate, 5);
+  });
+
   it('leaves the bookkeeping alone for a report without a token request', () => {
     const { m, batchId } = modelWithBatch();
     m.onTokenRequest({ batchId, unassigned: 500, grantsSeen: 0 });

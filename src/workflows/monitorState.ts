@@ -224,7 +224,9 @@ export class MonitorModel {
     this.state.unusedSlots += report.unused;
     if (report.missedSlots !== undefined) {
       this.state.missedSlots += report.missedSlots;
-      this.state.missRate = updateMissRate(this.state.missRate, report.missedSlots, report.outcomes.length);
+      // Slots that served a URL: outcomes settled without a request (report.decided) took none.
+      const served = Math.max(0, report.outcomes.length - (report.decided?.decided ?? 0));
+      this.state.missRate = updateMissRate(this.state.missRate, report.missedSlots, served);
     }
     if (report.tokens) this.onTokenRequest({ batchId: report.batchId, ...report.tokens });
     // The latest grant's share, so a site that stops ruling URLs out (a new chunk on another path) stops the extra ones.
