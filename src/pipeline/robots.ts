@@ -1,7 +1,7 @@
 import robotsParser from 'robots-parser';
 import { parseRetryAfter } from '../politeness/retryAfter';
 import type { PipelineConfig } from './config';
-import type { Fetcher } from './fetcher';
+import type { Fetcher, FetchResult } from './fetcher';
 
 /**
  * robots.txt per origin with RFC 9309 semantics: 2xx is parsed (its first 512 KiB); 4xx but
@@ -172,12 +172,7 @@ export class RobotsCache {
       const reason = res.reason ?? 'address refused';
       return { expiresAt: now + this.cfg.robotsRetryMs, check: () => ({ kind: 'refused', reason }) };
     }
-    const reason = res.failure === 'bad-encoding' ? `robots.txt unreadable (${res.reason})`
-      : res.failure === undefined ? `robots.txt answered ${res.status}`
-        : res.status === undefined ? `robots.txt unreachable (${res.reason ?? res.failure})`
-          // A status came but the body did not (dripped, cut off): not what the status means.
-          : res.failure === 'too-slow' || res.failure === 'timeout' || res.failure === 'network' ? `robots.txt answered ${res.status} but its body did not arrive (${res.reason ?? res.failure})`
-            : `robots.txt answered ${res.status} (${res.reason ?? res.failure})`;
+    const reason = unreadableReason(res);
     const failures = (this.failures.get(origin) ?? 0) + 1;
     this.failures.delete(origin);
     this.failures.set(origin, failures);
@@ -189,6 +184,17 @@ export class RobotsCache {
     const told = giveUp ? `${reason}; gave up after ${failures} tries at least ${interval(this.cfg.robotsRetryMs)} apart` : reason;
     return { expiresAt: retryAtMs, check: () => ({ kind: 'unavailable', reason: told, retryAtMs, giveUp }) };
   }
+}
+
+/** Why robots.txt could not be read, for the records of the URLs that wait for it. */
+function unreadableReason(res: FetchResult): string {
+  const why = res.reason ?? res.failure;
+  if (res.failure === 'bad-encoding') return `robots.txt unreadable (${res.reason})`;
+  if (res.failure === undefined) return `robots.txt answered ${res.status}`;
+  if (res.status === undefined) return `robots.txt unreachable (${why})`;
+  // A status came but the body did not (dripped, cut off): not what the status means.
+  if (res.failure === 'too-slow' || res.failure === 'timeout' || res.failure === 'network') return `robots.txt answered ${res.status} but its body did not arrive (${why})`;
+  return `robots.txt answered ${res.status} (${why})`;
 }
 
 function interval(ms: number): string {

@@ -1,15 +1,15 @@
 /**
- * How many URLs a batch puts into a grant of `slots` request slots. One per slot, unless its
- * last grant settled some URLs without a request (robots.txt disallowed them, their address is
+ * How many URLs a batch puts into a grant of `slots` request slots. One per slot, unless a share
+ * (`decidedShare`) of its last grant's URLs was settled without a request (robots.txt disallowed them, their address is
  * refused): those take no slot, so the grant gets as many more as that share predicts, and the
  * slots still go to requests. At a source whose robots.txt disallows everything, each grant
  * takes the whole rest of its chunk instead of one URL per slot of a window.
  */
 export const MAX_EXTRA_ITEMS = 1_000;
 
-export function grantItemCount(slots: number, pending: number, last?: { items: number; decided: number }): number {
-  if (!last || last.items <= 0 || last.decided <= 0) return Math.min(slots, pending);
-  const share = Math.min(1, last.decided / last.items);
+export function grantItemCount(slots: number, pending: number, decidedShare?: number): number {
+  if (!decidedShare || decidedShare <= 0) return Math.min(slots, pending);
+  const share = Math.min(1, decidedShare);
   const extra = share >= 0.95 ? MAX_EXTRA_ITEMS : Math.min(MAX_EXTRA_ITEMS, Math.ceil((slots * share) / (1 - share)));
   return Math.min(pending, slots + extra);
 }

@@ -48,7 +48,6 @@ function readMarker(dataDir: string): ServerMarker | undefined {
   }
 }
 
-/** Stops a server this process did not start (its starter died): SIGTERM, then SIGKILL after 10 s. */
 /**
  * The server we own ends with this process however it exits: a crash (process.exit from the
  * crash report, an uncaught error) as well as a normal end that skipped stop(). Only SIGKILL
@@ -66,6 +65,7 @@ function endWithThisProcess(pid: number): () => void {
   return () => { process.off('exit', onExit); };
 }
 
+/** Stops a server this process did not start (its starter died): SIGTERM, then SIGKILL after 10 s. */
 async function stopOrphan(pid: number, markerFile: string): Promise<void> {
   try {
     process.kill(pid, 'SIGTERM');
@@ -265,7 +265,8 @@ async function startServerProcess(bin: string, args: string[], dataDir: string, 
   } catch (err) {
     child.kill('SIGKILL');
     if (child.exitCode === null) throw err;
-    const said = lastErrorLine(readFrom(logFile, logStart)) ?? lastLines(readFrom(logFile, logStart), 3);
+    const written = readFrom(logFile, logStart);
+    const said = lastErrorLine(written) ?? lastLines(written, 3);
     const message = `temporal server start-dev exited with code ${child.exitCode}${said ? `: ${said}` : ' before it was ready'}`;
     const [, which, taken] = /can't set (\S+) port (\d+):.*address already in use/i.exec(said) ?? [];
     throw which && taken ? new PortInUseError(message, which, Number(taken)) : new ServerExitedError(`${message} (log: ${logFile})`);

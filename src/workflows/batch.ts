@@ -217,8 +217,8 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
       while (grants.length > 0) {
         const g = grants.shift()!;
         // Its own latest grant tells best; before it has one, the source's latest (from the monitor).
-        const seen = lastGrant ?? (g.decidedShare ? { items: 1_000, decided: Math.round(g.decidedShare * 1_000) } : undefined);
-        const count = seen?.decided && patched('grants-carry-decided-urls') ? grantItemCount(g.slots, pending.length, seen) : g.slots;
+        const share = lastGrant ? lastGrant.decided / lastGrant.items : g.decidedShare;
+        const count = share && patched('grants-carry-decided-urls') ? grantItemCount(g.slots, pending.length, share) : g.slots;
         const indices = pending.splice(0, count);
         if (indices.length === 0) {
           await signalMonitor(input.monitorId, reportOutcomesSignal, { batchId, grantId: g.grantId, outcomes: [], unused: g.slots, tokens: tokens() });
