@@ -33,6 +33,8 @@ export interface ProcessedUrl {
    * this time (epoch ms). Nothing more is sent to the source in this grant.
    */
   robotsRetryAtMs?: number;
+  /** With `robotsRetryAtMs`: which origin's robots.txt, and why it could not be read. */
+  robotsError?: string;
   /** An error outcome that is final although attempts are left (robots.txt given up on). */
   final?: boolean;
   /**
@@ -146,6 +148,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
     // (or for none of the grant's burst): nothing more is sent; the monitor lowers the rate.
     let crawlDelayMs: number | undefined;
     let robotsRetryMs: number | undefined;
+    let robotsError: string | undefined;
     let storeFailure: string | undefined;
     const checkCrawlDelay = (url: string) => {
       const d = deps.processor.crawlDelayMs?.(url);
@@ -156,6 +159,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
       const item = input.items[i]!;
       if (processed.hop) hops.set(i, processed.hop);
       if (processed.robotsRetryAtMs !== undefined) robotsRetryMs = Math.max(robotsRetryMs ?? 0, processed.robotsRetryAtMs - Date.now(), 1);
+      if (processed.robotsError !== undefined) robotsError ??= processed.robotsError;
       if (processed.storeFailure !== undefined) storeFailure ??= processed.storeFailure;
       // A URL part-way through its redirects goes first in line: its next hop takes the next slot.
       if (processed.requeue) return hops.has(i) ? 'next' : 'requeue';
@@ -229,7 +233,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
       ...(midChain.length ? { hops: midChain } : {}),
       retryAfterMs,
       ...(crawlDelayMs !== undefined ? { crawlDelayMs } : {}),
-      ...(robotsRetryMs !== undefined ? { robotsRetryMs } : {}),
+      ...(robotsRetryMs !== undefined ? { robotsRetryMs, ...(robotsError !== undefined ? { robotsError } : {}) } : {}),
       ...(storeFailure !== undefined ? { storeRetryMs: STORE_RETRY_MS, storeError: storeFailure } : {}),
       missedSlots: run.missed,
       ...(run.decided > 0 ? { decidedWithoutRequest: run.decided } : {}),

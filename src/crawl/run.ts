@@ -14,7 +14,7 @@ import { readCatalog } from './catalog';
 import { exportRecordsToFile } from './exportRecords';
 import { assertReadableManifest, manifestHasContent } from './manifest';
 import { duplicatesNote, emptyManifest, nothingToCrawl, startCrawl, unusedCatalogWarning } from './start';
-import { DoneRate, monitoringUpdate, sourceStatus, statusTable, stopMonitor, type SourceStatus } from './status';
+import { DoneRate, monitoringUpdate, sourceStatus, statusTable, stopMonitor, waitingFor, type SourceStatus } from './status';
 import { StatusPoller } from './statusPoller';
 
 export interface RunOptions {
@@ -107,6 +107,7 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
 
     let statuses: SourceStatus[] = [];
     const doneRate = new DoneRate();
+    const notes = new SourceNotes();
     let lastLine = 0;
     // A status query waits for a worker to answer it: without one, Ctrl-C must not wait too.
     let roundSignal = interrupt.nextAbortSignal();
@@ -116,10 +117,13 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
       statuses = await poller.poll();
       const update = monitoringUpdate(statuses, doneRate.baseline());
       if (out.isTTY) {
+        // A source that waits or halts says why on a line of its own, once per new reason: on
+        // the bar alone, a source whose robots.txt cannot be read sat at 0 for minutes unexplained.
+        for (const note of notes.changed(statuses)) out.write(`\r\x1b[K${note}\n`);
         const g = update.global;
         const pct = g.totalUrls ? Math.floor((g.finishedUrls / g.totalUrls) * 100) : 100;
         const bar = '#'.repeat(Math.floor(pct / 4)).padEnd(25, '.');
-        out.write(`\r[${bar}] ${pct}% ${g.finishedUrls}/${g.totalUrls} urls, ${g.done} done, ${g.errors} errors, ${g.ratePerS}/s, ${g.running} running, ${g.halted} halted   `);
+        out.write(`\r[${bar}] ${pct}% ${g.finishedUrls}/${g.totalUrls} urls, ${g.done} done, ${g.errors} errors, ${g.ratePerS}/s, ${g.running} running${g.waiting ? ` (${g.waiting} waiting)` : ''}, ${g.halted} halted   `);
       } else if (Date.now() - lastLine >= 5_000) {
         lastLine = Date.now();
         out.write(`${JSON.stringify(update)}\n`);
@@ -233,5 +237,22 @@ export async function actOnHalted(client: Client, sources: string[], action: 're
       await stopMonitor(handle);
       out.write(`  ${source}: halted by an earlier run (${status.stats.haltReason}); stopped for good\n`);
     }
+  }
+}
+
+/** Each source's latest reason to wait or halt, to be told once when it changes. */
+export class SourceNotes {
+  private readonly last = new Map<string, string>();
+
+  changed(statuses: SourceStatus[]): string[] {
+    const out: string[] = [];
+    for (const s of statuses) {
+      const st = s.workflowStatus === 'RUNNING' ? s.stats : null;
+      const note = st?.haltReason ? `HALTED: ${st.haltReason}` : st ? waitingFor(st) : undefined;
+      if (note && note !== this.last.get(s.source)) out.push(`${s.source}: ${note}`);
+      if (note) this.last.set(s.source, note);
+      else this.last.delete(s.source);
+    }
+    return out;
   }
 }

@@ -1,4 +1,5 @@
 import type { MonitorStats } from '../workflows/monitorState';
+import { SourceNotes } from './run';
 import { DoneRate, monitoringUpdate, statusTable, type SourceStatus } from './status';
 
 function running(done: number): SourceStatus {
@@ -78,5 +79,34 @@ describe('the status table', () => {
     expect(row).toMatch(/robots\.txt unavailable: asked again at 2026-11-23T12:05:00\.000Z$/);
     expect(row).not.toMatch(/Retry-After/);
     expect(monitoringUpdate([waiting]).sources.s).toMatchObject({ robotsRetryAt: '2026-11-23T12:05:00.000Z', retryAfterUntil: null });
+  });
+
+  it('says which host\'s robots.txt cannot be read and why, and counts the source as waiting', () => {
+    const r = running(0);
+    const why = 'http://127.0.0.2:8080: robots.txt unreachable (connect ECONNREFUSED 127.0.0.2:8080) (try 2 of 3; its URLs fail after the last)';
+    const waiting: SourceStatus = { ...r, source: 'w', stats: { ...r.stats!, robotsRetryAt: '2026-11-23T12:05:00.000Z', robotsError: why } };
+    expect(statusTable([waiting]).split('\n')[1]).toContain(`robots.txt unavailable (${why}): asked again at 2026-11-23T12:05:00.000Z`);
+    const update = monitoringUpdate([waiting, r]);
+    expect(update.sources.w).toMatchObject({ robotsError: why });
+    expect(update.global).toMatchObject({ running: 2, waiting: 1, halted: 0 });
+    expect(monitoringUpdate([r]).global.waiting).toBe(0);
+  });
+});
+
+describe('notes while crawl run shows its bar', () => {
+  it('tells each new reason a source waits or halts once, and again when it changes', () => {
+    const notes = new SourceNotes();
+    const r = running(0);
+    const held = (at: string): SourceStatus => ({ ...r, stats: { ...r.stats!, robotsRetryAt: at, robotsError: 'http://h: robots.txt answered 503' } });
+    expect(notes.changed([r])).toEqual([]);
+    expect(notes.changed([held('2026-11-23T12:05:00.000Z')])).toEqual(['s: robots.txt unavailable (http://h: robots.txt answered 503): asked again at 2026-11-23T12:05:00.000Z']);
+    expect(notes.changed([held('2026-11-23T12:05:00.000Z')])).toEqual([]);
+    expect(notes.changed([held('2026-11-23T12:10:00.000Z')])).toHaveLength(1);
+    const halted: SourceStatus = { ...r, stats: { ...r.stats!, state: 'halted', haltReason: '5 errors in a row' } };
+    expect(notes.changed([halted])).toEqual(['s: HALTED: 5 errors in a row']);
+    expect(notes.changed([halted])).toEqual([]);
+    // A completed monitor says nothing more; a paused one is the operator's doing.
+    expect(notes.changed([{ ...halted, workflowStatus: 'COMPLETED' }])).toEqual([]);
+    expect(notes.changed([{ ...r, stats: { ...r.stats!, state: 'paused', retryAfterUntil: '2026-11-23T12:05:00.000Z' } }])).toEqual([]);
   });
 });

@@ -105,8 +105,8 @@ export async function listSources(client: Client, opts: { running?: boolean } = 
 export interface MonitoringUpdate {
   event: 'monitoring_update';
   time: string;
-  global: { sources: number; running: number; halted: number; ratePerS: number; targetPerS: number; done: number; errors: number; finishedUrls: number; totalUrls: number; imagesPerS: number | null };
-  sources: Record<string, { state: string; rate: number; target: number; done: number; errors: number; linkrot: number; content: number; robots: number; refused: number; finished: number; total: number; breaker: string; retryAfterUntil: string | null; crawlDelayUntil: string | null; robotsRetryAt: string | null; storeRetryAt: string | null; storeError: string | null; note?: string }>;
+  global: { sources: number; running: number; halted: number; waiting: number; ratePerS: number; targetPerS: number; done: number; errors: number; finishedUrls: number; totalUrls: number; imagesPerS: number | null };
+  sources: Record<string, { state: string; rate: number; target: number; done: number; errors: number; linkrot: number; content: number; robots: number; refused: number; finished: number; total: number; breaker: string; retryAfterUntil: string | null; crawlDelayUntil: string | null; robotsRetryAt: string | null; robotsError: string | null; storeRetryAt: string | null; storeError: string | null; note?: string }>;
 }
 
 /**
@@ -132,7 +132,7 @@ export class DoneRate {
 /** One JSON line for operators, like the original system's monitoring_update. */
 export function monitoringUpdate(statuses: SourceStatus[], previous?: { atMs: number; done: number }, nowMs = Date.now()): MonitoringUpdate {
   const sources: MonitoringUpdate['sources'] = {};
-  let rate = 0, target = 0, done = 0, errors = 0, finished = 0, total = 0, running = 0, halted = 0;
+  let rate = 0, target = 0, done = 0, errors = 0, finished = 0, total = 0, running = 0, halted = 0, waiting = 0;
   for (const s of statuses) {
     const st = s.stats;
     const state = displayState(s);
@@ -144,11 +144,12 @@ export function monitoringUpdate(statuses: SourceStatus[], previous?: { atMs: nu
       errors += u?.errors ?? 0;
       sources[s.source] = {
         state, rate: u?.rate ?? 0, target: 0, done: u?.done ?? 0, errors: u?.errors ?? 0, linkrot: 0, content: 0, robots: 0, refused: 0, finished: 0, total: 0,
-        breaker: '', retryAfterUntil: null, crawlDelayUntil: null, robotsRetryAt: null, storeRetryAt: null, storeError: null, ...(u ? { note: u.note } : {}),
+        breaker: '', retryAfterUntil: null, crawlDelayUntil: null, robotsRetryAt: null, robotsError: null, storeRetryAt: null, storeError: null, ...(u ? { note: u.note } : {}),
       };
       continue;
     }
     const live = s.workflowStatus === 'RUNNING';
+    if (live && waitingFor(st)) waiting++;
     rate += live ? st.rate : 0;
     target += live ? st.target : 0;
     done += st.counts.done;
@@ -163,6 +164,7 @@ export function monitoringUpdate(statuses: SourceStatus[], previous?: { atMs: nu
       // Older monitors (before this field) show a Crawl-delay hold as retryAfterUntil.
       crawlDelayUntil: st.crawlDelayUntil ?? null,
       robotsRetryAt: st.robotsRetryAt ?? null,
+      robotsError: st.robotsRetryAt ? st.robotsError ?? null : null,
       storeRetryAt: st.storeRetryAt ?? null,
       storeError: st.storeError ?? null,
       // Counts from its last answer (StatusPoller): say that this one went unanswered.
@@ -172,9 +174,22 @@ export function monitoringUpdate(statuses: SourceStatus[], previous?: { atMs: nu
   const imagesPerS = previous ? Math.round(((done - previous.done) * 1000 / Math.max(1, nowMs - previous.atMs)) * 100) / 100 : null;
   return {
     event: 'monitoring_update', time: new Date(nowMs).toISOString(),
-    global: { sources: statuses.length, running, halted, ratePerS: round(rate), targetPerS: round(target), done, errors, finishedUrls: finished, totalUrls: total, imagesPerS },
+    global: { sources: statuses.length, running, halted, waiting, ratePerS: round(rate), targetPerS: round(target), done, errors, finishedUrls: finished, totalUrls: total, imagesPerS },
     sources,
   };
+}
+
+/**
+ * Why a source that is neither halted nor paused sends nothing right now, when something holds
+ * it (the site's Retry-After, robots.txt it cannot read, a failing store, a temporary halt).
+ */
+export function waitingFor(st: MonitorStats): string | undefined {
+  if (st.state === 'halted' || st.state === 'paused' || st.state === 'stopped') return undefined;
+  if (st.retryAfterUntil) return `Retry-After until ${st.retryAfterUntil}`;
+  if (st.robotsRetryAt) return `robots.txt unavailable${st.robotsError ? ` (${st.robotsError})` : ''}: asked again at ${st.robotsRetryAt}`;
+  if (st.storeRetryAt) return `store failing (${st.storeError ?? 'see the worker log'}): nothing sent until ${st.storeRetryAt}`;
+  if (st.coolingUntil) return `cooling until ${st.coolingUntil}`;
+  return undefined;
 }
 
 export function statusTable(statuses: SourceStatus[]): string {
@@ -184,9 +199,8 @@ export function statusTable(statuses: SourceStatus[]): string {
     const state = displayState(s);
     const u = s.unanswered;
     const note = state === 'stopped' ? `stopped by an operator${st?.haltReason ? ` (was halted: ${st.haltReason})` : ''}`
-      : st?.haltReason ?? (st?.retryAfterUntil ? `Retry-After until ${st.retryAfterUntil}` : st?.robotsRetryAt ? `robots.txt unavailable: asked again at ${st.robotsRetryAt}`
-        : st?.storeRetryAt ? `store failing (${st.storeError ?? 'see the worker log'}): nothing sent until ${st.storeRetryAt}` : st?.coolingUntil ? `cooling until ${st.coolingUntil}`
-        : st?.siteMaxRate != null ? `robots.txt Crawl-delay: at most ${st.siteMaxRate}/s${st.crawlDelayUntil ? `, next request not before ${st.crawlDelayUntil}` : ''}` : u?.note ?? '');
+      : st?.haltReason ?? (st && waitingFor(st))
+        ?? (st?.siteMaxRate != null ? `robots.txt Crawl-delay: at most ${st.siteMaxRate}/s${st.crawlDelayUntil ? `, next request not before ${st.crawlDelayUntil}` : ''}` : u?.note ?? '');
     rows.push([s.source, state, String(st?.rate ?? u?.rate ?? ''), String(st?.target ?? ''), st ? `${st.urls.finished}/${st.urls.total}` : '', String(st?.counts.done ?? u?.done ?? ''),
       String(st?.counts.linkrot ?? ''), String(st?.counts.content ?? ''), String(st?.counts.robots ?? ''), String(st?.counts.error ?? u?.errors ?? ''), note]);
   }

@@ -423,5 +423,7 @@ function classifyError(err: unknown, aborted: Error | undefined): [FetchFailure,
   const message = (e.message ?? String(err)).split('\n', 1)[0]!.trim();
   // undici meets some malformed responses (a status line of 000) with an internal assertion.
   if (code === 'ERR_ASSERTION') return ['network', `malformed response (${message})`.slice(0, 300)];
-  return ['network', `${code ?? e.name ?? 'error'}: ${message}`.slice(0, 300)];
+  // Node's socket errors name their code already ("connect ECONNREFUSED 10.0.0.1:80"): once is enough.
+  const label = code ?? e.name ?? 'error';
+  return ['network', (message.includes(label) ? message : `${label}: ${message}`).slice(0, 300)];
 }

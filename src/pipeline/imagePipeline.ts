@@ -6,7 +6,7 @@ import { analyse, ContentError, thumbnail } from './analyse';
 import type { PipelineConfig } from './config';
 import { Fetcher, FetchError, type FetcherOptions, validateUrl } from './fetcher';
 import { thumbnailKey } from './keys';
-import { RobotsCache, type RobotsVerdict } from './robots';
+import { RobotsCache, ROBOTS_MAX_FAILURES, type RobotsVerdict } from './robots';
 import type { Spool } from './spool';
 import { WeightedBudget } from '../shared/concurrency';
 import type { ObjectStore } from './store';
@@ -191,7 +191,11 @@ function withoutFetching(url: string, verdict: RobotsVerdict): ProcessedUrl | un
   if (verdict.kind === 'unavailable') {
     if (verdict.giveUp) return { outcome: { ...base, cls: 'error', reason: verdict.reason }, final: true };
     // Not this URL's failure: it waits, with its attempts, until robots.txt is asked again.
-    return { outcome: { ...base, cls: 'error', reason: `${verdict.reason}; host treated as disallowed for now` }, requeue: true, robotsRetryAtMs: verdict.retryAtMs };
+    return {
+      outcome: { ...base, cls: 'error', reason: `${verdict.reason}; host treated as disallowed for now` }, requeue: true, robotsRetryAtMs: verdict.retryAtMs,
+      // For the operator: which host of the source, and how close it is to being given up on.
+      robotsError: `${new URL(url).origin}: ${verdict.reason} (try ${verdict.tries} of ${ROBOTS_MAX_FAILURES}; its URLs fail after the last)`,
+    };
   }
   return undefined;
 }

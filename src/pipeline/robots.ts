@@ -16,8 +16,9 @@ export type RobotsVerdict =
    * robots.txt could not be read (5xx, 429, unreachable): nothing may be fetched from the origin
    * until it is asked again at `retryAtMs`. `giveUp`: it has failed ROBOTS_MAX_FAILURES times in
    * a row, each time after waiting out the interval, and the URLs waiting for it fail now.
+   * `tries`: how many times in a row it has failed so far.
    */
-  | { kind: 'unavailable'; reason: string; retryAtMs: number; giveUp: boolean }
+  | { kind: 'unavailable'; reason: string; retryAtMs: number; giveUp: boolean; tries: number }
   /** The origin's address is refused by the network guard: so is every URL on it. */
   | { kind: 'refused'; reason: string }
   /** Not known yet: fetching robots.txt used this request slot. */
@@ -182,7 +183,7 @@ export class RobotsCache {
     const retryAtMs = now + Math.max(this.cfg.robotsRetryMs, askedMs ?? 0);
     const giveUp = failures >= ROBOTS_MAX_FAILURES;
     const told = giveUp ? `${reason}; gave up after ${failures} tries at least ${interval(this.cfg.robotsRetryMs)} apart` : reason;
-    return { expiresAt: retryAtMs, check: () => ({ kind: 'unavailable', reason: told, retryAtMs, giveUp }) };
+    return { expiresAt: retryAtMs, check: () => ({ kind: 'unavailable', reason: told, retryAtMs, giveUp, tries: failures }) };
   }
 }
 

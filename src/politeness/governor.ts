@@ -74,6 +74,8 @@ export interface GovernorState {
   dispatchMs?: number;
   /** What the store said when it last failed (shown while the source is held for it). */
   storeError?: string;
+  /** Why robots.txt could not be read when last reported (shown while the source is held for it). */
+  robotsError?: string;
 }
 
 export interface PolicyEvent {
@@ -126,7 +128,8 @@ export class Governor {
     if (report.robotsRetryMs !== undefined && report.robotsRetryMs > 0 && nowMs + report.robotsRetryMs > s.adaptive.holdUntilMs) {
       // Nothing may be fetched until robots.txt has been read; the rate is not the site's problem here.
       holdUntil(s.adaptive, nowMs + report.robotsRetryMs, 'robots');
-      events.push({ event: 'robots-unavailable', detail: `robots.txt cannot be read; asked again in ${Math.round(report.robotsRetryMs / 1000)} s, nothing sent until then` });
+      s.robotsError = report.robotsError;
+      events.push({ event: 'robots-unavailable', detail: `robots.txt cannot be read${report.robotsError ? ` (${report.robotsError})` : ''}; asked again in ${Math.round(report.robotsRetryMs / 1000)} s, nothing sent until then` });
     }
     if (report.storeRetryMs !== undefined && report.storeRetryMs > 0) {
       // Images that cannot be kept are not downloaded; nor is this the site's doing: the rate stays.

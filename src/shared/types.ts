@@ -87,6 +87,8 @@ export interface OutcomeReport {
   crawlDelayMs?: number;
   /** Set when the activity stopped because robots.txt could not be read (FetchBatchResult.robotsRetryMs). */
   robotsRetryMs?: number;
+  /** With robotsRetryMs: which origin's robots.txt, and why it could not be read (FetchBatchResult.robotsError). */
+  robotsError?: string;
   /** Set when the store failed (FetchBatchResult.storeRetryMs), with what it said. */
   storeRetryMs?: number;
   storeError?: string;
@@ -191,6 +193,8 @@ export interface FetchBatchResult {
    * the activity sent nothing more and handed the rest back without using their attempts.
    */
   robotsRetryMs?: number;
+  /** With robotsRetryMs: the origin whose robots.txt could not be read, why, and its try count. */
+  robotsError?: string;
   /**
    * Set when the store could not take a thumbnail: the activity sent nothing more and handed the
    * rest back, the URL included (its bytes are spooled); nothing is sent to the source for this

@@ -193,7 +193,7 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
       // history stays small.
       await signalMonitor(input.monitorId, reportOutcomesSignal, {
         // Slots the grant did not use: a grant can carry more URLs than slots (grantItemCount).
-        batchId, grantId: g.grantId, unused: Math.min(g.slots, result.unused.length), retryAfterMs: result.retryAfterMs, crawlDelayMs: result.crawlDelayMs, robotsRetryMs: result.robotsRetryMs,
+        batchId, grantId: g.grantId, unused: Math.min(g.slots, result.unused.length), retryAfterMs: result.retryAfterMs, crawlDelayMs: result.crawlDelayMs, robotsRetryMs: result.robotsRetryMs, robotsError: result.robotsError,
         storeRetryMs: result.storeRetryMs, storeError: result.storeError, missedSlots: result.missedSlots, dispatchMs: result.dispatchMs, decided: lastGrant,
         outcomes: result.outcomes.map((o) => ({ ...o, url: '' })),
         tokens: tokens(),

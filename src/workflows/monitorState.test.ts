@@ -242,8 +242,11 @@ describe('MonitorModel stats: what holds a source', () => {
     const m = MonitorModel.fromInput({ source: 's', config: { rate: 10 }, work: [{ chunkId: 'c1', count: 500 }] }, T0);
     const [chunk] = m.takeChunksToStart();
     m.batchStarted('b1', chunk!);
-    m.onReport({ batchId: 'b1', grantId: 1, outcomes: [], unused: 20, robotsRetryMs: 300_000 }, T0);
-    expect(m.stats(T0 + 1_000)).toMatchObject({ robotsRetryAt: new Date(T0 + 300_000).toISOString(), retryAfterUntil: null, crawlDelayUntil: null, rate: 10, target: 10 });
-    expect(m.stats(T0 + 300_000)).toMatchObject({ robotsRetryAt: null });
+    const why = 'https://cdn.example: robots.txt unreachable (connect ECONNREFUSED) (try 1 of 3; its URLs fail after the last)';
+    const events = m.onReport({ batchId: 'b1', grantId: 1, outcomes: [], unused: 20, robotsRetryMs: 300_000, robotsError: why }, T0);
+    expect(m.stats(T0 + 1_000)).toMatchObject({ robotsRetryAt: new Date(T0 + 300_000).toISOString(), robotsError: why, retryAfterUntil: null, crawlDelayUntil: null, rate: 10, target: 10 });
+    expect(m.stats(T0 + 300_000)).toMatchObject({ robotsRetryAt: null, robotsError: null });
+    // The event (the monitor's alert and log line) says which host and why, too.
+    expect(events.find((e) => e.event === 'robots-unavailable')?.detail).toContain(why);
   });
 });

@@ -99,6 +99,8 @@ export interface MonitorStats {
   crawlDelayUntil: string | null;
   /** No grant before this time: robots.txt could not be read and is asked for again then. */
   robotsRetryAt: string | null;
+  /** While robotsRetryAt is set: which origin's robots.txt, why it could not be read, and its try count. */
+  robotsError?: string | null;
   /** No grant before this time: the store failed (`storeError` says how); the URLs keep their attempts. */
   storeRetryAt?: string | null;
   storeError?: string | null;
@@ -334,6 +336,7 @@ export class MonitorModel {
       retryAfterUntil: (g.adaptive.holdReason ?? 'retry-after') === 'retry-after' ? heldUntil : null,
       crawlDelayUntil: g.adaptive.holdReason === 'crawl-delay' ? heldUntil : null,
       robotsRetryAt: g.adaptive.holdReason === 'robots' ? heldUntil : null,
+      robotsError: g.adaptive.holdReason === 'robots' && heldUntil ? g.robotsError ?? null : null,
       storeRetryAt: g.adaptive.holdReason === 'store' ? heldUntil : null,
       storeError: g.adaptive.holdReason === 'store' && heldUntil ? g.storeError ?? null : null,
       coolingUntil: g.mode === 'cooling' ? new Date(g.coolingUntilMs).toISOString() : null,
