@@ -43,4 +43,14 @@ describe('pipeline configuration from the environment', () => {
     // 0 is a real choice here: no minimum transfer rate.
     expect((withEnv({ CRAWL_MIN_BYTES_PER_SECOND: '0' })() as ReturnType<typeof pipelineConfigFromEnv>).minBytesPerSecond).toBe(0);
   });
+
+  it('takes how often and how many times an unreadable robots.txt is asked, within polite bounds', () => {
+    const dflt = withEnv({})() as ReturnType<typeof pipelineConfigFromEnv>;
+    expect([dflt.robotsRetryMs, dflt.robotsMaxTries]).toEqual([300_000, 3]);
+    const quick = withEnv({ CRAWL_ROBOTS_RETRY_S: '30', CRAWL_ROBOTS_TRIES: '1' })() as ReturnType<typeof pipelineConfigFromEnv>;
+    expect([quick.robotsRetryMs, quick.robotsMaxTries]).toEqual([30_000, 1]);
+    expect(withEnv({ CRAWL_ROBOTS_RETRY_S: '1' })).toThrow(/CRAWL_ROBOTS_RETRY_S must be a number from 10 to 3600, got "1"/);
+    expect(withEnv({ CRAWL_ROBOTS_TRIES: '0' })).toThrow(/CRAWL_ROBOTS_TRIES must be an integer from 1 to 20/);
+    expect(withEnv({ CRAWL_ROBOTS_TRIES: '2.5' })).toThrow(/CRAWL_ROBOTS_TRIES must be an integer/);
+  });
 });

@@ -23,7 +23,10 @@ export interface PipelineConfig {
   thumbnailMaxSide: number;
   thumbnailQuality: number;
   robotsTtlMs: number;
+  /** An unreadable robots.txt (5xx, 429, unreachable) is asked again after this long. */
   robotsRetryMs: number;
+  /** After this many unreadable reads in a row the URLs waiting for it end as errors. */
+  robotsMaxTries: number;
   /**
    * Downloaded images waiting for or in analysis. At this many the worker sends nothing more
    * (those slots count as missed) until it has caught up: fetching faster than the CPU can
@@ -102,7 +105,10 @@ export function pipelineConfigFromEnv(overrides: Partial<PipelineConfig> = {}): 
     thumbnailMaxSide: 640,
     thumbnailQuality: intFromEnv('CRAWL_THUMBNAIL_QUALITY', 80, 1, 100),
     robotsTtlMs: 24 * 3600_000,
-    robotsRetryMs: 5 * 60_000,
+    // A crawl of a host that is gone waits tries x interval before its URLs end: an operator in
+    // a hurry may shorten it, but not below asking an erroring server once every 10 s.
+    robotsRetryMs: num('CRAWL_ROBOTS_RETRY_S', 300, 10, 3_600) * 1000,
+    robotsMaxTries: intFromEnv('CRAWL_ROBOTS_TRIES', 3, 1, 20),
     maxBacklog: num('CRAWL_MAX_BACKLOG', 64),
     maxBacklogBytes: num('CRAWL_MAX_BACKLOG_BYTES', 256 * 1024 * 1024),
     maxDecodePixels: num('CRAWL_MAX_DECODE_PIXELS', 400_000_000),

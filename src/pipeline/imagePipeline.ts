@@ -6,7 +6,7 @@ import { analyse, ContentError, thumbnail } from './analyse';
 import type { PipelineConfig } from './config';
 import { Fetcher, FetchError, type FetcherOptions, validateUrl } from './fetcher';
 import { thumbnailKey } from './keys';
-import { RobotsCache, ROBOTS_MAX_FAILURES, type RobotsVerdict } from './robots';
+import { RobotsCache, type RobotsVerdict } from './robots';
 import type { Spool } from './spool';
 import { WeightedBudget } from '../shared/concurrency';
 import type { ObjectStore } from './store';
@@ -85,7 +85,7 @@ export class ImagePipeline implements UrlProcessor {
       return { outcome: { url, sent: false, cls: 'refused', reason: (err as FetchError).message } };
     }
     const verdict = this.robots.cachedVerdict(u);
-    const decided = verdict && withoutFetching(url, verdict);
+    const decided = verdict && withoutFetching(url, verdict, this.cfg.robotsMaxTries);
     // An origin whose robots.txt is to be read again holds the whole grant (robotsRetryAtMs): process() says so.
     return decided && !decided.requeue ? decided : undefined;
   }
@@ -121,7 +121,7 @@ export class ImagePipeline implements UrlProcessor {
         return { outcome: { ...base, cls: 'error', sent: fetched, reason: `robots.txt ${fetched ? 'fetched' : 'not fetched yet'}` }, requeue: true };
       }
       const { verdict } = await this.robots.check(u, ctx.signal);
-      const unfetchable = withoutFetching(url, verdict);
+      const unfetchable = withoutFetching(url, verdict, this.cfg.robotsMaxTries);
       if (unfetchable) return unfetchable;
 
       if (tooLate()) return late;
@@ -184,7 +184,7 @@ export class ImagePipeline implements UrlProcessor {
 }
 
 /** What robots.txt's verdict makes of a URL that is not to be fetched; undefined when it may be. */
-function withoutFetching(url: string, verdict: RobotsVerdict): ProcessedUrl | undefined {
+function withoutFetching(url: string, verdict: RobotsVerdict, maxTries: number): ProcessedUrl | undefined {
   const base = { url, sent: false };
   if (verdict.kind === 'refused') return { outcome: { ...base, cls: 'refused', reason: verdict.reason } };
   if (verdict.kind === 'disallowed') return { outcome: { ...base, cls: 'robots', reason: verdict.reason } };
@@ -194,7 +194,7 @@ function withoutFetching(url: string, verdict: RobotsVerdict): ProcessedUrl | un
     return {
       outcome: { ...base, cls: 'error', reason: `${verdict.reason}; host treated as disallowed for now` }, requeue: true, robotsRetryAtMs: verdict.retryAtMs,
       // For the operator: which host of the source, and how close it is to being given up on.
-      robotsError: `${new URL(url).origin}: ${verdict.reason} (try ${verdict.tries} of ${ROBOTS_MAX_FAILURES}; its URLs fail after the last)`,
+      robotsError: `${new URL(url).origin}: ${verdict.reason} (try ${verdict.tries} of ${maxTries}; its URLs fail after the last)`,
     };
   }
   return undefined;

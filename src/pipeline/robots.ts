@@ -14,7 +14,7 @@ export type RobotsVerdict =
   | { kind: 'disallowed'; reason: string }
   /**
    * robots.txt could not be read (5xx, 429, unreachable): nothing may be fetched from the origin
-   * until it is asked again at `retryAtMs`. `giveUp`: it has failed ROBOTS_MAX_FAILURES times in
+   * until it is asked again at `retryAtMs`. `giveUp`: it has failed `robotsMaxTries` times in
    * a row, each time after waiting out the interval, and the URLs waiting for it fail now.
    * `tries`: how many times in a row it has failed so far.
    */
@@ -40,7 +40,6 @@ const ROBOTS_MAX_BYTES = 512 * 1024; // RFC 9309: parse at least 500 KiB
  * (5 min), before its URLs are given up on: a site whose robots.txt answers 503 for a minute
  * loses nothing, and a dead host ends with error records after ~10 minutes, not never.
  */
-export const ROBOTS_MAX_FAILURES = 3;
 /**
  * Origins remembered at most (robots.txt files and failure counts). A worker that runs for weeks
  * meets millions of origins; past this many, expired entries go first, then the least recently
@@ -181,8 +180,8 @@ export class RobotsCache {
     // A site that answered 429 or 503 with a Retry-After longer than our interval gets that long.
     const askedMs = res.status === 429 || res.status === 503 ? parseRetryAfter(res.retryAfter, now, MAX_ROBOTS_RETRY_AFTER_MS) : undefined;
     const retryAtMs = now + Math.max(this.cfg.robotsRetryMs, askedMs ?? 0);
-    const giveUp = failures >= ROBOTS_MAX_FAILURES;
-    const told = giveUp ? `${reason}; gave up after ${failures} tries at least ${interval(this.cfg.robotsRetryMs)} apart` : reason;
+    const giveUp = failures >= this.cfg.robotsMaxTries;
+    const told = giveUp ? `${reason}; gave up after ${failures === 1 ? '1 try' : `${failures} tries at least ${interval(this.cfg.robotsRetryMs)} apart`}` : reason;
     return { expiresAt: retryAtMs, check: () => ({ kind: 'unavailable', reason: told, retryAtMs, giveUp, tries: failures }) };
   }
 }

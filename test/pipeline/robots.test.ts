@@ -101,6 +101,23 @@ describe('robots.txt (RFC 9309) per origin', () => {
     }
   });
 
+  it('asks as often and as many times as configured (CRAWL_ROBOTS_RETRY_S, CRAWL_ROBOTS_TRIES)', async () => {
+    let now = 1_000_000;
+    const o = await new Origin().route('/robots.txt', (_q, r) => { r.writeHead(503); r.end(); }).start();
+    try {
+      const url = new URL(o.url('/a.jpg'));
+      const once = new RobotsCache(fetcher, { ...cfg, robotsRetryMs: 30_000, robotsMaxTries: 1 }, () => now);
+      expect((await once.check(url)).verdict).toEqual({ kind: 'unavailable', reason: 'robots.txt answered 503; gave up after 1 try', retryAtMs: now + 30_000, giveUp: true, tries: 1 });
+      const twice = new RobotsCache(fetcher, { ...cfg, robotsRetryMs: 30_000, robotsMaxTries: 2 }, () => now);
+      expect((await twice.check(url)).verdict).toMatchObject({ giveUp: false, retryAtMs: now + 30_000, tries: 1 });
+      now += 30_000;
+      expect((await twice.check(url)).verdict).toMatchObject({ reason: 'robots.txt answered 503; gave up after 2 tries at least 30 s apart', giveUp: true, tries: 2 });
+      expect(o.hits('/robots.txt')).toHaveLength(3);
+    } finally {
+      await o.stop();
+    }
+  });
+
   it('remembers a bounded number of origins, dropping expired entries first, then the oldest', async () => {
     const origins = await Promise.all([0, 1, 2, 3].map((k) => (k === 1
       ? new Origin().route('/robots.txt', (_q, r) => { r.writeHead(503); r.end(); }) // kept 5 min, not 24 h
