@@ -91,3 +91,26 @@ describe('Governor and a failing store', () => {
     expect(g.state.counts).toMatchObject({ error: 0, retries: 0 });
   });
 });
+
+describe('Governor: a source\'s first window', () => {
+  const slotsOf = (grants: { slots: number }[]) => grants.reduce((s, g) => s + g.slots, 0);
+
+  it('is at most 10 s, so a slow source reports (and shows progress) after ~10 s rather than 40-60 s', () => {
+    const g = Governor.create('slow.example', { rate: 1 }, T0);
+    const first = g.plan([{ batchId: 'b', wanted: 1_000 }], T0, 1, true);
+    // 1 req/s less the pacing margin: ~10 slots instead of the usual ~40.
+    expect(slotsOf(first)).toBeGreaterThanOrEqual(9);
+    expect(slotsOf(first)).toBeLessThanOrEqual(10);
+    expect(g.isFirstWindow()).toBe(false);
+    const second = g.plan([{ batchId: 'b', wanted: 1_000 }], g.nextPlanAtMs(), 1, true);
+    expect(slotsOf(second)).toBeGreaterThanOrEqual(38);
+  });
+
+  it('keeps the usual window without the patch, and for a source whose usual window is 10 s already', () => {
+    const old = Governor.create('slow.example', { rate: 1 }, T0);
+    expect(slotsOf(old.plan([{ batchId: 'b', wanted: 1_000 }], T0))).toBeGreaterThanOrEqual(38);
+    const fast = Governor.create('fast.example', { rate: 20 }, T0);
+    const usual = Governor.create('fast.example', { rate: 20 }, T0);
+    expect(slotsOf(fast.plan([{ batchId: 'b', wanted: 1_000 }], T0, 1, true))).toBe(slotsOf(usual.plan([{ batchId: 'b', wanted: 1_000 }], T0)));
+  });
+});

@@ -4,7 +4,7 @@ import { clearWindow, DEFAULT_BREAKER, newBreakerState, recordSample, shouldCool
 import { healthSample, isThrottle } from './classify';
 import { DEFAULT_LATENCY, latencyElevated, newLatencyState, recordTtfb, resetRecent, type LatencyConfig, type LatencyState } from './latency';
 import { grantLeadMs, learnDispatch } from './grantLead';
-import { newPacerState, planWindow, windowLengthMs, type PacerState, type PlannedGrant, type Want } from './pacing';
+import { newPacerState, FIRST_WINDOW_MS, planWindow, windowLengthMs, type PacerState, type PlannedGrant, type Want } from './pacing';
 import { targetRate } from './targetRate';
 
 /**
@@ -197,6 +197,11 @@ export class Governor {
     return windowLengthMs(this.rate);
   }
 
+  /** No grant has been planned for the source yet. */
+  isFirstWindow(): boolean {
+    return this.state.nextGrantId === 1;
+  }
+
   /** How far ahead of now the next window starts. */
   leadMs(): number {
     return grantLeadMs(this.cfg.grantLeadMs, this.state.dispatchMs);
@@ -225,13 +230,17 @@ export class Governor {
     return candidates.length ? Math.min(...candidates) : undefined;
   }
 
-  /** `stretch`: the window is that many times its usual length (see windowStretch). */
-  plan(wants: readonly Want[], nowMs: number, stretch = 1): (PlannedGrant & { grantId: number })[] {
+  /**
+   * `stretch`: the window is that many times its usual length (see windowStretch). `shortFirst`:
+   * the source's first window is at most FIRST_WINDOW_MS.
+   */
+  plan(wants: readonly Want[], nowMs: number, stretch = 1, shortFirst = false): (PlannedGrant & { grantId: number })[] {
     if (!this.canGrant(nowMs)) return [];
     const paced = this.rate * (1 - this.cfg.pacingMargin);
+    const usual = stretchedWindowMs(windowLengthMs(paced), stretch);
     const planned = planWindow(
       this.state.pacer,
-      { nowMs, rate: paced, burst: this.state.burst, leadMs: this.leadMs(), windowMs: stretchedWindowMs(windowLengthMs(paced), stretch) },
+      { nowMs, rate: paced, burst: this.state.burst, leadMs: this.leadMs(), windowMs: shortFirst && this.isFirstWindow() ? Math.min(usual, FIRST_WINDOW_MS) : usual },
       wants,
     );
     return planned.map((g) => ({ ...g, grantId: this.state.nextGrantId++ }));

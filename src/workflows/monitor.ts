@@ -137,7 +137,8 @@ export async function crawlMonitorWorkflow(input: MonitorInput): Promise<Monitor
       }
     }
 
-    for (const g of m.planGrants(now)) {
+    // patched() only until the first grant: the choice concerns that window alone.
+    for (const g of m.planGrants(now, m.governor.isFirstWindow() && patched('short-first-window'))) {
       try {
         // The time of issue lets the fetch activity report how long the grant took to reach it,
         // which sets the lead of later windows (politeness/grantLead.ts).

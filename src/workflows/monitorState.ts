@@ -258,8 +258,8 @@ export class MonitorModel {
     }));
   }
 
-  /** Plans the next window when it is due and someone wants slots. */
-  planGrants(nowMs: number): Grant[] {
+  /** Plans the next window when it is due and someone wants slots; `shortFirst`: see Governor.plan. */
+  planGrants(nowMs: number, shortFirst = false): Grant[] {
     if (nowMs < this.governor.nextPlanAtMs()) return [];
     const missRate = this.state.missRate;
     const share = this.state.decidedShare;
@@ -270,7 +270,7 @@ export class MonitorModel {
     // The batch fills every slot it has a URL for. Spare slots kept empty for misses would
     // leave the source idle whenever the worker keeps up after all (at a 10% miss rate, 4 s of
     // every 40 s window at 1 req/s), so only a batch's last window has empty ones.
-    const planned = this.governor.plan(wants, nowMs, windowStretch(missRate));
+    const planned = this.governor.plan(wants, nowMs, windowStretch(missRate), shortFirst);
     // A batch puts this much more than a URL per slot into its first grant (grantItemCount).
     const { maxRetryAfterMs } = this.governor.cfg.adaptive;
     const extra = {

@@ -488,15 +488,37 @@ describe('crawl monitor (time-skipping server)', () => {
     // One URL per slot would take 2,000 slots (33 minutes at 1/s) in ~50 grants. The first grant
     // shows the share ruled out; from then on a batch's grant takes the rest of its chunk, the
     // first grant of a later batch too (the monitor passes the share on), and the next window's
-    // slots are shared by all four batches, since each needs only a few.
+    // slots are shared by all four batches, since each needs only a few. The first window is
+    // 10 s (~9 slots), so the first share is learnt from 9 URLs (8/9 ruled out, against 39/40 from
+    // a 40 s window): later grants carry a little fewer URLs, 7 grants in ~100 s instead of 5 in ~90.
     expect(calls[0]!.items).toBe(calls[0]!.slots);
-    expect(calls.length).toBeLessThanOrEqual(5);
-    // The first window goes to the first batch (no share known yet); the rest fit in the next two.
+    expect(calls[0]!.slots).toBeLessThanOrEqual(10);
+    expect(calls.length).toBeLessThanOrEqual(7);
+    // The first window goes to the first batch (no share known yet); the rest fit in the next three.
     const windowMs = 40_000;
-    expect(Math.max(...calls.map((c) => c.startMs)) - calls[0]!.startMs).toBeLessThanOrEqual(2 * windowMs + 10_000);
+    expect(Math.max(...calls.map((c) => c.startMs)) - calls[0]!.startMs).toBeLessThanOrEqual(10_000 + 2 * windowMs + 20_000);
     for (const c of calls) expect(c.sent).toBeLessThanOrEqual(c.slots);
     const batchId = calls[0]!.batchId;
     await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, await env.client.workflow.getHandle(batchId).fetchHistory(), batchId);
+  });
+
+  it('makes a slow source\'s first window 10 s, so its first report (and progress) comes after ~10 s, not ~40 s', async () => {
+    const { taskQueue, workflowId } = ids();
+    const { grants, acts } = scriptedActivities(() => ({ cls: 'done', status: 200 }));
+    const worker = await monitorWorker(env, taskQueue, acts);
+    const stats = await worker.runUntil(env.client.workflow.execute(crawlMonitorWorkflow, {
+      taskQueue, workflowId, args: [{ source: 'first-window.test', config: { rate: 1 }, work: chunksOf('first-window.test', 60, 60) }],
+    }));
+    expect(stats.counts.done).toBe(60);
+    const [first, second] = grants;
+    // 1 req/s: ~10 slots in the first window, then the usual ~40.
+    expect(first!.slots).toBeLessThanOrEqual(10);
+    expect(first!.endMs - first!.startMs).toBeLessThanOrEqual(10_000);
+    expect(second!.slots).toBeGreaterThanOrEqual(38);
+    const history = await env.client.workflow.getHandle(workflowId).fetchHistory();
+    const patches = history.events!.flatMap((e) => Object.values(e.markerRecordedEventAttributes?.details ?? {}).flatMap((d) => (d.payloads ?? []).map((p) => Buffer.from(p.data ?? []).toString())));
+    expect(patches.some((p) => p.includes('short-first-window'))).toBe(true);
+    await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, history, workflowId);
   });
 
   it('replays its own recorded history deterministically', async () => {
