@@ -19,7 +19,8 @@ export interface ExportSummary {
 /** Record files fetched at once: on S3 each is a round trip. Written in key order all the same. */
 const PREFETCH = 16;
 
-export async function exportRecords(store: ObjectStore, write: (text: string) => Promise<void> | void, sources: readonly string[] = []): Promise<ExportSummary> {
+/** `inspect` sees each record file's text as it is written (see FailureTally). */
+export async function exportRecords(store: ObjectStore, write: (text: string) => Promise<void> | void, sources: readonly string[] = [], inspect?: (text: string) => void): Promise<ExportSummary> {
   const named = [...new Set(sources)];
   const prefixes = named.length ? named.map((s) => `records/${sourceSegment(s)}/`) : ['records/'];
   const summary: ExportSummary = { records: 0, units: 0, sourcesWithoutRecords: [] };
@@ -36,6 +37,7 @@ export async function exportRecords(store: ObjectStore, write: (text: string) =>
         if (text === '') continue; // a retried unit that found nothing left to record
         summary.units += 1;
         summary.records += countLines(text);
+        inspect?.(text);
         await write(text.endsWith('\n') ? text : `${text}\n`);
       }
     }
@@ -44,12 +46,12 @@ export async function exportRecords(store: ObjectStore, write: (text: string) =>
 }
 
 /** exportRecords into a file, replaced whole once complete (a reader never sees half of it). */
-export async function exportRecordsToFile(store: ObjectStore, file: string, sources: readonly string[] = []): Promise<ExportSummary> {
+export async function exportRecordsToFile(store: ObjectStore, file: string, sources: readonly string[] = [], inspect?: (text: string) => void): Promise<ExportSummary> {
   const tmp = `${file}.${process.pid}.tmp`;
   const fd = fs.openSync(tmp, 'w');
   let summary: ExportSummary;
   try {
-    summary = await exportRecords(store, (text) => { fs.writeSync(fd, text); }, sources);
+    summary = await exportRecords(store, (text) => { fs.writeSync(fd, text); }, sources, inspect);
     fs.fsyncSync(fd);
   } catch (err) {
     fs.closeSync(fd);

@@ -12,6 +12,7 @@ import { resumeUpdate } from '../workflows/messages';
 import { monitorWorkflowId, type MonitorOptions } from '../workflows/monitorState';
 import { readCatalog } from './catalog';
 import { exportRecordsToFile } from './exportRecords';
+import { FailureTally } from './failureTally';
 import { assertReadableManifest, manifestHasContent } from './manifest';
 import { duplicatesNote, emptyManifest, nothingToCrawl, startCrawl, unusedCatalogWarning } from './start';
 import { DoneRate, monitoringUpdate, sourceStatus, statusTable, stopMonitor, waitingFor, type SourceStatus } from './status';
@@ -137,8 +138,11 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
     if (interrupt.signal) throw new Error('interrupted');
     out.write(`${statusTable(statuses)}\n`);
 
-    const exported = await exportRecordsToFile(store, metadataFile);
+    const failures = new FailureTally();
+    const exported = await exportRecordsToFile(store, metadataFile, [], (text) => failures.addText(text));
     out.write(`metadata: ${metadataFile} (${exported.records} records); thumbnails under thumbnails/ in the ${store.description}\n`);
+    const why = failures.lines();
+    if (why.length) out.write(`not done, by reason (commonest first; every URL's record is in ${path.basename(metadataFile)}):\n${why.map((l) => `  ${l}\n`).join('')}`);
     const halted = statuses.filter((s) => s.stats?.state === 'halted' && s.workflowStatus === 'RUNNING');
     const failed = statuses.filter((s) => !['RUNNING', 'COMPLETED'].includes(s.workflowStatus));
     for (const h of halted) {

@@ -287,6 +287,34 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
     expect(status.stdout).toMatch(/no worker answered within 10 s: is a crawl worker running on task queue interrupt-test\?/);
   });
 
+  it('gives up on a dead host as CRAWL_ROBOTS_TRIES says, and `crawl run` ends by saying why its URLs are not done', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dead-host-'));
+    // A port nothing listens on: every connection is refused, robots.txt included.
+    const closed = await new Origin().start('127.0.0.9');
+    const deadPort = closed.port;
+    await closed.stop();
+    const manifest = path.join(dataDir, 'manifest.ndjson');
+    fs.writeFileSync(manifest, [
+      ...[0, 1, 2].map((i) => JSON.stringify({ url: origins[0]!.url(`/dead-host/${i}.jpg`), source: 'live.test' })),
+      JSON.stringify({ url: origins[0]!.url('/missing/gone.jpg'), source: 'live.test' }),
+      ...[0, 1, 2].map((i) => JSON.stringify({ url: `http://127.0.0.9:${deadPort}/${i}.jpg`, source: 'dead.test' })),
+    ].join('\n'));
+    const taskQueue = 'dead-host';
+    // The worker reads its settings from the environment as it is created.
+    const saved = { ...process.env };
+    Object.assign(process.env, { CRAWL_ROBOTS_RETRY_S: '10', CRAWL_ROBOTS_TRIES: '1' });
+    const worker = await createCrawlWorker({ connection: env.nativeConnection, taskQueue, deps: defaultDeps({ dataDir, allowNetworks: ['127.0.0.0/8'] }) }).finally(() => { process.env = saved; });
+    const run = await worker.runUntil(runCli(['run', manifest, '--out', dataDir], { TEMPORAL_ADDRESS: env.address, CRAWL_TASK_QUEUE: taskQueue, CRAWL_LOG_LEVEL: 'warn' }));
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    const why = run.stdout.slice(run.stdout.indexOf('not done, by reason'));
+    expect(why.split('\n').slice(1, 3)).toEqual([
+      `  dead.test: 3 error: robots.txt unreachable (connect ECONNREFUSED 127.0.0.9:${deadPort}); gave up after 1 try`,
+      '  live.test: 1 linkrot: http 404',
+    ]);
+    expect(readRecords(dataDir).map((r) => r.outcome).sort()).toEqual(['done', 'done', 'done', 'error', 'error', 'error', 'linkrot']);
+  });
+
   it('holds every source under the global ceiling (--max-rate), over its catalogue rate and a later set-rate', async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'max-rate-'));
     const o = origins[2]!;

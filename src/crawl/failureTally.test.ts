@@ -1,0 +1,39 @@
+import { FailureTally } from './failureTally';
+
+const rec = (source: string, outcome: string, reason?: string) => JSON.stringify({ url: 'https://x/a.jpg', source, outcome, ...(reason !== undefined ? { reason } : {}) });
+
+describe('why URLs did not end as done, for the end of crawl run', () => {
+  it('counts the commonest reasons per source, grouping those that name the URL\'s own path or size', () => {
+    const t = new FailureTally();
+    t.addText([
+      rec('museum', 'done'),
+      rec('museum', 'robots', 'robots.txt disallows /private/a.jpg'),
+      rec('museum', 'robots', 'robots.txt disallows /private/b c.jpg'),
+      rec('museum', 'linkrot', 'http 404'),
+      rec('museum', 'content', 'image of 30000x30000 pixels exceeds the 100000000-pixel limit'),
+      '',
+    ].join('\n'));
+    t.addText(`${rec('dead', 'error', 'robots.txt unreachable (connect ECONNREFUSED 127.0.0.2:80); gave up after 3 tries at least 5 min apart')}\n`.repeat(3));
+    t.addText('not json\n{"half": ');
+    expect(t.lines()).toEqual([
+      'dead: 3 error: robots.txt unreachable (connect ECONNREFUSED 127.0.0.2:80); gave up after 3 tries at least 5 min apart',
+      'museum: 2 robots: robots.txt disallows them · 1 content: image of WxH pixels exceeds the 100000000-pixel limit · 1 linkrot: http 404',
+    ]);
+  });
+
+  it('says how many more have other reasons, and stays bounded however many distinct reasons come', () => {
+    const t = new FailureTally();
+    for (let i = 0; i < 500; i++) t.addText(rec('s', 'error', `network: reason ${i}`));
+    t.addText(rec('s', 'error'));
+    const [line] = t.lines(2);
+    expect(line).toMatch(/^s: \d+ error: .+ · \d+ error: .+ · 499 more with other reasons$/);
+    // 100 distinct reasons are kept; the other 401 records share one entry.
+    expect(t.lines(1000)[0]!.split(' · ')).toHaveLength(101);
+  });
+
+  it('has nothing to say when everything was done', () => {
+    const t = new FailureTally();
+    t.addText(`${rec('a', 'done')}\n${rec('b', 'done')}\n`);
+    expect(t.lines()).toEqual([]);
+  });
+});

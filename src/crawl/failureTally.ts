@@ -1,0 +1,55 @@
+/**
+ * Why URLs did not end as `done`, by source: the few commonest reasons, read from the metadata
+ * records as `crawl run` exports them, so that a run ends by saying why (a dead host, a site's
+ * 404s, robots.txt) instead of leaving the operator to dig through metadata.ndjson.
+ */
+
+/** Distinct reasons remembered per source; the rest share the OTHER entry (bounded memory). */
+const MAX_REASONS = 100;
+const OTHER = ''; // no real key is empty: each starts with its outcome
+
+export class FailureTally {
+  private readonly bySource = new Map<string, Map<string, number>>();
+
+  /** One exported unit: NDJSON records. Lines that are not records are skipped. */
+  addText(text: string): void {
+    for (const line of text.split('\n')) {
+      // Most records are done: those are never parsed.
+      if (line === '' || line.includes('"outcome":"done"')) continue;
+      let r: { source?: unknown; outcome?: unknown; reason?: unknown };
+      try {
+        r = JSON.parse(line) as typeof r;
+      } catch {
+        continue;
+      }
+      if (typeof r.source !== 'string' || typeof r.outcome !== 'string' || r.outcome === 'done') continue;
+      this.add(r.source, `${r.outcome}: ${typeof r.reason === 'string' && r.reason ? normalise(r.reason) : 'no reason given'}`);
+    }
+  }
+
+  private add(source: string, key: string): void {
+    let reasons = this.bySource.get(source);
+    if (!reasons) this.bySource.set(source, (reasons = new Map()));
+    const k = reasons.has(key) || reasons.size < MAX_REASONS ? key : OTHER;
+    reasons.set(k, (reasons.get(k) ?? 0) + 1);
+  }
+
+  /** One line per source with URLs not done: its `top` commonest reasons with their counts. */
+  lines(top = 3): string[] {
+    return [...this.bySource.keys()].sort().map((source) => {
+      const counts = this.bySource.get(source)!;
+      const reasons = [...counts].filter(([k]) => k !== OTHER).sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
+      const shown = reasons.slice(0, top).map(([reason, n]) => `${n} ${reason}`);
+      const rest = reasons.slice(top).reduce((s, [, n]) => s + n, counts.get(OTHER) ?? 0);
+      return `${source}: ${shown.join(' · ')}${rest ? ` · ${rest} more with other reasons` : ''}`;
+    });
+  }
+}
+
+/** Reasons that name the URL's own path or size are grouped without it. */
+function normalise(reason: string): string {
+  return reason
+    .replace(/^robots\.txt disallows \S.*$/, 'robots.txt disallows them')
+    .replace(/\b\d+x\d+ pixels\b/, 'WxH pixels')
+    .slice(0, 200);
+}
