@@ -15,7 +15,7 @@ import { exportRecordsToFile } from './exportRecords';
 import { FailureTally } from './failureTally';
 import { assertReadableManifest, manifestHasContent } from './manifest';
 import { duplicatesNote, emptyManifest, nothingToCrawl, startCrawl, unusedCatalogWarning } from './start';
-import { DoneRate, monitoringUpdate, sourceStatus, statusTable, stopMonitor, waitingFor, type SourceStatus } from './status';
+import { DoneRate, monitoringUpdate, sourceStatus, statusTable, SourceNotes, stopMonitor, type SourceStatus } from './status';
 import { StatusPoller } from './statusPoller';
 
 export interface RunOptions {
@@ -241,22 +241,5 @@ export async function actOnHalted(client: Client, sources: string[], action: 're
       await stopMonitor(handle);
       out.write(`  ${source}: halted by an earlier run (${status.stats.haltReason}); stopped for good\n`);
     }
-  }
-}
-
-/** Each source's latest reason to wait or halt, to be told once when it changes. */
-export class SourceNotes {
-  private readonly last = new Map<string, string>();
-
-  changed(statuses: SourceStatus[]): string[] {
-    const out: string[] = [];
-    for (const s of statuses) {
-      const st = s.workflowStatus === 'RUNNING' ? s.stats : null;
-      const note = st?.haltReason ? `HALTED: ${st.haltReason}` : st ? waitingFor(st) : undefined;
-      if (note && note !== this.last.get(s.source)) out.push(`${s.source}: ${note}`);
-      if (note) this.last.set(s.source, note);
-      else this.last.delete(s.source);
-    }
-    return out;
   }
 }

@@ -1,6 +1,5 @@
 import type { MonitorStats } from '../workflows/monitorState';
-import { SourceNotes } from './run';
-import { DoneRate, monitoringUpdate, statusTable, type SourceStatus } from './status';
+import { DoneRate, monitoringUpdate, SourceNotes, statusTable, type SourceStatus } from './status';
 
 function running(done: number): SourceStatus {
   const counts = { done, linkrot: 0, robots: 0, content: 0, refused: 0, error: 0, retries: 0, requests: done };

@@ -192,6 +192,23 @@ export function waitingFor(st: MonitorStats): string | undefined {
   return undefined;
 }
 
+/** Each source's latest reason to wait or halt, to be told once when it changes. */
+export class SourceNotes {
+  private readonly last = new Map<string, string>();
+
+  changed(statuses: SourceStatus[]): string[] {
+    const out: string[] = [];
+    for (const s of statuses) {
+      const st = s.workflowStatus === 'RUNNING' ? s.stats : null;
+      const note = st?.haltReason ? `HALTED: ${st.haltReason}` : st ? waitingFor(st) : undefined;
+      if (note && note !== this.last.get(s.source)) out.push(`${s.source}: ${note}`);
+      if (note) this.last.set(s.source, note);
+      else this.last.delete(s.source);
+    }
+    return out;
+  }
+}
+
 export function statusTable(statuses: SourceStatus[]): string {
   const rows = [['SOURCE', 'STATE', 'RATE/S', 'TARGET', 'FINISHED', 'DONE', 'LINKROT', 'CONTENT', 'ROBOTS', 'ERRORS', 'NOTE']];
   for (const s of statuses) {
