@@ -7,6 +7,7 @@ import { checkWorkerConfig, createCrawlWorker, defaultDeps } from '../workers/wo
 import type { WorkflowHandle } from '@temporalio/client';
 import { readCatalog } from '../crawl/catalog';
 import { exportRecords, exportRecordsToFile, type ExportSummary } from '../crawl/exportRecords';
+import { FailureTally } from '../crawl/failureTally';
 import { assertReadableManifest } from '../crawl/manifest';
 import { runCrawl } from '../crawl/run';
 import { duplicatesNote, emptyManifest, invalidRetryAfterCap, maxRateSetting, maxRetryAfterSetting, startCrawl, unusedCatalogWarning } from '../crawl/start';
@@ -45,6 +46,12 @@ function parseRetryAfterCap(value: string): number {
 function parseInterval(value: string): number {
   const n = Number(value);
   if (!Number.isFinite(n) || n < 1 || n > 3600) throw new InvalidArgumentError('interval must be a number of seconds from 1 to 3600');
+  return n;
+}
+
+function parseTop(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > 100) throw new InvalidArgumentError('must be a whole number from 1 to 100');
   return n;
 }
 
@@ -259,6 +266,24 @@ export function buildProgram(): Command {
       for (const s of summary.sourcesWithoutRecords) process.stderr.write(`crawl: no records for source "${s}" in the ${store.description} (see \`crawl status\`)\n`);
       if (summary.sourcesWithoutRecords.length) process.exitCode = 1;
       process.stderr.write(`crawl: ${summary.records} record(s) from ${summary.units} file(s) in the ${store.description}${opts.out ? ` written to ${path.resolve(opts.out)}` : ''}\n`);
+    });
+
+  program
+    .command('reasons')
+    .description('why URLs did not end as done: each source\'s commonest reasons, from the records so far')
+    .argument('[sources...]', 'only these sources (default: all)')
+    .option('--data-dir <dir>', 'where the local store is (as for export)', DEFAULT_DATA_DIR)
+    .option('--top <n>', 'reasons per source', parseTop, 3)
+    .action(async (sources: string[], opts: { dataDir: string; top: number }) => {
+      const store = storeFromEnv(opts.dataDir);
+      const tally = new FailureTally();
+      const summary = await exportRecords(store, () => undefined, sources, (text) => tally.addText(text));
+      for (const s of summary.sourcesWithoutRecords) process.stderr.write(`crawl: no records for source "${s}" in the ${store.description} (see \`crawl status\`)\n`);
+      if (summary.sourcesWithoutRecords.length) process.exitCode = 1;
+      const lines = tally.lines(opts.top);
+      if (lines.length) process.stdout.write(`${lines.join('\n')}\n`);
+      else if (summary.records) process.stdout.write(`every one of the ${summary.records} record(s) so far is done\n`);
+      else if (!summary.sourcesWithoutRecords.length) process.stdout.write(`no records yet in the ${store.description}\n`);
     });
 
   // pause, resume and stop take several sources, or --all running monitors (an incident: pause everything).

@@ -313,6 +313,14 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
       '  live.test: 1 linkrot: http 404',
     ]);
     expect(readRecords(dataDir).map((r) => r.outcome).sort()).toEqual(['done', 'done', 'done', 'error', 'error', 'error', 'linkrot']);
+    // The same from the records at any time, for crawls started with `crawl start`.
+    const reasons = await runCli(['reasons', 'live.test', 'dead.test', '--data-dir', dataDir, '--top', '1'], {});
+    expect([reasons.code, reasons.stdout]).toEqual([0, `${why.split('\n').slice(1, 3).map((l) => l.trim()).join('\n')}\n`]);
+    const unknown = await runCli(['reasons', 'nowhere.test', '--data-dir', dataDir], {});
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain('no records for source "nowhere.test"');
+    expect(unknown.stdout).toBe('');
+    expect((await runCli(['reasons', '--top', '0', '--data-dir', dataDir], {})).stderr).toMatch(/--top.*must be a whole number from 1 to 100/);
   });
 
   it('holds every source under the global ceiling (--max-rate), over its catalogue rate and a later set-rate', async () => {
