@@ -117,17 +117,21 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
       roundSignal = interrupt.nextAbortSignal();
       statuses = await poller.poll();
       const update = monitoringUpdate(statuses, doneRate.baseline());
+      // A source that waits or halts says why on a line of its own, once per new reason: with
+      // counts alone, a source whose robots.txt cannot be read sat at 0 for minutes unexplained.
+      const changed = notes.changed(statuses);
       if (out.isTTY) {
-        // A source that waits or halts says why on a line of its own, once per new reason: on
-        // the bar alone, a source whose robots.txt cannot be read sat at 0 for minutes unexplained.
-        for (const note of notes.changed(statuses)) out.write(`\r\x1b[K${note}\n`);
+        for (const n of changed) out.write(`\r\x1b[K${n.source}: ${n.note}\n`);
         const g = update.global;
         const pct = g.totalUrls ? Math.floor((g.finishedUrls / g.totalUrls) * 100) : 100;
         const bar = '#'.repeat(Math.floor(pct / 4)).padEnd(25, '.');
         out.write(`\r[${bar}] ${pct}% ${g.finishedUrls}/${g.totalUrls} urls, ${g.done} done, ${g.errors} errors, ${g.ratePerS}/s, ${g.running} running${g.waiting ? ` (${g.waiting} waiting)` : ''}, ${g.halted} halted   `);
-      } else if (Date.now() - lastLine >= 5_000) {
-        lastLine = Date.now();
-        out.write(`${JSON.stringify(update)}\n`);
+      } else {
+        for (const n of changed) out.write(`${JSON.stringify({ event: 'source_note', time: update.time, ...n })}\n`);
+        if (Date.now() - lastLine >= 5_000) {
+          lastLine = Date.now();
+          out.write(`${JSON.stringify(update)}\n`);
+        }
       }
       doneRate.record(Date.now(), update.global.done);
       const waiting = statuses.filter((s) => s.workflowStatus === 'RUNNING' && s.stats?.state !== 'halted');

@@ -98,11 +98,11 @@ describe('notes while crawl run shows its bar', () => {
     const r = running(0);
     const held = (at: string): SourceStatus => ({ ...r, stats: { ...r.stats!, robotsRetryAt: at, robotsError: 'http://h: robots.txt answered 503' } });
     expect(notes.changed([r])).toEqual([]);
-    expect(notes.changed([held('2026-11-23T12:05:00.000Z')])).toEqual(['s: robots.txt unavailable (http://h: robots.txt answered 503): asked again at 2026-11-23T12:05:00.000Z']);
+    expect(notes.changed([held('2026-11-23T12:05:00.000Z')])).toEqual([{ source: 's', note: 'robots.txt unavailable (http://h: robots.txt answered 503): asked again at 2026-11-23T12:05:00.000Z' }]);
     expect(notes.changed([held('2026-11-23T12:05:00.000Z')])).toEqual([]);
     expect(notes.changed([held('2026-11-23T12:10:00.000Z')])).toHaveLength(1);
     const halted: SourceStatus = { ...r, stats: { ...r.stats!, state: 'halted', haltReason: '5 errors in a row' } };
-    expect(notes.changed([halted])).toEqual(['s: HALTED: 5 errors in a row']);
+    expect(notes.changed([halted])).toEqual([{ source: 's', note: 'HALTED: 5 errors in a row' }]);
     expect(notes.changed([halted])).toEqual([]);
     // A completed monitor says nothing more; a paused one is the operator's doing.
     expect(notes.changed([{ ...halted, workflowStatus: 'COMPLETED' }])).toEqual([]);

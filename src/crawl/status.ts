@@ -196,12 +196,12 @@ export function waitingFor(st: MonitorStats): string | undefined {
 export class SourceNotes {
   private readonly last = new Map<string, string>();
 
-  changed(statuses: SourceStatus[]): string[] {
-    const out: string[] = [];
+  changed(statuses: SourceStatus[]): { source: string; note: string }[] {
+    const out: { source: string; note: string }[] = [];
     for (const s of statuses) {
       const st = s.workflowStatus === 'RUNNING' ? s.stats : null;
       const note = st?.haltReason ? `HALTED: ${st.haltReason}` : st ? waitingFor(st) : undefined;
-      if (note && note !== this.last.get(s.source)) out.push(`${s.source}: ${note}`);
+      if (note && note !== this.last.get(s.source)) out.push({ source: s.source, note });
       if (note) this.last.set(s.source, note);
       else this.last.delete(s.source);
     }

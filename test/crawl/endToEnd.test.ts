@@ -287,7 +287,7 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
     expect(status.stdout).toMatch(/no worker answered within 10 s: is a crawl worker running on task queue interrupt-test\?/);
   });
 
-  it('gives up on a dead host as CRAWL_ROBOTS_TRIES says, and `crawl run` ends by saying why its URLs are not done', async () => {
+  it('gives up on a dead host as CRAWL_ROBOTS_TRIES says; `crawl run` says why the source waits, and ends by saying why its URLs are not done', async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dead-host-'));
     // A port nothing listens on: every connection is refused, robots.txt included.
     const closed = await new Origin().start('127.0.0.9');
@@ -302,14 +302,19 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
     const taskQueue = 'dead-host';
     // The worker reads its settings from the environment as it is created.
     const saved = { ...process.env };
-    Object.assign(process.env, { CRAWL_ROBOTS_RETRY_S: '10', CRAWL_ROBOTS_TRIES: '1' });
+    Object.assign(process.env, { CRAWL_ROBOTS_RETRY_S: '10', CRAWL_ROBOTS_TRIES: '2' });
     const worker = await createCrawlWorker({ connection: env.nativeConnection, taskQueue, deps: defaultDeps({ dataDir, allowNetworks: ['127.0.0.0/8'] }) }).finally(() => { process.env = saved; });
     const run = await worker.runUntil(runCli(['run', manifest, '--out', dataDir], { TEMPORAL_ADDRESS: env.address, CRAWL_TASK_QUEUE: taskQueue, CRAWL_LOG_LEVEL: 'warn' }));
     expect(run.stderr).toBe('');
     expect(run.code).toBe(0);
+    // While it waited for the second try, the run said which host and why, from the activity
+    // through the batch's report and the monitor's status (not a terminal: as a JSON line).
+    const notes = run.stdout.split('\n').filter((l) => l.includes('"source_note"')).map((l) => JSON.parse(l) as { source: string; note: string });
+    expect(notes).toContainEqual({ event: 'source_note', time: expect.any(String), source: 'dead.test',
+      note: expect.stringMatching(new RegExp(`^robots\\.txt unavailable \\(http://127\\.0\\.0\\.9:${deadPort}: robots\\.txt unreachable \\(connect ECONNREFUSED 127\\.0\\.0\\.9:${deadPort}\\) \\(try 1 of 2; its URLs fail after the last\\)\\): asked again at `)) });
     const why = run.stdout.slice(run.stdout.indexOf('not done, by reason'));
     expect(why.split('\n').slice(1, 3)).toEqual([
-      `  dead.test: 3 error: robots.txt unreachable (connect ECONNREFUSED 127.0.0.9:${deadPort}); gave up after 1 try`,
+      `  dead.test: 3 error: robots.txt unreachable (connect ECONNREFUSED 127.0.0.9:${deadPort}); gave up after 2 tries at least 10 s apart`,
       '  live.test: 1 linkrot: http 404',
     ]);
     expect(readRecords(dataDir).map((r) => r.outcome).sort()).toEqual(['done', 'done', 'done', 'error', 'error', 'error', 'linkrot']);
