@@ -25,7 +25,11 @@ export interface PipelineConfig {
   robotsTtlMs: number;
   /** An unreadable robots.txt (5xx, 429, unreachable) is asked again after this long. */
   robotsRetryMs: number;
-  /** After this many unreadable reads in a row the URLs waiting for it end as errors. */
+  /**
+   * After this many unreadable reads in a row, each after waiting out robotsRetryMs, the URLs
+   * waiting for it end as errors: with the defaults (3, 5 min) a site whose robots.txt answers
+   * 503 for a minute loses nothing, and a dead host ends with error records after ~10 minutes.
+   */
   robotsMaxTries: number;
   /**
    * Downloaded images waiting for or in analysis. At this many the worker sends nothing more

@@ -36,11 +36,6 @@ export const MAX_CRAWL_DELAY_MS = 60_000;
 
 const ROBOTS_MAX_BYTES = 512 * 1024; // RFC 9309: parse at least 500 KiB
 /**
- * Reads of an origin's robots.txt that fail in a row, each after waiting out the retry interval
- * (5 min), before its URLs are given up on: a site whose robots.txt answers 503 for a minute
- * loses nothing, and a dead host ends with error records after ~10 minutes, not never.
- */
-/**
  * Origins remembered at most (robots.txt files and failure counts). A worker that runs for weeks
  * meets millions of origins; past this many, expired entries go first, then the least recently
  * fetched (asked again when next needed: RFC 9309 sets how long a file may be kept, not how long
