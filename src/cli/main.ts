@@ -11,6 +11,7 @@ import { FailureTally } from '../crawl/failureTally';
 import { assertReadableManifest } from '../crawl/manifest';
 import { runCrawl } from '../crawl/run';
 import { duplicatesNote, emptyManifest, invalidRetryAfterCap, maxRateSetting, maxRetryAfterSetting, startCrawl, unusedCatalogWarning } from '../crawl/start';
+import { callSignal } from '../shared/callSignal';
 import { forEachLimit } from '../shared/concurrency';
 import { describeMonitor, DoneRate, listSources, monitoringUpdate, sourceStatus, statusTable, stopMonitor, type Answered } from '../crawl/status';
 import { StatusPoller } from '../crawl/statusPoller';
@@ -75,13 +76,15 @@ async function onMonitors(sources: string[], all: boolean | undefined, update: (
         if (status !== 'RUNNING') throw new Error(`the monitor of "${source}" is ${status.toLowerCase()}; nothing to change`);
         // An update waits for a worker to run it: with none, it would wait for ever.
         const answered: Answered = async (call) => {
-          const timeout = AbortSignal.timeout(UPDATE_TIMEOUT_MS);
+          const limit = callSignal(UPDATE_TIMEOUT_MS);
           try {
-            return await client.withAbortSignal(timeout, call);
+            return await client.withAbortSignal(limit.signal, call);
           } catch (err) {
-            if (!timeout.aborted) throw err;
+            if (!limit.timedOut()) throw err;
             throw new Error(`no worker answered within ${UPDATE_TIMEOUT_MS / 1000} s: is a crawl worker running on task queue ${description.taskQueue}? ` +
               '(the request stays with the server and may still apply once a worker takes it: check `crawl status`)');
+          } finally {
+            limit.done();
           }
         };
         try {

@@ -1,6 +1,7 @@
 import type { Client, WorkflowExecutionDescription, WorkflowHandle } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { CRAWL_DONE, CRAWL_ERRORS, CRAWL_RATE, CRAWL_STATE } from '../temporal/searchAttributes';
+import { callSignal } from '../shared/callSignal';
 import { STOPPED_BATCHES_WAIT_MS } from '../shared/heartbeat';
 import { statsQuery, stopUpdate } from '../workflows/messages';
 import { monitorWorkflowId, type MonitorStats } from '../workflows/monitorState';
@@ -72,11 +73,11 @@ async function statusOf(client: Client, source: string, opts: { signal?: AbortSi
   let stats: MonitorStats | null = null;
   if (status === 'RUNNING') {
     const timeoutMs = opts.queryTimeoutMs ?? STATUS_QUERY_TIMEOUT_MS;
-    const timeout = AbortSignal.timeout(timeoutMs);
+    const call = callSignal(timeoutMs, opts.signal);
     try {
-      stats = await client.withAbortSignal(opts.signal ? AbortSignal.any([opts.signal, timeout]) : timeout, () => handle.query(statsQuery));
+      stats = await client.withAbortSignal(call.signal, () => handle.query(statsQuery));
     } catch (err) {
-      if (!timeout.aborted || opts.signal?.aborted) throw err;
+      if (!call.timedOut() || opts.signal?.aborted) throw err;
       const attrs = description.typedSearchAttributes;
       return {
         source, workflowStatus: status, stats: null,
@@ -85,6 +86,8 @@ async function statusOf(client: Client, source: string, opts: { signal?: AbortSi
           state: attrs.get(CRAWL_STATE), rate: attrs.get(CRAWL_RATE), done: attrs.get(CRAWL_DONE), errors: attrs.get(CRAWL_ERRORS),
         },
       };
+    } finally {
+      call.done();
     }
   } else if (status === 'COMPLETED') {
     stats = (await handle.result()) as MonitorStats;
