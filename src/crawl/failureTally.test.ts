@@ -17,7 +17,7 @@ describe('why URLs did not end as done, for the end of crawl run', () => {
     t.addText('not json\n{"half": ');
     expect(t.lines()).toEqual([
       'dead: 3 error: robots.txt unreachable (connect ECONNREFUSED 127.0.0.2:80); gave up after 3 tries at least 5 min apart',
-      'museum: 2 robots: robots.txt disallows them · 1 content: image of WxH pixels exceeds the 100000000-pixel limit · 1 linkrot: http 404',
+      'museum: 2 robots: disallowed by robots.txt · 1 content: image of WxH pixels exceeds the 100000000-pixel limit · 1 linkrot: http 404',
     ]);
   });
 

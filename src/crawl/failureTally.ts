@@ -49,7 +49,7 @@ export class FailureTally {
 /** Reasons that name the URL's own path or size are grouped without it. */
 function normalise(reason: string): string {
   return reason
-    .replace(/^robots\.txt disallows \S.*$/, 'robots.txt disallows them')
+    .replace(/^robots\.txt disallows \S.*$/, 'disallowed by robots.txt')
     .replace(/\b\d+x\d+ pixels\b/, 'WxH pixels')
     .slice(0, 200);
 }
