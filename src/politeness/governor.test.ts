@@ -114,3 +114,81 @@ describe('Governor: a source\'s first window', () => {
     expect(slotsOf(fast.plan([{ batchId: 'b', wanted: 1_000 }], T0, 1, true))).toBe(slotsOf(usual.plan([{ batchId: 'b', wanted: 1_000 }], T0)));
   });
 });
+
+describe('Governor: an operator\'s pause and resume around a temporary halt', () => {
+  /** 30 requests in a second, 4 failed: over 10% of the window, so the source cools down at T0. */
+  const cooling = () => {
+    const g = Governor.create('flaky.example', { rate: 10 }, T0);
+    const outcomes = Array.from({ length: 30 }, (_, i) => ({ url: `u${i}`, cls: i < 4 ? 'error' as const : 'done' as const, status: i < 4 ? 500 : 200, sent: true, final: true, attempt: 1, atMs: T0 }));
+    g.applyReport({ batchId: 'b', grantId: 1, outcomes, unused: 0 }, T0);
+    expect(g.state.mode).toBe('cooling');
+    return g;
+  };
+  const coolEnd = T0 + DEFAULT_GOVERNOR.breaker.coolDownMs;
+
+  it('keeps the temporary halt through pause and resume: nothing granted until its end, then the reduced rate', () => {
+    const g = cooling();
+    g.pause();
+    const resumed = g.resume(T0 + 5_000);
+    expect(resumed.detail).toBe(`by operator; the temporary halt goes on until ${new Date(coolEnd).toISOString()}`);
+    expect(g.state.mode).toBe('cooling');
+    expect(g.canGrant(coolEnd - 1)).toBe(false);
+    expect(g.plan([{ batchId: 'b', wanted: 10 }], coolEnd - 1)).toEqual([]);
+    expect(g.tick(coolEnd)).toEqual([{ event: 'resumed', detail: 'after temporary halt at 5.00/s' }]);
+    expect(g.canGrant(coolEnd)).toBe(true);
+    expect(g.rate).toBe(5);
+  });
+
+  it('resume alone does not end a temporary halt either', () => {
+    const g = cooling();
+    g.resume(T0 + 1_000);
+    expect(g.state.mode).toBe('cooling');
+    expect(g.canGrant(T0 + 1_000)).toBe(false);
+  });
+
+  it('resumes at the reduced rate when the halt ended during the pause, and at an operator\'s rate as given', () => {
+    const g = cooling();
+    g.pause();
+    expect(g.tick(coolEnd + 10_000)).toEqual([]); // paused: the halt's end passes unnoticed
+    g.resume(coolEnd + 20_000);
+    expect(g.state).toMatchObject({ mode: 'running' });
+    expect(g.state.pausedWhileCooling).toBeUndefined();
+    expect(g.rate).toBe(5);
+    const h = cooling();
+    h.pause();
+    h.resume(coolEnd + 20_000, 8);
+    expect(h.rate).toBe(8);
+  });
+
+  it('keeps a running source\'s error counts, so resuming cannot hide a failing site from the breaker', () => {
+    const g = Governor.create('site.example', { rate: 10 }, T0);
+    const errors = Array.from({ length: 12 }, (_, i) => ({ url: `u${i}`, cls: 'error' as const, status: 503, sent: true, final: false, attempt: 1, atMs: T0 }));
+    g.applyReport({ batchId: 'b', grantId: 1, outcomes: errors.slice(0, 6), unused: 0 }, T0);
+    g.resume(T0 + 100);
+    expect(g.state.breaker.consecutiveErrors).toBe(6);
+    expect(g.state.breaker.buckets.reduce((n, b) => n + b.errors, 0)).toBe(6);
+  });
+
+  it('lifts a permanent halt with a fresh breaker, paused or not', () => {
+    for (const pauseFirst of [false, true]) {
+      const g = Governor.create('down.example', { rate: 10 }, T0);
+      const failures = Array.from({ length: 50 }, (_, i) => ({ url: `u${i}`, cls: 'error' as const, status: 502, sent: true, final: false, attempt: 1, atMs: T0 + i * 2_000 }));
+      for (const o of failures) g.applyReport({ batchId: 'b', grantId: 1, outcomes: [o], unused: 0 }, o.atMs);
+      expect(g.state.mode).toBe('halted');
+      if (pauseFirst) g.pause();
+      g.resume(T0 + 200_000);
+      expect(g.state).toMatchObject({ mode: 'running', haltReason: null });
+      expect(g.state.breaker.consecutiveErrors).toBe(0);
+      expect(g.canGrant(T0 + 200_000)).toBe(true);
+    }
+  });
+
+  it('without the patch (a history from before it) ends the temporary halt and clears the breaker, as it did', () => {
+    const g = cooling();
+    g.pause(false);
+    g.resume(T0 + 5_000, undefined, false);
+    expect(g.state.mode).toBe('running');
+    expect(g.canGrant(T0 + 5_000)).toBe(true);
+    expect(g.state.breaker.buckets).toEqual([]);
+  });
+});

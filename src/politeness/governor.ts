@@ -76,6 +76,11 @@ export interface GovernorState {
   storeError?: string;
   /** Why robots.txt could not be read when last reported (shown while the source is held for it). */
   robotsError?: string;
+  /**
+   * An operator paused the source during a temporary halt: its resume finishes that halt (the
+   * rest of the cool-down, then the reduced rate) instead of ending it. Absent otherwise.
+   */
+  pausedWhileCooling?: boolean;
 }
 
 export interface PolicyEvent {
@@ -246,19 +251,46 @@ export class Governor {
     return planned.map((g) => ({ ...g, grantId: this.state.nextGrantId++ }));
   }
 
-  pause(): PolicyEvent {
-    if (this.state.mode !== 'stopped') this.state.mode = 'paused';
+  /**
+   * `keepTemporaryHalt` (false only when replaying a history from before it): a pause during a
+   * temporary halt is remembered, so that resume finishes the halt instead of ending it.
+   */
+  pause(keepTemporaryHalt = true): PolicyEvent {
+    const s = this.state;
+    if (keepTemporaryHalt && s.mode === 'cooling') s.pausedWhileCooling = true;
+    if (s.mode !== 'stopped') s.mode = 'paused';
     return { event: 'paused', detail: 'by operator' };
   }
 
-  resume(nowMs: number, rate?: number): PolicyEvent {
+  /**
+   * Lifts an operator's pause, or a permanent halt (the operator's call: the breaker starts
+   * afresh). A temporary halt is the site's, not the operator's: with `keepTemporaryHalt` it
+   * runs its course (no requests until its end, then the reduced rate), also across a pause,
+   * and a source that was not halted keeps its breaker's counts. Without it (histories from
+   * before it) `crawl pause --all` then `crawl resume --all` ended every temporary halt and
+   * wiped every source's error window.
+   */
+  resume(nowMs: number, rate?: number, keepTemporaryHalt = true): PolicyEvent {
     const s = this.state;
     if (rate !== undefined) this.setRate(rate, undefined, nowMs);
-    if (s.mode !== 'stopped') s.mode = 'running';
-    s.haltReason = null;
-    s.breaker.consecutiveErrors = 0;
-    clearWindow(s.breaker);
+    const halted = s.haltReason !== null;
+    const cooling = keepTemporaryHalt && !halted && (s.mode === 'cooling' || s.pausedWhileCooling === true);
+    delete s.pausedWhileCooling;
     s.adaptive.lastRampMs = nowMs;
+    if (!keepTemporaryHalt || halted) {
+      s.haltReason = null;
+      s.breaker.consecutiveErrors = 0;
+      clearWindow(s.breaker);
+    }
+    if (s.mode === 'stopped') return { event: 'resumed', detail: `by operator at ${fmt(s.adaptive.rate)}/s` };
+    if (cooling && s.coolingUntilMs > nowMs) {
+      s.mode = 'cooling'; // tick() ends it, at the reduced rate
+      return { event: 'resumed', detail: `by operator; the temporary halt goes on until ${new Date(s.coolingUntilMs).toISOString()}` };
+    }
+    // The halt's end passed during the pause: the source goes on as that end would have let it
+    // (an operator's explicit rate stands as given).
+    if (cooling && rate === undefined) reduceTo(s.adaptive, s.target, this.cfg.resumeShare, nowMs, this.cfg.adaptive);
+    s.mode = 'running';
     return { event: 'resumed', detail: `by operator at ${fmt(s.adaptive.rate)}/s` };
   }
 

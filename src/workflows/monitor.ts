@@ -65,14 +65,18 @@ export async function crawlMonitorWorkflow(input: MonitorInput): Promise<Monitor
   const stoppedBatches = new Set<string>();
   setHandler(batchStoppedSignal, ({ batchId }) => { stoppedBatches.add(batchId); });
 
-  setHandler(pauseUpdate, () => { announce([m.governor.pause()]); return m.state.governor.mode; }, {
+  // Histories from before it replay the old resume, which ended a temporary halt.
+  const keepTemporaryHalt = () => patched('resume-keeps-temporary-halt');
+  setHandler(pauseUpdate, () => { announce([m.governor.pause(keepTemporaryHalt())]); return m.state.governor.mode; }, {
     validator: () => { if (m.state.governor.mode === 'stopped') throw new Error('the crawl is stopped; it cannot be paused'); },
   });
   setHandler(resumeUpdate, (arg?: ResumeInput) => {
-    announce([m.governor.resume(Date.now(), arg?.rate)]);
-    // The mode, as always; and when a ceiling kept the rate asked for, which one.
-    const capped = arg?.rate !== undefined && m.state.governor.target < arg.rate;
-    return capped ? `${m.state.governor.mode}, ${rateAnswer(arg.rate!)}` : m.state.governor.mode;
+    announce([m.governor.resume(Date.now(), arg?.rate, keepTemporaryHalt())]);
+    // The mode, as always (with a temporary halt, until when); and when a ceiling kept the rate asked for, which one.
+    const g = m.state.governor;
+    const mode = g.mode === 'cooling' ? `cooling until ${new Date(g.coolingUntilMs).toISOString()} (a temporary halt: no requests until then)` : g.mode;
+    const capped = arg?.rate !== undefined && g.target < arg.rate;
+    return capped ? `${mode}, ${rateAnswer(arg.rate!)}` : mode;
   }, {
     validator: (arg?: ResumeInput) => {
       if (m.state.governor.mode === 'stopped') throw new Error('the crawl is stopped; start it again instead of resuming');

@@ -1,4 +1,7 @@
+import fs from 'node:fs';
+import path from 'node:path';
 import { Client } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
 import { ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
@@ -8,7 +11,7 @@ import { ceilings, maxInAnyWindow } from '../../src/politeness/pacing';
 import { slotCount } from '../../src/activities/pacedRunner';
 import { crawlBatchWorkflow } from '../../src/workflows/batch';
 import { crawlMonitorWorkflow } from '../../src/workflows/monitor';
-import { resumeUpdate, setMaxRateUpdate, setRateUpdate, statsQuery, stopUpdate } from '../../src/workflows/messages';
+import { pauseUpdate, resumeUpdate, setMaxRateUpdate, setRateUpdate, statsQuery, stopUpdate } from '../../src/workflows/messages';
 import { CRAWL_STATE } from '../../src/temporal/searchAttributes';
 import { WORKFLOWS_PATH } from '../../src/workers/worker';
 import { actOnHalted } from '../../src/crawl/run';
@@ -43,6 +46,40 @@ describe('crawl monitor (time-skipping server)', () => {
     expect(stats.alerts.some((a) => /resumed: after temporary halt/.test(a))).toBe(true);
     expect(stats.counts.done).toBe(400);
     expect(stats.urls).toMatchObject({ total: 400, finished: 400 });
+  });
+
+  it('keeps a temporary halt through an operator\'s pause and resume (crawl pause --all, then resume --all)', async () => {
+    const { taskQueue, workflowId } = ids();
+    const { grants, acts } = scriptedActivities((url, attempt) => (indexOf(url) % 8 === 7 && attempt === 1 ? { cls: 'error', status: 500 } : { cls: 'done', status: 200 }));
+    const worker = await monitorWorker(env, taskQueue, acts);
+    await worker.runUntil(async () => {
+      const handle = await env.client.workflow.start(crawlMonitorWorkflow, {
+        taskQueue, workflowId,
+        args: [{ source: 'paused-cooling.test', config: { rate: 5 }, work: chunksOf('paused-cooling.test', 400, 100) }],
+      });
+      let stats = await handle.query(statsQuery);
+      for (let i = 0; i < 100 && stats.state !== 'cooling'; i++) {
+        await env.sleep(2_000);
+        stats = await handle.query(statsQuery);
+      }
+      expect(stats.state).toBe('cooling');
+      expect(await handle.executeUpdate(pauseUpdate)).toBe('paused');
+      expect(await handle.executeUpdate(resumeUpdate, { args: [{}] })).toBe(`cooling until ${stats.coolingUntil} (a temporary halt: no requests until then)`);
+      expect((await handle.query(statsQuery)).state).toBe('cooling');
+      const final = await handle.result();
+      // As without the operator: no batch got a grant to act on for the halt's 60 s.
+      expect(Math.max(...gapsBetweenGrants(grants.map((g) => g.scheduledMs)))).toBeGreaterThanOrEqual(60_000);
+      expect(final.alerts.some((a) => /resumed: after temporary halt/.test(a))).toBe(true);
+      expect(final.counts.done).toBe(400);
+      await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, await handle.fetchHistory(), workflowId);
+    });
+  });
+
+  it('replays a monitor that an operator paused and resumed while cooling under the code before that resume kept the halt', async () => {
+    // Recorded with the earlier code: its resume answered 'running' and granting started again
+    // at once, so this history only replays when that code path is kept for it (patched()).
+    const history = temporal.api.history.v1.History.decode(fs.readFileSync(path.join(__dirname, 'histories', 'pause-resume-while-cooling.before-patch.bin')));
+    await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, history, 'crawl-monitor:paused-cooling.test');
   });
 
   it('keeps granting at 9% errors', async () => {
