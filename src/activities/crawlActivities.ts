@@ -80,6 +80,8 @@ export interface CrawlDeps {
   store?: ObjectStore;
   /** Fallback hold when a 429/503 carries no usable Retry-After. */
   defaultHoldMs?: number;
+  /** How long requests on the wire may finish after a cancellation (default CANCEL_GRACE_MS). */
+  cancelGraceMs?: number;
 }
 
 interface Progress {
@@ -94,6 +96,13 @@ interface Progress {
 
 /** This many site errors in a row inside one grant and the activity stops sending (reflex). */
 export const ERROR_BURST = 5;
+
+/**
+ * Cancelled (its grant revoked, its crawl stopped), the activity sends nothing more at once, but
+ * lets the requests already on the wire finish for this long: the site has done their work, and
+ * aborting them would mean asking it again later.
+ */
+export const CANCEL_GRACE_MS = 5_000;
 
 type Done = Map<number, { outcome: RequestOutcome; extra: Record<string, unknown> | null }>;
 type Hops = Map<number, RedirectHop>;
@@ -177,8 +186,14 @@ export function createCrawlActivities(deps: CrawlDeps) {
       done.set(i, { outcome, extra: final ? processed.record ?? {} : null });
       return 'done';
     };
+    // Requests in flight are aborted only a grace after a cancellation (CANCEL_GRACE_MS).
+    const inFlight = new AbortController();
     // Every request adds an abort listener to this signal; many in flight is normal here.
-    setMaxListeners(0, ctx.cancellationSignal);
+    setMaxListeners(0, inFlight.signal);
+    let grace: ReturnType<typeof setTimeout> | undefined;
+    const onCancel = () => { grace = setTimeout(() => inFlight.abort(new Error('cancelled: grant revoked or crawl stopped')), deps.cancelGraceMs ?? CANCEL_GRACE_MS); };
+    if (ctx.cancellationSignal.aborted) onCancel();
+    else ctx.cancellationSignal.addEventListener('abort', onCancel, { once: true });
     const run = await runPaced({
       count: input.items.length,
       schedule: input.schedule,
@@ -190,8 +205,11 @@ export function createCrawlActivities(deps: CrawlDeps) {
       run: async (i, slotMs, mayGoLate) => {
         const item = input.items[i]!;
         const sendBy = slotMs + MAX_LATENESS_MS;
-        const processed = await deps.processor.process(item.url, { source: input.source, attempt: item.attempt, signal: ctx.cancellationSignal, sendBy, mayGoLate, hop: hops.get(i) });
+        const processed = await deps.processor.process(item.url, { source: input.source, attempt: item.attempt, signal: inFlight.signal, sendBy, mayGoLate, hop: hops.get(i) });
         checkCrawlDelay(item.url);
+        // Cut off by our own abort, not failed by the site: no attempt used, nothing held against
+        // the site's health; it goes back unused.
+        if (inFlight.signal.aborted && processed.outcome.cls === 'error' && processed.outcome.status === undefined) return 'requeue';
         return settle(i, processed);
       },
       // Ruled out without a request (robots.txt disallows it, say): no slot spent on it.
@@ -204,6 +222,9 @@ export function createCrawlActivities(deps: CrawlDeps) {
     }).catch((err) => {
       beat(); // keep what finished, so the retry does not ask the site again
       throw err;
+    }).finally(() => {
+      clearTimeout(grace);
+      ctx.cancellationSignal.removeEventListener('abort', onCancel);
     });
     // The newer attempt writes the records and reports; this one's result would be ignored.
     if (superseded()) throw ApplicationFailure.retryable('superseded by a newer attempt of the same grant', 'Superseded');

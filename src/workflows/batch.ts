@@ -8,7 +8,7 @@ import type { CrawlActivities } from '../activities/crawlActivities';
 import { HEARTBEAT_TIMEOUT_MS } from '../shared/heartbeat';
 import { STORE_RETRY_MS, STORE_UNAVAILABLE } from '../shared/storeOutage';
 import type { BatchItem, FetchBatchResult, Grant, OutcomeClass, RedirectHop, RequestOutcome, WorkChunk } from '../shared/types';
-import { batchFinishedSignal, batchStoppedSignal, grantSignal, pingSignal, reportOutcomesSignal, requestTokensSignal } from './messages';
+import { batchFinishedSignal, batchStoppedSignal, grantSignal, pingSignal, reportOutcomesSignal, requestTokensSignal, revokeGrantsSignal } from './messages';
 
 /**
  * A batch owns a bounded list of URLs. It asks its monitor for slots, runs the fetch activity
@@ -118,6 +118,20 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
       grants.push(g);
       grantsSeen += 1;
     });
+    /** Scopes of the fetch activities under way, by grant: a revoke cancels them. */
+    const grantScopes = new Map<number, CancellationScope>();
+    /** Grants revoked before they were acted on: handed back unused. */
+    const revokedUnstarted: Grant[] = [];
+    // The monitor stopped granting: its grants are void. An activity learns of its cancellation
+    // at its next heartbeat, stops sending and returns what it did and what it did not send.
+    // Only batches whose activities can be waited for (the cancellation type below): an older
+    // one would lose the grant's outcomes.
+    setHandler(revokeGrantsSignal, ({ reason }) => {
+      if (!waitsForFetches) return;
+      if (grantScopes.size > 0 || grants.length > 0) log.info('grants revoked', { batchId, reason, running: grantScopes.size, unstarted: grants.length });
+      revokedUnstarted.push(...grants.splice(0));
+      for (const scope of grantScopes.values()) scope.cancel();
+    });
 
     /** The latest grant's URLs and how many of them needed no request (see grantItemCount). */
     let lastGrant: { items: number; decided: number } | undefined;
@@ -139,15 +153,25 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
         retry: { maximumAttempts: 3, initialInterval: '1 second', nonRetryableErrorTypes: ['InvalidInput'] },
       });
       let result: FetchBatchResult;
+      const scope = new CancellationScope();
+      grantScopes.set(g.grantId, scope);
       try {
-        result = await fetchBatch({
+        result = await scope.run(() => fetchBatch({
           source: input.source, batchId, ...(unit ? { unit } : {}), grantId: g.grantId, items, maxAttempts: input.maxAttempts,
           ...(g.maxRetryAfterMs !== undefined ? { maxRetryAfterMs: g.maxRetryAfterMs } : {}),
           schedule: { startMs: g.startMs, endMs: g.endMs, intervalMs: g.intervalMs, burstSlots: g.burstSlots, ...(g.issuedMs !== undefined ? { issuedMs: g.issuedMs } : {}) },
-        });
+        }));
       } catch (err) {
         // The batch was cancelled (its crawl was stopped): the main loop ends it; nothing to report.
-        if (isCancellation(err) || stopping()) return;
+        if (stopping()) return;
+        if (scope.consideredCancelled && isCancellation(err)) {
+          // Revoked before the activity had started (or its worker died): nothing of it was
+          // recorded, so every URL goes back with its attempts.
+          pending.push(...indices);
+          await signalMonitor(input.monitorId, reportOutcomesSignal, { batchId, grantId: g.grantId, outcomes: [], unused: Math.min(g.slots, indices.length), tokens: tokens() });
+          return;
+        }
+        if (isCancellation(err)) return;
         if (!(err instanceof ActivityFailure)) throw err;
         if (err.cause instanceof ApplicationFailure && err.cause.type === STORE_UNAVAILABLE && patched('store-outage-keeps-attempts')) {
           // The store would not take the records: not the URLs' fault. They go back with their
@@ -174,6 +198,8 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
         }
         await signalMonitor(input.monitorId, reportOutcomesSignal, { batchId, grantId: g.grantId, outcomes, unused: 0, tokens: tokens() });
         return;
+      } finally {
+        grantScopes.delete(g.grantId);
       }
       // Finished after the cancellation reached it: its records are written; the monitor has stopped.
       if (stopping()) return;
@@ -213,7 +239,11 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
       }
       const seenBefore = grantsSeen;
       const pendingBefore = pending.length;
-      await condition(() => grants.length > 0 || remaining === 0 || pending.length !== pendingBefore || grantsSeen !== seenBefore);
+      await condition(() => grants.length > 0 || revokedUnstarted.length > 0 || remaining === 0 || pending.length !== pendingBefore || grantsSeen !== seenBefore);
+      while (revokedUnstarted.length > 0) {
+        const g = revokedUnstarted.shift()!;
+        await signalMonitor(input.monitorId, reportOutcomesSignal, { batchId, grantId: g.grantId, outcomes: [], unused: g.slots, tokens: tokens() });
+      }
       while (grants.length > 0) {
         const g = grants.shift()!;
         // Its own latest grant tells best; before it has one, the source's latest (from the monitor).

@@ -26,6 +26,12 @@ export const batchStoppedSignal = defineSignal<[{ batchId: string }]>('batchStop
 
 // --- batch ---------------------------------------------------------------------------------
 export const grantSignal = defineSignal<[Grant]>('grant');
+/**
+ * The monitor stopped granting (paused, temporary or permanent halt): grants already given are
+ * no longer valid. The batch cancels the fetch activities using them, which stop sending at
+ * their next heartbeat and hand back what they had not sent.
+ */
+export const revokeGrantsSignal = defineSignal<[{ reason: string }]>('revokeGrants');
 /** Carries nothing: a monitor that finds a batch already started learns from it whether that batch still runs. */
 export const pingSignal = defineSignal('ping');
 

@@ -9,7 +9,7 @@ import { CRAWL_DONE, CRAWL_ERRORS, CRAWL_RATE, CRAWL_SOURCE, CRAWL_STATE } from 
 import type { WorkItem } from '../shared/types';
 import { crawlBatchWorkflow } from './batch';
 import {
-  addWorkSignal, batchFinishedSignal, batchStoppedSignal, grantSignal, pauseUpdate, pingSignal, reportOutcomesSignal, requestTokensSignal, resumeUpdate,
+  addWorkSignal, batchFinishedSignal, batchStoppedSignal, grantSignal, pauseUpdate, pingSignal, reportOutcomesSignal, requestTokensSignal, resumeUpdate, revokeGrantsSignal,
   setMaxRateUpdate, setRateUpdate, statsQuery, stopUpdate, type ResumeInput, type SetMaxRateInput, type SetRateInput,
 } from './messages';
 import { MonitorModel, type MonitorInput, type MonitorStats } from './monitorState';
@@ -23,9 +23,12 @@ export async function crawlMonitorWorkflow(input: MonitorInput): Promise<Monitor
   const m = MonitorModel.fromInput(input, Date.now());
   let dirty = false;
   const wake = () => { dirty = true; };
+  /** Why granting stopped, when the grants already given must be revoked (see the main loop). */
+  let revokeFor: string | undefined;
   const announce = (events: PolicyEvent[]) => {
     for (const e of events) {
       const line = `${e.event}: ${e.detail}`;
+      if (e.event === 'paused' || e.event === 'cooling' || e.event === 'halted') revokeFor = line;
       if (e.event === 'halted') {
         // The alert an operator must see: log event, search attribute (below), UI details.
         log.error('ALERT source halted permanently; waiting for an operator', { source: m.state.source, reason: e.detail });
@@ -150,6 +153,23 @@ export async function crawlMonitorWorkflow(input: MonitorInput): Promise<Monitor
       } catch (err) {
         log.warn('grant not delivered; batch gone', { batchId: g.batchId, error: String(err) });
         m.onBatchFinished({ batchId: g.batchId, chunkId: '', urls: 0 });
+      }
+    }
+
+    // Fail closed: a grant is valid only while the source may be crawled. Without this, a pause
+    // or a breaker trip stopped new grants only, and the grants in use ran on to the ends of
+    // their windows (up to a minute of requests to a site that was failing or that an operator
+    // had paused). Patched: histories from before it sent no such signals.
+    if (revokeFor !== undefined) {
+      const reason = revokeFor;
+      revokeFor = undefined;
+      const holders = m.batchesWithOpenGrants(now);
+      if (holders.length > 0 && patched('revoke-grants-when-granting-stops')) {
+        for (const batchId of holders) {
+          await getExternalWorkflowHandle(batchId).signal(revokeGrantsSignal, { reason }).catch(
+            (err) => log.warn('grants not revoked; batch gone', { batchId, error: String(err) }),
+          );
+        }
       }
     }
 

@@ -244,6 +244,15 @@ export class MonitorModel {
     this.state.finishedUrls += done.urls;
   }
 
+  /**
+   * Batches that may be using a grant now: none once the last window granted has ended. A
+   * source that stops granting revokes theirs (revokeGrantsSignal).
+   */
+  batchesWithOpenGrants(nowMs: number): string[] {
+    if (this.state.governor.pacer.nextFreeMs <= nowMs) return [];
+    return this.state.batches.filter((b) => b.grantsSent > 0).map((b) => b.batchId);
+  }
+
   /** Takes every batch in flight off the books and names them: a stopped crawl cancels them. */
   takeBatchesToCancel(): string[] {
     const ids = this.state.batches.map((b) => b.batchId);

@@ -75,9 +75,10 @@ describe('crawl monitor (time-skipping server)', () => {
     });
   });
 
-  it('replays a monitor that an operator paused and resumed while cooling under the code before that resume kept the halt', async () => {
+  it('replays a monitor that an operator paused and resumed while cooling, recorded before resume kept the halt and before grants were revoked', async () => {
     // Recorded with the earlier code: its resume answered 'running' and granting started again
-    // at once, so this history only replays when that code path is kept for it (patched()).
+    // at once, and its pause revoked no grants, so this history only replays when those code
+    // paths are kept for it (patched()).
     const history = temporal.api.history.v1.History.decode(fs.readFileSync(path.join(__dirname, 'histories', 'pause-resume-while-cooling.before-patch.bin')));
     await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, history, 'crawl-monitor:paused-cooling.test');
   });

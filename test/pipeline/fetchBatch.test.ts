@@ -317,6 +317,42 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     expect((await store.get(unit))!.toString().trim().split('\n')).toHaveLength(6);
   });
 
+  it('cancelled (its grant revoked), sends nothing more, lets a request on the wire finish, and hands the rest back unused', async () => {
+    await run(['/good.png']); // robots.txt warm
+    const small = await jpeg(64, 48, 80);
+    const paths = Array.from({ length: 6 }, (_, k) => (k === 2 ? '/revoke/slow.jpg' : `/revoke/${k}.jpg`));
+    for (const p of paths) origin.serve(p, small);
+    // The third URL is answered 1.5 s after it arrives: it is on the wire when the grant is revoked.
+    origin.route('/revoke/slow.jpg', (_q, r) => { setTimeout(() => { r.writeHead(200, { 'content-type': 'image/jpeg' }); r.end(small); }, 1_500); });
+    const grantOf = (grantId: number): FetchBatchInput => {
+      const startMs = Date.now() + 50;
+      return { ...input(paths), grantId, schedule: { startMs, endMs: startMs + 6 * 300, intervalMs: 300, burstSlots: 0 } };
+    };
+    const revokedAfter = async (a: typeof acts, grant: FetchBatchInput) => {
+      const env = new MockActivityEnvironment();
+      const running = env.run(a.fetchBatch, grant) as Promise<FetchBatchResult>;
+      await new Promise((r) => setTimeout(r, 50 + 2 * 300 + 150)); // between the third slot and the fourth
+      const cancelledAt = Date.now();
+      env.cancel();
+      return { result: await running, cancelledAt };
+    };
+
+    const before = origin.requests.length;
+    const { result, cancelledAt } = await revokedAfter(acts, grantOf(21));
+    expect(result.outcomes.map((o) => [new URL(o.url).pathname, o.cls])).toEqual([['/revoke/0.jpg', 'done'], ['/revoke/1.jpg', 'done'], ['/revoke/slow.jpg', 'done']]);
+    expect(result.unused).toEqual([3, 4, 5]);
+    const sent = origin.requests.slice(before);
+    expect(sent.map((r) => r.path)).toEqual(paths.slice(0, 3));
+    expect(sent.every((r) => r.atMs < cancelledAt)).toBe(true);
+
+    // A request still on the wire when the grace is over is cut off by us, not failed by the
+    // site: handed back unused with its attempt, nothing held against the site's health.
+    const impatient = createCrawlActivities({ processor: pipeline, recorder: new StoreRecorder(store), cancelGraceMs: 300 });
+    const cut = (await revokedAfter(impatient, grantOf(22))).result;
+    expect(cut.outcomes.map((o) => [new URL(o.url).pathname, o.cls])).toEqual([['/revoke/0.jpg', 'done'], ['/revoke/1.jpg', 'done']]);
+    expect(cut.unused).toEqual([2, 3, 4, 5]);
+  });
+
   it('a retried attempt replaces the record file an earlier attempt left, even with nothing to record', async () => {
     // Attempt 1 wrote its records and was killed before its last heartbeat went out: attempt 2
     // does not know those URLs were done, so they go back to the batch and will be recorded under

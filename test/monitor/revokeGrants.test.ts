@@ -1,0 +1,74 @@
+import { Context } from '@temporalio/activity';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Worker } from '@temporalio/worker';
+import { createLocalEnv } from '../support/temporal';
+import { chunksOf, scriptedActivities } from '../support/monitorHarness';
+import { crawlMonitorWorkflow } from '../../src/workflows/monitor';
+import { pauseUpdate, resumeUpdate, statsQuery } from '../../src/workflows/messages';
+import { WORKFLOWS_PATH } from '../../src/workers/worker';
+import type { FetchBatchInput, FetchBatchResult, RequestOutcome } from '../../src/shared/types';
+
+/**
+ * Fail closed, in real time on the dev server: once a monitor stops granting, the grants its
+ * batches are using stop too, not at the ends of their windows (20 s at 2 requests/s here).
+ */
+describe('a monitor that stops granting revokes the grants in use (dev server, real time)', () => {
+  let env: TestWorkflowEnvironment;
+  beforeAll(async () => { env = await createLocalEnv(); });
+  afterAll(async () => { await env?.teardown(); });
+
+  it('an operator\'s pause stops the requests of the window in use within a heartbeat; resume finishes the crawl, each URL sent once', async () => {
+    const sends: { url: string; atMs: number }[] = [];
+    const { acts } = scriptedActivities(() => ({ cls: 'done', status: 200 }));
+    // Like the real activity: one request per slot, never before it; cancelled, it sends nothing
+    // more and hands back what it had not sent.
+    const fetchBatch = async (input: FetchBatchInput): Promise<FetchBatchResult> => {
+      const ctx = Context.current();
+      const outcomes: RequestOutcome[] = [];
+      const unused: number[] = [];
+      for (const [i, item] of input.items.entries()) {
+        const slot = input.schedule.startMs + i * input.schedule.intervalMs;
+        while (!ctx.cancellationSignal.aborted && Date.now() < slot) {
+          ctx.heartbeat(i);
+          await Promise.race([ctx.sleep(Math.min(100, slot - Date.now())).catch(() => undefined), ctx.cancelled.catch(() => undefined)]);
+        }
+        if (ctx.cancellationSignal.aborted || slot >= input.schedule.endMs) { unused.push(i); continue; }
+        sends.push({ url: item.url, atMs: Date.now() });
+        outcomes.push({ url: item.url, cls: 'done', status: 200, ttfbMs: 5, sent: true, final: true, attempt: item.attempt, atMs: Date.now() });
+      }
+      return { outcomes, unused };
+    };
+    const taskQueue = 'revoke-pause';
+    // Heartbeats (which carry a cancellation back to the activity) at most every second here; a
+    // crawl worker's are every 8 s (HEARTBEAT_EVERY_MS).
+    const worker = await Worker.create({
+      connection: env.nativeConnection, taskQueue, workflowsPath: WORKFLOWS_PATH, activities: { ...acts, fetchBatch }, maxHeartbeatThrottleInterval: '1 second',
+    });
+    await worker.runUntil(async () => {
+      const handle = await env.client.workflow.start(crawlMonitorWorkflow, {
+        taskQueue, workflowId: 'crawl-monitor:revoke.test', args: [{ source: 'revoke.test', config: { rate: 2 }, work: chunksOf('revoke.test', 50, 50) }],
+      });
+      // Into the second window (the first is 10 s, the next 20 s).
+      while (sends.length < 26) await new Promise((r) => setTimeout(r, 100));
+      const pausedAt = Date.now();
+      expect(await handle.executeUpdate(pauseUpdate)).toBe('paused');
+      await new Promise((r) => setTimeout(r, 6_000));
+      const late = sends.filter((s) => s.atMs > pausedAt + 2_500);
+      expect(late).toEqual([]);
+      expect(sends.length).toBeLessThan(50);
+      const stats = await handle.query(statsQuery);
+      expect(stats.tokens.unused).toBeGreaterThan(0);
+
+      expect(await handle.executeUpdate(resumeUpdate, { args: [{}] })).toBe('running');
+      const final = await handle.result();
+      expect(final.counts.done).toBe(50);
+      expect(final.urls).toMatchObject({ total: 50, finished: 50 });
+      expect(new Set(sends.map((s) => s.url)).size).toBe(50);
+      expect(sends).toHaveLength(50);
+      // Both sides of a revoke replay from their histories: the monitor's signals, the batch's cancellation.
+      for (const id of ['crawl-monitor:revoke.test', 'crawl-monitor:revoke.test/batch:c0']) {
+        await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, await env.client.workflow.getHandle(id).fetchHistory(), id);
+      }
+    });
+  }, 120_000);
+});
