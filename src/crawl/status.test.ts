@@ -54,6 +54,14 @@ describe('the status table', () => {
     expect(statusTable([r]).split('\n')[1]).not.toMatch(/Crawl-delay/);
   });
 
+  it('says a paused source is the operator\'s doing, and when a temporary halt it was paused in ends', () => {
+    const r = running(3);
+    // The halt goes on when the operator resumes, so it is shown while paused.
+    const paused = (coolingUntil: string | null): SourceStatus => ({ ...r, stats: { ...r.stats!, state: 'paused', coolingUntil } });
+    expect(statusTable([paused('2026-11-23T12:01:00.000Z')]).split('\n')[1]).toMatch(/^s\s+paused\s.*paused by an operator; its temporary halt lasts until 2026-11-23T12:01:00\.000Z$/);
+    expect(statusTable([paused(null)]).split('\n')[1]).toMatch(/paused by an operator$/);
+  });
+
   it('shows the wait a Crawl-delay asks for as that, not as a Retry-After', () => {
     const r = running(3);
     const waiting: SourceStatus = { ...r, stats: { ...r.stats!, rate: 0.2, target: 0.2, siteMaxRate: 0.2, crawlDelayUntil: '2026-11-23T12:00:05.000Z' } };

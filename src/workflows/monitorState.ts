@@ -348,7 +348,8 @@ export class MonitorModel {
       robotsError: g.adaptive.holdReason === 'robots' && heldUntil ? g.robotsError ?? null : null,
       storeRetryAt: g.adaptive.holdReason === 'store' ? heldUntil : null,
       storeError: g.adaptive.holdReason === 'store' && heldUntil ? g.storeError ?? null : null,
-      coolingUntil: g.mode === 'cooling' ? new Date(g.coolingUntilMs).toISOString() : null,
+      // Also while paused during one: the temporary halt goes on when the operator resumes.
+      coolingUntil: g.mode === 'cooling' || (g.mode === 'paused' && g.pausedWhileCooling && g.coolingUntilMs > nowMs) ? new Date(g.coolingUntilMs).toISOString() : null,
       haltReason: g.haltReason,
       counts: { ...g.counts },
       urls: {

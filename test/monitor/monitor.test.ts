@@ -64,6 +64,7 @@ describe('crawl monitor (time-skipping server)', () => {
       }
       expect(stats.state).toBe('cooling');
       expect(await handle.executeUpdate(pauseUpdate)).toBe('paused');
+      expect(await handle.query(statsQuery)).toMatchObject({ state: 'paused', coolingUntil: stats.coolingUntil });
       expect(await handle.executeUpdate(resumeUpdate, { args: [{}] })).toBe(`cooling until ${stats.coolingUntil} (a temporary halt: no requests until then)`);
       expect((await handle.query(statsQuery)).state).toBe('cooling');
       const final = await handle.result();
