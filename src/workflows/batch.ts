@@ -165,8 +165,11 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
         // The batch was cancelled (its crawl was stopped): the main loop ends it; nothing to report.
         if (stopping()) return;
         if (scope.consideredCancelled && isCancellation(err)) {
-          // Revoked before the activity had started (or its worker died): nothing of it was
-          // recorded, so every URL goes back with its attempts.
+          // Revoked before the activity had started, or while a retry of it waited (its last
+          // attempt died): every URL goes back with its attempts. An attempt that died after
+          // writing the grant's records must not leave them behind, or the URLs it had finished
+          // would get a second record under a later grant: emptied, as a retried attempt would.
+          await recordFinal({ source: input.source, unit: recordFile(unit, batchId, `g${g.grantId}`), outcomes: [] });
           pending.push(...indices);
           await signalMonitor(input.monitorId, reportOutcomesSignal, { batchId, grantId: g.grantId, outcomes: [], unused: Math.min(g.slots, indices.length), tokens: tokens() });
           return;

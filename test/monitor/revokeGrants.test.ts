@@ -1,4 +1,5 @@
 import { Context } from '@temporalio/activity';
+import { CancelledFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import { createLocalEnv } from '../support/temporal';
@@ -6,7 +7,8 @@ import { chunksOf, scriptedActivities } from '../support/monitorHarness';
 import { crawlMonitorWorkflow } from '../../src/workflows/monitor';
 import { pauseUpdate, resumeUpdate, statsQuery } from '../../src/workflows/messages';
 import { WORKFLOWS_PATH } from '../../src/workers/worker';
-import type { FetchBatchInput, FetchBatchResult, RequestOutcome } from '../../src/shared/types';
+import type { FetchBatchInput, FetchBatchResult, FinalRecordInput, RequestOutcome } from '../../src/shared/types';
+import { recordFile } from '../../src/shared/recordUnits';
 
 /**
  * Fail closed, in real time on the dev server: once a monitor stops granting, the grants its
@@ -69,6 +71,50 @@ describe('a monitor that stops granting revokes the grants in use (dev server, r
       for (const id of ['crawl-monitor:revoke.test', 'crawl-monitor:revoke.test/batch:c0']) {
         await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, await env.client.workflow.getHandle(id).fetchHistory(), id);
       }
+    });
+  }, 120_000);
+
+  it('a grant revoked while its activity had written records but not reported them leaves one record per URL', async () => {
+    // Record files by name, as the store holds them: writing one again replaces it.
+    const files = new Map<string, { url: string }[]>();
+    const fileName = (input: { unit?: FetchBatchInput['unit']; batchId: string; grantId: number }) => JSON.stringify(recordFile(input.unit, input.batchId, `g${input.grantId}`));
+    const { acts } = scriptedActivities(() => ({ cls: 'done', status: 200 }));
+    let first = true;
+    const fetchBatch = async (input: FetchBatchInput): Promise<FetchBatchResult> => {
+      const ctx = Context.current();
+      const outcomes: RequestOutcome[] = input.items.map((item) => ({ url: item.url, cls: 'done', status: 200, ttfbMs: 5, sent: true, final: true, attempt: item.attempt }));
+      files.set(fileName(input), outcomes.map((o) => ({ url: o.url })));
+      if (first) {
+        // The first grant's records are written, then its result is lost: the attempt ends as
+        // cancelled, as one whose worker died after the write and whose retry was revoked.
+        first = false;
+        for (;;) {
+          ctx.heartbeat();
+          if (ctx.cancellationSignal.aborted) throw new CancelledFailure('revoked');
+          await new Promise((r) => setTimeout(r, 100));
+        }
+      }
+      return { outcomes, unused: [] };
+    };
+    const recordFinal = async (input: FinalRecordInput) => { files.set(JSON.stringify(input.unit), input.outcomes.map((o) => ({ url: o.url }))); };
+    const taskQueue = 'revoke-records';
+    const worker = await Worker.create({
+      connection: env.nativeConnection, taskQueue, workflowsPath: WORKFLOWS_PATH, activities: { ...acts, fetchBatch, recordFinal }, maxHeartbeatThrottleInterval: '1 second',
+    });
+    await worker.runUntil(async () => {
+      const handle = await env.client.workflow.start(crawlMonitorWorkflow, {
+        taskQueue, workflowId: 'crawl-monitor:revoke-records.test', args: [{ source: 'revoke-records.test', config: { rate: 5 }, work: chunksOf('revoke-records.test', 30, 30) }],
+      });
+      while (files.size === 0) await new Promise((r) => setTimeout(r, 100));
+      expect(await handle.executeUpdate(pauseUpdate)).toBe('paused');
+      // The revoked grant's URLs are back with the batch and its report has reached the monitor.
+      for (let i = 0; i < 100 && (await handle.query(statsQuery)).tokens.unused === 0; i++) await new Promise((r) => setTimeout(r, 100));
+      expect(await handle.executeUpdate(resumeUpdate, { args: [{}] })).toBe('running');
+      const final = await handle.result();
+      expect(final.counts.done).toBe(30);
+      const urls = [...files.values()].flat().map((r) => r.url);
+      expect(urls).toHaveLength(30);
+      expect(new Set(urls).size).toBe(30);
     });
   }, 120_000);
 });
