@@ -80,8 +80,10 @@ describe('crawl monitor (time-skipping server)', () => {
     // Recorded with the earlier code: its resume answered 'running' and granting started again
     // at once, and its pause revoked no grants, so this history only replays when those code
     // paths are kept for it (patched()).
-    const history = temporal.api.history.v1.History.decode(fs.readFileSync(path.join(__dirname, 'histories', 'pause-resume-while-cooling.before-patch.bin')));
-    await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, history, 'crawl-monitor:paused-cooling.test');
+    const history = (file: string) => temporal.api.history.v1.History.decode(fs.readFileSync(path.join(__dirname, 'histories', file)));
+    await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, history('pause-resume-while-cooling.before-patch.bin'), 'crawl-monitor:paused-cooling.test');
+    // One of its batches, recorded by the same code: each grant's activity now runs in a cancellation scope of its own.
+    await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, history('batch-of-paused-cooling.before-patch.bin'), 'crawl-monitor:paused-cooling.test/batch:c0');
   });
 
   it('keeps granting at 9% errors', async () => {
