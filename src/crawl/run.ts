@@ -125,7 +125,7 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
         const g = update.global;
         const pct = g.totalUrls ? Math.floor((g.finishedUrls / g.totalUrls) * 100) : 100;
         const bar = '#'.repeat(Math.floor(pct / 4)).padEnd(25, '.');
-        out.write(`\r[${bar}] ${pct}% ${g.finishedUrls}/${g.totalUrls} urls, ${g.done} done, ${g.errors} errors, ${g.ratePerS}/s, ${g.running} running${g.waiting ? ` (${g.waiting} waiting)` : ''}, ${g.halted} halted   `);
+        out.write(`\r[${bar}] ${pct}% ${g.finishedUrls}/${g.totalUrls} urls, ${g.done} done, ${g.errors} errors, ${g.ratePerS}/s, ${g.running} running${g.waiting ? ` (${g.waiting} waiting)` : ''}${g.paused ? ` (${g.paused} paused)` : ''}, ${g.halted} halted   `);
       } else {
         for (const n of changed) out.write(`${JSON.stringify({ event: 'source_note', time: update.time, ...n })}\n`);
         if (Date.now() - lastLine >= 5_000) {

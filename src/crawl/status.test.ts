@@ -97,6 +97,17 @@ describe('the status table', () => {
     expect(update.sources.w).toMatchObject({ robotsError: why });
     expect(update.global).toMatchObject({ running: 2, waiting: 1, halted: 0 });
     expect(monitoringUpdate([r]).global.waiting).toBe(0);
+    // A held source sends nothing: the global rate is the sending sources' only.
+    expect(update.global.ratePerS).toBe(r.stats!.rate);
+  });
+
+  it('counts paused sources, and leaves what they would send out of the global rate', () => {
+    const r = running(0);
+    const paused: SourceStatus = { ...r, source: 'p', stats: { ...r.stats!, state: 'paused', rate: 7 } };
+    const cooling: SourceStatus = { ...r, source: 'c', stats: { ...r.stats!, state: 'cooling', rate: 5, coolingUntil: '2026-11-23T12:01:00.000Z' } };
+    const update = monitoringUpdate([paused, cooling, r]);
+    expect(update.global).toMatchObject({ running: 3, paused: 1, waiting: 1, ratePerS: r.stats!.rate });
+    expect(monitoringUpdate([paused]).global).toMatchObject({ paused: 1, ratePerS: 0 });
   });
 });
 

@@ -108,7 +108,7 @@ export async function listSources(client: Client, opts: { running?: boolean } = 
 export interface MonitoringUpdate {
   event: 'monitoring_update';
   time: string;
-  global: { sources: number; running: number; halted: number; waiting: number; ratePerS: number; targetPerS: number; done: number; errors: number; finishedUrls: number; totalUrls: number; imagesPerS: number | null };
+  global: { sources: number; running: number; paused: number; halted: number; waiting: number; ratePerS: number; targetPerS: number; done: number; errors: number; finishedUrls: number; totalUrls: number; imagesPerS: number | null };
   sources: Record<string, { state: string; rate: number; target: number; done: number; errors: number; linkrot: number; content: number; robots: number; refused: number; finished: number; total: number; breaker: string; retryAfterUntil: string | null; crawlDelayUntil: string | null; robotsRetryAt: string | null; robotsError: string | null; storeRetryAt: string | null; storeError: string | null; note?: string }>;
 }
 
@@ -135,7 +135,7 @@ export class DoneRate {
 /** One JSON line for operators, like the original system's monitoring_update. */
 export function monitoringUpdate(statuses: SourceStatus[], previous?: { atMs: number; done: number }, nowMs = Date.now()): MonitoringUpdate {
   const sources: MonitoringUpdate['sources'] = {};
-  let rate = 0, target = 0, done = 0, errors = 0, finished = 0, total = 0, running = 0, halted = 0, waiting = 0;
+  let rate = 0, target = 0, done = 0, errors = 0, finished = 0, total = 0, running = 0, paused = 0, halted = 0, waiting = 0;
   for (const s of statuses) {
     const st = s.stats;
     const state = displayState(s);
@@ -152,8 +152,11 @@ export function monitoringUpdate(statuses: SourceStatus[], previous?: { atMs: nu
       continue;
     }
     const live = s.workflowStatus === 'RUNNING';
-    if (live && waitingFor(st)) waiting++;
-    rate += live ? st.rate : 0;
+    const held = live && waitingFor(st) !== undefined;
+    if (held) waiting++;
+    if (live && st.state === 'paused') paused++;
+    // What is being sent now: a paused, halted, cooling or held source sends nothing, whatever its rate.
+    rate += live && st.state === 'running' && !held ? st.rate : 0;
     target += live ? st.target : 0;
     done += st.counts.done;
     errors += st.counts.error;
@@ -177,7 +180,7 @@ export function monitoringUpdate(statuses: SourceStatus[], previous?: { atMs: nu
   const imagesPerS = previous ? Math.round(((done - previous.done) * 1000 / Math.max(1, nowMs - previous.atMs)) * 100) / 100 : null;
   return {
     event: 'monitoring_update', time: new Date(nowMs).toISOString(),
-    global: { sources: statuses.length, running, halted, waiting, ratePerS: round(rate), targetPerS: round(target), done, errors, finishedUrls: finished, totalUrls: total, imagesPerS },
+    global: { sources: statuses.length, running, paused, halted, waiting, ratePerS: round(rate), targetPerS: round(target), done, errors, finishedUrls: finished, totalUrls: total, imagesPerS },
     sources,
   };
 }
