@@ -204,8 +204,17 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
       } finally {
         grantScopes.delete(g.grantId);
       }
-      // Finished after the cancellation reached it: its records are written; the monitor has stopped.
-      if (stopping()) return;
+      if (stopping()) {
+        // Finished after its crawl was stopped: its records are written. The monitor waits for
+        // this batch before it completes, so it counts them too; without this report a stopped
+        // source's final status showed fewer URLs finished than its records (54 against 68).
+        // Once, without retries: a monitor that gave up waiting has completed.
+        if (patched('report-grant-finished-after-stop')) {
+          const outcomes = result.outcomes.filter((o) => o.final).map((o) => ({ ...o, url: '' }));
+          await CancellationScope.nonCancellable(() => getExternalWorkflowHandle(input.monitorId).signal(reportOutcomesSignal, { batchId, grantId: g.grantId, outcomes, unused: 0 }).catch(() => undefined));
+        }
+        return;
+      }
       for (const o of result.outcomes) {
         const i = byUrl.get(o.url);
         if (i === undefined) continue;
