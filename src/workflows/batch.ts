@@ -136,6 +136,10 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
     /** The latest grant's URLs and how many of them needed no request (see grantItemCount). */
     let lastGrant: { items: number; decided: number } | undefined;
 
+    /** A grant of which `unused` slots served nothing goes back: the monitor re-plans them. */
+    const handBack = (g: Grant, unused: number) =>
+      signalMonitor(input.monitorId, reportOutcomesSignal, { batchId, grantId: g.grantId, outcomes: [], unused, tokens: tokens() });
+
     const finish = (index: number, cls: OutcomeClass) => {
       if (finals[index] !== null) return;
       finals[index] = cls;
@@ -171,7 +175,7 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
           // would get a second record under a later grant: emptied, as a retried attempt would.
           await recordFinal({ source: input.source, unit: recordFile(unit, batchId, `g${g.grantId}`), outcomes: [] });
           pending.push(...indices);
-          await signalMonitor(input.monitorId, reportOutcomesSignal, { batchId, grantId: g.grantId, outcomes: [], unused: Math.min(g.slots, indices.length), tokens: tokens() });
+          await handBack(g, Math.min(g.slots, indices.length));
           return;
         }
         if (isCancellation(err)) return;
@@ -254,7 +258,7 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
       await condition(() => grants.length > 0 || revokedUnstarted.length > 0 || remaining === 0 || pending.length !== pendingBefore || grantsSeen !== seenBefore);
       while (revokedUnstarted.length > 0) {
         const g = revokedUnstarted.shift()!;
-        await signalMonitor(input.monitorId, reportOutcomesSignal, { batchId, grantId: g.grantId, outcomes: [], unused: g.slots, tokens: tokens() });
+        await handBack(g, g.slots);
       }
       while (grants.length > 0) {
         const g = grants.shift()!;
@@ -263,7 +267,7 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
         const count = share && patched('grants-carry-decided-urls') ? grantItemCount(g.slots, pending.length, share) : g.slots;
         const indices = pending.splice(0, count);
         if (indices.length === 0) {
-          await signalMonitor(input.monitorId, reportOutcomesSignal, { batchId, grantId: g.grantId, outcomes: [], unused: g.slots, tokens: tokens() });
+          await handBack(g, g.slots);
           continue;
         }
         running += 1;
