@@ -19,7 +19,7 @@ import { startDemoSite } from '../demo/demo';
 import { storeFromEnv } from '../pipeline/store';
 import { invalidRate } from '../politeness/targetRate';
 import { pauseUpdate, resumeUpdate, setMaxRateUpdate, setRateUpdate } from '../workflows/messages';
-import { installTemporalRuntime } from '../temporal/runtime';
+import { installTemporalRuntime, logWorkflowMessagesAt } from '../temporal/runtime';
 import { installCrashReport } from './crashReport';
 
 const DEFAULT_DATA_DIR = process.env.CRAWL_DATA_DIR ?? path.resolve('.crawl-data');
@@ -146,6 +146,9 @@ export function buildProgram(): Command {
     .option('--task-queue <name>', 'task queue', TASK_QUEUE)
     .option('--allow-network <cidr>', 'open a private/loopback range or host (repeatable; also CRAWL_ALLOW_NETWORKS)', (v: string, p: string[]) => [...p, v], [] as string[])
     .action(async (opts: { taskQueue: string; allowNetwork: string[] }) => {
+      // A monitor's state transitions (throttled, cooling, paused, resumed) in the worker's log,
+      // at CRAWL_LOG_LEVEL: what an operator reads back after an incident.
+      logWorkflowMessagesAt('INFO');
       // Configuration first: a bad setting is reported before anything connects.
       const deps = defaultDeps({ allowNetworks: opts.allowNetwork });
       checkWorkerConfig();

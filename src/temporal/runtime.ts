@@ -3,16 +3,56 @@ import { log } from '../shared/log';
 
 let installed = false;
 
+const RANK: Record<LogLevel, number> = { TRACE: 0, DEBUG: 1, INFO: 2, WARN: 3, ERROR: 4 };
+const LEVELS = Object.keys(RANK) as LogLevel[];
+
+function asLevel(v: string | undefined, fallback: LogLevel): LogLevel {
+  const up = v?.toUpperCase() as LogLevel | undefined;
+  return up && up in RANK ? up : fallback;
+}
+
+/**
+ * Which SDK log entries reach our logger. The SDK's own internals (worker lifecycle, core) are
+ * noisy below WARN, so they follow TEMPORAL_LOG_LEVEL (WARN). Our own workflow code's messages
+ * (a monitor's throttled / cooling / resumed / paused transitions, grants revoked) also arrive
+ * through the SDK, tagged `sdkComponent: workflow`; at WARN a worker's log showed none of the
+ * breaker's transitions, only a permanent halt. They follow `ownLevel` instead.
+ */
+export function makeSdkLogFilter(sdkLevel: LogLevel, ownLevel: () => LogLevel): (level: LogLevel, meta: Record<string, unknown> | undefined) => boolean {
+  return (level, meta) => {
+    const component = meta?.sdkComponent;
+    const floor = component === 'workflow' || component === 'activity' ? ownLevel() : sdkLevel;
+    return RANK[level] >= RANK[floor];
+  };
+}
+
+/** The level of our own workflow and activity messages: WARN unless a command asks for more. */
+let ownMessagesLevel: LogLevel = 'WARN';
+
+/**
+ * A long-running worker logs its workflows' state transitions at INFO: they are what an operator
+ * reads back after an incident. `crawl run` does not: it prints each source's new state itself,
+ * above its progress bar, which JSON lines on the same terminal would break up.
+ */
+export function logWorkflowMessagesAt(level: LogLevel): void {
+  ownMessagesLevel = level;
+}
+
 /** Routes the Temporal SDK's own logs into our JSON-lines logger (once per process). */
-export function installTemporalRuntime(level: LogLevel = (process.env.TEMPORAL_LOG_LEVEL as LogLevel) ?? 'WARN'): void {
+export function installTemporalRuntime(level: LogLevel = asLevel(process.env.TEMPORAL_LOG_LEVEL, 'WARN')): void {
   if (installed) return;
   installed = true;
+  const pass = makeSdkLogFilter(level, () => ownMessagesLevel);
+  // The SDK drops entries below the DefaultLogger's level before they reach us; our filter
+  // decides per component, so the SDK passes everything from INFO (or the lower level asked) on.
+  const lowest = LEVELS[Math.min(RANK[level], RANK.INFO)]!;
   Runtime.install({
     // The SDK would otherwise take SIGINT and SIGTERM from every command, and a command with
     // no worker (`crawl status --watch`) could not be stopped with Ctrl-C. Commands that must
     // stop in order handle them themselves (worker, run, dev-server).
     shutdownSignals: [],
-    logger: new DefaultLogger(level, (entry) => {
+    logger: new DefaultLogger(lowest, (entry) => {
+      if (!pass(entry.level, entry.meta)) return;
       const fields = { event: 'temporal.sdk', ...(entry.meta ?? {}) };
       const method = entry.level === 'ERROR' ? 'error' : entry.level === 'WARN' ? 'warn' : entry.level === 'INFO' ? 'info' : 'debug';
       log[method](fields, entry.message);

@@ -211,6 +211,31 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
     }
   });
 
+  it('logs a monitor\'s state transitions in the `crawl worker` log, and none of the SDK\'s own chatter', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'wlog-'));
+    const taskQueue = 'worker-log';
+    const childEnv = { TEMPORAL_ADDRESS: env.address, CRAWL_DATA_DIR: dataDir, CRAWL_TASK_QUEUE: taskQueue };
+    const child = spawn(process.execPath, [CLI, 'worker'], { env: { ...process.env, ...childEnv }, stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr!.on('data', (d) => { stderr += d; });
+    const handle = await env.client.workflow.start(crawlMonitorWorkflow, {
+      taskQueue, workflowId: monitorWorkflowId('worker-log.test'),
+      args: [{ source: 'worker-log.test', config: { rate: 1 }, options: { finishWhenDrained: false } }],
+    });
+    try {
+      expect((await runCli(['pause', 'worker-log.test'], childEnv)).stdout).toContain('worker-log.test: paused');
+      const deadline = Date.now() + 10_000;
+      while (!stderr.includes('monitor paused') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      const lines = stderr.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+      expect(lines.find((l) => l.msg === 'monitor paused')).toMatchObject({ level: 30, sdkComponent: 'workflow', source: 'worker-log.test', detail: 'by operator', workflowId: monitorWorkflowId('worker-log.test') });
+      // The SDK's own messages (worker lifecycle, core) stay at TEMPORAL_LOG_LEVEL (WARN).
+      expect(lines.filter((l) => l.event === 'temporal.sdk' && l.sdkComponent !== 'workflow' && (l.level as number) < 40)).toEqual([]);
+    } finally {
+      await handle.terminate('test over');
+      child.kill('SIGKILL');
+    }
+  });
+
   it('ends `crawl status --watch` quietly once its reader has gone (`| head -1`)', async () => {
     const child = spawn(process.execPath, [CLI, 'status', '--watch', '--interval', '1'], { env: { ...process.env, TEMPORAL_ADDRESS: env.address }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stderr = '';
