@@ -60,6 +60,10 @@ export function sourceOfUrl(u: URL): string {
 }
 
 function checkUrl(raw: string): URL | string {
+  // The URL parser removes tabs and line breaks wherever they are ("https://a/x.jpg<TAB>museum"
+  // parses as https://a/x.jpgmuseum): the URL crawled would not be the one given.
+  const ws = /[\t\r\n]/.exec(raw.trim());
+  if (ws) return `URL contains a ${ws[0] === '\t' ? 'tab (a tab-separated file? write CSV with a "url" column, or NDJSON)' : 'line break'}: ${JSON.stringify(raw.slice(0, 120))}`;
   let u: URL;
   try {
     u = new URL(raw);
@@ -68,6 +72,8 @@ function checkUrl(raw: string): URL | string {
   }
   if (u.protocol !== 'http:' && u.protocol !== 'https:') return `scheme ${u.protocol} not allowed (http and https only)`;
   if (u.username || u.password) return 'credentials in URLs are not allowed';
+  // A fragment is never sent to the server: x.jpg#a and x.jpg#b are one image, crawled once.
+  u.hash = '';
   return u;
 }
 
@@ -140,7 +146,9 @@ export async function* readManifest(path: string): AsyncGenerator<ManifestEntry>
         urlCol = cells.findIndex((c) => c.toLowerCase() === 'url');
         sourceCol = cells.findIndex((c) => c.toLowerCase() === 'source');
         if (urlCol < 0) {
-          yield { line, error: 'CSV header has no "url" column; nothing can be read from this file' };
+          const other = [';', '\t', '|'].find((d) => text.includes(d) && text.split(d).some((c) => c.trim().replace(/^"|"$/g, '').toLowerCase() === 'url'));
+          const hint = other ? ` (columns must be separated by commas; this header uses ${other === '\t' ? 'tabs' : `"${other}"`})` : '';
+          yield { line, error: `CSV header has no "url" column${hint}; nothing can be read from this file` };
           return;
         }
         continue;

@@ -65,6 +65,28 @@ describe('manifests', () => {
     expect(splitCsv('a,"b ""q"", c",d')).toEqual(['a', 'b "q", c', 'd']);
   });
 
+  it('refuses a URL the parser would silently change (a tab, a line break), and says what a semicolon CSV is missing', async () => {
+    // A tab-separated file read as a URL list: the URL parser drops the tab, and the URL would
+    // have become https://x.example/1.pngmuseum.
+    expect(await entries('m.txt', 'https://x.example/1.png\tmuseum\nhttps://x.example/2.png\t\n')).toEqual([
+      { line: 1, error: 'URL contains a tab (a tab-separated file? write CSV with a "url" column, or NDJSON): "https://x.example/1.png\\tmuseum"' },
+      { line: 2, url: 'https://x.example/2.png', source: 'x.example' },
+    ]);
+    expect(await entries('m.ndjson', '{"url":"https://x.example/a\\nb.png"}\n')).toEqual([
+      { line: 1, error: 'URL contains a line break: "https://x.example/a\\nb.png"' },
+    ]);
+    expect(await entries('m.csv', 'source;url\nmuseum;https://m.example/1.jpg\n')).toEqual([
+      { line: 1, error: 'CSV header has no "url" column (columns must be separated by commas; this header uses ";"); nothing can be read from this file' },
+    ]);
+  });
+
+  it('drops the fragment, which is never sent: one image however many fragments it is listed with', async () => {
+    expect(await entries('m.txt', 'https://x.example/1.png#main\nhttps://x.example/1.png?v=2#zoom\n')).toEqual([
+      { line: 1, url: 'https://x.example/1.png', source: 'x.example' },
+      { line: 2, url: 'https://x.example/1.png?v=2', source: 'x.example' },
+    ]);
+  });
+
   it('skips an over-long line and a JSON array with a reason, and reads the rest', async () => {
     const long = `{"url":"https://a.example/${'x'.repeat(70_000)}.jpg"}`;
     expect(await entries('m.ndjson', `{"url":"https://a.example/1.jpg"}\n${long}\n{"url":"https://a.example/2.jpg"}\n`)).toEqual([
