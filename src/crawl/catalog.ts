@@ -8,6 +8,8 @@ import { invalidBurst, invalidRate } from '../politeness/targetRate';
  */
 export type Catalog = Map<string, SourceConfig>;
 
+const FIELDS = ['name', 'imageCount', 'rate', 'burst'];
+
 export async function readCatalog(path: string): Promise<Catalog> {
   let text: string;
   try {
@@ -32,6 +34,10 @@ export async function readCatalog(path: string): Promise<Catalog> {
     if (!e || typeof e !== 'object') throw new Error(`${where}: expected an object`);
     const { name, imageCount, rate, burst } = e as Record<string, unknown>;
     if (typeof name !== 'string' || name === '') throw new Error(`${where}: "name" is required`);
+    // A misspelt field ("Rate", "rps") would otherwise be ignored, and the source crawled at the
+    // default 1/s without a word.
+    const unknown = Object.keys(e).filter((k) => !FIELDS.includes(k));
+    if (unknown.length) throw new Error(`${where} (${name}): unknown field${unknown.length > 1 ? 's' : ''} ${unknown.map((k) => JSON.stringify(k)).join(', ')} (the fields are ${FIELDS.join(', ')})`);
     // Two entries for one source: which should win is anyone's guess, so neither does.
     if (catalog.has(name)) throw new Error(`${where}: "${name}" is listed twice`);
     if (imageCount !== undefined && (typeof imageCount !== 'number' || !Number.isInteger(imageCount) || imageCount < 0)) throw new Error(`${where} (${name}): imageCount must be a whole number >= 0`);

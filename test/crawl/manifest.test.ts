@@ -123,5 +123,8 @@ describe('manifests', () => {
     const twice = path.join(dir, 'twice.ndjson');
     fs.writeFileSync(twice, '{"name":"museum","rate":2}\n{"name":"other"}\n{"name":"museum","rate":20}\n');
     await expect(readCatalog(twice)).rejects.toThrow(/entry 3: "museum" is listed twice/);
+    const misspelt = path.join(dir, 'misspelt.json');
+    fs.writeFileSync(misspelt, JSON.stringify({ museum: { Rate: 5 } }));
+    await expect(readCatalog(misspelt)).rejects.toThrow('entry 1 (museum): unknown field "Rate" (the fields are name, imageCount, rate, burst)');
   });
 });
