@@ -21,8 +21,9 @@ import { invalidRate } from '../politeness/targetRate';
 import { pauseUpdate, resumeUpdate, setMaxRateUpdate, setRateUpdate } from '../workflows/messages';
 import { installTemporalRuntime, logWorkflowMessagesAt } from '../temporal/runtime';
 import { installCrashReport } from './crashReport';
+import { envText } from '../shared/env';
 
-const DEFAULT_DATA_DIR = process.env.CRAWL_DATA_DIR ?? path.resolve('.crawl-data');
+const DEFAULT_DATA_DIR = envText('CRAWL_DATA_DIR') ?? path.resolve('.crawl-data');
 
 function parsePort(value: string): number {
   const n = Number(value);

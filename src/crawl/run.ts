@@ -17,6 +17,7 @@ import { assertReadableManifest, manifestHasContent } from './manifest';
 import { duplicatesNote, emptyManifest, nothingToCrawl, startCrawl, unusedCatalogWarning } from './start';
 import { DoneRate, monitoringUpdate, sourceStatus, statusTable, SourceNotes, stopMonitor, type SourceStatus } from './status';
 import { StatusPoller } from './statusPoller';
+import { envText } from '../shared/env';
 
 export interface RunOptions {
   manifest: string;
@@ -62,7 +63,7 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
   }
   const store = storeFromEnv(opts.outDir);
   // The in-process worker's configuration too, before a server is started for it.
-  const deps = process.env.TEMPORAL_ADDRESS ? undefined : defaultDeps({ dataDir: opts.outDir, allowNetworks: opts.allowNetworks });
+  const deps = envText('TEMPORAL_ADDRESS') ? undefined : defaultDeps({ dataDir: opts.outDir, allowNetworks: opts.allowNetworks });
   if (deps) checkWorkerConfig();
   await store.verify?.();
   fs.mkdirSync(opts.outDir, { recursive: true });

@@ -1,4 +1,5 @@
 import { pipelineConfigFromEnv } from './config';
+import { storeFromEnv } from './store';
 
 describe('pipeline configuration from the environment', () => {
   const saved = { ...process.env };
@@ -20,10 +21,19 @@ describe('pipeline configuration from the environment', () => {
   });
 
   it('refuses a User-Agent that would not identify us, or would fail every request', () => {
-    expect(withEnv({ CRAWL_USER_AGENT: '' })).toThrow(/printable ASCII/);
+    expect(withEnv({ CRAWL_USER_AGENT: 'Bot/1.0 (+https://x.example)\u00e9' })).toThrow(/printable ASCII/);
     expect(withEnv({ CRAWL_USER_AGENT: 'Bot/1.0 (+https://x.example)\r\nX-Injected: 1' })).toThrow(/printable ASCII on one line/);
     expect(withEnv({ CRAWL_USER_AGENT: 'just a crawler https://x.example' })).toThrow(/product token/);
     expect(withEnv({ CRAWL_USER_AGENT: 'Bot/1.0 (no contact)' })).toThrow(/contact URL/);
+  });
+
+  it('takes an empty setting as unset, as a compose file passes an unset variable on', () => {
+    const cfg = withEnv({ CRAWL_USER_AGENT: '', CRAWL_THUMBNAIL_QUALITY: '' })() as ReturnType<typeof pipelineConfigFromEnv>;
+    expect(cfg.userAgent).toMatch(/^PoliteImageCrawler\/.*https:\/\//);
+    expect(cfg.thumbnailQuality).toBe(80);
+    // An empty store directory used to mean the current directory.
+    process.env = { ...saved, CRAWL_STORE: '', CRAWL_LOCAL_STORE_DIR: ' ' };
+    expect(storeFromEnv('/srv/crawl').description).toBe('local directory /srv/crawl/store');
   });
 
   it('refuses settings that would refuse every image or fetch nothing', () => {

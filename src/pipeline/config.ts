@@ -1,6 +1,6 @@
 import { constants as bufferConstants } from 'node:buffer';
 import os from 'node:os';
-import { intFromEnv } from '../shared/env';
+import { envText, intFromEnv } from '../shared/env';
 
 /** Pipeline settings, from the environment with safe defaults. */
 
@@ -91,7 +91,7 @@ export function checkUserAgent(ua: string): string {
 }
 
 export function pipelineConfigFromEnv(overrides: Partial<PipelineConfig> = {}): PipelineConfig {
-  const userAgent = checkUserAgent(process.env.CRAWL_USER_AGENT ?? DEFAULT_USER_AGENT);
+  const userAgent = checkUserAgent(envText('CRAWL_USER_AGENT', DEFAULT_USER_AGENT));
   return {
     userAgent,
     robotsAgent: userAgent.split('/')[0]!.trim(),

@@ -2,6 +2,7 @@ import fsSync from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { envText } from '../shared/env';
 
 /** Where thumbnails and metadata records go: a local directory or any S3-compatible store. */
 export interface ObjectStore {
@@ -264,8 +265,8 @@ function s3Advice(err: unknown, cfg: S3StoreConfig): string {
 }
 
 export function storeFromEnv(dataDir: string): ObjectStore {
-  const kind = process.env.CRAWL_STORE ?? 'local';
-  if (kind === 'local') return new LocalStore(process.env.CRAWL_LOCAL_STORE_DIR ?? path.join(dataDir, 'store'));
+  const kind = envText('CRAWL_STORE', 'local');
+  if (kind === 'local') return new LocalStore(envText('CRAWL_LOCAL_STORE_DIR') ?? path.join(dataDir, 'store'));
   if (kind === 's3') return new S3Store(s3ConfigFromEnv());
   throw new Error(`CRAWL_STORE must be "local" or "s3", got ${JSON.stringify(kind)}`);
 }

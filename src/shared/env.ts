@@ -6,3 +6,15 @@ export function intFromEnv(name: string, fallback: number, min: number, max: num
   if (!Number.isInteger(n) || n < min || n > max) throw new Error(`${name} must be an integer from ${min} to ${max}, got ${JSON.stringify(raw)}`);
   return n;
 }
+
+/**
+ * A text setting: `fallback` when unset or blank. An empty value is what an unset variable
+ * becomes when passed through (`CRAWL_DATA_DIR=${CRAWL_DATA_DIR}` in a compose file or a unit);
+ * taken as given, an empty store or data directory meant the current directory.
+ */
+export function envText(name: string, fallback: string): string;
+export function envText(name: string, fallback?: undefined): string | undefined;
+export function envText(name: string, fallback?: string): string | undefined {
+  const raw = process.env[name];
+  return raw === undefined || raw.trim() === '' ? fallback : raw;
+}

@@ -3,12 +3,13 @@ import { NativeConnection } from '@temporalio/worker';
 import { encodeSearchAttributeIndexedValueType } from '@temporalio/common/lib/search-attributes';
 import { log } from '../shared/log';
 import { ALL_SEARCH_ATTRIBUTES } from './searchAttributes';
+import { envText } from '../shared/env';
 
-export const DEFAULT_NAMESPACE = process.env.TEMPORAL_NAMESPACE ?? 'default';
-export const TASK_QUEUE = process.env.CRAWL_TASK_QUEUE ?? 'image-crawler';
+export const DEFAULT_NAMESPACE = envText('TEMPORAL_NAMESPACE', 'default');
+export const TASK_QUEUE = envText('CRAWL_TASK_QUEUE', 'image-crawler');
 
 export function temporalAddress(): string {
-  return process.env.TEMPORAL_ADDRESS ?? '127.0.0.1:7233';
+  return envText('TEMPORAL_ADDRESS', '127.0.0.1:7233');
 }
 
 export async function connectClient(address = temporalAddress()): Promise<Client> {

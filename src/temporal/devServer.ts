@@ -7,6 +7,7 @@ import { log } from '../shared/log';
 import { lowerPriority, serverNiceFromEnv } from './priority';
 import { ALL_SEARCH_ATTRIBUTES } from './searchAttributes';
 import { resolveTool, SETUP_COMMAND } from './tools';
+import { envText } from '../shared/env';
 
 export interface DevServerOptions {
   dataDir: string;
@@ -136,7 +137,7 @@ async function waitForFrontend(address: string, child: ChildProcess | undefined,
  * `temporal server start-dev` is started with SQLite under dataDir.
  */
 export async function ensureTemporalServer(opts: DevServerOptions): Promise<RunningServer> {
-  const external = process.env.TEMPORAL_ADDRESS;
+  const external = envText('TEMPORAL_ADDRESS');
   if (external) {
     log.info({ event: 'temporal.external', address: external }, 'using TEMPORAL_ADDRESS');
     return { address: external, owned: false, stop: async () => undefined };

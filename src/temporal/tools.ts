@@ -1,9 +1,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { envText } from '../shared/env';
 
 /** Where the project's pinned Temporal binaries live and how to override them. */
 export const PROJECT_ROOT = path.resolve(__dirname, '..', '..', ...(__dirname.includes(`${path.sep}dist${path.sep}`) ? ['..'] : []));
-export const TOOLS_BIN = path.join(process.env.CRAWL_TOOLS_DIR ?? path.join(PROJECT_ROOT, '.tools'), 'bin');
+export const TOOLS_BIN = path.join(envText('CRAWL_TOOLS_DIR') ?? path.join(PROJECT_ROOT, '.tools'), 'bin');
 export const SETUP_COMMAND = 'make setup   (or: bash scripts/setup-tools.sh)';
 
 export type ToolName = 'temporal' | 'temporal-test-server';

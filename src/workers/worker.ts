@@ -13,6 +13,7 @@ import { storeFromEnv } from '../pipeline/store';
 import { DEFAULT_NAMESPACE, TASK_QUEUE } from '../temporal/connect';
 import { log } from '../shared/log';
 import { workflowCodeOption } from './workflowBundle';
+import { envText } from '../shared/env';
 
 export interface CrawlWorkerOptions {
   connection: NativeConnection;
@@ -33,7 +34,7 @@ export interface DepsOptions {
 
 /** The real pipeline: guarded fetcher, robots.txt, sharp, the configured store. */
 export function defaultDeps(opts: DepsOptions = {}): CrawlDeps {
-  const dataDir = opts.dataDir ?? process.env.CRAWL_DATA_DIR ?? path.resolve('.crawl-data');
+  const dataDir = opts.dataDir ?? envText('CRAWL_DATA_DIR') ?? path.resolve('.crawl-data');
   const store = storeFromEnv(dataDir);
   const base = pipelineConfigFromEnv();
   const cfg = { ...base, allowNetworks: [...base.allowNetworks, ...(opts.allowNetworks ?? [])] };
