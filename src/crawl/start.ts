@@ -136,8 +136,18 @@ export function chunkKeys(manifestId: string, source: string, n: number): { urls
   return { urls, done: chunkDoneKey(urls) };
 }
 
+/**
+ * Bumped whenever the rules that turn manifest lines into chunk URLs change (which lines are
+ * bad, how URLs are normalised and deduplicated). Chunk n of a manifest must hold the same URLs
+ * on every start: after a rule change a re-run would find chunk n's done-marker over a different
+ * set of URLs and skip URLs never crawled. With the rules in the id, a manifest re-run across
+ * such a change is a new crawl instead (v2: fragments dropped, URLs with tabs refused).
+ */
+const MANIFEST_RULES = 'v2';
+
 async function manifestId(path: string): Promise<string> {
   const hash = createHash('sha256');
+  hash.update(`manifest-rules ${MANIFEST_RULES}\n`);
   for await (const chunk of fs.createReadStream(path)) hash.update(chunk as Buffer);
   return hash.digest('hex').slice(0, 16);
 }
