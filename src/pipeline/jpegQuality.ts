@@ -1,7 +1,7 @@
 /**
  * JPEG quality estimated from the quantisation tables, the way ImageMagick's estimate works
- * in spirit: compare the file's luminance table with the IJG/Annex K base table it was
- * scaled from, and invert libjpeg's quality scaling.
+ * in spirit: compare the file's luminance table with the IJG/Annex K base table scaled to each
+ * quality as libjpeg scales it.
  */
 
 // JPEG Annex K luminance table (order does not matter: only sums are used).
@@ -44,14 +44,37 @@ export function readQuantTables(buf: Buffer): Map<number, number[]> {
   return tables;
 }
 
-/** Estimated quality 1-100, or undefined when the bytes carry no usable table. */
+/**
+ * The sum of the Annex K luminance table as libjpeg scales it for `quality`: scale factor
+ * 5000/q below 50 and 200-2q from 50, each entry rounded and kept within 1..max (255 in a
+ * baseline file, whose tables are 8-bit).
+ */
+function scaledSum(quality: number, max: number): number {
+  const scale = quality < 50 ? Math.floor(5000 / quality) : 200 - quality * 2;
+  let sum = 0;
+  for (const b of ANNEX_K_LUMA) sum += Math.min(max, Math.max(1, Math.floor((b * scale + 50) / 100)));
+  return sum;
+}
+
+const SCALED_SUMS = { 255: [0], 32767: [0] } as Record<255 | 32767, number[]>;
+for (let q = 1; q <= 100; q++) {
+  SCALED_SUMS[255].push(scaledSum(q, 255));
+  SCALED_SUMS[32767].push(scaledSum(q, 32767));
+}
+
+/**
+ * Estimated quality 1-100, or undefined when the bytes carry no usable table. The quality whose
+ * libjpeg-scaled table sums closest to the file's luminance table: exact for libjpeg's own
+ * encoders (sharp, cjpeg, most cameras' libraries), the nearest equivalent for others. Below
+ * quality 20 libjpeg clips entries at 255; inverting the scaling without that clip read
+ * quality 1 as 11 and 10 as 15.
+ */
 export function estimateJpegQuality(buf: Buffer): number | undefined {
   const luma = readQuantTables(buf).get(0);
   if (!luma) return undefined;
   const sum = luma.reduce((a, b) => a + b, 0);
-  if (sum <= 64) return 100; // every entry 1: the finest table there is
-  const base = ANNEX_K_LUMA.reduce((a, b) => a + b, 0);
-  const scale = (100 * sum) / base;
-  const q = scale <= 100 ? (200 - scale) / 2 : 5000 / scale;
-  return Math.max(1, Math.min(100, Math.round(q)));
+  const sums = SCALED_SUMS[luma.some((v) => v > 255) ? 32767 : 255];
+  let best = 100;
+  for (let q = 99; q >= 1; q--) if (Math.abs(sums[q]! - sum) < Math.abs(sums[best]! - sum)) best = q;
+  return best;
 }

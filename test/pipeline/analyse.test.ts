@@ -9,6 +9,15 @@ describe('image analysis (real sharp)', () => {
     expect(Math.abs(est! - q)).toBeLessThanOrEqual(5);
   });
 
+  it('estimates every quality libjpeg encodes exactly, the lowest too (entries clipped at 255 there)', async () => {
+    const wrong: string[] = [];
+    for (let q = 1; q <= 100; q++) {
+      const est = estimateJpegQuality(await jpeg(64, 48, q));
+      if (est !== q) wrong.push(`${q} read as ${est}`);
+    }
+    expect(wrong).toEqual([]);
+  });
+
   it('reports display width and height after EXIF orientation, and licensing EXIF', async () => {
     const a = await analyse(await rotatedJpeg(), 50_000_000);
     expect({ w: a.width, h: a.height, o: a.orientation }).toEqual({ w: 200, h: 400, o: 6 });
