@@ -4,6 +4,7 @@ import { StoreRecorder } from '../../src/activities/storeRecorder';
 import { exportRecords } from '../../src/crawl/exportRecords';
 import { recordKey } from '../../src/pipeline/keys';
 import { S3Store } from '../../src/pipeline/store';
+import { describeStoreError } from '../../src/pipeline/storeError';
 import { S3TestServer } from '../support/s3server';
 
 describe('S3 store against a real S3-protocol server (moto_server on 127.0.0.1)', () => {
@@ -59,7 +60,10 @@ describe('S3 store against a real S3-protocol server (moto_server on 127.0.0.1)'
     const stalled = new S3Store({ bucket: 'crawl', endpoint, region: 'us-east-1', forcePathStyle: true, requestTimeoutMs: 500 });
     try {
       const started = Date.now();
-      await expect(stalled.put('thumbnails/ab/x.jpg', Buffer.from('x'), 'image/jpeg')).rejects.toThrow(/timed? ?out/i);
+      const failure = await stalled.put('thumbnails/ab/x.jpg', Buffer.from('x'), 'image/jpeg').then(() => undefined, (err: unknown) => err);
+      expect(String(failure)).toMatch(/timed? ?out/i);
+      // What `crawl status` and `crawl run` say of it.
+      expect(describeStoreError(failure)).toBe('the store did not answer within 0.5 s (ETIMEDOUT)');
       // The SDK tries three times; each waits for the request timeout, not for ever.
       expect(Date.now() - started).toBeLessThan(10_000);
     } finally {
