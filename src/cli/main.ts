@@ -10,7 +10,7 @@ import { exportRecords, exportRecordsToFile, type ExportSummary } from '../crawl
 import { FailureTally } from '../crawl/failureTally';
 import { assertReadableManifest } from '../crawl/manifest';
 import { runCrawl } from '../crawl/run';
-import { duplicatesNote, emptyManifest, invalidRetryAfterCap, maxRateSetting, maxRetryAfterSetting, startCrawl, unusedCatalogWarning } from '../crawl/start';
+import { duplicatesNote, emptyManifest, invalidRetryAfterCap, maxRateSetting, maxRetryAfterSetting, sharedHostsWarning, startCrawl, unusedCatalogWarning } from '../crawl/start';
 import { callSignal } from '../shared/callSignal';
 import { forEachLimit } from '../shared/concurrency';
 import { describeMonitor, DoneRate, listSources, monitoringUpdate, sourceStatus, statusTable, stopMonitor, type Answered } from '../crawl/status';
@@ -221,6 +221,8 @@ export function buildProgram(): Command {
       if (duplicates) process.stdout.write(`${duplicates}\n`);
       const unused = unusedCatalogWarning(summary);
       if (unused) process.stderr.write(`crawl: ${unused}\n`);
+      const shared = sharedHostsWarning(summary);
+      if (shared) process.stderr.write(`crawl: ${shared}\n`);
       await client.connection.close();
     });
 

@@ -10,7 +10,8 @@ import { readLines } from './lineReader';
 /** Longer lines are skipped as bad (a URL is at most a few KiB; servers refuse longer ones). */
 export const MAX_LINE_CHARS = 64 * 1024;
 
-export type ManifestEntry = { line: number; url: string; source: string } | { line: number; error: string };
+/** `origin`: the URL's host with any port, as a source without a name is called. */
+export type ManifestEntry = { line: number; url: string; source: string; origin: string } | { line: number; error: string };
 export type ManifestFormat = 'ndjson' | 'csv' | 'lines';
 
 /** Throws a message an operator can act on unless `file` is a readable regular file. */
@@ -174,6 +175,7 @@ export async function* readManifest(path: string): AsyncGenerator<ManifestEntry>
         continue;
       }
     }
-    yield { line, url: u.href, source: (source as string | undefined) || sourceOfUrl(u) };
+    const origin = sourceOfUrl(u);
+    yield { line, url: u.href, source: (source as string | undefined) || origin, origin };
   }
 }

@@ -40,6 +40,8 @@ export interface StartSummary {
   duplicates: number;
   /** Catalogue entries no source of the manifest is called by: most likely a misspelt name. */
   unusedCatalogEntries: string[];
+  /** Hosts whose URLs are in more than one source: each source sends at its own rate. */
+  sharedHosts: Map<string, Set<string>>;
 }
 
 /**
@@ -70,6 +72,20 @@ export function unusedCatalogWarning(summary: StartSummary): string | undefined 
   const one = names.length === 1;
   return `catalog ${one ? 'entry' : 'entries'} ${shown}${more} match${one ? 'es' : ''} no source in the manifest, so ${one ? 'its' : 'their'} ` +
     'settings are not used (a source is the line\'s "source", else the URL\'s host, with :port if it has one)';
+}
+
+/**
+ * A warning naming hosts listed under more than one source, or undefined when there are none.
+ * A source's rate is per source: a host in two sources gets both rates at once, more than the
+ * site was meant to bear.
+ */
+export function sharedHostsWarning(summary: StartSummary): string | undefined {
+  const shared = [...summary.sharedHosts];
+  if (shared.length === 0) return undefined;
+  const shown = shared.slice(0, 5).map(([host, sources]) => `${host} (in ${[...sources].slice(0, 4).map((n) => JSON.stringify(n)).join(', ')}${sources.size > 4 ? ', ...' : ''})`).join('; ');
+  const more = shared.length > 5 ? `; and ${shared.length - 5} more` : '';
+  return `${shared.length === 1 ? 'a host is' : `${shared.length} hosts are`} in more than one source: ${shown}${more}. ` +
+    'Each source keeps to its own rate, so such a host gets the sum; give all of a host\'s URLs one source to hold it to one rate';
 }
 
 /** The global ceiling: `--max-rate` when given, else CRAWL_MAX_RATE, else none. */
@@ -175,7 +191,17 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
   const buffers = new Map<string, string[]>();
   /** Per source: ranges not yet sent to its monitor. */
   const refs = new Map<string, ChunkRange[]>();
-  const summary: StartSummary = { manifestId: id, sources: new Map(), badLines: 0, duplicates: 0, unusedCatalogEntries: [] };
+  const summary: StartSummary = { manifestId: id, sources: new Map(), badLines: 0, duplicates: 0, unusedCatalogEntries: [], sharedHosts: new Map() };
+  /**
+   * Host -> the named source its URLs are in. Only for sources with a name of their own: a
+   * source without one is its host (summary.sources has it), so a manifest of millions of hosts
+   * costs nothing here.
+   */
+  const namedHostSource = new Map<string, string>();
+  const share = (host: string, a: string, b: string) => {
+    const set = summary.sharedHosts.get(host) ?? new Set<string>();
+    summary.sharedHosts.set(host, set.add(a).add(b));
+  };
   const seen = new SeenUrls();
   const writeSlots = new WeightedBudget(WRITE_CONCURRENCY);
   /** Per source, in chunk order: writes not yet turned into ranges. */
@@ -283,6 +309,14 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
     if (!seen.add(entry.url)) {
       summary.duplicates++;
       continue;
+    }
+    if (entry.source !== entry.origin) {
+      const owner = namedHostSource.get(entry.origin);
+      if (owner === undefined) namedHostSource.set(entry.origin, entry.source);
+      else if (owner !== entry.source) share(entry.origin, owner, entry.source);
+      if (summary.sources.has(entry.origin)) share(entry.origin, entry.origin, entry.source);
+    } else if (!summary.sources.has(entry.source) && namedHostSource.has(entry.origin)) {
+      share(entry.origin, namedHostSource.get(entry.origin)!, entry.source);
     }
     if (!summary.sources.has(entry.source)) summary.sources.set(entry.source, { urls: 0, chunks: 0, alreadyDone: 0 });
     summary.sources.get(entry.source)!.urls++;

@@ -8,7 +8,8 @@ async function entries(name: string, text: string): Promise<ManifestEntry[]> {
   const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'manifest-')), name);
   fs.writeFileSync(file, text);
   const out: ManifestEntry[] = [];
-  for await (const e of readManifest(file)) out.push(e);
+  // `origin` is checked by its own test below; the others compare lines, URLs and sources.
+  for await (const e of readManifest(file)) out.push('origin' in e ? (({ origin: _origin, ...rest }) => rest)(e) as ManifestEntry : e);
   return out;
 }
 
@@ -44,6 +45,17 @@ describe('manifests', () => {
       { line: 7, error: 'credentials in URLs are not allowed' },
       { line: 8, error: expect.stringMatching(/^source must be/) },
       { line: 9, url: 'http://b.example/6.jpg', source: 'b.example' },
+    ]);
+  });
+
+  it('gives each URL its origin (host and any port), also under a named source', async () => {
+    const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'manifest-')), 'm.ndjson');
+    fs.writeFileSync(file, '{"url":"https://A.example:8443/1.jpg","source":"museum"}\n{"url":"http://b.example:80/2.jpg"}\n');
+    const got: ManifestEntry[] = [];
+    for await (const e of readManifest(file)) got.push(e);
+    expect(got).toEqual([
+      { line: 1, url: 'https://a.example:8443/1.jpg', source: 'museum', origin: 'a.example:8443' },
+      { line: 2, url: 'http://b.example/2.jpg', source: 'b.example', origin: 'b.example' },
     ]);
   });
 

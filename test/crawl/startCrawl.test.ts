@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
-import { chunkKeys, startCrawl, unusedCatalogWarning } from '../../src/crawl/start';
+import { chunkKeys, startCrawl, sharedHostsWarning, unusedCatalogWarning } from '../../src/crawl/start';
 import type { ObjectStore } from '../../src/pipeline/store';
 import { chunkOf } from '../../src/shared/chunkRanges';
 import type { ChunkRange } from '../../src/shared/types';
@@ -171,6 +171,29 @@ describe('startCrawl', () => {
     expect(summary.unusedCatalogEntries).toEqual(['b.example', 'musuem']);
     expect(unusedCatalogWarning(summary)).toMatch(/^catalog entries "b\.example", "musuem" match no source in the manifest, so their settings are not used/);
     expect(unusedCatalogWarning({ ...summary, unusedCatalogEntries: [] })).toBeUndefined();
+  });
+
+  it('names the hosts whose URLs are in more than one source, since each source sends at its own rate', async () => {
+    const manifest = writeManifest([
+      '{"url":"https://a.example/1.jpg"}',
+      '{"url":"https://a.example/2.jpg","source":"art"}',
+      '{"url":"https://b.example/1.jpg","source":"art"}',
+      '{"url":"https://b.example/2.jpg","source":"photos"}',
+      '{"url":"https://c.example/1.jpg","source":"cats"}',
+      '{"url":"https://c.example/2.jpg","source":"cats"}',
+      '{"url":"https://d.example/1.jpg","source":"dogs"}',
+      '{"url":"https://d.example/2.jpg"}',
+      '{"url":"https://e.example/1.jpg"}',
+    ]);
+    const summary = await startCrawl({ client: recordingClient().client, store: new SlowStore(), manifest, taskQueue: 'q' });
+    expect([...summary.sharedHosts].map(([h, s]) => [h, [...s].sort()])).toEqual([
+      ['a.example', ['a.example', 'art']],
+      ['b.example', ['art', 'photos']],
+      ['d.example', ['d.example', 'dogs']],
+    ]);
+    expect(sharedHostsWarning(summary)).toBe('3 hosts are in more than one source: a.example (in "a.example", "art"); b.example (in "art", "photos"); '
+      + 'd.example (in "dogs", "d.example"). Each source keeps to its own rate, so such a host gets the sum; give all of a host\'s URLs one source to hold it to one rate');
+    expect(sharedHostsWarning({ ...summary, sharedHosts: new Map() })).toBeUndefined();
   });
 
   it('crawls a URL listed more than once once, whatever source or spelling it comes with', async () => {
