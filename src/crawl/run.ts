@@ -18,6 +18,7 @@ import { duplicatesNote, emptyManifest, nothingToCrawl, sharedHostsWarning, star
 import { DoneRate, monitoringUpdate, sourceStatus, statusTable, SourceNotes, stopMonitor, type SourceStatus } from './status';
 import { StatusPoller } from './statusPoller';
 import { envText } from '../shared/env';
+import { logWorkflowMessagesAt } from '../temporal/runtime';
 
 export interface RunOptions {
   manifest: string;
@@ -65,6 +66,8 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
   // The in-process worker's configuration too, before a server is started for it.
   const deps = envText('TEMPORAL_ADDRESS') ? undefined : defaultDeps({ dataDir: opts.outDir, allowNetworks: opts.allowNetworks });
   if (deps) checkWorkerConfig();
+  // On a terminal the run reports each source's state changes itself, above its progress bar.
+  if (deps && out.isTTY && process.stderr.isTTY) logWorkflowMessagesAt('OFF');
   await store.verify?.();
   fs.mkdirSync(opts.outDir, { recursive: true });
   const metadataFile = path.join(opts.outDir, 'metadata.ndjson');

@@ -3,12 +3,12 @@ import { log } from '../shared/log';
 
 let installed = false;
 
-const RANK: Record<LogLevel, number> = { TRACE: 0, DEBUG: 1, INFO: 2, WARN: 3, ERROR: 4 };
-const LEVELS = Object.keys(RANK) as LogLevel[];
+const RANK: Record<LogLevel | 'OFF', number> = { TRACE: 0, DEBUG: 1, INFO: 2, WARN: 3, ERROR: 4, OFF: 5 };
+const LEVELS: LogLevel[] = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR'];
 
 function asLevel(v: string | undefined, fallback: LogLevel): LogLevel {
   const up = v?.toUpperCase() as LogLevel | undefined;
-  return up && up in RANK ? up : fallback;
+  return up && LEVELS.includes(up) ? up : fallback;
 }
 
 /**
@@ -18,7 +18,7 @@ function asLevel(v: string | undefined, fallback: LogLevel): LogLevel {
  * through the SDK, tagged `sdkComponent: workflow`; at WARN a worker's log showed none of the
  * breaker's transitions, only a permanent halt. They follow `ownLevel` instead.
  */
-export function makeSdkLogFilter(sdkLevel: LogLevel, ownLevel: () => LogLevel): (level: LogLevel, meta: Record<string, unknown> | undefined) => boolean {
+export function makeSdkLogFilter(sdkLevel: LogLevel, ownLevel: () => LogLevel | 'OFF'): (level: LogLevel, meta: Record<string, unknown> | undefined) => boolean {
   return (level, meta) => {
     const component = meta?.sdkComponent;
     const floor = component === 'workflow' || component === 'activity' ? ownLevel() : sdkLevel;
@@ -26,15 +26,17 @@ export function makeSdkLogFilter(sdkLevel: LogLevel, ownLevel: () => LogLevel): 
   };
 }
 
-/** The level of our own workflow and activity messages: WARN unless a command asks for more. */
-let ownMessagesLevel: LogLevel = 'WARN';
+/** The level of our own workflow and activity messages: WARN unless a command asks otherwise. */
+let ownMessagesLevel: LogLevel | 'OFF' = 'WARN';
 
 /**
  * A long-running worker logs its workflows' state transitions at INFO: they are what an operator
  * reads back after an incident. `crawl run` does not: it prints each source's new state itself,
- * above its progress bar, which JSON lines on the same terminal would break up.
+ * and on a terminal it logs none of them ('OFF'): a JSON line there broke up its progress bar
+ * (the demo's permanent halt printed its ALERT in the middle of the bar, next to the run's own
+ * "broken: HALTED" line).
  */
-export function logWorkflowMessagesAt(level: LogLevel): void {
+export function logWorkflowMessagesAt(level: LogLevel | 'OFF'): void {
   ownMessagesLevel = level;
 }
 
