@@ -10,7 +10,7 @@ import { exportRecords, exportRecordsToFile, type ExportSummary } from '../crawl
 import { FailureTally } from '../crawl/failureTally';
 import { assertReadableManifest } from '../crawl/manifest';
 import { runCrawl } from '../crawl/run';
-import { duplicatesNote, emptyManifest, invalidRetryAfterCap, maxRateSetting, maxRetryAfterSetting, sharedHostsWarning, startCrawl, unusedCatalogWarning } from '../crawl/start';
+import { continuesNote, duplicatesNote, emptyManifest, invalidRetryAfterCap, maxRateSetting, maxRetryAfterSetting, sharedHostsWarning, startCrawl, unusedCatalogWarning } from '../crawl/start';
 import { callSignal } from '../shared/callSignal';
 import { forEachLimit } from '../shared/concurrency';
 import { describeMonitor, DoneRate, listSources, monitoringUpdate, sourceStatus, statusTable, stopMonitor, type Answered } from '../crawl/status';
@@ -208,6 +208,8 @@ export function buildProgram(): Command {
         catalog: opts.catalog ? await readCatalog(opts.catalog) : undefined,
         onBadLine: (b) => process.stderr.write(`crawl: ${manifest} line ${b.line}: ${b.error} (skipped)\n`),
       });
+      const continues = continuesNote(summary, manifest);
+      if (continues) process.stdout.write(`${continues}\n`);
       for (const [name, s] of summary.sources) process.stdout.write(`${name}: ${s.urls} URLs in ${s.chunks} chunk(s)${s.alreadyDone ? `, ${s.alreadyDone} already crawled` : ''}\n`);
       const empty = emptyManifest(summary, manifest);
       if (empty && 'error' in empty) {

@@ -14,7 +14,7 @@ import { readCatalog } from './catalog';
 import { exportRecordsToFile } from './exportRecords';
 import { FailureTally } from './failureTally';
 import { assertReadableManifest, manifestHasContent } from './manifest';
-import { duplicatesNote, emptyManifest, nothingToCrawl, sharedHostsWarning, startCrawl, unusedCatalogWarning } from './start';
+import { continuesNote, duplicatesNote, emptyManifest, nothingToCrawl, sharedHostsWarning, startCrawl, unusedCatalogWarning } from './start';
 import { DoneRate, monitoringUpdate, sourceStatus, statusTable, SourceNotes, stopMonitor, type SourceStatus } from './status';
 import { StatusPoller } from './statusPoller';
 import { envText } from '../shared/env';
@@ -105,6 +105,8 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
     out.write(`crawling ${sources.length} source(s) from ${opts.manifest}` +
       `${summary.badLines ? ` (${summary.badLines} bad line(s) skipped)` : ''}` +
       `${duplicates ? ` (${duplicates})` : ''}; Web UI: ${server.uiUrl ?? 'see your Temporal UI'}\n`);
+    const continues = continuesNote(summary, opts.manifest);
+    if (continues) out.write(`${continues}\n`);
     const unused = unusedCatalogWarning(summary);
     if (unused) process.stderr.write(`crawl: ${unused}\n`);
     const shared = sharedHostsWarning(summary);

@@ -1,6 +1,5 @@
+import path from 'node:path';
 import { DEFAULT_ADAPTIVE } from '../politeness/adaptiveRate';
-import { createHash } from 'node:crypto';
-import fs from 'node:fs';
 import type { Client } from '@temporalio/client';
 import { sourceSegment } from '../pipeline/keys';
 import { invalidRate } from '../politeness/targetRate';
@@ -13,6 +12,7 @@ import { crawlMonitorWorkflow } from '../workflows/monitor';
 import { monitorWorkflowId, type MonitorOptions } from '../workflows/monitorState';
 import type { Catalog } from './catalog';
 import { assertReadableManifest, readManifest } from './manifest';
+import { identifyManifest, type ManifestIdentity } from './manifestPortions';
 import { SeenUrls } from './seenUrls';
 
 /**
@@ -34,6 +34,8 @@ export interface BadLine {
 
 export interface StartSummary {
   manifestId: string;
+  /** The earlier manifest this one begins with: its lines are split as they were then. */
+  continues?: ManifestIdentity['continues'];
   sources: Map<string, { urls: number; chunks: number; alreadyDone: number }>;
   badLines: number;
   /** Lines whose URL an earlier line had listed already: each URL is crawled once. */
@@ -56,6 +58,18 @@ export function emptyManifest(summary: StartSummary, manifest: string): { error:
 
 export function nothingToCrawl(manifest: string): string {
   return `nothing to crawl: ${manifest} lists no URLs`;
+}
+
+/**
+ * Said when the manifest continues an earlier one: its first lines are not crawled again, which
+ * an operator who appended lines expects, and one who edited an old file may not.
+ */
+export function continuesNote(summary: StartSummary, manifest: string): string | undefined {
+  const c = summary.continues;
+  if (!c) return undefined;
+  const earlier = c.path === path.resolve(manifest) ? 'were started before' : `are the manifest ${c.path}, started before`;
+  return `the first ${c.lines} line(s) of ${manifest} ${earlier}: they keep the chunks and progress they had then ` +
+    '(nothing is crawled twice), and only the lines after them are new';
 }
 
 /** How many lines repeated a URL listed before, or undefined when none did. */
@@ -152,22 +166,6 @@ export function chunkKeys(manifestId: string, source: string, n: number): { urls
   return { urls, done: chunkDoneKey(urls) };
 }
 
-/**
- * Bumped whenever the rules that turn manifest lines into chunk URLs change (which lines are
- * bad, how URLs are normalised and deduplicated). Chunk n of a manifest must hold the same URLs
- * on every start: after a rule change a re-run would find chunk n's done-marker over a different
- * set of URLs and skip URLs never crawled. With the rules in the id, a manifest re-run across
- * such a change is a new crawl instead (v2: fragments dropped, URLs with tabs refused).
- */
-const MANIFEST_RULES = 'v2';
-
-async function manifestId(path: string): Promise<string> {
-  const hash = createHash('sha256');
-  hash.update(`manifest-rules ${MANIFEST_RULES}\n`);
-  for await (const chunk of fs.createReadStream(path)) hash.update(chunk as Buffer);
-  return hash.digest('hex').slice(0, 16);
-}
-
 /** Sources whose last chunk and monitor start are in flight at once. */
 const START_CONCURRENCY = 16;
 /**
@@ -178,6 +176,8 @@ const WRITE_CONCURRENCY = 16;
 const MAX_QUEUED_WRITES = 64;
 
 interface ChunkWritten {
+  /** The manifest portion's id (see manifestPortions). */
+  portion: string;
   n: number;
   count: number;
   /** The chunk had a done-marker already: nothing was written and it is not crawled. */
@@ -186,12 +186,17 @@ interface ChunkWritten {
 
 export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
   assertReadableManifest(opts.manifest);
-  const id = await manifestId(opts.manifest);
+  const identity = await identifyManifest(opts.manifest, opts.store);
+  const { id, portions } = identity;
+  let portionIndex = 0;
+  let portion = portions[0]!;
+  /** Per source: chunks of the current portion so far. */
+  let portionChunks = new Map<string, number>();
   const chunkSize = opts.chunkSize ?? CHUNK_SIZE;
   const buffers = new Map<string, string[]>();
   /** Per source: ranges not yet sent to its monitor. */
   const refs = new Map<string, ChunkRange[]>();
-  const summary: StartSummary = { manifestId: id, sources: new Map(), badLines: 0, duplicates: 0, unusedCatalogEntries: [], sharedHosts: new Map() };
+  const summary: StartSummary = { manifestId: id, ...(identity.continues ? { continues: identity.continues } : {}), sources: new Map(), badLines: 0, duplicates: 0, unusedCatalogEntries: [], sharedHosts: new Map() };
   /**
    * Host -> the named source its URLs are in. Only for sources with a name of their own: a
    * source without one is its host (summary.sources has it), so a manifest of millions of hosts
@@ -214,11 +219,12 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
    * look-up per chunk was a million requests to S3 for a source of 500 million URLs.
    */
   const doneChunks = new Map<string, Promise<Set<number>>>();
-  const doneSet = (source: string): Promise<Set<number>> => {
-    let p = doneChunks.get(source);
+  const doneSet = (portionId: string, source: string): Promise<Set<number>> => {
+    const key = `${portionId}/${source}`;
+    let p = doneChunks.get(key);
     if (!p) {
       p = (async () => {
-        const prefix = chunkPrefix(id, source);
+        const prefix = chunkPrefix(portionId, source);
         const done = new Set<number>();
         for await (const key of opts.store.list(prefix)) {
           const n = doneChunkNumber(prefix, key);
@@ -227,7 +233,7 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
         return done;
       })();
       p.catch(() => undefined); // a failed listing fails the chunk jobs that wait for it
-      doneChunks.set(source, p);
+      doneChunks.set(key, p);
     }
     return p;
   };
@@ -261,7 +267,7 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
     writing.delete(source);
     const s = summary.sources.get(source)!;
     for (const job of jobs) {
-      const { n, count, done } = await job;
+      const { portion: at, n, count, done } = await job;
       if (done) {
         // Skipped: the next chunk is not adjacent to the range before, so it starts a new one.
         s.alreadyDone += count;
@@ -269,7 +275,7 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
       }
       const pending = refs.get(source) ?? [];
       refs.set(source, pending);
-      appendRange(pending, { idPrefix: `${id}-`, spoolPrefix: chunkPrefix(id, source), first: n, last: n, chunkSize, lastCount: count });
+      appendRange(pending, { idPrefix: `${at}-`, spoolPrefix: chunkPrefix(at, source), first: n, last: n, chunkSize, lastCount: count });
     }
   };
 
@@ -277,13 +283,16 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
     const urls = buffers.get(source) ?? [];
     if (urls.length === 0) return;
     buffers.set(source, []);
-    const n = summary.sources.get(source)!.chunks++;
-    const keys = chunkKeys(id, source, n);
-    const done = doneSet(source);
+    summary.sources.get(source)!.chunks++;
+    const n = portionChunks.get(source) ?? 0;
+    portionChunks.set(source, n + 1);
+    const at = portion.id;
+    const keys = chunkKeys(at, source, n);
+    const done = doneSet(at, source);
     const job = writeSlots.use(1, async (): Promise<ChunkWritten> => {
-      if ((await done).has(n)) return { n, count: urls.length, done: true };
+      if ((await done).has(n)) return { portion: at, n, count: urls.length, done: true };
       await opts.store.put(keys.urls, urls.join('\n') + '\n', 'text/plain');
-      return { n, count: urls.length, done: false };
+      return { portion: at, n, count: urls.length, done: false };
     });
     // Awaited below or in settle(); until then a failure must not count as unhandled.
     job.catch(() => undefined);
@@ -300,6 +309,12 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
 
   for await (const entry of readManifest(opts.manifest)) {
     if (opts.signal?.aborted) break;
+    while (portion.lastLine !== null && entry.line > portion.lastLine) {
+      // The end of an earlier manifest's lines: its last chunks end here, as they did in its own start.
+      for (const source of [...buffers.keys()]) await flush(source);
+      portion = portions[++portionIndex]!;
+      portionChunks = new Map();
+    }
     if ('error' in entry) {
       summary.badLines++;
       opts.onBadLine?.(entry);

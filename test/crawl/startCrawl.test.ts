@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
-import { chunkKeys, startCrawl, sharedHostsWarning, unusedCatalogWarning } from '../../src/crawl/start';
+import { chunkKeys, continuesNote, startCrawl, sharedHostsWarning, unusedCatalogWarning } from '../../src/crawl/start';
 import type { ObjectStore } from '../../src/pipeline/store';
 import { chunkOf } from '../../src/shared/chunkRanges';
 import type { ChunkRange } from '../../src/shared/types';
@@ -132,8 +132,9 @@ describe('startCrawl', () => {
     store.gets = 0;
     store.lists = 0;
     const again = await startCrawl({ client: second.client, store, manifest, taskQueue: 'q', chunkSize: 10 });
-    // One listing of done-markers per source, not a look-up per chunk.
-    expect({ gets: store.gets, lists: store.lists }).toEqual({ gets: 0, lists: 2 });
+    // One listing of done-markers per source, not a look-up per chunk (and one of the earlier
+    // manifests, one read of this manifest's own record).
+    expect({ gets: store.gets, lists: store.lists }).toEqual({ gets: 1, lists: 3 });
     expect(again.sources.get('a.example')!.alreadyDone).toBe(510);
     expect(announced(second.sent, 'a.example').map((c) => Number(c.chunkId.split('-')[1]))).toEqual(
       Array.from({ length: 201 }, (_, k) => k).filter((n) => n >= 50 && n !== 120));
@@ -215,5 +216,85 @@ describe('startCrawl', () => {
       .flatMap((c) => store.objects.get(c.spool!)!.trim().split('\n'));
     expect(urls('a.example')).toEqual(['https://a.example/1.jpg', 'https://a.example/2.jpg']);
     expect(urls('museum')).toEqual(['https://a.example/3.jpg']);
+  });
+
+  describe('a manifest that continues an earlier one', () => {
+    const announcedChunks = (sent: Map<string, ChunkRange[]>, source: string) =>
+      (sent.get(source) ?? []).flatMap((r) => Array.from({ length: r.last - r.first + 1 }, (_, k) => chunkOf(r, r.first + k)));
+    const urlsIn = (store: SlowStore, sent: Map<string, ChunkRange[]>, source: string) =>
+      announcedChunks(sent, source).flatMap((c) => store.objects.get(c.spool!)!.trim().split('\n'));
+    /** What the batches do when a chunk is finished: its done-marker. */
+    const finishAll = (store: SlowStore, sent: Map<string, ChunkRange[]>) => {
+      for (const source of sent.keys()) for (const c of announcedChunks(sent, source)) store.objects.set(c.spool!.replace(/\.txt$/, '.done'), '');
+    };
+    const a = (i: number) => `https://a.example/${i}.jpg`;
+    const b = (i: number) => `https://b.example/${i}.jpg`;
+
+    it('crawls only the lines appended to it, and its earlier lines keep their chunks', async () => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'start-grown-'));
+      const manifest = path.join(dir, 'm.txt');
+      const first = [...Array.from({ length: 25 }, (_, i) => a(i)), ...Array.from({ length: 7 }, (_, i) => b(i))];
+      fs.writeFileSync(manifest, `${first.join('\n')}\n`);
+      const store = new SlowStore();
+      const one = recordingClient();
+      const before = await startCrawl({ client: one.client, store, manifest, taskQueue: 'q', chunkSize: 10 });
+      expect(before.continues).toBeUndefined();
+      finishAll(store, one.sent);
+
+      // The user appends lines (one repeating a URL crawled already) and starts the file again.
+      const added = [a(25), a(3), b(7), 'https://c.example/0.jpg', 'not a url'];
+      fs.appendFileSync(manifest, `${added.join('\n')}\n`);
+      const two = recordingClient();
+      const bad: number[] = [];
+      const after = await startCrawl({ client: two.client, store, manifest, taskQueue: 'q', chunkSize: 10, onBadLine: (l) => bad.push(l.line) });
+      expect(after.continues).toEqual({ lines: 32, path: manifest });
+      expect(after.manifestId).not.toBe(before.manifestId);
+      expect(urlsIn(store, two.sent, 'a.example')).toEqual([a(25)]);
+      expect(urlsIn(store, two.sent, 'b.example')).toEqual([b(7)]);
+      expect(urlsIn(store, two.sent, 'c.example')).toEqual(['https://c.example/0.jpg']);
+      expect(after.sources.get('a.example')).toMatchObject({ urls: 26, alreadyDone: 25 });
+      expect(after.duplicates).toBe(1);
+      expect(bad).toEqual([37]);
+      expect(continuesNote(after, manifest)).toBe(`the first 32 line(s) of ${manifest} were started before: they keep the chunks and progress they had then (nothing is crawled twice), and only the lines after them are new`);
+      expect(continuesNote(before, manifest)).toBeUndefined();
+
+      // Started a third time after a longer manifest with the same beginning appeared: the
+      // portions are those of its first start, so its chunks hold what they held then.
+      const other = path.join(dir, 'other.txt');
+      fs.writeFileSync(other, `${[...first, a(25), a(3)].join('\n')}\n`);
+      const longer = await startCrawl({ client: recordingClient().client, store, manifest: other, taskQueue: 'q', chunkSize: 10 });
+      expect(continuesNote(longer, other)).toMatch(new RegExp(`^the first 32 line\\(s\\) of ${other} are the manifest ${manifest}, started before:`));
+      const three = recordingClient();
+      const again = await startCrawl({ client: three.client, store, manifest, taskQueue: 'q', chunkSize: 10 });
+      expect(again.continues).toEqual({ lines: 32, path: manifest });
+      expect(announcedChunks(three.sent, 'a.example')).toEqual(announcedChunks(two.sent, 'a.example'));
+    });
+
+    it('does not continue a manifest whose last line, without a line break, was then extended', async () => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'start-edited-'));
+      const manifest = path.join(dir, 'm.txt');
+      fs.writeFileSync(manifest, `${a(1)}\nhttps://a.example/2`);
+      const store = new SlowStore();
+      const one = recordingClient();
+      await startCrawl({ client: one.client, store, manifest, taskQueue: 'q' });
+      finishAll(store, one.sent);
+      fs.writeFileSync(manifest, `${a(1)}\nhttps://a.example/2.jpg\n`);
+      const two = recordingClient();
+      const summary = await startCrawl({ client: two.client, store, manifest, taskQueue: 'q' });
+      expect(summary.continues).toBeUndefined();
+      expect(urlsIn(store, two.sent, 'a.example')).toEqual([a(1), a(2)]);
+    });
+
+    it('reads the same bytes named .csv and .txt as different manifests, since their lines differ', async () => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'start-format-'));
+      const store = new SlowStore();
+      const ids: string[] = [];
+      for (const name of ['m.csv', 'm.txt']) {
+        const manifest = path.join(dir, name);
+        fs.writeFileSync(manifest, `url\n${a(1)}\n`);
+        ids.push((await startCrawl({ client: recordingClient().client, store, manifest, taskQueue: 'q' })).manifestId);
+      }
+      expect(ids[0]).not.toBe(ids[1]);
+    });
   });
 });

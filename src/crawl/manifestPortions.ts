@@ -1,0 +1,154 @@
+import { createHash, type Hash } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import type { ObjectStore } from '../pipeline/store';
+
+/**
+ * Which earlier manifest a manifest continues. Users grow a manifest by appending lines and start
+ * it again; with an id from the whole file, every URL in it was crawled a second time (a million
+ * requests to sites that had served them already). A manifest whose first bytes are exactly an
+ * earlier manifest (ending with a line break) is split as that manifest's lines, under that
+ * manifest's chunk ids and done-markers, then the lines after them under its own id.
+ *
+ * The portions of a manifest are fixed the first time it is started (its record in the store):
+ * chunk n of a portion must hold the same URLs on every start, and which earlier manifests the
+ * store knows may change between starts.
+ */
+
+/**
+ * Bumped whenever the rules that turn manifest lines into chunk URLs change (which lines are
+ * bad, how URLs are normalised and deduplicated). Chunk n of a manifest must hold the same URLs
+ * on every start: after a rule change a re-run would find chunk n's done-marker over a different
+ * set of URLs and skip URLs never crawled. With the rules in the id, a manifest re-run across
+ * such a change is a new crawl instead (v2: fragments dropped, URLs with tabs refused; v3: the
+ * file name's format hint is part of the id, since `urls.csv` and `urls.txt` with the same bytes
+ * are read differently).
+ */
+const MANIFEST_RULES = 'v3';
+
+/** Lines 1..lastLine of the manifest (all the rest when null) are chunked under `id`. */
+export interface ManifestPortion {
+  id: string;
+  lastLine: number | null;
+}
+
+export interface ManifestIdentity {
+  id: string;
+  portions: ManifestPortion[];
+  /** The earlier manifest this one continues, when it does. */
+  continues?: { lines: number; path: string };
+}
+
+interface ManifestRecord {
+  id: string;
+  bytes: number;
+  /** Line breaks in the file: the line count when it ends with one. */
+  lines: number;
+  path: string;
+  portions: ManifestPortion[];
+  continues?: { lines: number; path: string };
+}
+
+const RECORDS = 'work/manifests/';
+
+function recordKey(bytes: number, id: string): string {
+  return `${RECORDS}${bytes}-${id}.json`;
+}
+
+/** What the file's name says of its format (see detectFormat): the same bytes read as CSV and as plain lines differ. */
+function formatHint(file: string): string {
+  if (/\.(ndjson|jsonl)$/i.test(file)) return 'ndjson';
+  if (/\.csv$/i.test(file)) return 'csv';
+  return 'none';
+}
+
+function newHash(file: string): Hash {
+  const hash = createHash('sha256');
+  hash.update(`manifest-rules ${MANIFEST_RULES}\nformat-hint ${formatHint(file)}\n`);
+  return hash;
+}
+
+const digest = (hash: Hash) => hash.digest('hex').slice(0, 16);
+
+function parseRecord(text: string, key: string): ManifestRecord {
+  const r = JSON.parse(text) as ManifestRecord;
+  const portionsOk = Array.isArray(r.portions) && r.portions.length > 0 && r.portions.every((p, i) =>
+    typeof p.id === 'string' && /^[0-9a-f]{16}$/.test(p.id) && (i === r.portions.length - 1 ? p.lastLine === null : Number.isInteger(p.lastLine)));
+  if (!portionsOk || typeof r.id !== 'string' || !Number.isInteger(r.lines) || typeof r.path !== 'string') {
+    throw new Error(`the store's record of an earlier manifest, ${key}, is not valid; remove it only if no crawl of that manifest is to be continued`);
+  }
+  return r;
+}
+
+/**
+ * The manifest's id and portions: one listing of the store's manifest records and one pass over
+ * the file, hashing it and taking the hash at each length an earlier manifest had.
+ */
+export async function identifyManifest(file: string, store: ObjectStore): Promise<ManifestIdentity> {
+  const size = fs.statSync(file).size;
+  /** Earlier manifests shorter than this one, by length: candidates for its beginning. */
+  const known = new Map<number, Map<string, string>>();
+  const own: string[] = [];
+  for await (const key of store.list(RECORDS)) {
+    const m = /^(\d+)-([0-9a-f]{16})\.json$/.exec(key.slice(RECORDS.length));
+    if (!m) continue;
+    const bytes = Number(m[1]);
+    if (bytes === size) own.push(key);
+    if (bytes === 0 || bytes >= size) continue;
+    const ids = known.get(bytes) ?? new Map<string, string>();
+    known.set(bytes, ids.set(m[2]!, key));
+  }
+  const offsets = [...known.keys()].sort((a, b) => a - b);
+  const hash = newHash(file);
+  let read = 0;
+  let lineBreaks = 0;
+  let next = 0;
+  /** The longest earlier manifest this file begins with. */
+  let base: { key: string; lines: number } | undefined;
+  for await (const chunk of fs.createReadStream(file) as AsyncIterable<Buffer>) {
+    let at = 0;
+    while (next < offsets.length && offsets[next]! <= read + chunk.length) {
+      const cut = offsets[next++]! - read;
+      const part = chunk.subarray(at, cut);
+      hash.update(part);
+      lineBreaks += count(part);
+      at = cut;
+      // Only at a line break: a manifest whose last line was then continued is a new line.
+      const endsLine = chunk[cut - 1] === 0x0a;
+      const key = endsLine ? known.get(read + cut)!.get(digest(hash.copy())) : undefined;
+      if (key) base = { key, lines: lineBreaks };
+    }
+    const rest = chunk.subarray(at);
+    hash.update(rest);
+    lineBreaks += count(rest);
+    read += chunk.length;
+  }
+  const id = digest(hash);
+  const ownKey = recordKey(size, id);
+  if (own.includes(ownKey)) {
+    const body = await store.get(ownKey);
+    if (body) {
+      const record = parseRecord(body.toString('utf8'), ownKey);
+      return { id, portions: record.portions, ...(record.continues ? { continues: record.continues } : {}) };
+    }
+  }
+  let portions: ManifestPortion[] = [{ id, lastLine: null }];
+  let continues: ManifestIdentity['continues'];
+  if (base) {
+    const body = await store.get(base.key);
+    if (body) {
+      const earlier = parseRecord(body.toString('utf8'), base.key);
+      portions = [...earlier.portions.slice(0, -1), { id: earlier.id, lastLine: base.lines }, { id, lastLine: null }];
+      continues = { lines: base.lines, path: earlier.path };
+    }
+  }
+  const record: ManifestRecord = { id, bytes: size, lines: lineBreaks, path: path.resolve(file), portions, ...(continues ? { continues } : {}) };
+  await store.put(ownKey, `${JSON.stringify(record)}\n`, 'application/json');
+  return { id, portions, ...(continues ? { continues } : {}) };
+}
+
+function count(buf: Buffer): number {
+  let n = 0;
+  for (let i = buf.indexOf(0x0a); i >= 0; i = buf.indexOf(0x0a, i + 1)) n++;
+  return n;
+}
