@@ -10,7 +10,7 @@ import { exportRecords, exportRecordsToFile, type ExportSummary } from '../crawl
 import { FailureTally } from '../crawl/failureTally';
 import { assertReadableManifest } from '../crawl/manifest';
 import { runCrawl } from '../crawl/run';
-import { continuesNote, duplicatesNote, emptyManifest, invalidRetryAfterCap, maxRateSetting, maxRetryAfterSetting, sharedHostsWarning, startCrawl, unusedCatalogWarning } from '../crawl/start';
+import { continuesNote, duplicatesNote, emptyManifest, invalidRetryAfterCap, maxRateSetting, maxRetryAfterSetting, sharedHostsWarning, startCrawl, wwwTwinsWarning, unusedCatalogWarning } from '../crawl/start';
 import { callSignal } from '../shared/callSignal';
 import { forEachLimit } from '../shared/concurrency';
 import { describeMonitor, DoneRate, listSources, monitoringUpdate, sourceStatus, statusTable, stopMonitor, type Answered } from '../crawl/status';
@@ -225,6 +225,8 @@ export function buildProgram(): Command {
       if (unused) process.stderr.write(`crawl: ${unused}\n`);
       const shared = sharedHostsWarning(summary);
       if (shared) process.stderr.write(`crawl: ${shared}\n`);
+      const twins = wwwTwinsWarning(summary);
+      if (twins) process.stderr.write(`crawl: ${twins}\n`);
       await client.connection.close();
     });
 

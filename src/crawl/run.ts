@@ -14,7 +14,7 @@ import { readCatalog } from './catalog';
 import { exportRecordsToFile } from './exportRecords';
 import { FailureTally } from './failureTally';
 import { assertReadableManifest, manifestHasContent } from './manifest';
-import { continuesNote, duplicatesNote, emptyManifest, nothingToCrawl, sharedHostsWarning, startCrawl, unusedCatalogWarning } from './start';
+import { continuesNote, duplicatesNote, emptyManifest, nothingToCrawl, sharedHostsWarning, startCrawl, wwwTwinsWarning, unusedCatalogWarning } from './start';
 import { DoneRate, monitoringUpdate, sourceStatus, statusTable, SourceNotes, stopMonitor, type SourceStatus } from './status';
 import { StatusPoller } from './statusPoller';
 import { envText } from '../shared/env';
@@ -111,6 +111,8 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
     if (unused) process.stderr.write(`crawl: ${unused}\n`);
     const shared = sharedHostsWarning(summary);
     if (shared) process.stderr.write(`crawl: ${shared}\n`);
+    const twins = wwwTwinsWarning(summary);
+    if (twins) process.stderr.write(`crawl: ${twins}\n`);
     if (opts.halted) await actOnHalted(client, sources, opts.halted, out);
     for (const [name, s] of summary.sources) if (s.alreadyDone) out.write(`  ${name}: ${s.alreadyDone} URL(s) already crawled by an earlier run, skipped\n`);
 

@@ -44,6 +44,8 @@ export interface StartSummary {
   unusedCatalogEntries: string[];
   /** Hosts whose URLs are in more than one source: each source sends at its own rate. */
   sharedHosts: Map<string, Set<string>>;
+  /** Hosts whose URLs are sources of their own both with and without `www.` (the bare names). */
+  wwwTwins: string[];
 }
 
 /**
@@ -100,6 +102,19 @@ export function sharedHostsWarning(summary: StartSummary): string | undefined {
   const more = shared.length > 5 ? `; and ${shared.length - 5} more` : '';
   return `${shared.length === 1 ? 'a host is' : `${shared.length} hosts are`} in more than one source: ${shown}${more}. ` +
     'Each source keeps to its own rate, so such a host gets the sum; give all of a host\'s URLs one source to hold it to one rate';
+}
+
+/**
+ * A warning naming hosts crawled as two sources, with and without `www.`, or undefined. Most
+ * sites serve both names from the same servers, which would get both sources' rates at once.
+ */
+export function wwwTwinsWarning(summary: StartSummary): string | undefined {
+  const twins = summary.wwwTwins;
+  if (twins.length === 0) return undefined;
+  const shown = twins.slice(0, 5).map((h) => `${h} and www.${h}`).join('; ');
+  const more = twins.length > 5 ? `; and ${twins.length - 5} more pairs` : '';
+  return `${shown}${more} ${twins.length === 1 ? 'are two sources' : 'are pairs of sources'}, each sending at its own rate; ` +
+    'if a pair is one site, its servers get the sum: give both names\' URLs one "source" to hold the site to one rate';
 }
 
 /** The global ceiling: `--max-rate` when given, else CRAWL_MAX_RATE, else none. */
@@ -196,13 +211,15 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
   const buffers = new Map<string, string[]>();
   /** Per source: ranges not yet sent to its monitor. */
   const refs = new Map<string, ChunkRange[]>();
-  const summary: StartSummary = { manifestId: id, ...(identity.continues ? { continues: identity.continues } : {}), sources: new Map(), badLines: 0, duplicates: 0, unusedCatalogEntries: [], sharedHosts: new Map() };
+  const summary: StartSummary = { manifestId: id, ...(identity.continues ? { continues: identity.continues } : {}), sources: new Map(), badLines: 0, duplicates: 0, unusedCatalogEntries: [], sharedHosts: new Map(), wwwTwins: [] };
   /**
    * Host -> the named source its URLs are in. Only for sources with a name of their own: a
    * source without one is its host (summary.sources has it), so a manifest of millions of hosts
    * costs nothing here.
    */
   const namedHostSource = new Map<string, string>();
+  /** Sources named in the manifest (not a URL's host): few, unlike hosts. */
+  const namedSources = new Set<string>();
   const share = (host: string, a: string, b: string) => {
     const set = summary.sharedHosts.get(host) ?? new Set<string>();
     summary.sharedHosts.set(host, set.add(a).add(b));
@@ -326,6 +343,7 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
       continue;
     }
     if (entry.source !== entry.origin) {
+      namedSources.add(entry.source);
       const owner = namedHostSource.get(entry.origin);
       if (owner === undefined) namedHostSource.set(entry.origin, entry.source);
       else if (owner !== entry.source) share(entry.origin, owner, entry.source);
@@ -349,6 +367,10 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
     await settle(source);
     await send(source);
   });
+  for (const source of summary.sources.keys()) {
+    const bare = source.startsWith('www.') ? source.slice(4) : undefined;
+    if (bare && summary.sources.has(bare) && !namedSources.has(source) && !namedSources.has(bare)) summary.wwwTwins.push(bare);
+  }
   // An interrupted read has not seen every source.
   if (opts.catalog && !opts.signal?.aborted) summary.unusedCatalogEntries = [...opts.catalog.keys()].filter((name) => !summary.sources.has(name));
   return summary;

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
-import { chunkKeys, continuesNote, startCrawl, sharedHostsWarning, unusedCatalogWarning } from '../../src/crawl/start';
+import { chunkKeys, continuesNote, startCrawl, sharedHostsWarning, unusedCatalogWarning, wwwTwinsWarning } from '../../src/crawl/start';
 import type { ObjectStore } from '../../src/pipeline/store';
 import { chunkOf } from '../../src/shared/chunkRanges';
 import type { ChunkRange } from '../../src/shared/types';
@@ -195,6 +195,24 @@ describe('startCrawl', () => {
     expect(sharedHostsWarning(summary)).toBe('3 hosts are in more than one source: a.example (in "a.example", "art"); b.example (in "art", "photos"); '
       + 'd.example (in "dogs", "d.example"). Each source keeps to its own rate, so such a host gets the sum; give all of a host\'s URLs one source to hold it to one rate');
     expect(sharedHostsWarning({ ...summary, sharedHosts: new Map() })).toBeUndefined();
+  });
+
+  it('names hosts crawled as two sources, with and without www., since one site would get both rates', async () => {
+    const manifest = writeManifest([
+      '{"url":"https://a.example/1.jpg"}',
+      '{"url":"https://www.a.example/2.jpg"}',
+      '{"url":"https://b.example:8080/1.jpg"}',
+      '{"url":"https://www.b.example:8080/1.jpg"}',
+      '{"url":"https://c.example/1.jpg"}',
+      '{"url":"https://www.c.example:8080/1.jpg"}',
+      '{"url":"https://www.d.example/1.jpg"}',
+      '{"url":"https://d.example/1.jpg","source":"d-photos"}',
+    ]);
+    const summary = await startCrawl({ client: recordingClient().client, store: new SlowStore(), manifest, taskQueue: 'q' });
+    expect(summary.wwwTwins.sort()).toEqual(['a.example', 'b.example:8080']);
+    expect(wwwTwinsWarning(summary)).toBe('a.example and www.a.example; b.example:8080 and www.b.example:8080 are pairs of sources, each sending at its own rate; '
+      + 'if a pair is one site, its servers get the sum: give both names\' URLs one "source" to hold the site to one rate');
+    expect(wwwTwinsWarning({ ...summary, wwwTwins: [] })).toBeUndefined();
   });
 
   it('crawls a URL listed more than once once, whatever source or spelling it comes with', async () => {
