@@ -88,12 +88,12 @@ export async function identifyManifest(file: string, store: ObjectStore): Promis
   const size = fs.statSync(file).size;
   /** Earlier manifests shorter than this one, by length: candidates for its beginning. */
   const known = new Map<number, Map<string, string>>();
-  const own: string[] = [];
+  const listed = new Set<string>();
   for await (const key of store.list(RECORDS)) {
     const m = /^(\d+)-([0-9a-f]{16})\.json$/.exec(key.slice(RECORDS.length));
     if (!m) continue;
+    listed.add(key);
     const bytes = Number(m[1]);
-    if (bytes === size) own.push(key);
     if (bytes === 0 || bytes >= size) continue;
     const ids = known.get(bytes) ?? new Map<string, string>();
     known.set(bytes, ids.set(m[2]!, key));
@@ -124,8 +124,9 @@ export async function identifyManifest(file: string, store: ObjectStore): Promis
     read += chunk.length;
   }
   const id = digest(hash);
-  const ownKey = recordKey(size, id);
-  if (own.includes(ownKey)) {
+  // The bytes hashed, not the size seen before: a file still being written has grown since.
+  const ownKey = recordKey(read, id);
+  if (listed.has(ownKey)) {
     const body = await store.get(ownKey);
     if (body) {
       const record = parseRecord(body.toString('utf8'), ownKey);
@@ -142,7 +143,7 @@ export async function identifyManifest(file: string, store: ObjectStore): Promis
       continues = { lines: base.lines, path: earlier.path };
     }
   }
-  const record: ManifestRecord = { id, bytes: size, lines: lineBreaks, path: path.resolve(file), portions, ...(continues ? { continues } : {}) };
+  const record: ManifestRecord = { id, bytes: read, lines: lineBreaks, path: path.resolve(file), portions, ...(continues ? { continues } : {}) };
   await store.put(ownKey, `${JSON.stringify(record)}\n`, 'application/json');
   return { id, portions, ...(continues ? { continues } : {}) };
 }
