@@ -10,7 +10,7 @@ import { exportRecords, exportRecordsToFile, type ExportSummary } from '../crawl
 import { FailureTally } from '../crawl/failureTally';
 import { assertReadableManifest } from '../crawl/manifest';
 import { runCrawl } from '../crawl/run';
-import { continuesNote, duplicatesNote, emptyManifest, invalidRetryAfterCap, maxRateSetting, maxRetryAfterSetting, sharedHostsWarning, startCrawl, wwwTwinsWarning, unusedCatalogWarning } from '../crawl/start';
+import { continuesNote, duplicatesNote, emptyManifest, invalidRetryAfterCap, maxRateSetting, maxRetryAfterSetting, startCrawl, startWarnings } from '../crawl/start';
 import { callSignal } from '../shared/callSignal';
 import { forEachLimit } from '../shared/concurrency';
 import { describeMonitor, DoneRate, listSources, monitoringUpdate, sourceStatus, statusTable, stopMonitor, type Answered } from '../crawl/status';
@@ -221,12 +221,7 @@ export function buildProgram(): Command {
       if (summary.badLines) process.stdout.write(`${summary.badLines} bad line(s) skipped\n`);
       const duplicates = duplicatesNote(summary);
       if (duplicates) process.stdout.write(`${duplicates}\n`);
-      const unused = unusedCatalogWarning(summary);
-      if (unused) process.stderr.write(`crawl: ${unused}\n`);
-      const shared = sharedHostsWarning(summary);
-      if (shared) process.stderr.write(`crawl: ${shared}\n`);
-      const twins = wwwTwinsWarning(summary);
-      if (twins) process.stderr.write(`crawl: ${twins}\n`);
+      for (const warning of startWarnings(summary)) process.stderr.write(`crawl: ${warning}\n`);
       await client.connection.close();
     });
 

@@ -101,10 +101,17 @@ export function splitCsv(line: string): string[] {
   return out.map((s) => s.trim());
 }
 
-export function detectFormat(path: string, firstLine: string): ManifestFormat {
-  if (/\.(ndjson|jsonl)$/i.test(path) || firstLine.trimStart().startsWith('{')) return 'ndjson';
+/** The format the file's name gives, if any; the first line decides the rest. */
+export function formatFromName(path: string): ManifestFormat | undefined {
+  if (/\.(ndjson|jsonl)$/i.test(path)) return 'ndjson';
   if (/\.csv$/i.test(path)) return 'csv';
-  return 'lines';
+  return undefined;
+}
+
+export function detectFormat(path: string, firstLine: string): ManifestFormat {
+  const named = formatFromName(path);
+  if (named === 'ndjson' || firstLine.trimStart().startsWith('{')) return 'ndjson';
+  return named ?? 'lines';
 }
 
 export async function* readManifest(path: string): AsyncGenerator<ManifestEntry> {

@@ -2,6 +2,7 @@ import { createHash, type Hash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { ObjectStore } from '../pipeline/store';
+import { formatFromName } from './manifest';
 
 /**
  * Which earlier manifest a manifest continues. Users grow a manifest by appending lines and start
@@ -55,16 +56,10 @@ function recordKey(bytes: number, id: string): string {
   return `${RECORDS}${bytes}-${id}.json`;
 }
 
-/** What the file's name says of its format (see detectFormat): the same bytes read as CSV and as plain lines differ. */
-function formatHint(file: string): string {
-  if (/\.(ndjson|jsonl)$/i.test(file)) return 'ndjson';
-  if (/\.csv$/i.test(file)) return 'csv';
-  return 'none';
-}
-
 function newHash(file: string): Hash {
   const hash = createHash('sha256');
-  hash.update(`manifest-rules ${MANIFEST_RULES}\nformat-hint ${formatHint(file)}\n`);
+  // The same bytes named urls.csv and urls.txt are read differently.
+  hash.update(`manifest-rules ${MANIFEST_RULES}\nformat-hint ${formatFromName(file) ?? 'none'}\n`);
   return hash;
 }
 

@@ -14,7 +14,7 @@ import { readCatalog } from './catalog';
 import { exportRecordsToFile } from './exportRecords';
 import { FailureTally } from './failureTally';
 import { assertReadableManifest, manifestHasContent } from './manifest';
-import { continuesNote, duplicatesNote, emptyManifest, nothingToCrawl, sharedHostsWarning, startCrawl, wwwTwinsWarning, unusedCatalogWarning } from './start';
+import { continuesNote, duplicatesNote, emptyManifest, nothingToCrawl, startCrawl, startWarnings } from './start';
 import { DoneRate, monitoringUpdate, sourceStatus, statusTable, SourceNotes, stopMonitor, type SourceStatus } from './status';
 import { StatusPoller } from './statusPoller';
 import { envText } from '../shared/env';
@@ -107,12 +107,7 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
       `${duplicates ? ` (${duplicates})` : ''}; Web UI: ${server.uiUrl ?? 'see your Temporal UI'}\n`);
     const continues = continuesNote(summary, opts.manifest);
     if (continues) out.write(`${continues}\n`);
-    const unused = unusedCatalogWarning(summary);
-    if (unused) process.stderr.write(`crawl: ${unused}\n`);
-    const shared = sharedHostsWarning(summary);
-    if (shared) process.stderr.write(`crawl: ${shared}\n`);
-    const twins = wwwTwinsWarning(summary);
-    if (twins) process.stderr.write(`crawl: ${twins}\n`);
+    for (const warning of startWarnings(summary)) process.stderr.write(`crawl: ${warning}\n`);
     if (opts.halted) await actOnHalted(client, sources, opts.halted, out);
     for (const [name, s] of summary.sources) if (s.alreadyDone) out.write(`  ${name}: ${s.alreadyDone} URL(s) already crawled by an earlier run, skipped\n`);
 

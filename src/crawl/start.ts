@@ -117,6 +117,11 @@ export function wwwTwinsWarning(summary: StartSummary): string | undefined {
     'if a pair is one site, its servers get the sum: give both names\' URLs one "source" to hold the site to one rate';
 }
 
+/** What `start` and `run` warn of after reading a manifest, one line each. */
+export function startWarnings(summary: StartSummary): string[] {
+  return [unusedCatalogWarning(summary), sharedHostsWarning(summary), wwwTwinsWarning(summary)].filter((w): w is string => w !== undefined);
+}
+
 /** The global ceiling: `--max-rate` when given, else CRAWL_MAX_RATE, else none. */
 export function maxRateSetting(flag: number | undefined, env: NodeJS.ProcessEnv = process.env): number | undefined {
   if (flag !== undefined) return flag;
