@@ -5,7 +5,8 @@ import { DEFAULT_ADAPTIVE } from '../politeness/adaptiveRate';
 import { isThrottle } from '../politeness/classify';
 import type { ObjectStore } from '../pipeline/store';
 import type { FetchBatchInput, FetchBatchResult, FinalRecordInput, OutcomeClass, RedirectHop, RequestOutcome, WorkChunk } from '../shared/types';
-import { chunkRecordFiles } from '../pipeline/keys';
+import { chunkRecordFiles, chunkRecordFilesIn } from '../pipeline/keys';
+import { chunkIndexKey, encodeFingerprints } from '../pipeline/downloadedIndex';
 import { recordFile, type RecordFile } from '../shared/recordUnits';
 import { MAX_LATENESS_MS, runPaced } from './pacedRunner';
 import { chunkDoneKey } from '../shared/chunkRanges';
@@ -273,20 +274,25 @@ export function createCrawlActivities(deps: CrawlDeps) {
     return urls;
   }
 
-  /** Leaves a marker so that starting the same manifest again skips this chunk. */
+  /**
+   * Leaves a marker so that starting the same manifest again skips this chunk, and, before it,
+   * the chunk's downloaded URLs in its source's index (see downloadedIndex), so that another
+   * manifest listing them does not download them again.
+   */
   async function markChunkDone(chunk: WorkChunk): Promise<void> {
     if (!chunk.spool || !deps.store) return;
+    const index = chunkIndexKey(chunk.spool);
+    if (index) {
+      const downloaded = [...(await chunkRecords(chunkRecordFilesIn(index.segment, chunk.chunkId)))].flatMap(([url, outcome]) => (outcome === 'done' ? [url] : []));
+      if (downloaded.length > 0) await deps.store.put(index.key, encodeFingerprints(downloaded), 'application/octet-stream');
+    }
     await deps.store.put(chunkDoneKey(chunk.spool), new Date().toISOString(), 'text/plain');
   }
 
-  /**
-   * URLs of a chunk that an earlier run of its batch recorded already (a stopped crawl started
-   * again), with their outcome: the new run does not crawl them twice.
-   */
-  async function recordedUrls(input: { source: string; chunkId: string }): Promise<{ url: string; outcome: OutcomeClass }[]> {
-    if (!deps.store) return [];
-    const { prefix, rest } = chunkRecordFiles(input.source, input.chunkId);
+  /** The URLs recorded in a chunk's record files (every run of its batch), with their outcome. */
+  async function chunkRecords({ prefix, rest }: { prefix: string; rest: RegExp }): Promise<Map<string, OutcomeClass>> {
     const found = new Map<string, OutcomeClass>();
+    if (!deps.store) return found;
     for await (const key of deps.store.list(prefix)) {
       if (!rest.test(key.slice(prefix.length))) continue;
       const body = await deps.store.get(key);
@@ -300,6 +306,15 @@ export function createCrawlActivities(deps: CrawlDeps) {
         }
       }
     }
+    return found;
+  }
+
+  /**
+   * URLs of a chunk that an earlier run of its batch recorded already (a stopped crawl started
+   * again), with their outcome: the new run does not crawl them twice.
+   */
+  async function recordedUrls(input: { source: string; chunkId: string }): Promise<{ url: string; outcome: OutcomeClass }[]> {
+    const found = await chunkRecords(chunkRecordFiles(input.source, input.chunkId));
     return [...found].map(([url, outcome]) => ({ url, outcome }));
   }
 

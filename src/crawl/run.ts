@@ -7,17 +7,18 @@ import { log } from '../shared/log';
 import { connectClient, connectWorker, ensureSearchAttributes, TASK_QUEUE } from '../temporal/connect';
 import { ensureTemporalServer } from '../temporal/devServer';
 import { checkWorkerConfig, createCrawlWorker, defaultDeps } from '../workers/worker';
-import type { Client } from '@temporalio/client';
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { resumeUpdate } from '../workflows/messages';
 import { monitorWorkflowId, type MonitorOptions } from '../workflows/monitorState';
 import { readCatalog } from './catalog';
 import { exportRecordsToFile } from './exportRecords';
 import { FailureTally } from './failureTally';
 import { assertReadableManifest, manifestHasContent } from './manifest';
-import { continuesNote, duplicatesNote, emptyManifest, nothingToCrawl, startCrawl, startWarnings } from './start';
+import { continuesNote, downloadedBeforeNote, duplicatesNote, emptyManifest, nothingToCrawl, startCrawl, startWarnings, type StartSummary } from './start';
 import { DoneRate, monitoringUpdate, sourceStatus, statusTable, SourceNotes, stopMonitor, type SourceStatus } from './status';
 import { StatusPoller } from './statusPoller';
 import { envText } from '../shared/env';
+import { forEachLimit } from '../shared/concurrency';
 import { logWorkflowMessagesAt } from '../temporal/runtime';
 
 export interface RunOptions {
@@ -91,7 +92,7 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
       client, store, manifest: opts.manifest, catalog, taskQueue: TASK_QUEUE, monitorOptions: opts.monitorOptions, maxRate: opts.maxRate, maxRetryAfterMs: opts.maxRetryAfterMs, signal: interrupt.nextAbortSignal(),
       onBadLine: (b) => process.stderr.write(`crawl: ${opts.manifest} line ${b.line}: ${b.error} (skipped)\n`),
     });
-    const sources = [...summary.sources.keys()];
+    const sources = await sourcesToFollow(client, summary);
     const empty = emptyManifest(summary, opts.manifest);
     if (empty && 'error' in empty) {
       process.stderr.write(`crawl: ${empty.error}\n`);
@@ -102,14 +103,17 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
       return { exitCode: 0, statuses: [], badLines: 0 };
     }
     const duplicates = duplicatesNote(summary);
-    out.write(`crawling ${sources.length} source(s) from ${opts.manifest}` +
+    out.write((sources.length ? `crawling ${sources.length} source(s) from ${opts.manifest}` : `nothing new to crawl in ${opts.manifest}: every URL was crawled before into this store`) +
       `${summary.badLines ? ` (${summary.badLines} bad line(s) skipped)` : ''}` +
       `${duplicates ? ` (${duplicates})` : ''}; Web UI: ${server.uiUrl ?? 'see your Temporal UI'}\n`);
     const continues = continuesNote(summary, opts.manifest);
     if (continues) out.write(`${continues}\n`);
+    const downloaded = downloadedBeforeNote(summary);
+    if (downloaded) out.write(`${downloaded}\n`);
     for (const warning of startWarnings(summary)) process.stderr.write(`crawl: ${warning}\n`);
     if (opts.halted) await actOnHalted(client, sources, opts.halted, out);
     for (const [name, s] of summary.sources) if (s.alreadyDone) out.write(`  ${name}: ${s.alreadyDone} URL(s) already crawled by an earlier run, skipped\n`);
+    for (const name of summary.sources.keys()) if (!sources.includes(name)) out.write(`  ${name}: nothing new to crawl, and no monitor of it on this server\n`);
 
     let statuses: SourceStatus[] = [];
     const doneRate = new DoneRate();
@@ -145,7 +149,7 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
     }
     if (out.isTTY) out.write('\n');
     if (interrupt.signal) throw new Error('interrupted');
-    out.write(`${statusTable(statuses)}\n`);
+    if (statuses.length) out.write(`${statusTable(statuses)}\n`);
 
     const failures = new FailureTally();
     const exported = await exportRecordsToFile(store, metadataFile, [], (text) => failures.addText(text));
@@ -251,4 +255,24 @@ export async function actOnHalted(client: Client, sources: string[], action: 're
       out.write(`  ${source}: halted by an earlier run (${status.stats.haltReason}); stopped for good\n`);
     }
   }
+}
+
+/**
+ * The sources whose monitors `run` follows: every source of the manifest, except one with
+ * nothing new to crawl (its URLs all done before, or downloaded under other manifests into a
+ * store this server has not crawled into) and no monitor here to report on it.
+ */
+async function sourcesToFollow(client: Client, summary: StartSummary): Promise<string[]> {
+  const idle = new Set<string>();
+  for (const [name, s] of summary.sources) if (s.urls === s.alreadyDone + s.downloadedBefore) idle.add(name);
+  const missing = new Set<string>();
+  await forEachLimit([...idle], 16, async (name) => {
+    try {
+      await client.workflow.getHandle(monitorWorkflowId(name)).describe();
+    } catch (err) {
+      if (!(err instanceof WorkflowNotFoundError)) throw err;
+      missing.add(name);
+    }
+  });
+  return [...summary.sources.keys()].filter((name) => !missing.has(name));
 }

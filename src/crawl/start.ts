@@ -5,7 +5,7 @@ import { sourceSegment } from '../pipeline/keys';
 import { invalidRate } from '../politeness/targetRate';
 import type { ObjectStore } from '../pipeline/store';
 import { forEachLimit, WeightedBudget } from '../shared/concurrency';
-import { appendRange, chunkDoneKey, chunkSpoolKey, doneChunkNumber } from '../shared/chunkRanges';
+import { appendRange, chunkDoneKey, chunkSpoolKey } from '../shared/chunkRanges';
 import type { ChunkRange, SourceConfig } from '../shared/types';
 import { addWorkSignal } from '../workflows/messages';
 import { crawlMonitorWorkflow } from '../workflows/monitor';
@@ -13,7 +13,8 @@ import { monitorWorkflowId, type MonitorOptions } from '../workflows/monitorStat
 import type { Catalog } from './catalog';
 import { assertReadableManifest, readManifest } from './manifest';
 import { identifyManifest, type ManifestIdentity } from './manifestPortions';
-import { SeenUrls } from './seenUrls';
+import { loadPriorWork, type PriorWork } from './priorWork';
+import { SeenUrls } from '../shared/seenUrls';
 
 /**
  * Splits a manifest per source into chunk files in the store and hands each monitor only
@@ -36,10 +37,12 @@ export interface StartSummary {
   manifestId: string;
   /** The earlier manifest this one begins with: its lines are split as they were then. */
   continues?: ManifestIdentity['continues'];
-  sources: Map<string, { urls: number; chunks: number; alreadyDone: number }>;
+  sources: Map<string, { urls: number; chunks: number; alreadyDone: number; downloadedBefore: number }>;
   badLines: number;
   /** Lines whose URL an earlier line had listed already: each URL is crawled once. */
   duplicates: number;
+  /** URLs left out because their source downloaded them under another manifest (see PriorWork). */
+  downloadedBefore: number;
   /** Catalogue entries no source of the manifest is called by: most likely a misspelt name. */
   unusedCatalogEntries: string[];
   /** Hosts whose URLs are in more than one source: each source sends at its own rate. */
@@ -77,6 +80,14 @@ export function continuesNote(summary: StartSummary, manifest: string): string |
 /** How many lines repeated a URL listed before, or undefined when none did. */
 export function duplicatesNote(summary: StartSummary): string | undefined {
   return summary.duplicates ? `${summary.duplicates} repeated URL(s) left out: each URL is crawled once` : undefined;
+}
+
+/** How many URLs were left out as downloaded under another manifest, or undefined when none were. */
+export function downloadedBeforeNote(summary: StartSummary): string | undefined {
+  const n = summary.downloadedBefore;
+  if (!n) return undefined;
+  return `${n} URL(s) left out: their sources downloaded them under another manifest started into this store ` +
+    '(their records stand: `crawl export`); each image is downloaded once';
 }
 
 /** A warning naming catalogue entries that matched no source, or undefined when all matched. */
@@ -177,8 +188,12 @@ export interface StartOptions {
   signal?: AbortSignal;
 }
 
+function chunkDir(manifestId: string, source: string): string {
+  return `work/${manifestId}/${sourceSegment(source)}/`;
+}
+
 function chunkPrefix(manifestId: string, source: string): string {
-  return `work/${manifestId}/${sourceSegment(source)}/chunk-`;
+  return `${chunkDir(manifestId, source)}chunk-`;
 }
 
 export function chunkKeys(manifestId: string, source: string, n: number): { urls: string; done: string } {
@@ -194,6 +209,8 @@ const START_CONCURRENCY = 16;
  */
 const WRITE_CONCURRENCY = 16;
 const MAX_QUEUED_WRITES = 64;
+/** URLs held while their sources' prior work is read, at most: beyond, the manifest waits. */
+const MAX_HELD_URLS = 100_000;
 
 interface ChunkWritten {
   /** The manifest portion's id (see manifestPortions). */
@@ -216,7 +233,7 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
   const buffers = new Map<string, string[]>();
   /** Per source: ranges not yet sent to its monitor. */
   const refs = new Map<string, ChunkRange[]>();
-  const summary: StartSummary = { manifestId: id, ...(identity.continues ? { continues: identity.continues } : {}), sources: new Map(), badLines: 0, duplicates: 0, unusedCatalogEntries: [], sharedHosts: new Map(), wwwTwins: [] };
+  const summary: StartSummary = { manifestId: id, ...(identity.continues ? { continues: identity.continues } : {}), sources: new Map(), badLines: 0, duplicates: 0, downloadedBefore: 0, unusedCatalogEntries: [], sharedHosts: new Map(), wwwTwins: [] };
   /**
    * Host -> the named source its URLs are in. Only for sources with a name of their own: a
    * source without one is its host (summary.sources has it), so a manifest of millions of hosts
@@ -237,25 +254,21 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
   const queued: Promise<ChunkWritten>[] = [];
 
   /**
-   * Per source, the chunks already done (a re-run), from one listing of its done-markers: a
-   * look-up per chunk was a million requests to S3 for a source of 500 million URLs.
+   * Per portion and source, what the store holds already (see PriorWork): the chunks done (a
+   * re-run), from one listing of its done-markers (a look-up per chunk was a million requests to
+   * S3 for a source of 500 million URLs), and the URLs other manifests downloaded.
    */
-  const doneChunks = new Map<string, Promise<Set<number>>>();
-  const doneSet = (portionId: string, source: string): Promise<Set<number>> => {
+  const priors = new Map<string, { promise: Promise<PriorWork>; value?: PriorWork; error?: unknown }>();
+  const priorOf = (portionId: string, source: string) => {
     const key = `${portionId}/${source}`;
-    let p = doneChunks.get(key);
+    let p = priors.get(key);
     if (!p) {
-      p = (async () => {
-        const prefix = chunkPrefix(portionId, source);
-        const done = new Set<number>();
-        for await (const key of opts.store.list(prefix)) {
-          const n = doneChunkNumber(prefix, key);
-          if (n !== undefined) done.add(n);
-        }
-        return done;
-      })();
-      p.catch(() => undefined); // a failed listing fails the chunk jobs that wait for it
-      doneChunks.set(key, p);
+      const entry: { promise: Promise<PriorWork>; value?: PriorWork; error?: unknown } = {
+        promise: loadPriorWork(opts.store, chunkDir(portionId, source), chunkPrefix(portionId, source), source),
+      };
+      entry.promise.then((v) => { entry.value = v; }, (err: unknown) => { entry.error = err; });
+      priors.set(key, entry);
+      p = entry;
     }
     return p;
   };
@@ -310,9 +323,9 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
     portionChunks.set(source, n + 1);
     const at = portion.id;
     const keys = chunkKeys(at, source, n);
-    const done = doneSet(at, source);
+    const prior = priorOf(at, source).promise;
     const job = writeSlots.use(1, async (): Promise<ChunkWritten> => {
-      if ((await done).has(n)) return { portion: at, n, count: urls.length, done: true };
+      if ((await prior).done.has(n)) return { portion: at, n, count: urls.length, done: true };
       await opts.store.put(keys.urls, urls.join('\n') + '\n', 'text/plain');
       return { portion: at, n, count: urls.length, done: false };
     });
@@ -329,10 +342,55 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
     }
   };
 
+  /**
+   * URLs of sources whose prior work (what to leave out) is still being read, in manifest order:
+   * the manifest goes on streaming meanwhile, as a million new sources cannot each wait for a
+   * listing in turn.
+   */
+  const held = new Map<string, string[]>();
+  let heldUrls = 0;
+  /** Held sources whose prior work has arrived. */
+  const ready: string[] = [];
+  const take = async (source: string, url: string, prior: PriorWork) => {
+    if (prior.downloaded?.has(url)) {
+      summary.sources.get(source)!.downloadedBefore++;
+      summary.downloadedBefore++;
+      return;
+    }
+    const buf = buffers.get(source) ?? [];
+    buf.push(url);
+    buffers.set(source, buf);
+    if (buf.length >= chunkSize) await flush(source);
+  };
+  const admit = async (source: string, url: string) => {
+    const prior = priorOf(portion.id, source);
+    if (prior.value && !held.has(source)) return take(source, url, prior.value);
+    if (prior.error) throw prior.error;
+    let urls = held.get(source);
+    if (!urls) {
+      held.set(source, urls = []);
+      prior.promise.then(() => ready.push(source), () => ready.push(source));
+    }
+    urls.push(url);
+    heldUrls++;
+  };
+  const release = async (source: string) => {
+    const urls = held.get(source);
+    if (!urls) return;
+    const prior = await priorOf(portion.id, source).promise;
+    held.delete(source);
+    heldUrls -= urls.length;
+    for (const url of urls) await take(source, url, prior);
+  };
+  const releaseReady = async () => {
+    while (ready.length > 0) await release(ready.shift()!);
+  };
+
   for await (const entry of readManifest(opts.manifest)) {
     if (opts.signal?.aborted) break;
     while (portion.lastLine !== null && entry.line > portion.lastLine) {
       // The end of an earlier manifest's lines: its last chunks end here, as they did in its own start.
+      for (const source of [...held.keys()]) await release(source);
       for (const source of [...buffers.keys()]) await flush(source);
       portion = portions[++portionIndex]!;
       portionChunks = new Map();
@@ -356,13 +414,13 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
     } else if (!summary.sources.has(entry.source) && namedHostSource.has(entry.origin)) {
       share(entry.origin, namedHostSource.get(entry.origin)!, entry.source);
     }
-    if (!summary.sources.has(entry.source)) summary.sources.set(entry.source, { urls: 0, chunks: 0, alreadyDone: 0 });
+    if (!summary.sources.has(entry.source)) summary.sources.set(entry.source, { urls: 0, chunks: 0, alreadyDone: 0, downloadedBefore: 0 });
     summary.sources.get(entry.source)!.urls++;
-    const buf = buffers.get(entry.source) ?? [];
-    buf.push(entry.url);
-    buffers.set(entry.source, buf);
-    if (buf.length >= chunkSize) await flush(entry.source);
+    await admit(entry.source, entry.url);
+    await releaseReady();
+    while (heldUrls > MAX_HELD_URLS) await release(held.keys().next().value!);
   }
+  for (const source of [...held.keys()]) await release(source);
   // Many sources start at once: one by one, a few thousand sources would take minutes to start
   // (each is a store write and a signal-with-start), and the first would be crawling long
   // before the last had begun.

@@ -45,5 +45,10 @@ export function recordKey(source: string, unit: RecordFile): string {
 
 /** Every record file of every run of a chunk's batch (see RecordUnit): list under `prefix`, keep keys whose rest matches `rest`. */
 export function chunkRecordFiles(source: string, chunkId: string): { prefix: string; rest: RegExp } {
-  return { prefix: `records/${sourceSegment(source)}/${sourceSegment(chunkId)}/`, rest: /^[0-9a-f]{12}-g\d+(-failed)?\.ndjson$/ };
+  return chunkRecordFilesIn(sourceSegment(source), chunkId);
+}
+
+/** chunkRecordFiles() for a source known by its key segment (see sourceSegment). */
+export function chunkRecordFilesIn(segment: string, chunkId: string): { prefix: string; rest: RegExp } {
+  return { prefix: `records/${segment}/${sourceSegment(chunkId)}/`, rest: /^[0-9a-f]{12}-g\d+(-failed)?\.ndjson$/ };
 }

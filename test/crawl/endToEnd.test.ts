@@ -160,6 +160,38 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
     expect(fetched).toHaveLength(120);
   });
 
+  it('downloads nothing a second time when another manifest lists images its source downloaded', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'two-manifests-'));
+    const o = origins[2]!;
+    const url = (i: number) => o.url(`/tm/${i}.jpg`);
+    const write = (name: string, ids: number[]) => {
+      const file = path.join(dataDir, name);
+      fs.writeFileSync(file, ids.map((i) => `${JSON.stringify({ url: url(i), source: 'two-manifests' })}\n`).join(''));
+      return file;
+    };
+    const first = write('first.ndjson', [0, 1, 2, 3, 4, 5, 6, 7]);
+    // Re-sorted, four of the first's images and three new ones.
+    const second = write('second.ndjson', [9, 6, 1, 8, 3, 0, 10]);
+    const store = new LocalStore(path.join(dataDir, 'store'));
+    const catalog = new Map([['two-manifests', { rate: 8 }]]);
+    const taskQueue = 'two-manifests';
+    const worker = await createCrawlWorker({ connection: env.nativeConnection, taskQueue, deps: defaultDeps({ dataDir, allowNetworks: ['127.0.0.0/8'] }) });
+    const handle = () => env.client.workflow.getHandle(monitorWorkflowId('two-manifests'));
+    await worker.runUntil(async () => {
+      await startCrawl({ client: env.client, store, manifest: first, catalog, taskQueue });
+      expect(((await handle().result()) as MonitorStats).counts.done).toBe(8);
+      const summary = await startCrawl({ client: env.client, store, manifest: second, catalog, taskQueue });
+      expect(summary.downloadedBefore).toBe(4);
+      const stats = (await handle().result()) as MonitorStats;
+      expect(stats.urls).toMatchObject({ total: 3, finished: 3 });
+    });
+    const fetched = o.requests.filter((r) => r.path.startsWith('/tm/')).map((r) => r.path);
+    expect(fetched).toHaveLength(11);
+    expect(new Set(fetched).size).toBe(11);
+    const records = readRecords(dataDir);
+    expect(records.map((r) => r.url).sort()).toEqual(Array.from({ length: 11 }, (_, i) => url(i)).sort());
+  });
+
   it('survives a worker killed with SIGKILL mid-crawl: every URL ends with exactly one record', async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kill-'));
     const a = origins[3]!; // a source of its own

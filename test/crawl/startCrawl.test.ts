@@ -2,10 +2,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
-import { chunkKeys, continuesNote, startCrawl, sharedHostsWarning, unusedCatalogWarning, wwwTwinsWarning } from '../../src/crawl/start';
-import type { ObjectStore } from '../../src/pipeline/store';
+import { chunkKeys, continuesNote, downloadedBeforeNote, startCrawl, sharedHostsWarning, unusedCatalogWarning, wwwTwinsWarning } from '../../src/crawl/start';
+import { createCrawlActivities, type UrlProcessor } from '../../src/activities/crawlActivities';
+import { StoreRecorder } from '../../src/activities/storeRecorder';
+import { LocalStore, type ObjectStore } from '../../src/pipeline/store';
+import { batchRunUnit, recordFile } from '../../src/shared/recordUnits';
 import { chunkOf } from '../../src/shared/chunkRanges';
-import type { ChunkRange } from '../../src/shared/types';
+import type { ChunkRange, OutcomeClass } from '../../src/shared/types';
 
 /** A store whose calls take 0-8 ms in random order, like a remote S3, remembering what it holds. */
 class SlowStore implements ObjectStore {
@@ -123,7 +126,7 @@ describe('startCrawl', () => {
     });
     expect(urlsOf('a.example', first.sent)).toEqual(lines.filter((l) => l.includes('a.example')));
     expect(urlsOf('b.example', first.sent)).toEqual(lines.filter((l) => l.includes('b.example')));
-    expect(summary.sources.get('a.example')).toEqual({ urls: 2_003, chunks: 201, alreadyDone: 0 });
+    expect(summary.sources.get('a.example')).toEqual({ urls: 2_003, chunks: 201, alreadyDone: 0, downloadedBefore: 0 });
 
     // Chunks 0-49 and 120 of a finished meanwhile: a second start announces only the others.
     const { manifestId } = summary;
@@ -313,6 +316,68 @@ describe('startCrawl', () => {
         ids.push((await startCrawl({ client: recordingClient().client, store, manifest, taskQueue: 'q' })).manifestId);
       }
       expect(ids[0]).not.toBe(ids[1]);
+    });
+  });
+  describe('a manifest listing URLs that another manifest downloaded', () => {
+    const a = (i: number) => `https://a.example/${i}.jpg`;
+    const chunks = (sent: Map<string, ChunkRange[]>, source: string) =>
+      (sent.get(source) ?? []).flatMap((r) => Array.from({ length: r.last - r.first + 1 }, (_, k) => chunkOf(r, r.first + k)));
+    const urlsIn = async (store: ObjectStore, sent: Map<string, ChunkRange[]>, source: string) =>
+      (await Promise.all(chunks(sent, source).map(async (c) => (await store.get(c.spool!))!.toString().trim().split('\n')))).flat();
+    /** What a crawl of the announced chunks leaves in the store: records by the batches, then each chunk marked done. */
+    const crawl = async (store: LocalStore, sent: Map<string, ChunkRange[]>, outcome: (url: string) => OutcomeClass) => {
+      const recorder = new StoreRecorder(store);
+      const acts = createCrawlActivities({ processor: {} as UrlProcessor, recorder, store });
+      for (const [source] of sent) {
+        for (const c of chunks(sent, source)) {
+          const urls = (await store.get(c.spool!))!.toString().trim().split('\n');
+          await recorder.write(source, recordFile(batchRunUnit(c.chunkId, '00000000-0000-4000-8000-0123456789ab'), 'b', 'g1'), urls.map((url) => ({ url, source, outcome: outcome(url) })));
+          await acts.markChunkDone(c);
+        }
+      }
+    };
+    const writeFile = (dir: string, name: string, urls: string[]) => {
+      const file = path.join(dir, name);
+      fs.writeFileSync(file, `${urls.join('\n')}\n`);
+      return file;
+    };
+
+    it('leaves out the URLs their source downloaded, and its chunks stay as first made whatever is downloaded later', async () => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'start-downloaded-'));
+      const store = new LocalStore(path.join(dir, 'store'));
+      const first = recordingClient();
+      const manifestA = writeFile(dir, 'a.txt', Array.from({ length: 25 }, (_, i) => a(i)));
+      await startCrawl({ client: first.client, store, manifest: manifestA, taskQueue: 'q', chunkSize: 10 });
+      // 404 and a failure are not downloads: another manifest listing them tries them again.
+      await crawl(store, first.sent, (url) => (url === a(5) ? 'linkrot' : url === a(6) ? 'error' : 'done'));
+
+      // A new manifest: the same site's images re-sorted, with new ones among them.
+      const manifestB = writeFile(dir, 'b.txt', [a(30), a(24), a(5), a(6), a(3), a(31), a(0), a(32)]);
+      const second = recordingClient();
+      const summary = await startCrawl({ client: second.client, store, manifest: manifestB, taskQueue: 'q', chunkSize: 2 });
+      expect(await urlsIn(store, second.sent, 'a.example')).toEqual([a(30), a(5), a(6), a(31), a(32)]);
+      expect(summary.sources.get('a.example')).toMatchObject({ urls: 8, downloadedBefore: 3 });
+      expect(summary.downloadedBefore).toBe(3);
+      expect(downloadedBeforeNote(summary)).toBe('3 URL(s) left out: their sources downloaded them under another manifest started into this store ' +
+        '(their records stand: `crawl export`); each image is downloaded once');
+
+      // Its first chunk is crawled; meanwhile a third manifest downloads a(31), which the second
+      // one's unfinished chunk holds. Started again, the second keeps its chunks as they were:
+      // chunk 0's done-marker speaks for a(30) and a(5) only.
+      const firstChunkOnly = new Map([['a.example', [{ ...second.sent.get('a.example')![0]!, last: second.sent.get('a.example')![0]!.first, lastCount: 2 }]]]);
+      await crawl(store, firstChunkOnly, (url) => (url === a(5) ? 'linkrot' : 'done'));
+      const third = recordingClient();
+      await startCrawl({ client: third.client, store, manifest: writeFile(dir, 'c.txt', [a(31)]), taskQueue: 'q' });
+      await crawl(store, third.sent, () => 'done');
+      const again = recordingClient();
+      const restarted = await startCrawl({ client: again.client, store, manifest: manifestB, taskQueue: 'q', chunkSize: 2 });
+      expect(await urlsIn(store, again.sent, 'a.example')).toEqual([a(6), a(31), a(32)]);
+      expect(restarted.sources.get('a.example')).toMatchObject({ alreadyDone: 2, downloadedBefore: 3 });
+
+      // A fourth manifest leaves out everything downloaded by then, a(30) and a(31) included.
+      const fourth = recordingClient();
+      await startCrawl({ client: fourth.client, store, manifest: writeFile(dir, 'd.txt', [a(30), a(31), a(33), a(5)]), taskQueue: 'q' });
+      expect(await urlsIn(store, fourth.sent, 'a.example')).toEqual([a(33), a(5)]);
     });
   });
 });

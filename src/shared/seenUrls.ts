@@ -22,14 +22,33 @@ export class SeenUrls {
   /** Adds `url`; false when it was seen before. */
   add(url: string): boolean {
     hash(url);
-    const hi = hashHi;
-    const lo = hi === 0 && hashLo === 0 ? 1 : hashLo;
+    return this.addFingerprint(hashHi, hashLo);
+  }
+
+  /** Adds a URL by its fingerprint (see fingerprint()); false when it was there before. */
+  addFingerprint(hi: number, lo: number): boolean {
+    if (hi === 0 && lo === 0) lo = 1;
     if (this.insert(this.table, hi, lo)) {
       this.count++;
       if (this.count * 10 > (this.table.length / 2) * 7) this.grow();
       return true;
     }
     return false;
+  }
+
+  /** Whether `url` was added (or a URL with its fingerprint). */
+  has(url: string): boolean {
+    hash(url);
+    const hi = hashHi;
+    const lo = hi === 0 && hashLo === 0 ? 1 : hashLo;
+    const table = this.table;
+    const mask = table.length / 2 - 1;
+    for (let i = (lo ^ Math.imul(hi, 0x9e3779b1)) & mask; ; i = (i + 1) & mask) {
+      const h = table[2 * i]!;
+      const l = table[2 * i + 1]!;
+      if (h === 0 && l === 0) return false;
+      if (h === hi && l === lo) return true;
+    }
   }
 
   private insert(table: Uint32Array, hi: number, lo: number): boolean {

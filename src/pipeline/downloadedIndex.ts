@@ -1,0 +1,47 @@
+import { fingerprint, type SeenUrls } from '../shared/seenUrls';
+
+/**
+ * Which URLs a source has downloaded (outcome `done`), whichever manifest listed them: a user who
+ * starts a new or re-sorted manifest into the same store expects an image downloaded last week
+ * not to be downloaded again. Each finished chunk leaves one file beside the source's others,
+ * `index/<source segment>/<manifest portion>-<chunk number>.fp64`, holding an 8-byte fingerprint
+ * per downloaded URL (see SeenUrls): a start reads a source's whole index in one listing and at
+ * 8 bytes per URL (80 MB for 10 million), where reading the source's records back would be
+ * ~60 times more.
+ */
+
+const CHUNK_SPOOL = /^work\/([0-9a-f]{16})\/([^/]+)\/chunk-(\d+)\.txt$/;
+const INDEX_FILE = /^[0-9a-f]{16}-\d+\.fp64$/;
+
+export function downloadedIndexPrefix(segment: string): string {
+  return `index/${segment}/`;
+}
+
+/** Whether `name`, listed under downloadedIndexPrefix(), is an index file. */
+export function isIndexFileName(name: string): boolean {
+  return INDEX_FILE.test(name);
+}
+
+/** The chunk's index file and its source's key segment, or undefined for a chunk not split by `crawl start`. */
+export function chunkIndexKey(spool: string): { key: string; segment: string } | undefined {
+  const m = CHUNK_SPOOL.exec(spool);
+  if (!m) return undefined;
+  return { key: `${downloadedIndexPrefix(m[2]!)}${m[1]}-${m[3]}.fp64`, segment: m[2]! };
+}
+
+export function encodeFingerprints(urls: readonly string[]): Buffer {
+  const out = Buffer.alloc(8 * urls.length);
+  urls.forEach((url, i) => {
+    const [hi, lo] = fingerprint(url);
+    out.writeUInt32BE(hi, 8 * i);
+    out.writeUInt32BE(lo, 8 * i + 4);
+  });
+  return out;
+}
+
+/** Adds the fingerprints of an index file to `into`; false when the file is not whole 8-byte entries. */
+export function addFingerprints(body: Buffer, into: SeenUrls): boolean {
+  if (body.length % 8 !== 0) return false;
+  for (let at = 0; at < body.length; at += 8) into.addFingerprint(body.readUInt32BE(at), body.readUInt32BE(at + 4));
+  return true;
+}
