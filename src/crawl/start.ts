@@ -209,8 +209,10 @@ const START_CONCURRENCY = 16;
  */
 const WRITE_CONCURRENCY = 16;
 const MAX_QUEUED_WRITES = 64;
+/** Sources whose prior work (see PriorWork) is read at once. */
+const PRIOR_READ_CONCURRENCY = 32;
 /** URLs held while their sources' prior work is read, at most: beyond, the manifest waits. */
-const MAX_HELD_URLS = 100_000;
+const MAX_HELD_URLS = 10_000;
 
 interface ChunkWritten {
   /** The manifest portion's id (see manifestPortions). */
@@ -259,12 +261,14 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
    * S3 for a source of 500 million URLs), and the URLs other manifests downloaded.
    */
   const priors = new Map<string, { promise: Promise<PriorWork>; value?: PriorWork; error?: unknown }>();
+  // A manifest of a million small sources would otherwise have thousands of listings in flight.
+  const priorReads = new WeightedBudget(PRIOR_READ_CONCURRENCY);
   const priorOf = (portionId: string, source: string) => {
     const key = `${portionId}/${source}`;
     let p = priors.get(key);
     if (!p) {
       const entry: { promise: Promise<PriorWork>; value?: PriorWork; error?: unknown } = {
-        promise: loadPriorWork(opts.store, chunkDir(portionId, source), chunkPrefix(portionId, source), source),
+        promise: priorReads.use(1, () => loadPriorWork(opts.store, chunkDir(portionId, source), chunkPrefix(portionId, source), source)),
       };
       entry.promise.then((v) => { entry.value = v; }, (err: unknown) => { entry.error = err; });
       priors.set(key, entry);
@@ -351,20 +355,30 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
   let heldUrls = 0;
   /** Held sources whose prior work has arrived. */
   const ready: string[] = [];
-  const take = async (source: string, url: string, prior: PriorWork) => {
-    if (prior.downloaded?.has(url)) {
-      summary.sources.get(source)!.downloadedBefore++;
-      summary.downloadedBefore++;
-      return;
-    }
-    const buf = buffers.get(source) ?? [];
-    buf.push(url);
-    buffers.set(source, buf);
-    if (buf.length >= chunkSize) await flush(source);
+  /** Whether `url` goes into its source's chunk, or is counted as downloaded before. */
+  const keep = (source: string, url: string, prior: PriorWork): boolean => {
+    if (!prior.downloaded?.has(url)) return true;
+    summary.sources.get(source)!.downloadedBefore++;
+    summary.downloadedBefore++;
+    return false;
   };
-  const admit = async (source: string, url: string) => {
-    const prior = priorOf(portion.id, source);
-    if (prior.value && !held.has(source)) return take(source, url, prior.value);
+  /** Adds `url` to its source's next chunk; true when that chunk is full. */
+  const buffer = (source: string, url: string): boolean => {
+    let buf = buffers.get(source);
+    if (!buf) buffers.set(source, buf = []);
+    buf.push(url);
+    return buf.length >= chunkSize;
+  };
+  const take = async (source: string, url: string, prior: PriorWork) => {
+    if (keep(source, url, prior) && buffer(source, url)) await flush(source);
+  };
+  /** The current portion's prior work per source: one look-up per line, no key to build. */
+  let portionPriors = new Map<string, ReturnType<typeof priorOf>>();
+  /** Takes the URL at once when its source's prior work is known (true when its chunk is full); holds it otherwise. */
+  const admit = (source: string, url: string): boolean => {
+    let prior = portionPriors.get(source);
+    if (!prior) portionPriors.set(source, prior = priorOf(portion.id, source));
+    if (prior.value && !held.has(source)) return keep(source, url, prior.value) && buffer(source, url);
     if (prior.error) throw prior.error;
     let urls = held.get(source);
     if (!urls) {
@@ -373,6 +387,7 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
     }
     urls.push(url);
     heldUrls++;
+    return false;
   };
   const release = async (source: string) => {
     const urls = held.get(source);
@@ -394,6 +409,7 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
       for (const source of [...buffers.keys()]) await flush(source);
       portion = portions[++portionIndex]!;
       portionChunks = new Map();
+      portionPriors = new Map();
     }
     if ('error' in entry) {
       summary.badLines++;
@@ -416,8 +432,8 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
     }
     if (!summary.sources.has(entry.source)) summary.sources.set(entry.source, { urls: 0, chunks: 0, alreadyDone: 0, downloadedBefore: 0 });
     summary.sources.get(entry.source)!.urls++;
-    await admit(entry.source, entry.url);
-    await releaseReady();
+    if (admit(entry.source, entry.url)) await flush(entry.source);
+    if (ready.length > 0) await releaseReady();
     while (heldUrls > MAX_HELD_URLS) await release(held.keys().next().value!);
   }
   for (const source of [...held.keys()]) await release(source);
