@@ -38,30 +38,43 @@ export async function loadPriorWork(store: ObjectStore, portionDir: string, chun
     else if (key === portionDir + BEFORE_FILE) beforeFile = true;
   }
   const indexPrefix = downloadedIndexPrefix(sourceSegment(source));
-  let names: string[] = [];
+  /** Reads index files: their URLs, and the names of those that are missing or damaged. */
+  const read = async (names: string[]): Promise<{ downloaded: SeenUrls; bad: Set<string> }> => {
+    const downloaded = new SeenUrls();
+    const bad = new Set<string>();
+    await forEachLimit(names, READ_CONCURRENCY, async (name) => {
+      const body = await store.get(indexPrefix + name);
+      if (!body || !addFingerprints(body, downloaded)) bad.add(name);
+    });
+    return { downloaded, bad };
+  };
   if (beforeFile) {
-    names = parseBeforeFile(await store.get(portionDir + BEFORE_FILE), portionDir + BEFORE_FILE);
-  } else if (!chunksWritten) {
-    for await (const key of store.list(indexPrefix)) {
-      const name = key.slice(indexPrefix.length);
-      if (isIndexFileName(name)) names.push(name);
-    }
-    names.sort();
-    // Written only when it leaves something out: without it a later start leaves nothing out,
-    // which is what this one does then.
-    if (names.length > 0) await store.put(portionDir + BEFORE_FILE, `${JSON.stringify({ indexFiles: names })}\n`, 'application/json');
-  }
-  if (names.length === 0) return { done };
-  const downloaded = new SeenUrls();
-  await forEachLimit(names, READ_CONCURRENCY, async (name) => {
-    const body = await store.get(indexPrefix + name);
+    const names = parseBeforeFile(await store.get(portionDir + BEFORE_FILE), portionDir + BEFORE_FILE);
+    if (names.length === 0) return { done };
+    const { downloaded, bad: [bad] } = await read(names);
     // Read without it, this portion's chunks would hold other URLs than they did when first
     // written, and a chunk's done-marker would pass over URLs never crawled.
-    if (!body || !addFingerprints(body, downloaded)) {
-      throw new Error(`the index file ${indexPrefix}${name} named in ${portionDir}${BEFORE_FILE} is ${body ? 'damaged' : 'missing'} in the ${store.description}; ` +
-        `this manifest's chunks of ${JSON.stringify(source)} cannot be made again as they were without it`);
+    if (bad !== undefined) {
+      throw new Error(`the index file ${indexPrefix}${bad} named in ${portionDir}${BEFORE_FILE} is missing or damaged in the ${store.description}: ` +
+        `this manifest's chunks of ${JSON.stringify(source)} cannot be made again as they were without it; restore it, or start the manifest into another store`);
     }
-  });
+    return { done, downloaded };
+  }
+  if (chunksWritten) return { done };
+  const listed: string[] = [];
+  for await (const key of store.list(indexPrefix)) {
+    const name = key.slice(indexPrefix.length);
+    if (isIndexFileName(name)) listed.push(name);
+  }
+  // A damaged file is passed over (its URLs are downloaded again), not made part of this
+  // manifest for good.
+  if (listed.length === 0) return { done };
+  const { downloaded, bad } = await read(listed);
+  const names = listed.filter((n) => !bad.has(n)).sort();
+  if (names.length === 0) return { done };
+  // Written only when it leaves something out: without it a later start leaves nothing out,
+  // which is what this one does then.
+  await store.put(portionDir + BEFORE_FILE, `${JSON.stringify({ indexFiles: names })}\n`, 'application/json');
   return { done, downloaded };
 }
 

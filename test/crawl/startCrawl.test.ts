@@ -379,5 +379,28 @@ describe('startCrawl', () => {
       await startCrawl({ client: fourth.client, store, manifest: writeFile(dir, 'd.txt', [a(30), a(31), a(33), a(5)]), taskQueue: 'q' });
       expect(await urlsIn(store, fourth.sent, 'a.example')).toEqual([a(33), a(5)]);
     });
+
+    it('passes over a damaged index file at a first start, and refuses to make chunks again without one it used', async () => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'start-damaged-index-'));
+      const store = new LocalStore(path.join(dir, 'store'));
+      const first = recordingClient();
+      await startCrawl({ client: first.client, store, manifest: writeFile(dir, 'a.txt', [a(0), a(1)]), taskQueue: 'q' });
+      await crawl(store, first.sent, () => 'done');
+      const indexFile = (await (async () => { for await (const k of store.list('index/')) return k; return undefined; })())!;
+      const good = (await store.get(indexFile))!;
+
+      const later = writeFile(dir, 'c.txt', [a(1), a(2)]);
+      const c = await startCrawl({ client: recordingClient().client, store, manifest: later, taskQueue: 'q' });
+      expect(c.downloadedBefore).toBe(1);
+      await store.put(indexFile, good.subarray(0, 5), 'application/octet-stream');
+      await expect(startCrawl({ client: recordingClient().client, store, manifest: later, taskQueue: 'q' }))
+        .rejects.toThrow(/index file index\/a\.example\/.*\.fp64 named in .*downloaded-before\.json is missing or damaged .*restore it, or start the manifest into another store/);
+
+      // A manifest started for the first time meanwhile downloads a(1) again rather than fail.
+      const other = recordingClient();
+      const d = await startCrawl({ client: other.client, store, manifest: writeFile(dir, 'd.txt', [a(1), a(3)]), taskQueue: 'q' });
+      expect(d.downloadedBefore).toBe(0);
+      expect(await urlsIn(store, other.sent, 'a.example')).toEqual([a(1), a(3)]);
+    });
   });
 });
