@@ -262,7 +262,7 @@ export async function actOnHalted(client: Client, sources: string[], action: 're
  * nothing new to crawl (its URLs all done before, or downloaded under other manifests into a
  * store this server has not crawled into) and no monitor here to report on it.
  */
-async function sourcesToFollow(client: Client, summary: StartSummary): Promise<string[]> {
+export async function sourcesToFollow(client: Client, summary: StartSummary): Promise<string[]> {
   const idle = new Set<string>();
   for (const [name, s] of summary.sources) if (s.urls === s.alreadyDone + s.downloadedBefore) idle.add(name);
   const missing = new Set<string>();
