@@ -1,6 +1,15 @@
+import fs from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import type { Client } from '@temporalio/client';
 import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
+import { createCrawlActivities, type UrlProcessor } from '../../src/activities/crawlActivities';
 import { StoreRecorder } from '../../src/activities/storeRecorder';
+import { startCrawl } from '../../src/crawl/start';
+import { chunkOf } from '../../src/shared/chunkRanges';
+import { batchRunUnit, recordFile } from '../../src/shared/recordUnits';
+import type { ChunkRange } from '../../src/shared/types';
 import { exportRecords } from '../../src/crawl/exportRecords';
 import { recordKey } from '../../src/pipeline/keys';
 import { S3Store } from '../../src/pipeline/store';
@@ -94,6 +103,31 @@ describe('S3 store against a real S3-protocol server (moto_server on 127.0.0.1)'
     const summary = await exportRecords(store, (t) => { text += t; }, ['export.example']);
     expect(text.split('\n').filter(Boolean).map((l) => JSON.parse(l).url)).toEqual(['https://e/1.jpg', 'https://e/2.jpg', 'https://e/3.jpg']);
     expect(summary).toEqual({ records: 3, units: 2, sourcesWithoutRecords: [] });
+  });
+
+  it('keeps each finished chunk\'s downloaded URLs, so that another manifest started into the bucket leaves them out', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 's3-index-'));
+    const url = (i: number) => `https://index.example/${i}.jpg`;
+    const start = async (name: string, ids: number[]) => {
+      const manifest = path.join(dir, name);
+      fs.writeFileSync(manifest, `${ids.map(url).join('\n')}\n`);
+      const sent: ChunkRange[] = [];
+      const client = { workflow: { signalWithStart: async (_: unknown, o: { signalArgs: [ChunkRange[]] }) => { sent.push(...o.signalArgs[0]); } } } as unknown as Client;
+      const summary = await startCrawl({ client, store, manifest, taskQueue: 'q' });
+      return { summary, chunks: sent.flatMap((r) => Array.from({ length: r.last - r.first + 1 }, (_, k) => chunkOf(r, r.first + k))) };
+    };
+    const first = await start('first.txt', [0, 1, 2]);
+    const recorder = new StoreRecorder(store);
+    const acts = createCrawlActivities({ processor: {} as UrlProcessor, recorder, store });
+    for (const c of first.chunks) {
+      await recorder.write('index.example', recordFile(batchRunUnit(c.chunkId, '0123456789ab'), 'b', 'g1'),
+        [{ url: url(0), outcome: 'done' }, { url: url(1), outcome: 'done' }, { url: url(2), outcome: 'linkrot' }]);
+      await acts.markChunkDone(c);
+    }
+    const second = await start('second.txt', [2, 1, 3, 0]);
+    expect(second.summary.downloadedBefore).toBe(2);
+    const urls = (await Promise.all(second.chunks.map(async (c) => (await store.get(c.spool!))!.toString().trim().split('\n')))).flat();
+    expect(urls).toEqual([url(2), url(3)]);
   });
 
   it('lists the keys under a prefix past one page of results, relative to its own prefix', async () => {
