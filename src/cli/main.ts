@@ -171,7 +171,7 @@ export function buildProgram(): Command {
 
   program
     .command('run')
-    .description('crawl a manifest on the embedded default: server + worker unless TEMPORAL_ADDRESS, progress, summary')
+    .description('crawl a manifest on the embedded default: server + worker unless TEMPORAL_ADDRESS, progress, summary; images downloaded before into the same store are not downloaded again')
     .argument('<manifest>', 'NDJSON ({"url","source"?}), CSV with a url column, or one URL per line')
     .option('--catalog <file>', 'source catalogue: [{"name","imageCount"?,"rate"?,"burst"?}]')
     .option('--out <dir>', 'output directory: thumbnails, records, metadata.ndjson, embedded server data', path.resolve('crawl-out'))
@@ -190,7 +190,7 @@ export function buildProgram(): Command {
 
   program
     .command('start')
-    .description('start (or add work to) the monitor of every source in a manifest, then return')
+    .description('start (or add work to) the monitor of every source in a manifest, then return; images downloaded before into the store are left out')
     .argument('<manifest>')
     .option('--catalog <file>', 'source catalogue')
     .option('--data-dir <dir>', 'where chunk files go (the workers must see the same store)', DEFAULT_DATA_DIR)
