@@ -113,7 +113,8 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
     for (const warning of startWarnings(summary)) process.stderr.write(`crawl: ${warning}\n`);
     if (opts.halted) await actOnHalted(client, sources, opts.halted, out);
     for (const [name, s] of summary.sources) if (s.alreadyDone) out.write(`  ${name}: ${s.alreadyDone} URL(s) already crawled by an earlier run, skipped\n`);
-    for (const name of summary.sources.keys()) if (!sources.includes(name)) out.write(`  ${name}: nothing new to crawl, and no monitor of it on this server\n`);
+    const followed = new Set(sources);
+    for (const name of summary.sources.keys()) if (!followed.has(name)) out.write(`  ${name}: nothing new to crawl, and no monitor of it on this server\n`);
 
     let statuses: SourceStatus[] = [];
     const doneRate = new DoneRate();

@@ -214,6 +214,13 @@ const PRIOR_READ_CONCURRENCY = 32;
 /** URLs held while their sources' prior work is read, at most: beyond, the manifest waits. */
 const MAX_HELD_URLS = 10_000;
 
+/** A source's prior work being read, and once read, what it is (or why it could not be read). */
+interface PriorEntry {
+  promise: Promise<PriorWork>;
+  value?: PriorWork;
+  error?: unknown;
+}
+
 interface ChunkWritten {
   /** The manifest portion's id (see manifestPortions). */
   portion: string;
@@ -260,19 +267,19 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
    * re-run), from one listing of its done-markers (a look-up per chunk was a million requests to
    * S3 for a source of 500 million URLs), and the URLs other manifests downloaded.
    */
-  const priors = new Map<string, { promise: Promise<PriorWork>; value?: PriorWork; error?: unknown }>();
+  const priors = new Map<string, Map<string, PriorEntry>>();
   // A manifest of a million small sources would otherwise have thousands of listings in flight.
   const priorReads = new WeightedBudget(PRIOR_READ_CONCURRENCY);
-  const priorOf = (portionId: string, source: string) => {
-    const key = `${portionId}/${source}`;
-    let p = priors.get(key);
+  const priorOf = (portionId: string, source: string): PriorEntry => {
+    let bySource = priors.get(portionId);
+    if (!bySource) priors.set(portionId, bySource = new Map());
+    let p = bySource.get(source);
     if (!p) {
-      const entry: { promise: Promise<PriorWork>; value?: PriorWork; error?: unknown } = {
+      const entry: PriorEntry = {
         promise: priorReads.use(1, () => loadPriorWork(opts.store, chunkDir(portionId, source), chunkPrefix(portionId, source), source)),
       };
       entry.promise.then((v) => { entry.value = v; }, (err: unknown) => { entry.error = err; });
-      priors.set(key, entry);
-      p = entry;
+      bySource.set(source, p = entry);
     }
     return p;
   };
@@ -372,12 +379,9 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
   const take = async (source: string, url: string, prior: PriorWork) => {
     if (keep(source, url, prior) && buffer(source, url)) await flush(source);
   };
-  /** The current portion's prior work per source: one look-up per line, no key to build. */
-  let portionPriors = new Map<string, ReturnType<typeof priorOf>>();
   /** Takes the URL at once when its source's prior work is known (true when its chunk is full); holds it otherwise. */
   const admit = (source: string, url: string): boolean => {
-    let prior = portionPriors.get(source);
-    if (!prior) portionPriors.set(source, prior = priorOf(portion.id, source));
+    const prior = priorOf(portion.id, source);
     if (prior.value && !held.has(source)) return keep(source, url, prior.value) && buffer(source, url);
     if (prior.error) throw prior.error;
     let urls = held.get(source);
@@ -409,7 +413,6 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
       for (const source of [...buffers.keys()]) await flush(source);
       portion = portions[++portionIndex]!;
       portionChunks = new Map();
-      portionPriors = new Map();
     }
     if ('error' in entry) {
       summary.badLines++;

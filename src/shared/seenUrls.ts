@@ -39,30 +39,16 @@ export class SeenUrls {
   /** Whether `url` was added (or a URL with its fingerprint). */
   has(url: string): boolean {
     hash(url);
-    const hi = hashHi;
-    const lo = hi === 0 && hashLo === 0 ? 1 : hashLo;
-    const table = this.table;
-    const mask = table.length / 2 - 1;
-    for (let i = (lo ^ Math.imul(hi, 0x9e3779b1)) & mask; ; i = (i + 1) & mask) {
-      const h = table[2 * i]!;
-      const l = table[2 * i + 1]!;
-      if (h === 0 && l === 0) return false;
-      if (h === hi && l === lo) return true;
-    }
+    const lo = hashHi === 0 && hashLo === 0 ? 1 : hashLo;
+    return !isFree(this.table, slot(this.table, hashHi, lo));
   }
 
   private insert(table: Uint32Array, hi: number, lo: number): boolean {
-    const mask = table.length / 2 - 1;
-    for (let i = (lo ^ Math.imul(hi, 0x9e3779b1)) & mask; ; i = (i + 1) & mask) {
-      const h = table[2 * i]!;
-      const l = table[2 * i + 1]!;
-      if (h === 0 && l === 0) {
-        table[2 * i] = hi;
-        table[2 * i + 1] = lo;
-        return true;
-      }
-      if (h === hi && l === lo) return false;
-    }
+    const i = slot(table, hi, lo);
+    if (!isFree(table, i)) return false;
+    table[2 * i] = hi;
+    table[2 * i + 1] = lo;
+    return true;
   }
 
   private grow(): void {
@@ -72,6 +58,18 @@ export class SeenUrls {
     this.table = next;
   }
 }
+
+/** The pair index holding (hi, lo) in `table`, or else the free pair (0, 0) where it would go. */
+function slot(table: Uint32Array, hi: number, lo: number): number {
+  const mask = table.length / 2 - 1;
+  for (let i = (lo ^ Math.imul(hi, 0x9e3779b1)) & mask; ; i = (i + 1) & mask) {
+    const h = table[2 * i]!;
+    const l = table[2 * i + 1]!;
+    if ((h === hi && l === lo) || (h === 0 && l === 0)) return i;
+  }
+}
+
+const isFree = (table: Uint32Array, i: number) => table[2 * i] === 0 && table[2 * i + 1] === 0;
 
 /** Two independent 32-bit string hashes (cyrb53's mixing, both halves kept whole). */
 export function fingerprint(s: string): [number, number] {

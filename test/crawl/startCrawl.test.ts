@@ -59,6 +59,10 @@ function recordingClient(): { client: Client; sent: Map<string, ChunkRange[]> } 
   return { client, sent };
 }
 
+/** The chunks announced to a source's monitor, one by one. */
+const announcedChunks = (sent: Map<string, ChunkRange[]>, source: string) =>
+  (sent.get(source) ?? []).flatMap((r) => Array.from({ length: r.last - r.first + 1 }, (_, k) => chunkOf(r, r.first + k)));
+
 /** An NDJSON manifest of these lines in a new directory. */
 function writeManifest(lines: string[]): string {
   const manifest = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'start-')), 'm.ndjson');
@@ -240,8 +244,6 @@ describe('startCrawl', () => {
   });
 
   describe('a manifest that continues an earlier one', () => {
-    const announcedChunks = (sent: Map<string, ChunkRange[]>, source: string) =>
-      (sent.get(source) ?? []).flatMap((r) => Array.from({ length: r.last - r.first + 1 }, (_, k) => chunkOf(r, r.first + k)));
     const urlsIn = (store: SlowStore, sent: Map<string, ChunkRange[]>, source: string) =>
       announcedChunks(sent, source).flatMap((c) => store.objects.get(c.spool!)!.trim().split('\n'));
     /** What the batches do when a chunk is finished: its done-marker. */
@@ -320,16 +322,14 @@ describe('startCrawl', () => {
   });
   describe('a manifest listing URLs that another manifest downloaded', () => {
     const a = (i: number) => `https://a.example/${i}.jpg`;
-    const chunks = (sent: Map<string, ChunkRange[]>, source: string) =>
-      (sent.get(source) ?? []).flatMap((r) => Array.from({ length: r.last - r.first + 1 }, (_, k) => chunkOf(r, r.first + k)));
     const urlsIn = async (store: ObjectStore, sent: Map<string, ChunkRange[]>, source: string) =>
-      (await Promise.all(chunks(sent, source).map(async (c) => (await store.get(c.spool!))!.toString().trim().split('\n')))).flat();
+      (await Promise.all(announcedChunks(sent, source).map(async (c) => (await store.get(c.spool!))!.toString().trim().split('\n')))).flat();
     /** What a crawl of the announced chunks leaves in the store: records by the batches, then each chunk marked done. */
     const crawl = async (store: LocalStore, sent: Map<string, ChunkRange[]>, outcome: (url: string) => OutcomeClass) => {
       const recorder = new StoreRecorder(store);
       const acts = createCrawlActivities({ processor: {} as UrlProcessor, recorder, store });
       for (const [source] of sent) {
-        for (const c of chunks(sent, source)) {
+        for (const c of announcedChunks(sent, source)) {
           const urls = (await store.get(c.spool!))!.toString().trim().split('\n');
           await recorder.write(source, recordFile(batchRunUnit(c.chunkId, '00000000-0000-4000-8000-0123456789ab'), 'b', 'g1'), urls.map((url) => ({ url, source, outcome: outcome(url) })));
           await acts.markChunkDone(c);
