@@ -202,6 +202,11 @@ export class Governor {
     return windowLengthMs(this.rate);
   }
 
+  /** Time between two slots of the next window (paced a margin below the rate). */
+  slotIntervalMs(): number {
+    return 1000 / (this.rate * (1 - this.cfg.pacingMargin));
+  }
+
   /** No grant has been planned for the source yet. */
   isFirstWindow(): boolean {
     return this.state.nextGrantId === 1;

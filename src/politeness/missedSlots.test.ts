@@ -1,4 +1,4 @@
-import { slotsWithMissAllowance, updateMissRate, windowStretch } from './missedSlots';
+import { slotsWithMissAllowance, tailGrantSlots, updateMissRate, windowStretch } from './missedSlots';
 
 describe('missed-slot allowance', () => {
   it('follows the share of slots missed, weighting recent reports', () => {
@@ -27,5 +27,14 @@ describe('missed-slot allowance', () => {
     expect(windowStretch(0.5)).toBe(2);
     expect(windowStretch(0.9)).toBeCloseTo(3, 9);
     expect(windowStretch(-1)).toBe(1);
+  });
+
+  it('gives a source\'s last grant spare slots for a start up to 5 s late, or twice the lead', () => {
+    expect(tailGrantSlots(1, 1031, 300)).toBe(1 + 5); // 1 req/s: five spare slots
+    expect(tailGrantSlots(2, 250, 300)).toBe(2 + 20); // 4 req/s: 5 s is 20 slots
+    expect(tailGrantSlots(1, 1031, 4_000)).toBe(1 + 8); // a learnt lead of 4 s: 8 s of spare
+    expect(tailGrantSlots(1, 1031, 60_000)).toBe(1 + 15); // never more than the longest lead
+    expect(tailGrantSlots(3, 20_000, 300)).toBe(3 + 2); // a slow source: the usual two
+    expect(tailGrantSlots(0, 1031, 300)).toBe(0);
   });
 });

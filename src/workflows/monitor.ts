@@ -144,8 +144,10 @@ export async function crawlMonitorWorkflow(input: MonitorInput): Promise<Monitor
       }
     }
 
-    // patched() only until the first grant: the choice concerns that window alone.
-    for (const g of m.planGrants(now, m.governor.isFirstWindow() && patched('short-first-window'))) {
+    // patched() only until the first grant: the choice concerns that window alone. The tail
+    // slack's patch only when a window is a source's last: histories from before it planned
+    // such windows without it.
+    for (const g of m.planGrants(now, m.governor.isFirstWindow() && patched('short-first-window'), () => patched('tail-grant-slack'))) {
       try {
         // The time of issue lets the fetch activity report how long the grant took to reach it,
         // which sets the lead of later windows (politeness/grantLead.ts).

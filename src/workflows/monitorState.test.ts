@@ -123,6 +123,36 @@ describe('MonitorModel token bookkeeping', () => {
     expect(m.planGrants(T0)[0]!.slots).toBe(14);
   });
 
+  describe('a source\'s last window', () => {
+    /** A source at 1 req/s with `chunks` chunks of 3 URLs, `started` of them batches asking for all their URLs. */
+    const source = (chunks: number, started: number) => {
+      const work = Array.from({ length: chunks }, (_, k) => ({ chunkId: `c${k}`, count: 3 }));
+      const m = MonitorModel.fromInput({ source: 's', config: { rate: 1 }, work, options: { maxBatches: started } }, T0);
+      for (const [k, chunk] of m.takeChunksToStart().entries()) {
+        m.batchStarted(`b${k}`, chunk);
+        m.onTokenRequest({ batchId: `b${k}`, unassigned: 3, grantsSeen: 0 });
+      }
+      return m;
+    };
+    const always = () => true;
+
+    it('gives the one batch left spare slots for a start 5 s late', () => {
+      const [g] = source(1, 1).planGrants(T0, false, always);
+      expect(g!.slots).toBe(3 + 5);
+      expect(g!.endMs - g!.startMs).toBeGreaterThanOrEqual(8_000);
+    });
+
+    it('keeps the usual two spares while another batch wants slots, a chunk waits, or the history is older', () => {
+      const asked: string[] = [];
+      const ask = () => { asked.push('asked'); return true; };
+      expect(source(2, 2).planGrants(T0, false, ask).map((g) => g.slots)).toEqual([5, 5]);
+      expect(source(2, 1).planGrants(T0, false, ask).map((g) => g.slots)).toEqual([5]);
+      expect(asked).toEqual([]); // the patch is asked about only for a last window
+      expect(source(1, 1).planGrants(T0, false, () => false).map((g) => g.slots)).toEqual([5]);
+      expect(source(1, 1).planGrants(T0).map((g) => g.slots)).toEqual([5]);
+    });
+  });
+
   it('grants a longer window while its worker misses slots, so a grant still serves a window of URLs', () => {
     const fast = () => {
       const m = MonitorModel.fromInput({ source: 's', config: { rate: 50 }, work: [{ chunkId: 'c1', count: 500 }] }, T0);

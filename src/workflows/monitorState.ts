@@ -3,7 +3,7 @@ import { DEFAULT_ADAPTIVE } from '../politeness/adaptiveRate';
 import { DEFAULT_GOVERNOR, Governor, type Counts, type GovernorConfig, type GovernorMode, type GovernorState, type PolicyEvent } from '../politeness/governor';
 import { windowCounts } from '../politeness/breaker';
 import { median } from '../politeness/latency';
-import { slotsWithMissAllowance, updateMissRate, windowStretch } from '../politeness/missedSlots';
+import { slotsWithMissAllowance, tailGrantSlots, updateMissRate, windowStretch } from '../politeness/missedSlots';
 import { ceilings } from '../politeness/pacing';
 import { addInterval, appendRange, chunkOf, isChunkRange, rangeChunks, rangeUrls, subRange, unseenParts, type Intervals } from '../shared/chunkRanges';
 import type { Grant, OutcomeReport, SourceConfig, TokenRequest, WorkChunk, WorkItem } from '../shared/types';
@@ -267,15 +267,22 @@ export class MonitorModel {
     }));
   }
 
-  /** Plans the next window when it is due and someone wants slots; `shortFirst`: see Governor.plan. */
-  planGrants(nowMs: number, shortFirst = false): Grant[] {
+  /**
+   * Plans the next window when it is due and someone wants slots; `shortFirst`: see Governor.plan.
+   * `tailSlack`: asked only when the window would be the source's last (one batch wants slots, no
+   * chunk is waiting); true gives that grant spare slots for a late start (tailGrantSlots).
+   */
+  planGrants(nowMs: number, shortFirst = false, tailSlack?: () => boolean): Grant[] {
     if (nowMs < this.governor.nextPlanAtMs()) return [];
     const missRate = this.state.missRate;
     const share = this.state.decidedShare;
-    const wants = this.wants()
-      .filter((w) => w.wanted > 0)
-      .map((w) => ({ ...w, wanted: slotsWithMissAllowance(slotsNeeded(w.wanted, share), missRate) }));
-    if (wants.length === 0) return [];
+    const needs = this.wants().filter((w) => w.wanted > 0).map((w) => ({ batchId: w.batchId, needed: slotsNeeded(w.wanted, share) }));
+    if (needs.length === 0) return [];
+    const last = needs.length === 1 && this.state.queue.length === 0 && tailSlack?.() === true;
+    const wants = needs.map(({ batchId, needed }) => ({
+      batchId,
+      wanted: Math.max(slotsWithMissAllowance(needed, missRate), last ? tailGrantSlots(needed, this.governor.slotIntervalMs(), this.governor.leadMs()) : 0),
+    }));
     // The batch fills every slot it has a URL for. Spare slots kept empty for misses would
     // leave the source idle whenever the worker keeps up after all (at a 10% miss rate, 4 s of
     // every 40 s window at 1 req/s), so only a batch's last window has empty ones.

@@ -86,6 +86,31 @@ describe('crawl monitor (time-skipping server)', () => {
     await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, history('batch-of-paused-cooling.before-patch.bin'), 'crawl-monitor:paused-cooling.test/batch:c0');
   });
 
+  it('replays a source whose last grant was planned before last grants had spare slots for a late start', async () => {
+    // Recorded with the earlier code: one chunk of 12 URLs at 1 req/s whose second grant (3 URLs,
+    // two spares) missed a slot, so a third grant followed it at the end of the second's window.
+    // The code now gives such a grant five spares, and its window ends later: this history only
+    // replays when its planning is kept for it (patched()).
+    const history = (file: string) => temporal.api.history.v1.History.decode(fs.readFileSync(path.join(__dirname, 'histories', file)));
+    await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, history('tail-grant.before-patch.bin'), 'crawl-monitor:tail-slack.test');
+    await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, history('batch-of-tail-grant.before-patch.bin'), 'crawl-monitor:tail-slack.test/batch:c0');
+  });
+
+  it('gives a source\'s last grant spare slots for a start up to 5 s late', async () => {
+    const { taskQueue, workflowId } = ids();
+    const { grants, acts } = scriptedActivities(() => ({ cls: 'done', status: 200 }));
+    const worker = await monitorWorker(env, taskQueue, acts);
+    const stats = await worker.runUntil(env.client.workflow.execute(crawlMonitorWorkflow, {
+      taskQueue, workflowId, args: [{ source: 'tail-slack.test', config: { rate: 1 }, work: chunksOf('tail-slack.test', 12, 12) }],
+    }));
+    expect(stats.counts.done).toBe(12);
+    // The first window (10 s) holds 9 of the 12 URLs; the last grant has the other 3 and 5 spare slots.
+    expect(grants.map((g) => g.slots)).toEqual([9, 3]);
+    const last = grants[1]!;
+    expect(slotCount(last)).toBe(3 + 5);
+    await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, await env.client.workflow.getHandle(workflowId).fetchHistory(), workflowId);
+  });
+
   it('keeps granting at 9% errors', async () => {
     const { taskQueue, workflowId } = ids();
     // Errors spread evenly: every prefix of the crawl has at most 9% errors.
