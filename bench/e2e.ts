@@ -153,10 +153,18 @@ async function main(): Promise<void> {
   gcObserver.observe({ entryTypes: ['gc'] });
   // Each source's final stats: where a slow one lost its time (slots missed, handed back, granted).
   const manyStats = new Map<string, MonitorStats>();
+  // Whether phase 2 had CPU to spare, and who used it: a saturated machine delays every trip a
+  // grant makes through the workflow task queue, and slots pass on the way.
+  const manyCpuBefore = cpuMsByProcess();
+  const manyThreads = trackThreadCpu();
+  const manyStarted = performance.now();
   await manyWorker.runUntil(async () => {
     const summary = await startCrawl({ client, store, manifest: many, catalog: manyCatalog, taskQueue: 'bench-e2e' });
     await Promise.all([...summary.sources.keys()].map(async (s) => { manyStats.set(s, await client.workflow.getHandle(monitorWorkflowId(s)).result() as MonitorStats); }));
   });
+  const manyWallMs = performance.now() - manyStarted;
+  const manyCpuMs = cpuMsSince(manyCpuBefore);
+  const manyThreadCpuMs = manyThreads.stop();
   const requests = await site.stop();
   loopDelay.disable();
   gcObserver.disconnect();
@@ -199,6 +207,8 @@ async function main(): Promise<void> {
   }
   console.log(`phase 2: ${MANY} sources x ${MANY_URLS} URLs at 1 req/s: slowest source ${fmt(manyMinRatio)} req/s (target >= 0.9), max in any 1 s ${Math.max(...manyRates.map((r) => r.max1s))}, smallest gap between two requests of one source ${Math.min(...manyRates.map((r) => r.minGapMs))} ms at the site, ${Math.min(...manyRates.map((r) => r.sentMinGapMs))} ms as sent (slots are ${Math.round(1000 / 0.97)} ms apart; most in any 1 s as sent: ${Math.max(...manyRates.map((r) => r.sentMax1s))})`);
   console.log(`  slowest sources, their gaps over 1.5 slots, and slots granted/handed back/missed: ${manySlowest.map((m) => `${m.source} ${m.rate} [${m.longGapsMs.join(', ')}]${m.slots ? ` ${m.slots.granted}/${m.slots.unused}/${m.slots.missed}` : ''}`).join('; ')}`);
+  const cores = (m: Record<string, number>) => Object.entries(m).filter(([, v]) => v > 0).map(([k, v]) => `${k} ${fmt(v / manyWallMs, 2)}`).join(', ');
+  console.log(`  CPU in phase 2 (${fmt(manyWallMs / 1000, 1)} s; cores busy, of ${os.cpus().length}): ${cores(manyCpuMs)}; the crawler's threads: ${cores(manyThreadCpuMs)}`);
   console.log(`  event loop delay during phase 2 (a slot wake-up more than 10 ms late moves the rest of its grant later): p50 ${eventLoopDelayMs.p50} ms, p99 ${eventLoopDelayMs.p99} ms, p99.9 ${eventLoopDelayMs.p999} ms, max ${eventLoopDelayMs.max} ms; longest garbage collection ${fmt(longestGc.ms, 1)} ms (${longestGc.major ? 'major' : 'minor'}; ${longestGc.majors} major in all)`);
   console.log(JSON.stringify({
     bench: 'e2e', images: total,
@@ -209,7 +219,7 @@ async function main(): Promise<void> {
     warm: { imagesPerS: fmt(warm.imagesPerS, 1), ratio: fmt(warm.ratio), steadyRatio: fmt(warm.steadyRatio), eventsPerImage: fmt(warm.eventsPerImage), firstRequestS: fmt(warm.firstRequestS, 2), afterLastRequestS: fmt(warm.afterLastRequestS, 2), crawlCpuMs: warm.cpuMs },
     crawlCpuMs: cold.cpuMs, sharpCpuMs, peakRssMb: peakRssMb(), fileCreateUs: createUs,
     manySources: MANY, manyMinRateRatio: fmt(manyMinRatio), manyMax1s: Math.max(...manyRates.map((r) => r.max1s)),
-    manyEventLoopDelayMs: eventLoopDelayMs, manyLongestGcMs: fmt(longestGc.ms, 1), manySlowest, manyMinGapMs: Math.min(...manyRates.map((r) => r.minGapMs)), manySentMinGapMs: Math.min(...manyRates.map((r) => r.sentMinGapMs)), perSource: [...cold.perSource, ...warm.perSource],
+    manyEventLoopDelayMs: eventLoopDelayMs, manyWallS: fmt(manyWallMs / 1000, 1), manyCpuMs, manyThreadCpuMs, manyLongestGcMs: fmt(longestGc.ms, 1), manySlowest, manyMinGapMs: Math.min(...manyRates.map((r) => r.minGapMs)), manySentMinGapMs: Math.min(...manyRates.map((r) => r.sentMinGapMs)), perSource: [...cold.perSource, ...warm.perSource],
   }));
 }
 
