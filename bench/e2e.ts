@@ -18,6 +18,8 @@ import { ensureTemporalServer, freePort } from '../src/temporal/devServer';
 import { installTemporalRuntime } from '../src/temporal/runtime';
 import { createCrawlWorker, defaultDeps } from '../src/workers/worker';
 import { monitorWorkflowId, type MonitorStats } from '../src/workflows/monitorState';
+import type { ActivityInterceptorsFactory } from '@temporalio/worker';
+import { describeGrants, grantTracer } from './grantTrace';
 import { makeImageSet, sharpAlone, writeSiteFiles } from './images';
 import { cpuMsByProcess, cpuMsSince, fileCreateCostUs, fmt, historyEvents, max1s, peakRssMb, startOriginProcess, steadyRate, trackThreadCpu } from './support';
 
@@ -58,8 +60,9 @@ async function main(): Promise<void> {
   const connection = await connectWorker(server.address);
   const store = new LocalStore(path.join(dir, 'store'));
   const createUs = [fileCreateCostUs(dir)];
-  const newWorker = () => createCrawlWorker({
+  const newWorker = (activityInterceptors: ActivityInterceptorsFactory[] = []) => createCrawlWorker({
     connection, taskQueue: 'bench-e2e', deps: defaultDeps({ dataDir: dir, allowNetworks: ['127.0.0.0/8'] }),
+    ...(activityInterceptors.length ? { overrides: { interceptors: { activity: activityInterceptors } } } : {}),
   });
   const worker = await newWorker();
 
@@ -138,7 +141,8 @@ async function main(): Promise<void> {
   }
   fs.writeFileSync(many, lines.join('\n'));
   const manyCatalog = new Map(Array.from({ length: MANY }, (_, s) => [`small${s}`, { rate: 1 }]));
-  const manyWorker = await newWorker(); // bundling the workflows blocks the loop: not measured
+  const trace = grantTracer();
+  const manyWorker = await newWorker([trace.interceptor]); // bundling the workflows blocks the loop: not measured
   loopDelay.enable();
   // The longest garbage collection in phase 2, to tell a collector's pause from other stalls
   // of the event loop (runs have shown one stall of 0.1-0.7 s here, cause unknown so far).
@@ -207,6 +211,7 @@ async function main(): Promise<void> {
   }
   console.log(`phase 2: ${MANY} sources x ${MANY_URLS} URLs at 1 req/s: slowest source ${fmt(manyMinRatio)} req/s (target >= 0.9), max in any 1 s ${Math.max(...manyRates.map((r) => r.max1s))}, smallest gap between two requests of one source ${Math.min(...manyRates.map((r) => r.minGapMs))} ms at the site, ${Math.min(...manyRates.map((r) => r.sentMinGapMs))} ms as sent (slots are ${Math.round(1000 / 0.97)} ms apart; most in any 1 s as sent: ${Math.max(...manyRates.map((r) => r.sentMax1s))})`);
   console.log(`  slowest sources, their gaps over 1.5 slots, and slots granted/handed back/missed: ${manySlowest.map((m) => `${m.source} ${m.rate} [${m.longGapsMs.join(', ')}]${m.slots ? ` ${m.slots.granted}/${m.slots.unused}/${m.slots.missed}` : ''}`).join('; ')}`);
+  for (const m of manySlowest.slice(0, 2)) console.log(`  ${m.source}'s grants:\n${describeGrants(trace.grants, m.source).map((l) => `    ${l}`).join('\n')}`);
   const cores = (m: Record<string, number>) => Object.entries(m).filter(([, v]) => v > 0).map(([k, v]) => `${k} ${fmt(v / manyWallMs, 2)}`).join(', ');
   console.log(`  CPU in phase 2 (${fmt(manyWallMs / 1000, 1)} s; cores busy, of ${os.cpus().length}): ${cores(manyCpuMs)}; the crawler's threads: ${cores(manyThreadCpuMs)}`);
   console.log(`  event loop delay during phase 2 (a slot wake-up more than 10 ms late moves the rest of its grant later): p50 ${eventLoopDelayMs.p50} ms, p99 ${eventLoopDelayMs.p99} ms, p99.9 ${eventLoopDelayMs.p999} ms, max ${eventLoopDelayMs.max} ms; longest garbage collection ${fmt(longestGc.ms, 1)} ms (${longestGc.major ? 'major' : 'minor'}; ${longestGc.majors} major in all)`);
