@@ -53,7 +53,7 @@ export async function crawlMonitorWorkflow(input: MonitorInput): Promise<Monitor
   };
   setHandler(statsQuery, () => m.stats(Date.now()));
   setHandler(addWorkSignal, (items: WorkItem[]) => { if (m.addWork(items)) wake(); });
-  setHandler(requestTokensSignal, (req) => { m.onTokenRequest(req, Date.now()); wake(); });
+  setHandler(requestTokensSignal, (req) => { m.onTokenRequest(req); wake(); });
   setHandler(reportOutcomesSignal, (report) => {
     // Only activities of this version report a Crawl-delay; a history from before it replays without.
     if (report.crawlDelayMs !== undefined && !patched('honour-crawl-delay')) report = { ...report, crawlDelayMs: undefined };
@@ -117,8 +117,7 @@ export async function crawlMonitorWorkflow(input: MonitorInput): Promise<Monitor
 
     for (const chunk of m.takeChunksToStart()) {
       const batchId = `${workflowInfo().workflowId}/batch:${chunk.chunkId}`;
-      // Histories from before it learnt no lead from a batch's first request.
-      m.batchStarted(batchId, chunk, patched('lead-from-first-request') ? now : undefined);
+      m.batchStarted(batchId, chunk);
       try {
         await startChild(crawlBatchWorkflow, {
           workflowId: batchId,

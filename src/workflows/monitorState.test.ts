@@ -30,27 +30,6 @@ describe('MonitorModel token bookkeeping', () => {
     expect(m.stats(T0).tokens.leadMs).toBe(2_500);
   });
 
-  it('leads a new source\'s first grants by the trip from starting a batch to its first request, until an activity reports one', () => {
-    const m = MonitorModel.fromInput({ source: 's', config: { rate: 10 }, work: [{ chunkId: 'c1', count: 500 }, { chunkId: 'c2', count: 500 }] }, T0);
-    const [c1, c2] = m.takeChunksToStart();
-    m.batchStarted('b1', c1!, T0);
-    m.batchStarted('b2', c2!, T0);
-    m.onTokenRequest({ batchId: 'b1', unassigned: 500, grantsSeen: 0 }, T0 + 800);
-    expect(m.stats(T0).tokens.leadMs).toBe(1_000); // 1.25 x 800 ms
-    // Learnt once: the other batch's request, or a later one of the same batch, teaches nothing more.
-    m.onTokenRequest({ batchId: 'b2', unassigned: 500, grantsSeen: 0 }, T0 + 9_000);
-    m.onTokenRequest({ batchId: 'b1', unassigned: 400, grantsSeen: 1 }, T0 + 20_000);
-    expect(m.stats(T0).tokens.leadMs).toBe(1_000);
-    const [g] = m.planGrants(T0 + 20_000);
-    expect(g!.startMs).toBe(T0 + 21_000);
-  });
-
-  it('learns nothing from a first request when the batch was started without its time (a history from before)', () => {
-    const { m, batchId } = modelWithBatch();
-    m.onTokenRequest({ batchId, unassigned: 500, grantsSeen: 0 }, T0 + 5_000);
-    expect(m.stats(T0).tokens.leadMs).toBe(300);
-  });
-
   it('takes the token request carried by an outcome report, including slots handed back', () => {
     const { m, batchId } = modelWithBatch();
     m.onTokenRequest({ batchId, unassigned: 500, grantsSeen: 0 });

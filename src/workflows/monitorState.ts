@@ -45,8 +45,6 @@ export interface BatchEntry {
   grantsSent: number;
   /** Slots of grants the batch had not yet seen at its last request: [grant seq, slots]. */
   unseen: [number, number][];
-  /** When the monitor started the batch; cleared by its first token request (see onTokenRequest). */
-  startedMs?: number;
 }
 
 export interface MonitorState {
@@ -213,23 +211,13 @@ export class MonitorModel {
     return this.state.queue.reduce((n, item) => n + (isChunkRange(item) ? rangeChunks(item) : 1), 0);
   }
 
-  /** `nowMs`: when given, the batch's first token request teaches the grant lead (onTokenRequest). */
-  batchStarted(batchId: string, chunk: WorkChunk, nowMs?: number): void {
-    this.state.batches.push({ batchId, chunkId: chunk.chunkId, urls: chunk.count, unassigned: 0, grantsSent: 0, unseen: [], ...(nowMs !== undefined ? { startedMs: nowMs } : {}) });
+  batchStarted(batchId: string, chunk: WorkChunk): void {
+    this.state.batches.push({ batchId, chunkId: chunk.chunkId, urls: chunk.count, unassigned: 0, grantsSent: 0, unseen: [] });
   }
 
-  onTokenRequest(req: TokenRequest, nowMs?: number): void {
+  onTokenRequest(req: TokenRequest): void {
     const b = this.state.batches.find((x) => x.batchId === req.batchId);
     if (!b) return;
-    if (b.startedMs !== undefined && nowMs !== undefined) {
-      // A new source's first grants had only the configured lead (300 ms) until an activity
-      // reported its trip, and on a busy worker they reached their activities up to 2.3 s
-      // late, each losing its last slots. The trip from starting a batch to hearing its first
-      // request crosses the same task queue twice, as a grant's does, so until an activity has
-      // reported one it stands in for a grant's trip.
-      if (this.state.governor.dispatchMs === undefined) this.governor.noteDispatch(nowMs - b.startedMs);
-      delete b.startedMs;
-    }
     b.unassigned = req.unassigned;
     b.unseen = b.unseen.filter(([seq]) => seq > req.grantsSeen);
   }
@@ -242,7 +230,7 @@ export class MonitorModel {
       const served = Math.max(0, report.outcomes.length - (report.decided?.decided ?? 0));
       this.state.missRate = updateMissRate(this.state.missRate, report.missedSlots, served);
     }
-    if (report.tokens) this.onTokenRequest({ batchId: report.batchId, ...report.tokens }, nowMs);
+    if (report.tokens) this.onTokenRequest({ batchId: report.batchId, ...report.tokens });
     // The latest grant's share, so a site that stops ruling URLs out (a new chunk on another path) stops the extra ones.
     if (report.decided && report.decided.items > 0) this.state.decidedShare = report.decided.decided / report.decided.items;
     return this.governor.applyReport(report, nowMs);

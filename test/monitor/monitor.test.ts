@@ -111,24 +111,6 @@ describe('crawl monitor (time-skipping server)', () => {
     await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, await env.client.workflow.getHandle(workflowId).fetchHistory(), workflowId);
   });
 
-  it('leads a new source\'s first grant by its batch\'s first trip, and replays a history from before it did', async () => {
-    const { taskQueue, workflowId } = ids();
-    const { grants, acts } = scriptedActivities(() => ({ cls: 'done', status: 200 }));
-    // The batch's first request reaches the monitor 2.5 s after it was started (a busy worker's queue).
-    const slowStart = { ...acts, async recordedUrls() { await new Promise((r) => setTimeout(r, 2_500)); return []; } };
-    const worker = await monitorWorker(env, taskQueue, slowStart);
-    await worker.runUntil(env.client.workflow.execute(crawlMonitorWorkflow, {
-      taskQueue, workflowId, args: [{ source: 'first-trip.test', config: { rate: 2 }, work: chunksOf('first-trip.test', 40, 40) }],
-    }));
-    const first = grants[0]!;
-    // Learnt from that trip (at most a second from one trip, then 1.25 x): not the configured 300 ms.
-    expect(first.startMs - first.issuedMs!).toBe(1_250);
-    await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, await env.client.workflow.getHandle(workflowId).fetchHistory(), workflowId);
-    // Recorded by the code before, with the same slow trip: its first grant led by 300 ms.
-    const before = temporal.api.history.v1.History.decode(fs.readFileSync(path.join(__dirname, 'histories', 'first-trip.before-patch.bin')));
-    await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, before, 'crawl-monitor:first-trip.test');
-  });
-
   it('keeps granting at 9% errors', async () => {
     const { taskQueue, workflowId } = ids();
     // Errors spread evenly: every prefix of the crawl has at most 9% errors.

@@ -16,8 +16,6 @@ export interface RecordedGrant {
   endMs: number;
   intervalMs: number;
   burstSlots: number;
-  /** When the monitor issued the grant (workflow time). */
-  issuedMs?: number;
   slots: number;
   /** Slots actually sent (the scripted activity sends one per slot until it is throttled). */
   sent: number;
