@@ -242,15 +242,15 @@ export class Governor {
 
   /**
    * `stretch`: the window is that many times its usual length (see windowStretch). `shortFirst`:
-   * the source's first window is at most FIRST_WINDOW_MS.
+   * the source's first window is at most FIRST_WINDOW_MS. `leadMs`: this window's lead, when not leadMs().
    */
-  plan(wants: readonly Want[], nowMs: number, stretch = 1, shortFirst = false): (PlannedGrant & { grantId: number })[] {
+  plan(wants: readonly Want[], nowMs: number, stretch = 1, shortFirst = false, leadMs = this.leadMs()): (PlannedGrant & { grantId: number })[] {
     if (!this.canGrant(nowMs)) return [];
     const paced = this.rate * (1 - this.cfg.pacingMargin);
     const usual = stretchedWindowMs(windowLengthMs(paced), stretch);
     const planned = planWindow(
       this.state.pacer,
-      { nowMs, rate: paced, burst: this.state.burst, leadMs: this.leadMs(), windowMs: shortFirst && this.isFirstWindow() ? Math.min(usual, FIRST_WINDOW_MS) : usual },
+      { nowMs, rate: paced, burst: this.state.burst, leadMs, windowMs: shortFirst && this.isFirstWindow() ? Math.min(usual, FIRST_WINDOW_MS) : usual },
       wants,
     );
     return planned.map((g) => ({ ...g, grantId: this.state.nextGrantId++ }));

@@ -142,6 +142,19 @@ describe('MonitorModel token bookkeeping', () => {
       expect(g!.endMs - g!.startMs).toBeGreaterThanOrEqual(8_000);
     });
 
+    it('opens it after the configured lead, not a learnt longer one: its spares absorb a late start', () => {
+      const m = source(1, 1);
+      for (let k = 0; k < 3; k++) m.governor.noteDispatch(4_000); // a busy worker: trips of 4 s
+      expect(m.governor.leadMs()).toBe(5_000);
+      const [g] = m.planGrants(T0, false, always);
+      expect(g!.startMs).toBe(T0 + 300);
+      expect(g!.slots).toBe(3 + 10); // spares for a start 10 s late: twice the learnt lead
+      // Two batches: the learnt lead, and the usual spares.
+      const two = source(2, 2);
+      for (let k = 0; k < 3; k++) two.governor.noteDispatch(4_000);
+      expect(two.planGrants(T0, false, always)[0]!.startMs).toBe(T0 + 5_000);
+    });
+
     it('keeps the usual two spares while another batch wants slots, a chunk waits, or the history is older', () => {
       const asked: string[] = [];
       const ask = () => { asked.push('asked'); return true; };
