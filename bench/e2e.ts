@@ -211,6 +211,11 @@ async function main(): Promise<void> {
   }
   console.log(`phase 2: ${MANY} sources x ${MANY_URLS} URLs at 1 req/s: slowest source ${fmt(manyMinRatio)} req/s (target >= 0.9), max in any 1 s ${Math.max(...manyRates.map((r) => r.max1s))}, smallest gap between two requests of one source ${Math.min(...manyRates.map((r) => r.minGapMs))} ms at the site, ${Math.min(...manyRates.map((r) => r.sentMinGapMs))} ms as sent (slots are ${Math.round(1000 / 0.97)} ms apart; most in any 1 s as sent: ${Math.max(...manyRates.map((r) => r.sentMax1s))})`);
   console.log(`  slowest sources, their gaps over 1.5 slots, and slots granted/handed back/missed: ${manySlowest.map((m) => `${m.source} ${m.rate} [${m.longGapsMs.join(', ')}]${m.slots ? ` ${m.slots.granted}/${m.slots.unused}/${m.slots.missed}` : ''}`).join('; ')}`);
+  // A grant whose activity came after its last slot served nothing and cost its URLs a report's
+  // trip and another grant (the first attempt of each grant; retries start late by design).
+  const firstAttempts = trace.grants.filter((g) => g.attempt === 1);
+  const servedNothing = firstAttempts.filter((g) => g.sent === 0 && g.missed > 0).length;
+  console.log(`  grants: ${firstAttempts.length}, of which ${servedNothing} reached their activity too late to send anything`);
   for (const m of manySlowest.slice(0, 2)) console.log(`  ${m.source}'s grants:\n${describeGrants(trace.grants, m.source).map((l) => `    ${l}`).join('\n')}`);
   const cores = (m: Record<string, number>) => Object.entries(m).filter(([, v]) => v > 0).map(([k, v]) => `${k} ${fmt(v / manyWallMs, 2)}`).join(', ');
   console.log(`  CPU in phase 2 (${fmt(manyWallMs / 1000, 1)} s; cores busy, of ${os.cpus().length}): ${cores(manyCpuMs)}; the crawler's threads: ${cores(manyThreadCpuMs)}`);
@@ -224,7 +229,7 @@ async function main(): Promise<void> {
     warm: { imagesPerS: fmt(warm.imagesPerS, 1), ratio: fmt(warm.ratio), steadyRatio: fmt(warm.steadyRatio), eventsPerImage: fmt(warm.eventsPerImage), firstRequestS: fmt(warm.firstRequestS, 2), afterLastRequestS: fmt(warm.afterLastRequestS, 2), crawlCpuMs: warm.cpuMs },
     crawlCpuMs: cold.cpuMs, sharpCpuMs, peakRssMb: peakRssMb(), fileCreateUs: createUs,
     manySources: MANY, manyMinRateRatio: fmt(manyMinRatio), manyMax1s: Math.max(...manyRates.map((r) => r.max1s)),
-    manyEventLoopDelayMs: eventLoopDelayMs, manyWallS: fmt(manyWallMs / 1000, 1), manyCpuMs, manyThreadCpuMs, manyLongestGcMs: fmt(longestGc.ms, 1), manySlowest, manyMinGapMs: Math.min(...manyRates.map((r) => r.minGapMs)), manySentMinGapMs: Math.min(...manyRates.map((r) => r.sentMinGapMs)), perSource: [...cold.perSource, ...warm.perSource],
+    manyEventLoopDelayMs: eventLoopDelayMs, manyWallS: fmt(manyWallMs / 1000, 1), manyGrants: firstAttempts.length, manyGrantsServedNothing: servedNothing, manyCpuMs, manyThreadCpuMs, manyLongestGcMs: fmt(longestGc.ms, 1), manySlowest, manyMinGapMs: Math.min(...manyRates.map((r) => r.minGapMs)), manySentMinGapMs: Math.min(...manyRates.map((r) => r.sentMinGapMs)), perSource: [...cold.perSource, ...warm.perSource],
   }));
 }
 
