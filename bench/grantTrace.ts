@@ -1,4 +1,5 @@
 import type { ActivityInterceptorsFactory } from '@temporalio/worker';
+import { slotCount } from '../src/activities/pacedRunner';
 import type { FetchBatchInput, FetchBatchResult } from '../src/shared/types';
 
 /**
@@ -38,7 +39,7 @@ export function grantTracer(): { grants: GrantTrace[]; interceptor: ActivityInte
         const s = arg.schedule;
         grants.push({
           source: arg.source, grantId: arg.grantId, attempt: ctx.info.attempt, issuedMs: s.issuedMs, startMs: s.startMs, endMs: s.endMs,
-          slots: Math.round((s.endMs - s.startMs) / s.intervalMs) + s.burstSlots, items: arg.items.length,
+          slots: slotCount(s), items: arg.items.length,
           startedMs, endedMs: Date.now(), sent: result.outcomes.filter((o) => o.sent).length, missed: result.missedSlots ?? 0, unused: result.unused.length,
         });
         return result;

@@ -202,9 +202,14 @@ export class Governor {
     return windowLengthMs(this.rate);
   }
 
-  /** Time between two slots of the next window (paced a margin below the rate). */
+  /** Windows are paced a margin below the rate. */
+  private pacedRate(): number {
+    return this.rate * (1 - this.cfg.pacingMargin);
+  }
+
+  /** Time between two slots of the next window. */
   slotIntervalMs(): number {
-    return 1000 / (this.rate * (1 - this.cfg.pacingMargin));
+    return 1000 / this.pacedRate();
   }
 
   /** No grant has been planned for the source yet. */
@@ -246,7 +251,7 @@ export class Governor {
    */
   plan(wants: readonly Want[], nowMs: number, stretch = 1, shortFirst = false, leadMs = this.leadMs()): (PlannedGrant & { grantId: number })[] {
     if (!this.canGrant(nowMs)) return [];
-    const paced = this.rate * (1 - this.cfg.pacingMargin);
+    const paced = this.pacedRate();
     const usual = stretchedWindowMs(windowLengthMs(paced), stretch);
     const planned = planWindow(
       this.state.pacer,
