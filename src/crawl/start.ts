@@ -9,6 +9,7 @@ import { appendRange, chunkDoneKey, chunkSpoolKey } from '../shared/chunkRanges'
 import type { ChunkRange, SourceConfig } from '../shared/types';
 import { addWorkSignal } from '../workflows/messages';
 import { crawlMonitorWorkflow } from '../workflows/monitor';
+import { PATCH_LEVEL } from '../workflows/patchLevel';
 import { monitorWorkflowId, type MonitorOptions } from '../workflows/monitorState';
 import type { Catalog } from './catalog';
 import { assertReadableManifest, readManifest } from './manifest';
@@ -301,6 +302,8 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
       args: [{
         source, config, options: { taskQueue: opts.taskQueue, ...(opts.monitorOptions ?? {}) },
         ...governorConfig,
+        // Ignored by a monitor already running: it keeps the level it was started with.
+        patchLevel: PATCH_LEVEL,
       }],
       signal: addWorkSignal,
       signalArgs: [list],

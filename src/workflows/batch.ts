@@ -1,5 +1,5 @@
 import {
-  ActivityCancellationType, ActivityFailure, ApplicationFailure, CancellationScope, getExternalWorkflowHandle, isCancellation, log, patched, proxyActivities, proxyLocalActivities,
+  ActivityCancellationType, ActivityFailure, ApplicationFailure, CancellationScope, getExternalWorkflowHandle, isCancellation, log, proxyActivities, proxyLocalActivities,
   setHandler, condition, sleep, workflowInfo, type SignalDefinition,
 } from '@temporalio/workflow';
 import { grantItemCount } from '../shared/grantItems';
@@ -9,6 +9,7 @@ import { HEARTBEAT_TIMEOUT_MS } from '../shared/heartbeat';
 import { STORE_RETRY_MS, STORE_UNAVAILABLE } from '../shared/storeOutage';
 import type { BatchItem, FetchBatchResult, Grant, OutcomeClass, RedirectHop, RequestOutcome, WorkChunk } from '../shared/types';
 import { batchFinishedSignal, batchStoppedSignal, grantSignal, pingSignal, reportOutcomesSignal, requestTokensSignal, revokeGrantsSignal } from './messages';
+import { patchesOf } from './patchLevel';
 
 /**
  * A batch owns a bounded list of URLs. It asks its monitor for slots, runs the fetch activity
@@ -21,6 +22,8 @@ export interface BatchInput {
   monitorId: string;
   chunk: WorkChunk;
   maxAttempts: number;
+  /** The patch level of the code that started the batch (workflows/patchLevel.ts); absent before levels. */
+  patchLevel?: number;
 }
 
 export interface BatchResult {
@@ -78,6 +81,7 @@ async function signalMonitor<T extends unknown[]>(monitorId: string, def: Signal
 
 export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult> {
   const batchId = workflowInfo().workflowId;
+  const patched = patchesOf(input.patchLevel);
   // Cancelled (its crawl was stopped), a batch ends only once its fetch activities have: one
   // learns of the cancellation at its next heartbeat and records what it finished by then. Had
   // the batch ended at once, a crawl started again within those seconds could fetch and record

@@ -1,5 +1,5 @@
 import {
-  ParentClosePolicy, allHandlersFinished, condition, continueAsNew, getExternalWorkflowHandle, log, patched, setHandler,
+  ParentClosePolicy, allHandlersFinished, condition, continueAsNew, getExternalWorkflowHandle, log, setHandler,
   setCurrentDetails, startChild, upsertSearchAttributes, workflowInfo, WorkflowIdReusePolicy,
 } from '@temporalio/workflow';
 import type { PolicyEvent } from '../politeness/governor';
@@ -13,6 +13,7 @@ import {
   setMaxRateUpdate, setRateUpdate, statsQuery, stopUpdate, type ResumeInput, type SetMaxRateInput, type SetRateInput,
 } from './messages';
 import { MonitorModel, type MonitorInput, type MonitorStats } from './monitorState';
+import { PATCH_LEVEL, patchesOf } from './patchLevel';
 
 /**
  * The crawl monitor: one long-running workflow per source, the durable governor of its
@@ -21,6 +22,7 @@ import { MonitorModel, type MonitorInput, type MonitorStats } from './monitorSta
  */
 export async function crawlMonitorWorkflow(input: MonitorInput): Promise<MonitorStats> {
   const m = MonitorModel.fromInput(input, Date.now());
+  const patched = patchesOf(input.patchLevel);
   let dirty = false;
   const wake = () => { dirty = true; };
   /** Why granting stopped, when the grants already given must be revoked (see the main loop). */
@@ -122,7 +124,7 @@ export async function crawlMonitorWorkflow(input: MonitorInput): Promise<Monitor
         await startChild(crawlBatchWorkflow, {
           workflowId: batchId,
           taskQueue: batchQueue,
-          args: [{ source: m.state.source, monitorId: workflowInfo().workflowId, chunk, maxAttempts: m.state.options.maxAttempts }],
+          args: [{ source: m.state.source, monitorId: workflowInfo().workflowId, chunk, maxAttempts: m.state.options.maxAttempts, patchLevel: PATCH_LEVEL }],
           // Batches outlive a monitor run that continues-as-new; they find it again by id.
           parentClosePolicy: ParentClosePolicy.ABANDON,
           // A batch of the chunk that was cancelled (its crawl was stopped) or failed may run
@@ -208,7 +210,8 @@ export async function crawlMonitorWorkflow(input: MonitorInput): Promise<Monitor
       // The ceiling as it is now: setMaxRate may have changed the one the crawl started with.
       const { globalCeiling } = m.governor.cfg;
       const governorConfig = globalCeiling === input.governorConfig?.globalCeiling ? input.governorConfig : { ...input.governorConfig, globalCeiling };
-      await continueAsNew<typeof crawlMonitorWorkflow>({ source: m.state.source, carried: m.state, governorConfig });
+      // The next run's history starts afresh: it takes this code's patches without markers.
+      await continueAsNew<typeof crawlMonitorWorkflow>({ source: m.state.source, carried: m.state, governorConfig, patchLevel: PATCH_LEVEL });
     }
 
     const wakeAt = m.nextWakeMs(Date.now());

@@ -80,6 +80,8 @@ export interface MonitorInput {
   governorConfig?: Partial<GovernorConfig>;
   /** Set by continue-as-new: everything the previous run knew. */
   carried?: MonitorState;
+  /** The patch level of the code that started this run (workflows/patchLevel.ts); absent before levels. */
+  patchLevel?: number;
 }
 
 export interface MonitorStats {

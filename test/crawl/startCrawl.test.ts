@@ -9,6 +9,7 @@ import { LocalStore, type ObjectStore } from '../../src/pipeline/store';
 import { batchRunUnit, recordFile } from '../../src/shared/recordUnits';
 import { chunkOf } from '../../src/shared/chunkRanges';
 import type { ChunkRange, OutcomeClass } from '../../src/shared/types';
+import { PATCH_LEVEL } from '../../src/workflows/patchLevel';
 
 /** A store whose calls take 0-8 ms in random order, like a remote S3, remembering what it holds. */
 class SlowStore implements ObjectStore {
@@ -164,6 +165,17 @@ describe('startCrawl', () => {
         .flatMap((c) => store.objects.get(c.spool!)!.trim().split('\n'));
       expect(urls).toEqual([0, 1, 2].map((i) => `https://x.example/${k}/${i}.jpg`));
     });
+  });
+
+  it('starts each monitor at this code\'s patch level, so that its patches cost no history events', async () => {
+    const manifest = writeManifest(['a', 'b'].map((h) => JSON.stringify({ url: `https://${h}.example/1.jpg` })));
+    const inputs: { source: string; patchLevel?: number }[] = [];
+    const client = {
+      workflow: { signalWithStart: async (_wf: unknown, opts: { args: [{ source: string; patchLevel?: number }] }) => { inputs.push(opts.args[0]); } },
+    } as unknown as Client;
+    await startCrawl({ client, store: new SlowStore(), manifest, taskQueue: 'q' });
+    expect(inputs.map((i) => [i.source, i.patchLevel]).sort()).toEqual([['a.example', PATCH_LEVEL], ['b.example', PATCH_LEVEL]]);
+    expect(PATCH_LEVEL).toBeGreaterThan(0);
   });
 
   it('names the catalogue entries that match no source of the manifest, so a misspelt name is seen', async () => {

@@ -14,6 +14,7 @@ import { crawlMonitorWorkflow } from '../../src/workflows/monitor';
 import { pauseUpdate, resumeUpdate, setMaxRateUpdate, setRateUpdate, statsQuery, stopUpdate } from '../../src/workflows/messages';
 import { CRAWL_STATE } from '../../src/temporal/searchAttributes';
 import { WORKFLOWS_PATH } from '../../src/workers/worker';
+import { PATCH_LEVEL } from '../../src/workflows/patchLevel';
 import { actOnHalted } from '../../src/crawl/run';
 import type { BatchItem, FetchBatchInput, FetchBatchResult, RedirectHop, RequestOutcome } from '../../src/shared/types';
 
@@ -109,6 +110,44 @@ describe('crawl monitor (time-skipping server)', () => {
     const last = grants[1]!;
     expect(slotCount(last)).toBe(3 + 5);
     await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, await env.client.workflow.getHandle(workflowId).fetchHistory(), workflowId);
+  });
+
+  it('takes its patches from the patch level its input carries: no marker or TemporalChangeVersion upsert per patch, the same grants', async () => {
+    const patchEvents = (h: temporal.api.history.v1.IHistory) => (h.events ?? []).filter((e) =>
+      e.markerRecordedEventAttributes?.markerName === 'core_patch' || e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields?.TemporalChangeVersion).length;
+    const crawl = async (patchLevel?: number) => {
+      const { taskQueue, workflowId } = ids();
+      const { grants, acts } = scriptedActivities(() => ({ cls: 'done', status: 200 }));
+      const worker = await monitorWorker(env, taskQueue, acts);
+      const stats = await worker.runUntil(env.client.workflow.execute(crawlMonitorWorkflow, {
+        taskQueue, workflowId, args: [{ source: 'levels.test', config: { rate: 1 }, work: chunksOf('levels.test', 12, 12), ...(patchLevel === undefined ? {} : { patchLevel }) }],
+      }));
+      expect(stats.counts.done).toBe(12);
+      const monitor = await env.client.workflow.getHandle(workflowId).fetchHistory();
+      const batch = await env.client.workflow.getHandle(grants[0]!.batchId).fetchHistory();
+      await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, monitor, workflowId);
+      await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, batch, grants[0]!.batchId);
+      return { grants, monitor, batch };
+    };
+    // Started without a level (by hand, or by code from before levels): patched() as before.
+    const unlevelled = await crawl();
+    expect(patchEvents(unlevelled.monitor)).toBe(8); // 4 patches: a marker and an upsert each
+    // Its batch is a new workflow, started by this code at this code's level.
+    expect(patchEvents(unlevelled.batch)).toBe(0);
+    const levelled = await crawl(PATCH_LEVEL);
+    expect(patchEvents(levelled.monitor)).toBe(0);
+    expect(patchEvents(levelled.batch)).toBe(0);
+    // A batch of a monitor from before levels took 3 patches with markers (the batch's recorded history).
+    expect(patchEvents(temporal.api.history.v1.History.decode(fs.readFileSync(path.join(__dirname, 'histories', 'batch-of-patch-markers.session26.bin'))))).toBe(6);
+    // The patches are in effect, not skipped: a 10 s first window, spare slots in the last one.
+    expect(levelled.grants.map((g) => [g.slots, slotCount(g)])).toEqual(unlevelled.grants.map((g) => [g.slots, slotCount(g)]));
+    expect(levelled.grants.map((g) => [g.slots, slotCount(g)])).toEqual([[9, 9], [3, 8]]);
+  });
+
+  it('replays a source recorded with patch markers and no patch level (the code of session 26)', async () => {
+    const history = (file: string) => temporal.api.history.v1.History.decode(fs.readFileSync(path.join(__dirname, 'histories', file)));
+    await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, history('patch-markers.session26.bin'), 'crawl-monitor:patch-markers.test');
+    await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, history('batch-of-patch-markers.session26.bin'), 'crawl-monitor:patch-markers.test/batch:c0');
   });
 
   it('keeps granting at 9% errors', async () => {
@@ -407,6 +446,15 @@ describe('crawl monitor (time-skipping server)', () => {
       expect(final.urls).toMatchObject({ total: 1200, finished: 1200 });
       expect(records).toHaveLength(1200);
       expect(new Set(records.map((r) => r.url)).size).toBe(1200);
+      // Started without a patch level, the first run asked patched(); the runs after it were
+      // started by this code and take its level instead (no patch markers).
+      const markers = async (runId: string) => ((await env.client.workflow.getHandle(workflowId, runId).fetchHistory()).events ?? [])
+        .filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch').length;
+      expect(await markers(firstRunId)).toBeGreaterThan(0);
+      const lastRun = await env.client.workflow.getHandle(workflowId, latest.runId).fetchHistory();
+      const input = JSON.parse(Buffer.from(lastRun.events![0]!.workflowExecutionStartedEventAttributes!.input!.payloads![0]!.data!).toString());
+      expect(input.patchLevel).toBe(PATCH_LEVEL);
+      expect(await markers(latest.runId)).toBe(0);
     });
   }, 240_000); // 36 s alone on 2 cores; a loaded CI run took longer than the default 120 s
 
