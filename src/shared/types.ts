@@ -101,6 +101,11 @@ export interface OutcomeReport {
    * (and its history events) instead of two.
    */
   tokens?: Omit<TokenRequest, 'batchId'>;
+  /**
+   * Set on a batch's last report: it has finished its chunk (as batchFinished says otherwise),
+   * so that its end costs no signal and workflow task of its own.
+   */
+  finished?: { chunkId: string; urls: number };
 }
 
 /** A bounded piece of a source's work: inline URLs (small) or a spool file of URLs. */

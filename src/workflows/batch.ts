@@ -137,6 +137,8 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
       for (const scope of grantScopes.values()) scope.cancel();
     });
 
+    /** The done-marker is written and the monitor told, with the last grant's report. */
+    let finishReported = false;
     /** The latest grant's URLs and how many of them needed no request (see grantItemCount). */
     let lastGrant: { items: number; decided: number } | undefined;
 
@@ -235,6 +237,14 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
       for (const k of result.unused) pending.push(indices[k]!);
       for (const [k, hop] of result.hops ?? []) if (indices[k] !== undefined) hops[indices[k]!] = hop;
       lastGrant = { items: indices.length, decided: result.decidedWithoutRequest ?? 0 };
+      // The chunk's last report also says the batch has finished (after its done-marker): a
+      // separate batchFinished signal cost the batch a workflow task for its acknowledgement
+      // and the monitor one to hear it, seconds each at the end of a busy crawl.
+      const last = remaining === 0 && running === 1 && patched('finish-in-last-report');
+      if (last) {
+        await markChunkDone(input.chunk);
+        finishReported = true;
+      }
       // Outcomes go to the monitor without the URL text: it needs classes and timings, and
       // history stays small.
       await signalMonitor(input.monitorId, reportOutcomesSignal, {
@@ -243,6 +253,7 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
         storeRetryMs: result.storeRetryMs, storeError: result.storeError, missedSlots: result.missedSlots, dispatchMs: result.dispatchMs, decided: lastGrant,
         outcomes: result.outcomes.map((o) => ({ ...o, url: '' })),
         tokens: tokens(),
+        ...(last ? { finished: { chunkId: input.chunk.chunkId, urls: urls.length } } : {}),
       });
     }
 
@@ -292,8 +303,11 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
 
     const counts: Partial<Record<OutcomeClass, number>> = {};
     for (const f of finals) if (f) counts[f] = (counts[f] ?? 0) + 1;
-    await markChunkDone(input.chunk);
-    await signalMonitor(input.monitorId, batchFinishedSignal, { batchId, chunkId: input.chunk.chunkId, urls: urls.length });
+    if (!finishReported) {
+      // Grants that ended together, a chunk an earlier run had finished, or a history from before.
+      await markChunkDone(input.chunk);
+      await signalMonitor(input.monitorId, batchFinishedSignal, { batchId, chunkId: input.chunk.chunkId, urls: urls.length });
+    }
     return { batchId, counts, urls: urls.length };
   } catch (err) {
     if (waitsForFetches && isCancellation(err)) {

@@ -63,7 +63,8 @@ export async function crawlMonitorWorkflow(input: MonitorInput): Promise<Monitor
     if (report.storeRetryMs !== undefined && !patched('hold-for-store')) report = { ...report, storeRetryMs: undefined };
     if (report.dispatchMs !== undefined && patched('adaptive-grant-lead')) m.governor.noteDispatch(report.dispatchMs);
     announce(m.onReport(report, Date.now()));
-    if (report.tokens) wake();
+    if (report.finished) m.onBatchFinished({ batchId: report.batchId, ...report.finished });
+    if (report.tokens || report.finished) wake();
   });
   setHandler(batchFinishedSignal, (done) => { m.onBatchFinished(done); wake(); });
   /** Cancelled batches whose fetch activities have ended (see the stop below). */

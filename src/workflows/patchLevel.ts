@@ -16,10 +16,11 @@ import { patched } from '@temporalio/workflow';
  * input is part of the history. A history without a level (recorded before levels, or started
  * by hand with the Temporal CLI) calls patched() as before, so it replays unchanged.
  *
- * A patch added later is asked for with patched() until it joins a new level: append a list
- * to LEVELS (the previous level's patches and the new ones); never change an existing one. A
- * level higher than this code knows (input from a newer build, during a rollback) counts as the
- * highest known one: every patch this code has is in effect there.
+ * A new patch joins a new level at once: append a list to LEVELS (the previous level's patches
+ * and the new one); never change an existing one. Workflows of a lower level (or none) ask
+ * patched() for it: true when they meet it live, false when replaying a history from before it.
+ * A level higher than this code knows (input from a newer build, during a rollback) counts as
+ * the highest known one: every patch this code has is in effect there.
  */
 const LEVEL_1 = [
   // monitor
@@ -31,9 +32,11 @@ const LEVEL_1 = [
   'store-outage-keeps-attempts', 'report-grant-finished-after-stop', 'report-recorded-outcomes', 'grants-carry-decided-urls',
 ] as const;
 
-export type PatchId = (typeof LEVEL_1)[number];
+const LEVEL_2 = [...LEVEL_1, 'finish-in-last-report'] as const;
 
-const LEVELS: readonly (readonly PatchId[])[] = [[], LEVEL_1];
+export type PatchId = (typeof LEVEL_2)[number];
+
+const LEVELS: readonly (readonly PatchId[])[] = [[], LEVEL_1, LEVEL_2];
 
 /** The level of this code: what a workflow it starts puts in its input. */
 export const PATCH_LEVEL = LEVELS.length - 1;

@@ -144,6 +144,35 @@ describe('crawl monitor (time-skipping server)', () => {
     expect(levelled.grants.map((g) => [g.slots, slotCount(g)])).toEqual([[9, 9], [3, 8]]);
   });
 
+  it('ends a batch with its last report (finished, after the done-marker), not a batchFinished signal of its own', async () => {
+    const { taskQueue, workflowId } = ids();
+    const { grants, acts } = scriptedActivities(() => ({ cls: 'done', status: 200 }));
+    const doneMarkers: string[] = [];
+    const worker = await monitorWorker(env, taskQueue, { ...acts, markChunkDone: async (chunk: { chunkId: string }) => { doneMarkers.push(chunk.chunkId); } });
+    const stats = await worker.runUntil(env.client.workflow.execute(crawlMonitorWorkflow, {
+      taskQueue, workflowId, args: [{ source: 'finish.test', config: { rate: 2 }, work: chunksOf('finish.test', 30, 10), patchLevel: PATCH_LEVEL }],
+    }));
+    expect(stats.counts.done).toBe(30);
+    expect(stats.urls).toMatchObject({ total: 30, finished: 30 });
+    expect(stats.batches).toMatchObject({ active: 0, finished: 3 });
+    expect(doneMarkers.sort()).toEqual(['c0', 'c10', 'c20']);
+    const signalsSent = (h: temporal.api.history.v1.IHistory) => (h.events ?? []).flatMap((e) => (e.signalExternalWorkflowExecutionInitiatedEventAttributes ? [e.signalExternalWorkflowExecutionInitiatedEventAttributes.signalName] : []));
+    for (const batchId of new Set(grants.map((g) => g.batchId))) {
+      const history = await env.client.workflow.getHandle(batchId).fetchHistory();
+      expect(signalsSent(history)).not.toContain('batchFinished');
+      const reports = (history.events ?? []).flatMap((e) => {
+        const a = e.signalExternalWorkflowExecutionInitiatedEventAttributes;
+        return a?.signalName === 'reportOutcomes' ? [JSON.parse(Buffer.from(a.input!.payloads![0]!.data!).toString())] : [];
+      });
+      expect(reports.at(-1).finished).toMatchObject({ urls: 10 });
+      expect(reports.slice(0, -1).every((r) => r.finished === undefined)).toBe(true);
+      await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, history, batchId);
+    }
+    // A batch of the code before sent batchFinished after its last report (its recorded history).
+    expect(signalsSent(temporal.api.history.v1.History.decode(fs.readFileSync(path.join(__dirname, 'histories', 'batch-of-patch-markers.session26.bin'))))).toContain('batchFinished');
+    await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, await env.client.workflow.getHandle(workflowId).fetchHistory(), workflowId);
+  });
+
   it('replays a source recorded with patch markers and no patch level (the code of session 26)', async () => {
     const history = (file: string) => temporal.api.history.v1.History.decode(fs.readFileSync(path.join(__dirname, 'histories', file)));
     await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, history('patch-markers.session26.bin'), 'crawl-monitor:patch-markers.test');
