@@ -19,7 +19,7 @@ import { installTemporalRuntime } from '../src/temporal/runtime';
 import { createCrawlWorker, defaultDeps } from '../src/workers/worker';
 import { monitorWorkflowId, type MonitorStats } from '../src/workflows/monitorState';
 import type { ActivityInterceptorsFactory } from '@temporalio/worker';
-import { describeGrants, grantTracer } from './grantTrace';
+import { describeGrants, grantTracer, tripsByIssueTime } from './grantTrace';
 import { makeImageSet, sharpAlone, writeSiteFiles } from './images';
 import { cpuMsByProcess, cpuMsSince, fileCreateCostUs, fmt, historyEvents, max1s, peakRssMb, startOriginProcess, steadyRate, trackThreadCpu } from './support';
 
@@ -216,6 +216,7 @@ async function main(): Promise<void> {
   const firstAttempts = trace.grants.filter((g) => g.attempt === 1);
   const servedNothing = firstAttempts.filter((g) => g.sent === 0 && g.missed > 0).length;
   console.log(`  grants: ${firstAttempts.length}, of which ${servedNothing} reached their activity too late to send anything`);
+  console.log(`  grants by when they were issued (from the first), and their trip from issue to activity:\n${tripsByIssueTime(trace.grants, 5_000).map((l) => `    ${l}`).join('\n')}`);
   for (const m of manySlowest.slice(0, 2)) console.log(`  ${m.source}'s grants:\n${describeGrants(trace.grants, m.source).map((l) => `    ${l}`).join('\n')}`);
   const cores = (m: Record<string, number>) => Object.entries(m).filter(([, v]) => v > 0).map(([k, v]) => `${k} ${fmt(v / manyWallMs, 2)}`).join(', ');
   console.log(`  CPU in phase 2 (${fmt(manyWallMs / 1000, 1)} s; cores busy, of ${os.cpus().length}): ${cores(manyCpuMs)}; the crawler's threads: ${cores(manyThreadCpuMs)}`);

@@ -59,3 +59,26 @@ export function describeGrants(grants: readonly GrantTrace[], source: string): s
     + `activity from ${s(g.startedMs)} (${g.startedMs > g.startMs ? `${((g.startedMs - g.startMs) / 1000).toFixed(1)} s late` : 'in time'}) to ${s(g.endedMs)}; `
     + `${g.slots} slots, ${g.items} URLs: ${g.sent} sent, ${g.missed} slots missed, ${g.unused} handed back`);
 }
+
+/**
+ * Grants (first attempts) by when they were issued, in buckets of `bucketMs` from the first:
+ * how many, and how long their trip to the activity took (median and longest). It shows when
+ * in a crawl the worker was too busy to start activities in time.
+ */
+export function tripsByIssueTime(grants: readonly GrantTrace[], bucketMs: number): string[] {
+  const issued = grants.filter((g) => g.attempt === 1 && g.issuedMs !== undefined);
+  if (issued.length === 0) return [];
+  const t0 = Math.min(...issued.map((g) => g.issuedMs!));
+  const buckets = new Map<number, number[]>();
+  for (const g of issued) {
+    const k = Math.floor((g.issuedMs! - t0) / bucketMs);
+    const trips = buckets.get(k) ?? [];
+    trips.push(g.startedMs - g.issuedMs!);
+    buckets.set(k, trips);
+  }
+  return [...buckets.entries()].sort(([a], [b]) => a - b).map(([k, trips]) => {
+    trips.sort((a, b) => a - b);
+    const median = trips[Math.floor(trips.length / 2)]!;
+    return `${(k * bucketMs / 1000).toFixed(0)}-${((k + 1) * bucketMs / 1000).toFixed(0)} s: ${trips.length} grants, trip median ${(median / 1000).toFixed(1)} s, longest ${(trips.at(-1)! / 1000).toFixed(1)} s`;
+  });
+}
