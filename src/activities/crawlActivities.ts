@@ -259,6 +259,8 @@ export function createCrawlActivities(deps: CrawlDeps) {
       ...(storeFailure !== undefined ? { storeRetryMs: STORE_RETRY_MS, storeError: storeFailure } : {}),
       missedSlots: run.missed,
       ...(run.decided > 0 ? { decidedWithoutRequest: run.decided } : {}),
+      // A retried attempt knows nothing of the sends of the attempt before it.
+      ...(run.lastSendMs !== undefined && ctx.info.attempt === 1 ? { lastSendMs: run.lastSendMs } : {}),
     };
   }
 

@@ -151,6 +151,23 @@ describe('paced runner', () => {
     expect(r.unused).toEqual([]);
   });
 
+  it('says which slot its last request went out in, moved as a late send moves it, and none when nothing went out', async () => {
+    const clock = fakeClock(9_000);
+    // Two items in a five-slot grant: the slots after the second are free once the run returns.
+    expect((await runPaced({ count: 2, schedule, run: async (i) => i, shouldStop: () => false, ...clock })).lastSendMs).toBe(11_000);
+    const late = fakeClock(10_000);
+    const r = await runPaced({
+      count: 2, schedule, shouldStop: () => false, ...late,
+      run: async (i, _slotMs, mayGoLate) => {
+        if (i === 1) { late.advance(40); expect(mayGoLate()).toBe(true); }
+        return i;
+      },
+    });
+    expect(r.lastSendMs).toBe(11_040);
+    const none = await runPaced({ count: 2, schedule, run: async (i) => i, decide: (i) => i, shouldStop: () => false, ...fakeClock(9_000) });
+    expect(none.lastSendMs).toBeUndefined();
+  });
+
   it('refuses to let a request go late once a later slot has sent', async () => {
     const clock = fakeClock(10_000);
     let lateAnswer: boolean | undefined;

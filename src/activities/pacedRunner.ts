@@ -68,6 +68,11 @@ export interface PacedRunResult<R> {
   missed: number;
   /** Items settled by `decide`, without a slot. */
   decided: number;
+  /**
+   * The latest slot a request went out in (moved, as a late send moves it); undefined when none
+   * did. The grant's timeline after it plus one spacing is free once the run has returned.
+   */
+  lastSendMs?: number;
 }
 
 /**
@@ -115,6 +120,7 @@ export async function runPaced<R>(o: PacedRunOptions<R>): Promise<PacedRunResult
   // the whole worker process (Node's default for unhandled rejections).
   let failure: { err: unknown } | undefined;
   let decided = 0;
+  let lastSendMs: number | undefined;
   /** Settles the items at the head of the line that need no request; the next one takes the slot. */
   const decideHead = () => {
     while (o.decide && next < items.length) {
@@ -155,6 +161,7 @@ export async function runPaced<R>(o: PacedRunOptions<R>): Promise<PacedRunResult
     }
     const index = items[next++]!;
     sentAt.push(t);
+    lastSendMs = at;
     running += 1;
     const send = ++sends;
     let slotMs = at;
@@ -165,6 +172,7 @@ export async function runPaced<R>(o: PacedRunOptions<R>): Promise<PacedRunResult
       if (late > slotMs) {
         shiftMs += late - slotMs;
         slotMs = late;
+        lastSendMs = Math.max(lastSendMs ?? late, late);
       }
       return true;
     };
@@ -202,5 +210,5 @@ export async function runPaced<R>(o: PacedRunOptions<R>): Promise<PacedRunResult
       decided += 1;
     }
   }
-  return { results, unused, sentAt, missed, decided };
+  return { results, unused, sentAt, missed, decided, ...(lastSendMs !== undefined ? { lastSendMs } : {}) };
 }

@@ -1,4 +1,5 @@
 import { Governor, DEFAULT_GOVERNOR } from './governor';
+import { maxInAnyWindow, slotTime } from './pacing';
 
 const T0 = Date.UTC(2026, 10, 23);
 
@@ -112,6 +113,37 @@ describe('Governor: a source\'s first window', () => {
     const fast = Governor.create('fast.example', { rate: 20 }, T0);
     const usual = Governor.create('fast.example', { rate: 20 }, T0);
     expect(slotsOf(fast.plan([{ batchId: 'b', wanted: 1_000 }], T0, 1, true))).toBe(slotsOf(usual.plan([{ batchId: 'b', wanted: 1_000 }], T0)));
+  });
+});
+
+describe('Governor: the unused end of a finished grant\'s window', () => {
+  const sends = (g: { startMs: number; intervalMs: number; burstSlots: number }, n: number) => Array.from({ length: n }, (_, j) => slotTime(g, j));
+
+  it('goes back to the timeline once the grant\'s activity has returned, so the next window opens one spacing after its last request', () => {
+    const g = Governor.create('slow.example', { rate: 1 }, T0);
+    const [first] = g.plan([{ batchId: 'b', wanted: 8 }], T0);
+    expect(first!.slots).toBe(8);
+    // Three of the eight slots served requests; the activity returned at the fourth.
+    const lastSend = slotTime(first!, 2);
+    expect(g.reclaimWindowTail(first!.endMs, lastSend)).toBe(true);
+    const now = lastSend + 500;
+    expect(g.nextPlanAtMs()).toBeLessThanOrEqual(now);
+    const [next] = g.plan([{ batchId: 'b', wanted: 5 }], now);
+    expect(next!.startMs).toBeCloseTo(lastSend + first!.intervalMs, 6);
+    expect(next!.startMs).toBeLessThan(first!.endMs);
+    // At most ceil(rate) requests in any second, across both grants.
+    expect(maxInAnyWindow([...sends(first!, 3), ...sends(next!, 5)], 1_000)).toBe(1);
+  });
+
+  it('stays taken when a later window was planned after the grant, or the activity sent in its last slot', () => {
+    const g = Governor.create('two.example', { rate: 1 }, T0);
+    const [a] = g.plan([{ batchId: 'a', wanted: 4 }], T0);
+    const [b] = g.plan([{ batchId: 'b', wanted: 4 }], g.nextPlanAtMs());
+    expect(b!.startMs).toBe(a!.endMs);
+    expect(g.reclaimWindowTail(a!.endMs, slotTime(a!, 0))).toBe(false);
+    expect(g.state.pacer.nextFreeMs).toBe(b!.endMs);
+    expect(g.reclaimWindowTail(b!.endMs, slotTime(b!, 3))).toBe(false);
+    expect(g.state.pacer.nextFreeMs).toBe(b!.endMs);
   });
 });
 

@@ -236,6 +236,24 @@ export class Governor {
     return this.state.pacer.nextFreeMs - lookahead;
   }
 
+  /**
+   * A grant's activity has returned, its last request in the slot at `lastSendMs`: when no window
+   * was planned after the grant's, the next may open one spacing after that slot instead of at
+   * the grant's end. Otherwise a grant with slots to spare (a last window's, or one whose URLs ran
+   * out) kept the source idle to its end while the URLs it handed back waited for a new grant
+   * (measured: 4-5 s of a 1 req/s source's 33 s crawl). The next window is then as far from the
+   * last request as from the previous window's last slot: the ceilings hold as between windows.
+   */
+  reclaimWindowTail(windowEndMs: number, lastSendMs: number): boolean {
+    const pacer = this.state.pacer;
+    if (pacer.nextFreeMs !== windowEndMs) return false;
+    const freeFromMs = lastSendMs + this.slotIntervalMs();
+    // Less than a millisecond is float rounding of the last slot's time, not a free slot.
+    if (!(freeFromMs < pacer.nextFreeMs - 1)) return false;
+    pacer.nextFreeMs = freeFromMs;
+    return true;
+  }
+
   /** The next moment something time-driven changes (hold ends, cooling ends). */
   nextTimedChangeMs(nowMs: number): number | undefined {
     const s = this.state;

@@ -94,6 +94,11 @@ export interface OutcomeReport {
   storeError?: string;
   /** How long the grant took to reach its fetch activity (FetchBatchResult.dispatchMs). */
   dispatchMs?: number;
+  /**
+   * The grant's window and the latest slot its activity sent in (FetchBatchResult.lastSendMs):
+   * the activity has returned, so nothing more goes out in that window.
+   */
+  windowTail?: { endMs: number; lastSendMs: number };
   /** Of the grant's URLs (`items`), how many were settled without a request (FetchBatchResult.decidedWithoutRequest). */
   decided?: { items: number; decided: number };
   /**
@@ -207,6 +212,12 @@ export interface FetchBatchResult {
    */
   storeRetryMs?: number;
   storeError?: string;
+  /**
+   * The latest slot of the grant that a request went out in (first attempts only; absent when
+   * none did): the monitor may open the source's next window one spacing after it instead of at
+   * the grant's end (see Governor.reclaimWindowTail).
+   */
+  lastSendMs?: number;
   /**
    * From the grant's issue (workflow time) to the start of this activity's first attempt, ms:
    * the monitor leads its windows by about this much (see politeness/grantLead.ts).

@@ -251,6 +251,7 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
         // Slots the grant did not use: a grant can carry more URLs than slots (grantItemCount).
         batchId, grantId: g.grantId, unused: Math.min(g.slots, result.unused.length), retryAfterMs: result.retryAfterMs, crawlDelayMs: result.crawlDelayMs, robotsRetryMs: result.robotsRetryMs, robotsError: result.robotsError,
         storeRetryMs: result.storeRetryMs, storeError: result.storeError, missedSlots: result.missedSlots, dispatchMs: result.dispatchMs, decided: lastGrant,
+        ...(result.lastSendMs !== undefined ? { windowTail: { endMs: g.endMs, lastSendMs: result.lastSendMs } } : {}),
         outcomes: result.outcomes.map((o) => ({ ...o, url: '' })),
         tokens: tokens(),
         ...(last ? { finished: { chunkId: input.chunk.chunkId, urls: urls.length } } : {}),

@@ -63,6 +63,8 @@ export async function crawlMonitorWorkflow(input: MonitorInput): Promise<Monitor
     if (report.storeRetryMs !== undefined && !patched('hold-for-store')) report = { ...report, storeRetryMs: undefined };
     if (report.dispatchMs !== undefined && patched('adaptive-grant-lead')) m.governor.noteDispatch(report.dispatchMs);
     announce(m.onReport(report, Date.now()));
+    // After the report: a rate it lowered (429, Crawl-delay) spaces the next window by its slower slots.
+    if (report.windowTail && patched('reclaim-window-tail') && m.governor.reclaimWindowTail(report.windowTail.endMs, report.windowTail.lastSendMs)) wake();
     if (report.finished) m.onBatchFinished({ batchId: report.batchId, ...report.finished });
     if (report.tokens || report.finished) wake();
   });

@@ -173,6 +173,30 @@ describe('crawl monitor (time-skipping server)', () => {
     await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, await env.client.workflow.getHandle(workflowId).fetchHistory(), workflowId);
   });
 
+  it('opens the next window one spacing after a finished grant\'s last request, not after the spare slots it left', async () => {
+    const grantsFor = async (reportLastSend: boolean) => {
+      const { taskQueue, workflowId } = ids();
+      // URL 0 fails its first try: it needs a second grant, after the first grant's activity has returned.
+      const { grants, acts } = scriptedActivities((url, attempt) => (indexOf(url) === 0 && attempt === 1 ? { cls: 'error', status: 500 } : { cls: 'done', status: 200 }), { reportLastSend });
+      const worker = await monitorWorker(env, taskQueue, acts);
+      const stats = await worker.runUntil(env.client.workflow.execute(crawlMonitorWorkflow, {
+        taskQueue, workflowId, args: [{ source: 'tail.test', config: { rate: 1 }, work: chunksOf('tail.test', 3, 3), patchLevel: PATCH_LEVEL }],
+      }));
+      expect(stats.counts.done).toBe(3);
+      await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, await env.client.workflow.getHandle(workflowId).fetchHistory(), workflowId);
+      return grants;
+    };
+    const [g1, g2] = await grantsFor(true);
+    // The source's last window has spare slots for a late start; three of them served requests.
+    expect(slotCount(g1!)).toBeGreaterThan(3);
+    expect(g1!.sent).toBe(3);
+    expect(g2!.startMs).toBeCloseTo(g1!.startMs + 3 * g1!.intervalMs, 0);
+    expect(maxInAnyWindow(sendTimes([g1!, g2!]), 1_000)).toBe(1);
+    // An activity that does not say when it last sent (older workers) leaves the window to its end.
+    const [o1, o2] = await grantsFor(false);
+    expect(o2!.startMs).toBeGreaterThanOrEqual(o1!.endMs);
+  });
+
   it('replays a source recorded with patch markers and no patch level (the code of session 26)', async () => {
     const history = (file: string) => temporal.api.history.v1.History.decode(fs.readFileSync(path.join(__dirname, 'histories', file)));
     await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, history('patch-markers.session26.bin'), 'crawl-monitor:patch-markers.test');

@@ -28,7 +28,7 @@ export interface RecordedGrant {
  * (time-skipping moves workflow time, not the activity's clock), stops at the first 429/503
  * like the real one, and records every grant it was given.
  */
-export function scriptedActivities(script: Script) {
+export function scriptedActivities(script: Script, opts: { reportLastSend?: boolean } = {}) {
   const grants: RecordedGrant[] = [];
   const records: Record<string, unknown>[] = [];
   const acts = {
@@ -47,7 +47,9 @@ export function scriptedActivities(script: Script) {
       const scheduledMs = Context.current().info.scheduledTimestampMs;
       grants.push({ batchId: input.batchId, grantId: input.grantId, ...input.schedule, slots: input.items.length, sent: outcomes.length, scheduledMs });
       for (const o of outcomes) if (o.final) records.push({ url: o.url, outcome: o.cls });
-      return { outcomes, unused, retryAfterMs };
+      // As the real activity does: the slot of its last request (each sent item took the next slot).
+      const lastSendMs = opts.reportLastSend && outcomes.length ? Math.max(...outcomes.map((o) => o.atMs!)) : undefined;
+      return { outcomes, unused, retryAfterMs, ...(lastSendMs !== undefined ? { lastSendMs } : {}) };
     },
     async loadChunk(chunk: WorkChunk): Promise<string[]> {
       return chunk.urls ?? [];
