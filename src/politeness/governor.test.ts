@@ -107,6 +107,14 @@ describe('Governor: a source\'s first window', () => {
     expect(slotsOf(second)).toBeGreaterThanOrEqual(38);
   });
 
+  it('tells whether a number of slots fits in one usual window (about 40 at any rate, more when stretched)', () => {
+    const g = Governor.create('slow.example', { rate: 1 }, T0);
+    expect(g.fitsInOneWindow(38)).toBe(true);
+    expect(g.fitsInOneWindow(42)).toBe(false);
+    expect(g.fitsInOneWindow(42, 1.5)).toBe(true);
+    expect(Governor.create('fast.example', { rate: 50 }, T0).fitsInOneWindow(480)).toBe(true);
+  });
+
   it('keeps the usual window without the patch, and for a source whose usual window is 10 s already', () => {
     const old = Governor.create('slow.example', { rate: 1 }, T0);
     expect(slotsOf(old.plan([{ batchId: 'b', wanted: 1_000 }], T0))).toBeGreaterThanOrEqual(38);

@@ -254,6 +254,17 @@ export class Governor {
     return true;
   }
 
+  /**
+   * Whether `slots` fit in one usual window (stretched by `stretch`, as plan lays it out). A
+   * source whose whole work fits needs no short first window: it is done by the time a short
+   * window's report would have come back, and a second grant would only add a trip through a
+   * busy worker in the middle of its crawl.
+   */
+  fitsInOneWindow(slots: number, stretch = 1): boolean {
+    const paced = this.pacedRate();
+    return slots <= Math.floor(stretchedWindowMs(windowLengthMs(paced), stretch) / (1000 / paced));
+  }
+
   /** The next moment something time-driven changes (hold ends, cooling ends). */
   nextTimedChangeMs(nowMs: number): number | undefined {
     const s = this.state;

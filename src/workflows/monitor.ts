@@ -65,8 +65,11 @@ export async function crawlMonitorWorkflow(input: MonitorInput): Promise<Monitor
     announce(m.onReport(report, Date.now()));
     // After the report: a rate it lowered (429, Crawl-delay) spaces the next window by its slower slots.
     if (report.windowTail && patched('reclaim-window-tail') && m.governor.reclaimWindowTail(report.windowTail.endMs, report.windowTail.lastSendMs)) wake();
-    if (report.finished) m.onBatchFinished({ batchId: report.batchId, ...report.finished });
-    if (report.tokens || report.finished) wake();
+    // Patched as the batch's side is: a monitor that met such a report before it knew `finished`
+    // ignored it, and its history must replay the same.
+    const finished = report.finished !== undefined && patched('finish-in-last-report');
+    if (finished) m.onBatchFinished({ batchId: report.batchId, ...report.finished! });
+    if (report.tokens || finished) wake();
   });
   setHandler(batchFinishedSignal, (done) => { m.onBatchFinished(done); wake(); });
   /** Cancelled batches whose fetch activities have ended (see the stop below). */
@@ -150,9 +153,9 @@ export async function crawlMonitorWorkflow(input: MonitorInput): Promise<Monitor
     }
 
     // patched() only until the first grant: the choice concerns that window alone. The tail
-    // slack's patch only when a window is a source's last: histories from before it planned
-    // such windows without it.
-    for (const g of m.planGrants(now, m.governor.isFirstWindow() && patched('short-first-window'), () => patched('tail-grant-slack'))) {
+    // slack's patch only when a window is a source's last, and the whole-source one only when
+    // a short first window would be that: histories from before them planned such windows without.
+    for (const g of m.planGrants(now, m.governor.isFirstWindow() && patched('short-first-window'), () => patched('tail-grant-slack'), () => patched('whole-source-in-one-window'))) {
       try {
         // The time of issue lets the fetch activity report how long the grant took to reach it,
         // which sets the lead of later windows (politeness/grantLead.ts).

@@ -166,6 +166,32 @@ describe('MonitorModel token bookkeeping', () => {
     });
   });
 
+  describe('a source whose whole work fits in one usual window', () => {
+    const source = (urls: number) => {
+      const m = MonitorModel.fromInput({ source: 's', config: { rate: 1 }, work: [{ chunkId: 'c0', count: urls }] }, T0);
+      const [chunk] = m.takeChunksToStart();
+      m.batchStarted('b0', chunk!);
+      m.onTokenRequest({ batchId: 'b0', unassigned: urls, grantsSeen: 0 });
+      return m;
+    };
+    const always = () => true;
+
+    it('gets it in one grant instead of a short first window and a second grant mid-crawl', () => {
+      const [whole] = source(25).planGrants(T0, true, always, always);
+      expect(whole!.slots).toBeGreaterThanOrEqual(25);
+      // Without the patch (a history from before it): the first window of at most 10 s.
+      const [short] = source(25).planGrants(T0, true, always, () => false);
+      expect(short!.slots).toBeLessThanOrEqual(10);
+    });
+
+    it('keeps the short first window for a source larger than a window, without asking the patch', () => {
+      const asked: string[] = [];
+      const [g] = source(500).planGrants(T0, true, always, () => { asked.push('asked'); return true; });
+      expect(g!.slots).toBeLessThanOrEqual(10);
+      expect(asked).toEqual([]);
+    });
+  });
+
   it('grants a longer window while its worker misses slots, so a grant still serves a window of URLs', () => {
     const fast = () => {
       const m = MonitorModel.fromInput({ source: 's', config: { rate: 50 }, work: [{ chunkId: 'c1', count: 500 }] }, T0);

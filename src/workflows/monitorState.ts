@@ -273,8 +273,10 @@ export class MonitorModel {
    * Plans the next window when it is due and someone wants slots; `shortFirst`: see Governor.plan.
    * `tailSlack`: asked only when the window would be the source's last (one batch wants slots, no
    * chunk is waiting); true gives that grant spare slots for a late start (tailGrantSlots).
+   * `wholeIfFits`: asked only for a short first window whose source's work all fits in one usual
+   * window (Governor.fitsInOneWindow); true grants it all in that one window instead.
    */
-  planGrants(nowMs: number, shortFirst = false, tailSlack?: () => boolean): Grant[] {
+  planGrants(nowMs: number, shortFirst = false, tailSlack?: () => boolean, wholeIfFits?: () => boolean): Grant[] {
     if (nowMs < this.governor.nextPlanAtMs()) return [];
     const missRate = this.state.missRate;
     const share = this.state.decidedShare;
@@ -292,7 +294,9 @@ export class MonitorModel {
     // the learnt lead only kept the source idle when the trip was quicker than it (measured: a
     // last grant's activity waited 5.4 s for a window 7.4 s after its issue).
     const lead = last ? this.governor.cfg.grantLeadMs : undefined;
-    const planned = this.governor.plan(wants, nowMs, windowStretch(missRate), shortFirst, lead);
+    const stretch = windowStretch(missRate);
+    const whole = shortFirst && last && this.governor.fitsInOneWindow(wants[0]!.wanted, stretch) && wholeIfFits?.() === true;
+    const planned = this.governor.plan(wants, nowMs, stretch, shortFirst && !whole, lead);
     // A batch puts this much more than a URL per slot into its first grant (grantItemCount).
     const { maxRetryAfterMs } = this.governor.cfg.adaptive;
     const extra = {

@@ -32,7 +32,7 @@ const LEVEL_1 = [
   'store-outage-keeps-attempts', 'report-grant-finished-after-stop', 'report-recorded-outcomes', 'grants-carry-decided-urls',
 ] as const;
 
-const LEVEL_2 = [...LEVEL_1, 'finish-in-last-report', 'reclaim-window-tail'] as const;
+const LEVEL_2 = [...LEVEL_1, 'finish-in-last-report', 'reclaim-window-tail', 'whole-source-in-one-window'] as const;
 
 export type PatchId = (typeof LEVEL_2)[number];
 

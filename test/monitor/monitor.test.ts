@@ -105,10 +105,9 @@ describe('crawl monitor (time-skipping server)', () => {
       taskQueue, workflowId, args: [{ source: 'tail-slack.test', config: { rate: 1 }, work: chunksOf('tail-slack.test', 12, 12) }],
     }));
     expect(stats.counts.done).toBe(12);
-    // The first window (10 s) holds 9 of the 12 URLs; the last grant has the other 3 and 5 spare slots.
-    expect(grants.map((g) => g.slots)).toEqual([9, 3]);
-    const last = grants[1]!;
-    expect(slotCount(last)).toBe(3 + 5);
+    // The whole source fits in one window (no short first one): one grant, the 12 URLs and 5 spare slots.
+    expect(grants.map((g) => g.slots)).toEqual([12]);
+    expect(slotCount(grants[0]!)).toBe(12 + 5);
     await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, await env.client.workflow.getHandle(workflowId).fetchHistory(), workflowId);
   });
 
@@ -131,7 +130,7 @@ describe('crawl monitor (time-skipping server)', () => {
     };
     // Started without a level (by hand, or by code from before levels): patched() as before.
     const unlevelled = await crawl();
-    expect(patchEvents(unlevelled.monitor)).toBe(8); // 4 patches: a marker and an upsert each
+    expect(patchEvents(unlevelled.monitor)).toBe(12); // 6 patches: a marker and an upsert each
     // Its batch is a new workflow, started by this code at this code's level.
     expect(patchEvents(unlevelled.batch)).toBe(0);
     const levelled = await crawl(PATCH_LEVEL);
@@ -139,9 +138,9 @@ describe('crawl monitor (time-skipping server)', () => {
     expect(patchEvents(levelled.batch)).toBe(0);
     // A batch of a monitor from before levels took 3 patches with markers (the batch's recorded history).
     expect(patchEvents(temporal.api.history.v1.History.decode(fs.readFileSync(path.join(__dirname, 'histories', 'batch-of-patch-markers.session26.bin'))))).toBe(6);
-    // The patches are in effect, not skipped: a 10 s first window, spare slots in the last one.
+    // The patches are in effect, not skipped: the whole source in one window, with spare slots.
     expect(levelled.grants.map((g) => [g.slots, slotCount(g)])).toEqual(unlevelled.grants.map((g) => [g.slots, slotCount(g)]));
-    expect(levelled.grants.map((g) => [g.slots, slotCount(g)])).toEqual([[9, 9], [3, 8]]);
+    expect(levelled.grants.map((g) => [g.slots, slotCount(g)])).toEqual([[12, 17]]);
   });
 
   it('ends a batch with its last report (finished, after the done-marker), not a batchFinished signal of its own', async () => {
