@@ -172,7 +172,7 @@ export async function runPaced<R>(o: PacedRunOptions<R>): Promise<PacedRunResult
       if (late > slotMs) {
         shiftMs += late - slotMs;
         slotMs = late;
-        lastSendMs = Math.max(lastSendMs ?? late, late);
+        lastSendMs = late; // this is the latest send (checked above)
       }
       return true;
     };

@@ -261,8 +261,12 @@ export class Governor {
    * busy worker in the middle of its crawl.
    */
   fitsInOneWindow(slots: number, stretch = 1): boolean {
-    const paced = this.pacedRate();
-    return slots <= Math.floor(stretchedWindowMs(windowLengthMs(paced), stretch) / (1000 / paced));
+    return slots <= Math.floor(this.usualWindowMs(stretch) / this.slotIntervalMs());
+  }
+
+  /** The length of a window that is not a source's first (see windowLengthMs, windowStretch). */
+  private usualWindowMs(stretch: number): number {
+    return stretchedWindowMs(windowLengthMs(this.pacedRate()), stretch);
   }
 
   /** The next moment something time-driven changes (hold ends, cooling ends). */
@@ -281,7 +285,7 @@ export class Governor {
   plan(wants: readonly Want[], nowMs: number, stretch = 1, shortFirst = false, leadMs = this.leadMs()): (PlannedGrant & { grantId: number })[] {
     if (!this.canGrant(nowMs)) return [];
     const paced = this.pacedRate();
-    const usual = stretchedWindowMs(windowLengthMs(paced), stretch);
+    const usual = this.usualWindowMs(stretch);
     const planned = planWindow(
       this.state.pacer,
       { nowMs, rate: paced, burst: this.state.burst, leadMs, windowMs: shortFirst && this.isFirstWindow() ? Math.min(usual, FIRST_WINDOW_MS) : usual },

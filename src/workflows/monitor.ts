@@ -67,9 +67,11 @@ export async function crawlMonitorWorkflow(input: MonitorInput): Promise<Monitor
     if (report.windowTail && patched('reclaim-window-tail') && m.governor.reclaimWindowTail(report.windowTail.endMs, report.windowTail.lastSendMs)) wake();
     // Patched as the batch's side is: a monitor that met such a report before it knew `finished`
     // ignored it, and its history must replay the same.
-    const finished = report.finished !== undefined && patched('finish-in-last-report');
-    if (finished) m.onBatchFinished({ batchId: report.batchId, ...report.finished! });
-    if (report.tokens || finished) wake();
+    if (report.finished && patched('finish-in-last-report')) {
+      m.onBatchFinished({ batchId: report.batchId, ...report.finished });
+      wake();
+    }
+    if (report.tokens) wake();
   });
   setHandler(batchFinishedSignal, (done) => { m.onBatchFinished(done); wake(); });
   /** Cancelled batches whose fetch activities have ended (see the stop below). */
