@@ -18,7 +18,7 @@ import { LocalStore } from '../src/pipeline/store';
 import type { FetchBatchResult } from '../src/shared/types';
 import { tuneWorkerProcess } from '../src/workers/worker';
 import { makeImageSet, sharpAlone, writeSiteFiles } from './images';
-import { cpuMsByProcess, cpuMsSince, fileCreateCostUs, fmt, peakRssMb, startOriginProcess } from './support';
+import { cpuMsByProcess, cpuMsSince, fileCreateCostUs, fmt, peakRssMb, startOriginProcess, trackThreadCpu } from './support';
 
 const N = Number(process.env.BENCH_IMAGES ?? 600);
 const RATE = Number(process.env.BENCH_RATE ?? 200); // the brief's largest per-source rate
@@ -81,6 +81,8 @@ async function main(): Promise<void> {
   const rounds: { sharpPerS: number; crawl: Awaited<ReturnType<typeof crawl>>; ratio: number }[] = [];
   // CPU per image by process: on a CPU-bound machine the ratio of the rates follows it.
   const cpu = { sharp: [] as Record<string, number>[], crawl: [] as Record<string, number>[] };
+  // And the crawler's CPU by thread: what the activity adds beyond sharp's work, and where.
+  const threadCpu = { sharp: [] as Record<string, number>[], crawl: [] as Record<string, number>[] };
   // Main-thread GC pauses by round: the activity's CPU per image moves by a millisecond or more
   // between rounds, and full collections are the first suspect.
   let gc = { majorMs: 0, major: 0, minorMs: 0 };
@@ -97,10 +99,12 @@ async function main(): Promise<void> {
     let crawled: Awaited<ReturnType<typeof crawl>> | undefined;
     for (const phase of r % 2 === 0 ? ['sharp', 'crawl'] as const : ['crawl', 'sharp'] as const) {
       const before = cpuMsByProcess();
+      const threads = trackThreadCpu();
       gc = { majorMs: 0, major: 0, minorMs: 0 };
       if (phase === 'sharp') sharpPerS = await sharpAlone(images);
       else crawled = await crawl(roundUrls(r));
       cpu[phase].push(cpuMsSince(before));
+      threadCpu[phase].push(threads.stop());
       await new Promise((resolve) => setImmediate(resolve)); // GC entries arrive asynchronously
       gcByRound[phase].push(gc);
     }
@@ -122,6 +126,7 @@ async function main(): Promise<void> {
   console.log(`sharp alone (analyse + thumbnail): ${rounds.map((r) => fmt(r.sharpPerS, 1)).join(', ')} images/s`);
   console.log(`fetchBatch activity paced at ${RATE}/s (fetch + analyse + thumbnail + store + record): ${rounds.map((r) => fmt(r.crawl.perS, 1)).join(', ')} images/s; last round ${last.done}/${N} done in ${last.grants} grant(s), ${last.missed} slots missed (CPU busy)`);
   console.log(`CPU ms per image: sharp alone ${JSON.stringify(perImage(cpu.sharp))}; activity ${JSON.stringify(perImage(cpu.crawl))}`);
+  console.log(`the crawler's CPU ms per image by thread: sharp alone ${JSON.stringify(perImage(threadCpu.sharp))}; activity ${JSON.stringify(perImage(threadCpu.crawl))}`);
   // By round: a round whose rate fell with its CPU per image unchanged waited on something.
   console.log(`CPU ms per image by round (crawler): sharp alone ${cpu.sharp.map((c) => fmt((c.crawler ?? 0) / N, 2)).join(', ')}; activity ${cpu.crawl.map((c) => fmt((c.crawler ?? 0) / N, 2)).join(', ')}`);
   const gcLine = (g: typeof gc[]) => g.map((x) => `${x.major}/${fmt(x.majorMs, 0)}/${fmt(x.minorMs, 0)}`).join(', ');
@@ -132,6 +137,7 @@ async function main(): Promise<void> {
     bench: 'pipeline', images: N, pacedAt: RATE, sharpPerS: fmt(sharpPerS, 1), activityPerS: fmt(activityPerS, 1), ratio: fmt(ratio),
     ratioByRound: rounds.map((r) => fmt(r.ratio)), done: last.done, grants: last.grants, missedSlots: last.missed, peakRssMb: peakRssMb(),
     fileCreateUs: createUs, cpuMsPerImage: { sharpAlone: perImage(cpu.sharp), activity: perImage(cpu.crawl) },
+    threadCpuMsPerImage: { sharpAlone: perImage(threadCpu.sharp), activity: perImage(threadCpu.crawl) },
   }));
 }
 
