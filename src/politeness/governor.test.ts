@@ -155,6 +155,22 @@ describe('Governor: the unused end of a finished grant\'s window', () => {
   });
 });
 
+describe('Governor: a floating first grant', () => {
+  it('books the float after the last window only, and a slid window\'s tail comes back as any other', () => {
+    const g = Governor.create('float.example', { rate: 1 }, T0);
+    const [a] = g.plan([{ batchId: 'a', wanted: 8 }], T0);
+    expect(g.bookFloat(a!.endMs - 1, 15_000)).toBe(false); // not the last window's end
+    expect(g.bookFloat(a!.endMs, 15_000)).toBe(true);
+    expect(g.state.pacer.nextFreeMs).toBe(a!.endMs + 15_000);
+    // The batch started 4 s late and slid the window; it sent in all 8 slots and reports the booked end.
+    const slid = { ...a!, startMs: a!.startMs + 4_000, endMs: a!.endMs + 4_000 };
+    expect(g.reclaimWindowTail(a!.endMs + 15_000, slotTime(slid, 7))).toBe(true);
+    const [next] = g.plan([{ batchId: 'a', wanted: 3 }], g.nextPlanAtMs());
+    expect(next!.startMs).toBeCloseTo(slotTime(slid, 7) + a!.intervalMs, 6);
+    expect(maxInAnyWindow([...Array.from({ length: 8 }, (_, j) => slotTime(slid, j)), ...Array.from({ length: 3 }, (_, j) => slotTime(next!, j))], 1_000)).toBe(1);
+  });
+});
+
 describe('Governor: an operator\'s pause and resume around a temporary halt', () => {
   /** 30 requests in a second, 4 failed: over 10% of the window, so the source cools down at T0. */
   const cooling = () => {

@@ -255,6 +255,18 @@ export class Governor {
   }
 
   /**
+   * Keeps the timeline free for `floatMs` after a window that ends where the source's booking
+   * ends (the last planned), so that its grant may slide that much later (Grant.floatMs). False,
+   * and nothing booked, for any other window: the window after it would be in the way.
+   */
+  bookFloat(windowEndMs: number, floatMs: number): boolean {
+    const pacer = this.state.pacer;
+    if (floatMs <= 0 || pacer.nextFreeMs !== windowEndMs) return false;
+    pacer.nextFreeMs += floatMs;
+    return true;
+  }
+
+  /**
    * Whether `slots` fit in one usual window (stretched by `stretch`, as plan lays it out). A
    * source whose whole work fits needs no short first window: it is done by the time a short
    * window's report would have come back, and a second grant would only add a trip through a

@@ -1,4 +1,4 @@
-import { ceilings, fairShares, maxInAnyWindow, newPacerState, planWindow, slotTime, windowLengthMs } from './pacing';
+import { ceilings, fairShares, floatGrant, maxInAnyWindow, newPacerState, planWindow, slotTime, windowLengthMs } from './pacing';
 
 function sendTimes(grants: ReturnType<typeof planWindow>): number[] {
   return grants.flatMap((g) => Array.from({ length: g.slots }, (_, j) => slotTime(g, j)));
@@ -76,5 +76,22 @@ describe('pacing', () => {
   it('counts a window as half-open', () => {
     expect(maxInAnyWindow([0, 1_000, 2_000], 1_000)).toBe(1);
     expect(maxInAnyWindow([0, 999, 2_000], 1_000)).toBe(2);
+  });
+});
+
+describe('floatGrant', () => {
+  const g = { startMs: 10_000, endMs: 40_000, floatMs: 15_000 };
+
+  it('leaves a grant whose first slot is still ahead as it is', () => {
+    expect(floatGrant(g, 9_000, 500)).toBe(g);
+    expect(floatGrant({ startMs: 10_000, endMs: 40_000 }, 20_000, 500)).toEqual({ startMs: 10_000, endMs: 40_000 });
+  });
+
+  it('slides a late one whole, by no more than its float, which shrinks by as much', () => {
+    expect(floatGrant(g, 14_500, 500)).toEqual({ startMs: 15_000, endMs: 45_000, floatMs: 10_000 });
+    // Its window and what is left of its float end where the monitor's booking ends.
+    const late = floatGrant(g, 60_000, 500);
+    expect(late).toEqual({ startMs: 25_000, endMs: 55_000, floatMs: 0 });
+    expect(late.endMs + late.floatMs).toBe(g.endMs + g.floatMs);
   });
 });

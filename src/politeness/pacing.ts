@@ -140,3 +140,15 @@ export function maxInAnyWindow(times: readonly number[], windowMs: number): numb
 export function ceilings(rate: number, burst: number): { perSecond: number; perTenSeconds: number } {
   return { perSecond: Math.ceil(rate) + burst, perTenSeconds: Math.floor(10 * rate) + burst };
 }
+
+/**
+ * A grant that may float (Grant.floatMs), moved so that its first slot is no sooner than
+ * `leadMs` after `nowMs`: by at most its float, which shrinks by the move. Its window plus what
+ * is left of its float end where the monitor's booking ends, so the next window is as far away.
+ */
+export function floatGrant<G extends { startMs: number; endMs: number; floatMs?: number }>(g: G, nowMs: number, leadMs: number): G {
+  const float = g.floatMs ?? 0;
+  const shift = Math.min(float, Math.max(0, nowMs + leadMs - g.startMs));
+  if (shift === 0) return g;
+  return { ...g, startMs: g.startMs + shift, endMs: g.endMs + shift, floatMs: float - shift };
+}

@@ -51,6 +51,12 @@ export interface Grant {
   /** Epoch ms (workflow time) when the monitor issued the grant; absent from older grants. */
   issuedMs?: number;
   /**
+   * How much later the batch may move the whole window (a first grant that rode in its start
+   * input, the last of its window): the monitor kept the source's timeline free that long after
+   * endMs, so a batch that started late slides the window instead of missing its first slots.
+   */
+  floatMs?: number;
+  /**
    * Of the source's latest reported grant, the share of URLs settled without a request (robots.txt
    * ruled them out): a batch's first grant takes more URLs than slots by it (grantItemCount).
    */

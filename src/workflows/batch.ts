@@ -3,6 +3,7 @@ import {
   setHandler, condition, sleep, workflowInfo, type SignalDefinition,
 } from '@temporalio/workflow';
 import { grantItemCount } from '../shared/grantItems';
+import { floatGrant } from '../politeness/pacing';
 import { batchRunUnit, recordFile } from '../shared/recordUnits';
 import type { CrawlActivities } from '../activities/crawlActivities';
 import { HEARTBEAT_TIMEOUT_MS } from '../shared/heartbeat';
@@ -24,6 +25,13 @@ export interface BatchInput {
   maxAttempts: number;
   /** The patch level of the code that started the batch (workflows/patchLevel.ts); absent before levels. */
   patchLevel?: number;
+  /**
+   * The monitor counts every URL of the chunk as asking for a slot from the start (patch
+   * first-grant-with-start): the batch asks only once what it needs differs from that.
+   */
+  asked?: boolean;
+  /** The first grant, planned when the monitor started the batch. */
+  firstGrant?: Grant;
 }
 
 export interface BatchResult {
@@ -56,6 +64,9 @@ const bookkeeping = {
 
 // How long a single request may take after its slot (the fetch's own total timeout is less).
 const REQUEST_TAIL_MS = 120_000;
+
+/** A floating grant's first slot is at least this far ahead when the batch takes it: the activity's trip through the task queue. */
+const FLOAT_LEAD_MS = 300;
 
 /** Tries of a signal to the monitor before the batch gives up (waits of 1 s doubling to a minute: about 6 minutes). */
 const SIGNAL_TRIES = 12;
@@ -106,11 +117,12 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
     urls.forEach((url, i) => { finals[i] = recorded.get(url) ?? null; });
     const pending: number[] = urls.flatMap((_, i) => (finals[i] === null ? [i] : []));
     let remaining = pending.length;
-    const grants: Grant[] = [];
-    let grantsSeen = 0;
-    let lastAsk: string | null = null;
+    const grants: Grant[] = input.firstGrant ? [input.firstGrant] : [];
+    let grantsSeen = grants.length;
     /** What the monitor must know of us: a request is sent only when this changed. */
     const ask = () => `${pending.length}/${grantsSeen}`;
+    // Started asking for the whole chunk, the batch has asked already, unless an earlier run recorded some of it.
+    let lastAsk: string | null = input.asked ? `${input.chunk.count}/${grantsSeen}` : null;
     /** The token request as of now; remembered so the main loop does not send it again. */
     const tokens = () => {
       lastAsk = ask();
@@ -251,7 +263,8 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
         // Slots the grant did not use: a grant can carry more URLs than slots (grantItemCount).
         batchId, grantId: g.grantId, unused: Math.min(g.slots, result.unused.length), retryAfterMs: result.retryAfterMs, crawlDelayMs: result.crawlDelayMs, robotsRetryMs: result.robotsRetryMs, robotsError: result.robotsError,
         storeRetryMs: result.storeRetryMs, storeError: result.storeError, missedSlots: result.missedSlots, dispatchMs: result.dispatchMs, decided: lastGrant,
-        ...(result.lastSendMs !== undefined ? { windowTail: { endMs: g.endMs, lastSendMs: result.lastSendMs } } : {}),
+        // The window's end as the monitor booked it: a floating grant's float is part of it.
+        ...(result.lastSendMs !== undefined ? { windowTail: { endMs: g.endMs + (g.floatMs ?? 0), lastSendMs: result.lastSendMs } } : {}),
         outcomes: result.outcomes.map((o) => ({ ...o, url: '' })),
         tokens: tokens(),
         ...(last ? { finished: { chunkId: input.chunk.chunkId, urls: urls.length } } : {}),
@@ -277,7 +290,8 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
         await handBack(g, g.slots);
       }
       while (grants.length > 0) {
-        const g = grants.shift()!;
+        // A first grant that may float starts no sooner than the fetch activity can be running.
+        const g = floatGrant(grants.shift()!, Date.now(), FLOAT_LEAD_MS);
         // Its own latest grant tells best; before it has one, the source's latest (from the monitor).
         const share = lastGrant ? lastGrant.decided / lastGrant.items : g.decidedShare;
         const count = share && patched('grants-carry-decided-urls') ? grantItemCount(g.slots, pending.length, share) : g.slots;

@@ -6,7 +6,7 @@ import type { PolicyEvent } from '../politeness/governor';
 import { STOPPED_BATCHES_WAIT_MS } from '../shared/heartbeat';
 import { invalidBurst, invalidRate } from '../politeness/targetRate';
 import { CRAWL_DONE, CRAWL_ERRORS, CRAWL_RATE, CRAWL_SOURCE, CRAWL_STATE } from '../temporal/searchAttributes';
-import type { WorkItem } from '../shared/types';
+import type { WorkChunk, WorkItem } from '../shared/types';
 import { crawlBatchWorkflow } from './batch';
 import {
   addWorkSignal, batchFinishedSignal, batchStoppedSignal, grantSignal, pauseUpdate, pingSignal, reportOutcomesSignal, requestTokensSignal, resumeUpdate, revokeGrantsSignal,
@@ -14,6 +14,9 @@ import {
 } from './messages';
 import { MonitorModel, type MonitorInput, type MonitorStats } from './monitorState';
 import { PATCH_LEVEL, patchesOf } from './patchLevel';
+
+/** How much later a batch's first grant may slide when the batch starts late (see the main loop). */
+const START_FLOAT_MS = 15_000;
 
 /**
  * The crawl monitor: one long-running workflow per source, the durable governor of its
@@ -125,14 +128,37 @@ export async function crawlMonitorWorkflow(input: MonitorInput): Promise<Monitor
     const now = Date.now();
     announce(m.governor.tick(now));
 
-    for (const chunk of m.takeChunksToStart()) {
-      const batchId = `${workflowInfo().workflowId}/batch:${chunk.chunkId}`;
-      m.batchStarted(batchId, chunk);
+    // patched() only until the first grant: the choice concerns that window alone. The tail
+    // slack's patch only when a window is a source's last, and the whole-source one only when
+    // a short first window would be that: histories from before them planned such windows without.
+    const planGrants = () => m.planGrants(now, m.governor.isFirstWindow() && patched('short-first-window'), () => patched('tail-grant-slack'), () => patched('whole-source-in-one-window'));
+    const chunks = m.takeChunksToStart();
+    const batchIdOf = (chunk: WorkChunk) => `${workflowInfo().workflowId}/batch:${chunk.chunkId}`;
+    // A batch that starts alone (no other wants slots) gets its first grant in its start input:
+    // asking for it and waiting cost a request signal, a grant signal and a workflow task on each
+    // side (18 of a 3-URL source's 54 history events), and two trips through a busy worker's task
+    // queue before the first request. A source's last window may float: a batch that starts late
+    // on a busy worker slides it instead of missing its first slots. Batches started together ask
+    // when they are running, as before: their windows follow one another and cannot float.
+    // Patched: histories from before it started every batch first.
+    const alone = chunks.length === 1 && m.wants().every((w) => w.wanted === 0) && patched('first-grant-with-start');
+    for (const chunk of chunks) m.batchStarted(batchIdOf(chunk), chunk, alone);
+    let grants = alone ? planGrants() : [];
+    for (const chunk of chunks) {
+      const batchId = batchIdOf(chunk);
+      const planned = grants.find((g) => g.batchId === batchId);
+      grants = grants.filter((g) => g !== planned);
+      // Only the source's last window floats: after any other, the next is planned ahead of its end.
+      const last = planned !== undefined && planned.slots >= chunk.count && m.queuedChunks() === 0;
+      const firstGrant = last ? m.floatGrant(planned, START_FLOAT_MS) : planned;
       try {
         await startChild(crawlBatchWorkflow, {
           workflowId: batchId,
           taskQueue: batchQueue,
-          args: [{ source: m.state.source, monitorId: workflowInfo().workflowId, chunk, maxAttempts: m.state.options.maxAttempts, patchLevel: PATCH_LEVEL }],
+          args: [{
+            source: m.state.source, monitorId: workflowInfo().workflowId, chunk, maxAttempts: m.state.options.maxAttempts, patchLevel: PATCH_LEVEL,
+            ...(alone ? { asked: true } : {}), ...(firstGrant ? { firstGrant } : {}),
+          }],
           // Batches outlive a monitor run that continues-as-new; they find it again by id.
           parentClosePolicy: ParentClosePolicy.ABANDON,
           // A batch of the chunk that was cancelled (its crawl was stopped) or failed may run
@@ -143,6 +169,7 @@ export async function crawlMonitorWorkflow(input: MonitorInput): Promise<Monitor
         // Already started (a previous run of this monitor did it before continuing-as-new,
         // or the same chunk was added twice): it will report to us by id all the same.
         log.warn('batch already exists; adopting it', { batchId, error: String(err) });
+        if (alone) m.withdrawAsk(batchId, firstGrant);
         // Unless it has completed already (its chunk is done; its done-marker was lost): then it
         // never would, and the monitor would wait for it for ever.
         if (patched('probe-adopted-batch')) {
@@ -154,10 +181,8 @@ export async function crawlMonitorWorkflow(input: MonitorInput): Promise<Monitor
       }
     }
 
-    // patched() only until the first grant: the choice concerns that window alone. The tail
-    // slack's patch only when a window is a source's last, and the whole-source one only when
-    // a short first window would be that: histories from before them planned such windows without.
-    for (const g of m.planGrants(now, m.governor.isFirstWindow() && patched('short-first-window'), () => patched('tail-grant-slack'), () => patched('whole-source-in-one-window'))) {
+    if (!alone) grants = planGrants();
+    for (const g of grants) {
       try {
         // The time of issue lets the fetch activity report how long the grant took to reach it,
         // which sets the lead of later windows (politeness/grantLead.ts).

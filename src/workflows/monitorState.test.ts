@@ -192,6 +192,54 @@ describe('MonitorModel token bookkeeping', () => {
     });
   });
 
+  describe('a batch whose first grant rides in its start input', () => {
+    const started = () => {
+      const m = MonitorModel.fromInput({ source: 's', config: { rate: 10 }, work: [{ chunkId: 'c1', count: 500 }] }, T0);
+      m.batchStarted('b1', m.takeChunksToStart()[0]!, true);
+      return m;
+    };
+
+    it('counts as asking for its whole chunk before any request comes', () => {
+      const m = started();
+      expect(m.wants()).toEqual([{ batchId: 'b1', wanted: 500 }]);
+      const [g] = m.planGrants(T0);
+      expect(g!.batchId).toBe('b1');
+      // Its first report then counts against that grant as any other batch's would.
+      expect(m.wants()[0]!.wanted).toBe(500 - g!.slots);
+      // Without asking, a started batch wants nothing until its request comes.
+      const quiet = MonitorModel.fromInput({ source: 's', config: { rate: 10 }, work: [{ chunkId: 'c1', count: 500 }] }, T0);
+      quiet.batchStarted('b1', quiet.takeChunksToStart()[0]!);
+      expect(quiet.planGrants(T0)).toEqual([]);
+    });
+
+    it('lets the last window planned float, keeping the timeline free behind it, and no other', () => {
+      const m = started();
+      const [g] = m.planGrants(T0);
+      const floating = m.floatGrant(g!, 15_000);
+      expect(floating.floatMs).toBe(15_000);
+      // The next window opens after the float, unless the batch's report gives the tail back.
+      m.onTokenRequest({ batchId: 'b1', unassigned: 500, grantsSeen: 0 });
+      const [next] = m.planGrants(g!.endMs + 15_000);
+      expect(next!.startMs).toBeGreaterThanOrEqual(g!.endMs + 15_000);
+      // A window planned after it is in the way: that one cannot float any more.
+      expect(m.floatGrant(g!, 15_000).floatMs).toBeUndefined();
+    });
+
+    it('takes the ask and the grant back when the batch existed already (it asks for itself)', () => {
+      const m = started();
+      const [g] = m.planGrants(T0);
+      m.withdrawAsk('b1', g);
+      expect(m.wants()).toEqual([{ batchId: 'b1', wanted: 0 }]);
+      expect(m.stats(T0).tokens.granted).toBe(0);
+      // Its own request then counts from its own grants: none of ours is subtracted.
+      m.onTokenRequest({ batchId: 'b1', unassigned: 40, grantsSeen: 0 });
+      expect(m.wants()[0]!.wanted).toBe(40);
+      const [next] = m.planGrants(g!.endMs);
+      expect(next!.grantId).toBeGreaterThan(g!.grantId);
+      expect(next!.startMs).toBeGreaterThanOrEqual(g!.endMs); // its window stays used
+    });
+  });
+
   it('grants a longer window while its worker misses slots, so a grant still serves a window of URLs', () => {
     const fast = () => {
       const m = MonitorModel.fromInput({ source: 's', config: { rate: 50 }, work: [{ chunkId: 'c1', count: 500 }] }, T0);

@@ -213,8 +213,34 @@ export class MonitorModel {
     return this.state.queue.reduce((n, item) => n + (isChunkRange(item) ? rangeChunks(item) : 1), 0);
   }
 
-  batchStarted(batchId: string, chunk: WorkChunk): void {
-    this.state.batches.push({ batchId, chunkId: chunk.chunkId, urls: chunk.count, unassigned: 0, grantsSent: 0, unseen: [] });
+  /**
+   * `asking`: the batch counts as asking for a slot for each of its URLs from the start (its first
+   * grant is planned before it starts and rides in its input), instead of once its request comes.
+   */
+  batchStarted(batchId: string, chunk: WorkChunk, asking = false): void {
+    this.state.batches.push({ batchId, chunkId: chunk.chunkId, urls: chunk.count, unassigned: asking ? chunk.count : 0, grantsSent: 0, unseen: [] });
+  }
+
+  /** The grant with `floatMs` of float when its window is the last planned (Governor.bookFloat), else as it is. */
+  floatGrant(g: Grant, floatMs: number): Grant {
+    return this.governor.bookFloat(g.endMs, floatMs) ? { ...g, floatMs } : g;
+  }
+
+  /**
+   * A batch started `asking` turned out to exist already (adopted): it asks for itself, with its
+   * own count of grants seen, so the ask made for it and the first grant planned with it are
+   * taken back. The grant's window stays used on the timeline (nothing is sent in it).
+   */
+  withdrawAsk(batchId: string, grant?: Grant): void {
+    const asked = this.state.batches.filter((x) => x.batchId === batchId).at(-1);
+    if (asked) asked.unassigned = 0;
+    if (!grant) return;
+    // planGrants counted the grant on the first entry of that id.
+    const b = this.state.batches.find((x) => x.batchId === batchId);
+    if (!b) return;
+    b.grantsSent -= 1;
+    b.unseen = b.unseen.filter(([seq]) => seq <= b.grantsSent);
+    this.state.grantedSlots -= grant.slots;
   }
 
   onTokenRequest(req: TokenRequest): void {

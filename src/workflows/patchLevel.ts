@@ -34,9 +34,11 @@ const LEVEL_1 = [
 
 const LEVEL_2 = [...LEVEL_1, 'finish-in-last-report', 'reclaim-window-tail', 'whole-source-in-one-window'] as const;
 
-export type PatchId = (typeof LEVEL_2)[number];
+const LEVEL_3 = [...LEVEL_2, 'first-grant-with-start'] as const;
 
-const LEVELS: readonly (readonly PatchId[])[] = [[], LEVEL_1, LEVEL_2];
+export type PatchId = (typeof LEVEL_3)[number];
+
+const LEVELS: readonly (readonly PatchId[])[] = [[], LEVEL_1, LEVEL_2, LEVEL_3];
 
 /** The level of this code: what a workflow it starts puts in its input. */
 export const PATCH_LEVEL = LEVELS.length - 1;

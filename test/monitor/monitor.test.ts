@@ -172,6 +172,34 @@ describe('crawl monitor (time-skipping server)', () => {
     await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, await env.client.workflow.getHandle(workflowId).fetchHistory(), workflowId);
   });
 
+  it('starts a batch with its first grant in its input: no token request, no grant signal, a third fewer history events', async () => {
+    const { taskQueue, workflowId } = ids();
+    const { grants, acts } = scriptedActivities(() => ({ cls: 'done', status: 200 }));
+    const worker = await monitorWorker(env, taskQueue, acts);
+    const stats = await worker.runUntil(env.client.workflow.execute(crawlMonitorWorkflow, {
+      taskQueue, workflowId, args: [{ source: 'first.test', config: { rate: 1 }, work: chunksOf('first.test', 3, 3), patchLevel: PATCH_LEVEL }],
+    }));
+    expect(stats.counts.done).toBe(3);
+    expect(grants).toHaveLength(1);
+    const batchId = grants[0]!.batchId;
+    const monitorHistory = await env.client.workflow.getHandle(workflowId).fetchHistory();
+    const batchHistory = await env.client.workflow.getHandle(batchId).fetchHistory();
+    const signalsSent = (h: temporal.api.history.v1.IHistory) => (h.events ?? []).flatMap((e) => (e.signalExternalWorkflowExecutionInitiatedEventAttributes ? [e.signalExternalWorkflowExecutionInitiatedEventAttributes.signalName] : []));
+    expect(signalsSent(batchHistory)).toEqual(['reportOutcomes']);
+    expect(signalsSent(monitorHistory)).toEqual([]);
+    const input = JSON.parse(Buffer.from(batchHistory.events![0]!.workflowExecutionStartedEventAttributes!.input!.payloads![0]!.data!).toString());
+    expect(input).toMatchObject({ asked: true, firstGrant: { batchId, floatMs: 15_000 } });
+    // The source's last window: the batch may slide it (it did when it took it after its first slot's lead).
+    const slidMs = grants[0]!.startMs - input.firstGrant.startMs;
+    expect(slidMs).toBeGreaterThanOrEqual(0);
+    expect(slidMs).toBeLessThanOrEqual(15_000);
+    expect(grants[0]!.endMs - grants[0]!.startMs).toBeCloseTo(input.firstGrant.endMs - input.firstGrant.startMs, 6);
+    // 54 events for such a source when the batch asked for its first grant (session 28).
+    expect((monitorHistory.events?.length ?? 0) + (batchHistory.events?.length ?? 0)).toBeLessThanOrEqual(37);
+    await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, monitorHistory, workflowId);
+    await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, batchHistory, batchId);
+  });
+
   it('opens the next window one spacing after a finished grant\'s last request, not after the spare slots it left', async () => {
     const grantsFor = async (reportLastSend: boolean) => {
       const { taskQueue, workflowId } = ids();
@@ -592,7 +620,9 @@ describe('crawl monitor (time-skipping server)', () => {
     await worker.runUntil(async () => {
       const handle = await env.client.workflow.start(crawlMonitorWorkflow, {
         taskQueue, workflowId,
-        args: [{ source: 'validate.test', config: { rate: 1 }, work: chunksOf('validate.test', 5, 5) }],
+        // Enough work to be still running after five updates: a 5-URL source whose batch starts
+        // with its first grant could finish between them.
+        args: [{ source: 'validate.test', config: { rate: 1 }, work: chunksOf('validate.test', 200, 200) }],
       });
       const rejection = (pattern: RegExp) => ({ cause: expect.objectContaining({ message: expect.stringMatching(pattern) }) });
       await expect(handle.executeUpdate(setRateUpdate, { args: [{ rate: -3 }] })).rejects.toMatchObject(rejection(/greater than 0/));
