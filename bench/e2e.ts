@@ -220,7 +220,9 @@ async function main(): Promise<void> {
   const firstAttempts = trace.grants.filter((g) => g.attempt === 1);
   const servedNothing = firstAttempts.filter((g) => g.sent === 0 && g.missed > 0).length;
   console.log(`  grants: ${firstAttempts.length}, of which ${servedNothing} reached their activity too late to send anything`);
-  console.log(`  grants by when they were issued (from the first), and their trip from issue to activity:\n${tripsByIssueTime(trace.grants, 5_000).map((l) => `    ${l}`).join('\n')}`);
+  // A first grant that rode in its batch's start input carries no time of issue (its trip includes the batch's start).
+  const trips = tripsByIssueTime(trace.grants, 5_000);
+  console.log(`  grants by when they were issued (from the first), and their trip from issue to activity:${trips.length ? `\n${trips.map((l) => `    ${l}`).join('\n')}` : ' none signalled (every first grant rode in its batch\'s start input)'}`);
   for (const m of manySlowest.slice(0, 2)) console.log(`  ${m.source}'s grants:\n${describeGrants(trace.grants, m.source).map((l) => `    ${l}`).join('\n')}`);
   const cores = (m: Record<string, number>) => Object.entries(m).filter(([, v]) => v > 0).map(([k, v]) => `${k} ${fmt(v / manyWallMs, 2)}`).join(', ');
   console.log(`  CPU in phase 2 (${fmt(manyWallMs / 1000, 1)} s; cores busy, of ${os.cpus().length}): ${cores(manyCpuMs)}; the crawler's threads: ${cores(manyThreadCpuMs)}`);
