@@ -194,8 +194,9 @@ describe('crawl monitor (time-skipping server)', () => {
     expect(slidMs).toBeGreaterThanOrEqual(0);
     expect(slidMs).toBeLessThanOrEqual(15_000);
     expect(grants[0]!.endMs - grants[0]!.startMs).toBeCloseTo(input.firstGrant.endMs - input.firstGrant.startMs, 6);
-    // 54 events for such a source when the batch asked for its first grant (session 28).
-    expect((monitorHistory.events?.length ?? 0) + (batchHistory.events?.length ?? 0)).toBeLessThanOrEqual(37);
+    // 54 events for such a source when the batch asked for its first grant; 36-38 without (an
+    // extra workflow task when messages arrive apart), session 28.
+    expect((monitorHistory.events?.length ?? 0) + (batchHistory.events?.length ?? 0)).toBeLessThanOrEqual(44);
     await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, monitorHistory, workflowId);
     await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, batchHistory, batchId);
   });
