@@ -120,9 +120,10 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
     const grants: Grant[] = input.firstGrant ? [input.firstGrant] : [];
     let grantsSeen = grants.length;
     /** What the monitor must know of us: a request is sent only when this changed. */
-    const ask = () => `${pending.length}/${grantsSeen}`;
+    const askFor = (unassigned: number) => `${unassigned}/${grantsSeen}`;
+    const ask = () => askFor(pending.length);
     // Started asking for the whole chunk, the batch has asked already, unless an earlier run recorded some of it.
-    let lastAsk: string | null = input.asked ? `${input.chunk.count}/${grantsSeen}` : null;
+    let lastAsk: string | null = input.asked ? askFor(input.chunk.count) : null;
     /** The token request as of now; remembered so the main loop does not send it again. */
     const tokens = () => {
       lastAsk = ask();

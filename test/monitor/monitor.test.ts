@@ -27,6 +27,10 @@ describe('crawl monitor (time-skipping server)', () => {
 
   let n = 0;
   const ids = () => { n += 1; return { taskQueue: `monitor-${n}`, workflowId: `crawl-monitor:test-${n}` }; };
+  /** The signals a workflow sent, by name, in order. */
+  const signalsSent = (h: temporal.api.history.v1.IHistory) => (h.events ?? []).flatMap((e) => (e.signalExternalWorkflowExecutionInitiatedEventAttributes ? [e.signalExternalWorkflowExecutionInitiatedEventAttributes.signalName] : []));
+  /** A workflow's start input, from its first history event. */
+  const startInput = (h: temporal.api.history.v1.IHistory) => JSON.parse(Buffer.from(h.events![0]!.workflowExecutionStartedEventAttributes!.input!.payloads![0]!.data!).toString());
   const gapsBetweenGrants = (starts: number[]) => {
     const s = [...starts].sort((a, b) => a - b);
     return s.slice(1).map((t, i) => t - s[i]!);
@@ -155,7 +159,6 @@ describe('crawl monitor (time-skipping server)', () => {
     expect(stats.urls).toMatchObject({ total: 30, finished: 30 });
     expect(stats.batches).toMatchObject({ active: 0, finished: 3 });
     expect(doneMarkers.sort()).toEqual(['c0', 'c10', 'c20']);
-    const signalsSent = (h: temporal.api.history.v1.IHistory) => (h.events ?? []).flatMap((e) => (e.signalExternalWorkflowExecutionInitiatedEventAttributes ? [e.signalExternalWorkflowExecutionInitiatedEventAttributes.signalName] : []));
     for (const batchId of new Set(grants.map((g) => g.batchId))) {
       const history = await env.client.workflow.getHandle(batchId).fetchHistory();
       expect(signalsSent(history)).not.toContain('batchFinished');
@@ -184,10 +187,9 @@ describe('crawl monitor (time-skipping server)', () => {
     const batchId = grants[0]!.batchId;
     const monitorHistory = await env.client.workflow.getHandle(workflowId).fetchHistory();
     const batchHistory = await env.client.workflow.getHandle(batchId).fetchHistory();
-    const signalsSent = (h: temporal.api.history.v1.IHistory) => (h.events ?? []).flatMap((e) => (e.signalExternalWorkflowExecutionInitiatedEventAttributes ? [e.signalExternalWorkflowExecutionInitiatedEventAttributes.signalName] : []));
     expect(signalsSent(batchHistory)).toEqual(['reportOutcomes']);
     expect(signalsSent(monitorHistory)).toEqual([]);
-    const input = JSON.parse(Buffer.from(batchHistory.events![0]!.workflowExecutionStartedEventAttributes!.input!.payloads![0]!.data!).toString());
+    const input = startInput(batchHistory);
     expect(input).toMatchObject({ asked: true, firstGrant: { batchId, floatMs: 15_000 } });
     // The source's last window: the batch may slide it (it did when it took it after its first slot's lead).
     const slidMs = grants[0]!.startMs - input.firstGrant.startMs;
@@ -533,7 +535,7 @@ describe('crawl monitor (time-skipping server)', () => {
         .filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch').length;
       expect(await markers(firstRunId)).toBeGreaterThan(0);
       const lastRun = await env.client.workflow.getHandle(workflowId, latest.runId).fetchHistory();
-      const input = JSON.parse(Buffer.from(lastRun.events![0]!.workflowExecutionStartedEventAttributes!.input!.payloads![0]!.data!).toString());
+      const input = startInput(lastRun);
       expect(input.patchLevel).toBe(PATCH_LEVEL);
       expect(await markers(latest.runId)).toBe(0);
     });
