@@ -246,6 +246,12 @@ export function createCrawlActivities(deps: CrawlDeps) {
     }
     beat();
     const unused = run.unused.sort((a, b) => a - b);
+    // The batch's last URLs all ended: the done-marker follows the records here rather than in
+    // a step of the batch's own (a history event and, on a busy worker, a wait in its task).
+    const allFinal = input.markDone !== undefined && unused.length === 0 && done.size === input.items.length && [...done.values()].every((d) => d.outcome.final);
+    // Failing here must not fail the grant (its URLs would be counted as tried again): the
+    // batch leaves the marker itself, with retries, when this one says it did not.
+    const chunkMarkedDone = allFinal && await markChunkDone(input.markDone!).then(() => true, () => false);
     // A URL part-way through its redirects goes back with where it has got to: its next grant
     // continues from there instead of asking the site again for the hops already made.
     const midChain = unused.flatMap((i): [number, RedirectHop][] => (hops.has(i) ? [[i, hops.get(i)!]] : []));
@@ -261,6 +267,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
       ...(run.decided > 0 ? { decidedWithoutRequest: run.decided } : {}),
       // A retried attempt knows nothing of the sends of the attempt before it.
       ...(run.lastSendMs !== undefined && ctx.info.attempt === 1 ? { lastSendMs: run.lastSendMs } : {}),
+      ...(chunkMarkedDone ? { chunkMarkedDone } : {}),
     };
   }
 
@@ -312,6 +319,19 @@ export function createCrawlActivities(deps: CrawlDeps) {
   }
 
   /**
+   * What a batch starts from, in one local activity (one history event): its chunk's URLs and,
+   * with `recorded`, what earlier runs of its batch recorded of them. URLs given in the chunk
+   * itself are in the batch's input already and are not returned (the result is in history).
+   */
+  async function chunkWork(input: { source: string; chunk: WorkChunk; recorded: boolean }): Promise<{ urls?: string[]; recorded: { url: string; outcome: OutcomeClass }[] }> {
+    const [urls, recorded] = await Promise.all([
+      input.chunk.urls ? undefined : loadChunk(input.chunk),
+      input.recorded ? recordedUrls({ source: input.source, chunkId: input.chunk.chunkId }) : [],
+    ]);
+    return { ...(urls ? { urls } : {}), recorded };
+  }
+
+  /**
    * URLs of a chunk that an earlier run of its batch recorded already (a stopped crawl started
    * again), with their outcome: the new run does not crawl them twice.
    */
@@ -324,7 +344,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
     await deps.recorder.write(input.source, input.unit, input.outcomes.map((o) => recordOf(input.source, o)));
   }
 
-  return { fetchBatch, loadChunk, recordedUrls, markChunkDone, recordFinal };
+  return { fetchBatch, loadChunk, recordedUrls, chunkWork, markChunkDone, recordFinal };
 }
 
 export type CrawlActivities = ReturnType<typeof createCrawlActivities>;

@@ -10,7 +10,8 @@ import type { ChunkRange, SourceConfig } from '../shared/types';
 import { addWorkSignal } from '../workflows/messages';
 import { crawlMonitorWorkflow } from '../workflows/monitor';
 import { PATCH_LEVEL } from '../workflows/patchLevel';
-import { monitorWorkflowId, type MonitorOptions } from '../workflows/monitorState';
+import { MonitorModel, monitorWorkflowId, shownOf, type MonitorInput, type MonitorOptions } from '../workflows/monitorState';
+import { monitorSearchAttributes } from '../temporal/searchAttributes';
 import type { Catalog } from './catalog';
 import { assertReadableManifest, readManifest } from './manifest';
 import { identifyManifest, type ManifestIdentity } from './manifestPortions';
@@ -296,15 +297,18 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
     if (list.length === 0) return;
     refs.delete(source);
     const config: SourceConfig = opts.catalog?.get(source) ?? {};
+    const input: MonitorInput = {
+      source, config, options: { taskQueue: opts.taskQueue, ...(opts.monitorOptions ?? {}) },
+      ...governorConfig,
+      // Ignored by a monitor already running: it keeps the level it was started with.
+      patchLevel: PATCH_LEVEL,
+    };
     await opts.client.workflow.signalWithStart(crawlMonitorWorkflow, {
       workflowId: monitorWorkflowId(source),
       taskQueue: opts.taskQueue,
-      args: [{
-        source, config, options: { taskQueue: opts.taskQueue, ...(opts.monitorOptions ?? {}) },
-        ...governorConfig,
-        // Ignored by a monitor already running: it keeps the level it was started with.
-        patchLevel: PATCH_LEVEL,
-      }],
+      args: [input],
+      // What the new monitor would show at once: listed from its start, and it need not upsert them.
+      typedSearchAttributes: monitorSearchAttributes(shownOf(MonitorModel.fromInput(input, Date.now()))),
       signal: addWorkSignal,
       signalArgs: [list],
     });

@@ -184,6 +184,12 @@ export interface FetchBatchInput {
   maxAttempts: number;
   /** The longest Retry-After honoured (Grant.maxRetryAfterMs); absent: the default, 15 min. */
   maxRetryAfterMs?: number;
+  /**
+   * The batch's chunk, when these items are all it has left to finish: if every one of them
+   * ends final, the activity leaves the chunk's done-marker after the records (and says so in
+   * `chunkMarkedDone`), saving the batch a step of its own.
+   */
+  markDone?: WorkChunk;
 }
 
 export interface FetchBatchResult {
@@ -224,6 +230,8 @@ export interface FetchBatchResult {
    * the grant's end (see Governor.reclaimWindowTail).
    */
   lastSendMs?: number;
+  /** Every item ended final and the chunk's done-marker is written (see FetchBatchInput.markDone). */
+  chunkMarkedDone?: boolean;
   /**
    * From the grant's issue (workflow time) to the start of this activity's first attempt, ms:
    * the monitor leads its windows by about this much (see politeness/grantLead.ts).

@@ -101,9 +101,20 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
   const stopping = () => waitsForFetches && CancellationScope.current().consideredCancelled;
   /** Fetch activities under way. */
   let running = 0;
-  const { loadChunk, recordedUrls, markChunkDone } = patched('batch-bookkeeping-local-activities') ? bookkeeping.local : bookkeeping.remote;
+  const { loadChunk, recordedUrls, chunkWork, markChunkDone } = patched('batch-bookkeeping-local-activities') ? bookkeeping.local : bookkeeping.remote;
   try {
-    const urls = input.chunk.urls ?? (await loadChunk(input.chunk));
+    // The chunk and what earlier runs recorded of it, in one local activity (one marker event).
+    // (A history without a patch level asked for record-units-by-batch-run after loading the
+    // chunk: it still does, below.)
+    const work = patched('chunk-work-in-one-local-activity')
+      ? await chunkWork({ source: input.source, chunk: input.chunk, recorded: patched('record-units-by-batch-run') })
+      : undefined;
+    const urls = input.chunk.urls ?? work?.urls ?? (await loadChunk(input.chunk));
+    const markerWithLastFetch = patched('done-marker-with-last-fetch');
+    /** Only a spooled chunk has a done-marker; one given inline made the local activity a no-op (an event all the same). */
+    const markChunkDoneIfAny = async () => {
+      if (input.chunk.spool !== undefined || !markerWithLastFetch) await markChunkDone(input.chunk);
+    };
     const attempts = urls.map(() => 0);
     const finals: (OutcomeClass | null)[] = urls.map(() => null);
     /** Where a URL's redirects had got to when its last grant ran out of slots. */
@@ -113,7 +124,7 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
     const byRun = patched('record-units-by-batch-run');
     const unit = byRun ? batchRunUnit(input.chunk.chunkId, workflowInfo().runId) : undefined;
     // A chunk crawled again after its crawl was stopped: what an earlier run recorded is done.
-    const recorded = new Map(byRun ? (await recordedUrls({ source: input.source, chunkId: input.chunk.chunkId })).map((r) => [r.url, r.outcome]) : []);
+    const recorded = new Map((work ? work.recorded : byRun ? await recordedUrls({ source: input.source, chunkId: input.chunk.chunkId }) : []).map((r) => [r.url, r.outcome]));
     urls.forEach((url, i) => { finals[i] = recorded.get(url) ?? null; });
     const pending: number[] = urls.flatMap((_, i) => (finals[i] === null ? [i] : []));
     let remaining = pending.length;
@@ -168,6 +179,9 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
     async function runGrant(g: Grant, indices: number[]): Promise<void> {
       const items: BatchItem[] = indices.map((i) => ({ url: urls[i]!, attempt: attempts[i]! + 1, ...(hops[i] ? { hop: hops[i] } : {}) }));
       const byUrl = new Map(indices.map((i) => [urls[i]!, i]));
+      // Everything the chunk has left is in this grant: if it all ends, the activity leaves the
+      // done-marker (a chunk given inline has none to leave).
+      const mayFinish = remaining === indices.length && pending.length === 0 && running === 1 && input.chunk.spool !== undefined && markerWithLastFetch;
       const { fetchBatch } = proxyActivities<CrawlActivities>({
         startToCloseTimeout: Math.max(1_000, g.endMs - Date.now()) + REQUEST_TAIL_MS,
         heartbeatTimeout: HEARTBEAT_TIMEOUT_MS,
@@ -183,6 +197,8 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
           source: input.source, batchId, ...(unit ? { unit } : {}), grantId: g.grantId, items, maxAttempts: input.maxAttempts,
           ...(g.maxRetryAfterMs !== undefined ? { maxRetryAfterMs: g.maxRetryAfterMs } : {}),
           schedule: { startMs: g.startMs, endMs: g.endMs, intervalMs: g.intervalMs, burstSlots: g.burstSlots, ...(g.issuedMs !== undefined ? { issuedMs: g.issuedMs } : {}) },
+          // Without the URLs: the activity's input is in history, and a spooled chunk is read by its key.
+          ...(mayFinish ? { markDone: { ...input.chunk, urls: undefined } } : {}),
         }));
       } catch (err) {
         // The batch was cancelled (its crawl was stopped): the main loop ends it; nothing to report.
@@ -255,7 +271,8 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
       // and the monitor one to hear it, seconds each at the end of a busy crawl.
       const last = remaining === 0 && running === 1 && patched('finish-in-last-report');
       if (last) {
-        await markChunkDone(input.chunk);
+        // An activity of an older worker ignores markDone; so does one whose marker failed.
+        if (!(mayFinish && result.chunkMarkedDone)) await markChunkDoneIfAny();
         finishReported = true;
       }
       // Outcomes go to the monitor without the URL text: it needs classes and timings, and
@@ -321,7 +338,7 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
     for (const f of finals) if (f) counts[f] = (counts[f] ?? 0) + 1;
     if (!finishReported) {
       // Grants that ended together, a chunk an earlier run had finished, or a history from before.
-      await markChunkDone(input.chunk);
+      await markChunkDoneIfAny();
       await signalMonitor(input.monitorId, batchFinishedSignal, { batchId, chunkId: input.chunk.chunkId, urls: urls.length });
     }
     return { batchId, counts, urls: urls.length };

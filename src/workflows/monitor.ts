@@ -5,14 +5,14 @@ import {
 import type { PolicyEvent } from '../politeness/governor';
 import { STOPPED_BATCHES_WAIT_MS } from '../shared/heartbeat';
 import { invalidBurst, invalidRate } from '../politeness/targetRate';
-import { CRAWL_DONE, CRAWL_ERRORS, CRAWL_RATE, CRAWL_SOURCE, CRAWL_STATE } from '../temporal/searchAttributes';
+import { monitorSearchAttributes, shownBy, shownKey } from '../temporal/searchAttributes';
 import type { WorkChunk, WorkItem } from '../shared/types';
 import { crawlBatchWorkflow } from './batch';
 import {
   addWorkSignal, batchFinishedSignal, batchStoppedSignal, grantSignal, pauseUpdate, pingSignal, reportOutcomesSignal, requestTokensSignal, resumeUpdate, revokeGrantsSignal,
   setMaxRateUpdate, setRateUpdate, statsQuery, stopUpdate, type ResumeInput, type SetMaxRateInput, type SetRateInput,
 } from './messages';
-import { MonitorModel, type MonitorInput, type MonitorStats } from './monitorState';
+import { MonitorModel, shownOf, type MonitorInput, type MonitorStats } from './monitorState';
 import { PATCH_LEVEL, patchesOf } from './patchLevel';
 
 /** How much later a batch's first grant may slide when the batch starts late (see the main loop). */
@@ -122,7 +122,16 @@ export async function crawlMonitorWorkflow(input: MonitorInput): Promise<Monitor
   setHandler(stopUpdate, () => { announce([m.governor.stop()]); return 'stopped'; });
 
   const batchQueue = m.state.options.taskQueue ?? workflowInfo().taskQueue;
+  // Started with its search attributes set (`crawl start` sets them, continue-as-new keeps them):
+  // an upsert of the same values would cost a history event and a visibility write. Asked
+  // only then, so that a monitor started by hand (without them) records no patch marker.
+  const startedWith = shownBy(workflowInfo().typedSearchAttributes);
   let lastPublished = '';
+  if (startedWith?.source === input.source && patched('search-attributes-from-start')) {
+    lastPublished = shownKey(startedWith);
+    // As if published now: later changes wait out the interval as after any upsert.
+    m.state.lastSearchAttributesMs = Date.now();
+  }
 
   for (;;) {
     const now = Date.now();
@@ -260,21 +269,13 @@ function assertValid(message: string | undefined): void {
 
 /** Search attributes (history events) only on change and at most every interval; details always. */
 function publish(m: MonitorModel, last: string, nowMs: number): string {
-  const g = m.state.governor;
-  const errors = g.counts.error;
-  const done = g.counts.done;
-  const key = `${g.mode}|${g.adaptive.rate.toFixed(2)}|${done}|${errors}`;
+  const shown = shownOf(m);
+  const key = shownKey(shown);
   setCurrentDetails(detailsMarkdown(m, nowMs));
-  const modeChanged = !last.startsWith(`${g.mode}|`);
+  const modeChanged = !last.startsWith(`${shown.state}|`);
   if (key === last || (!modeChanged && nowMs - m.state.lastSearchAttributesMs < m.state.options.searchAttributeIntervalMs)) return last;
   m.state.lastSearchAttributesMs = nowMs;
-  upsertSearchAttributes([
-    { key: CRAWL_SOURCE, value: g.source },
-    { key: CRAWL_STATE, value: g.mode },
-    { key: CRAWL_RATE, value: Math.round(g.adaptive.rate * 100) / 100 },
-    { key: CRAWL_DONE, value: done },
-    { key: CRAWL_ERRORS, value: errors },
-  ]);
+  upsertSearchAttributes(monitorSearchAttributes(shown));
   return key;
 }
 

@@ -8,6 +8,7 @@ import { ceilings } from '../politeness/pacing';
 import { addInterval, appendRange, chunkOf, isChunkRange, rangeChunks, rangeUrls, subRange, unseenParts, type Intervals } from '../shared/chunkRanges';
 import type { Grant, OutcomeReport, SourceConfig, TokenRequest, WorkChunk, WorkItem } from '../shared/types';
 import type { BatchFinished } from './messages';
+import type { MonitorShown } from '../temporal/searchAttributes';
 
 /**
  * The monitor's bookkeeping, free of Temporal calls: work queue, batches in flight, grants
@@ -443,4 +444,10 @@ export function governorConfigOf(given: Partial<GovernorConfig> = {}): GovernorC
     breaker: { ...DEFAULT_GOVERNOR.breaker, ...given.breaker },
     latency: { ...DEFAULT_GOVERNOR.latency, ...given.latency },
   };
+}
+
+/** What a monitor shows in its search attributes now. */
+export function shownOf(m: MonitorModel): MonitorShown {
+  const g = m.state.governor;
+  return { source: g.source, state: g.mode, rate: g.adaptive.rate, done: g.counts.done, errors: g.counts.error };
 }

@@ -36,9 +36,11 @@ const LEVEL_2 = [...LEVEL_1, 'finish-in-last-report', 'reclaim-window-tail', 'wh
 
 const LEVEL_3 = [...LEVEL_2, 'first-grant-with-start'] as const;
 
-export type PatchId = (typeof LEVEL_3)[number];
+const LEVEL_4 = [...LEVEL_3, 'chunk-work-in-one-local-activity', 'done-marker-with-last-fetch', 'search-attributes-from-start'] as const;
 
-const LEVELS: readonly (readonly PatchId[])[] = [[], LEVEL_1, LEVEL_2, LEVEL_3];
+export type PatchId = (typeof LEVEL_4)[number];
+
+const LEVELS: readonly (readonly PatchId[])[] = [[], LEVEL_1, LEVEL_2, LEVEL_3, LEVEL_4];
 
 /** The level of this code: what a workflow it starts puts in its input. */
 export const PATCH_LEVEL = LEVELS.length - 1;

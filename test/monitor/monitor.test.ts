@@ -12,7 +12,8 @@ import { slotCount } from '../../src/activities/pacedRunner';
 import { crawlBatchWorkflow } from '../../src/workflows/batch';
 import { crawlMonitorWorkflow } from '../../src/workflows/monitor';
 import { pauseUpdate, resumeUpdate, setMaxRateUpdate, setRateUpdate, statsQuery, stopUpdate } from '../../src/workflows/messages';
-import { CRAWL_STATE } from '../../src/temporal/searchAttributes';
+import { CRAWL_DONE, CRAWL_SOURCE, CRAWL_STATE, monitorSearchAttributes } from '../../src/temporal/searchAttributes';
+import { MonitorModel, shownOf } from '../../src/workflows/monitorState';
 import { WORKFLOWS_PATH } from '../../src/workers/worker';
 import { PATCH_LEVEL } from '../../src/workflows/patchLevel';
 import { actOnHalted } from '../../src/crawl/run';
@@ -29,6 +30,8 @@ describe('crawl monitor (time-skipping server)', () => {
   const ids = () => { n += 1; return { taskQueue: `monitor-${n}`, workflowId: `crawl-monitor:test-${n}` }; };
   /** The signals a workflow sent, by name, in order. */
   const signalsSent = (h: temporal.api.history.v1.IHistory) => (h.events ?? []).flatMap((e) => (e.signalExternalWorkflowExecutionInitiatedEventAttributes ? [e.signalExternalWorkflowExecutionInitiatedEventAttributes.signalName] : []));
+  /** A history's events of one kind. */
+  const eventsOf = (h: temporal.api.history.v1.IHistory, kind: keyof temporal.api.history.v1.IHistoryEvent) => (h.events ?? []).filter((e) => e[kind]);
   /** A workflow's start input, from its first history event. */
   const startInput = (h: temporal.api.history.v1.IHistory) => JSON.parse(Buffer.from(h.events![0]!.workflowExecutionStartedEventAttributes!.input!.payloads![0]!.data!).toString());
   const gapsBetweenGrants = (starts: number[]) => {
@@ -149,16 +152,15 @@ describe('crawl monitor (time-skipping server)', () => {
 
   it('ends a batch with its last report (finished, after the done-marker), not a batchFinished signal of its own', async () => {
     const { taskQueue, workflowId } = ids();
-    const { grants, acts } = scriptedActivities(() => ({ cls: 'done', status: 200 }));
-    const doneMarkers: string[] = [];
-    const worker = await monitorWorker(env, taskQueue, { ...acts, markChunkDone: async (chunk: { chunkId: string }) => { doneMarkers.push(chunk.chunkId); } });
+    const { grants, doneMarkers, acts } = scriptedActivities(() => ({ cls: 'done', status: 200 }));
+    const worker = await monitorWorker(env, taskQueue, acts);
     const stats = await worker.runUntil(env.client.workflow.execute(crawlMonitorWorkflow, {
-      taskQueue, workflowId, args: [{ source: 'finish.test', config: { rate: 2 }, work: chunksOf('finish.test', 30, 10), patchLevel: PATCH_LEVEL }],
+      taskQueue, workflowId, args: [{ source: 'finish.test', config: { rate: 2 }, work: chunksOf('finish.test', 30, 10, { spooled: true }), patchLevel: PATCH_LEVEL }],
     }));
     expect(stats.counts.done).toBe(30);
     expect(stats.urls).toMatchObject({ total: 30, finished: 30 });
     expect(stats.batches).toMatchObject({ active: 0, finished: 3 });
-    expect(doneMarkers.sort()).toEqual(['c0', 'c10', 'c20']);
+    expect(doneMarkers.map((d) => d.chunkId).sort()).toEqual(['c0', 'c10', 'c20']);
     for (const batchId of new Set(grants.map((g) => g.batchId))) {
       const history = await env.client.workflow.getHandle(batchId).fetchHistory();
       expect(signalsSent(history)).not.toContain('batchFinished');
@@ -177,10 +179,13 @@ describe('crawl monitor (time-skipping server)', () => {
 
   it('starts a batch with its first grant in its input: no token request, no grant signal, a third fewer history events', async () => {
     const { taskQueue, workflowId } = ids();
-    const { grants, acts } = scriptedActivities(() => ({ cls: 'done', status: 200 }));
+    const { grants, doneMarkers, acts } = scriptedActivities(() => ({ cls: 'done', status: 200 }));
     const worker = await monitorWorker(env, taskQueue, acts);
+    const source = 'first.test';
     const stats = await worker.runUntil(env.client.workflow.execute(crawlMonitorWorkflow, {
-      taskQueue, workflowId, args: [{ source: 'first.test', config: { rate: 1 }, work: chunksOf('first.test', 3, 3), patchLevel: PATCH_LEVEL }],
+      taskQueue, workflowId, args: [{ source, config: { rate: 1 }, work: chunksOf(source, 3, 3, { spooled: true }), patchLevel: PATCH_LEVEL }],
+      // As `crawl start` starts a monitor.
+      typedSearchAttributes: monitorSearchAttributes(shownOf(MonitorModel.fromInput({ source, config: { rate: 1 } }, Date.now()))),
     }));
     expect(stats.counts.done).toBe(3);
     expect(grants).toHaveLength(1);
@@ -196,9 +201,18 @@ describe('crawl monitor (time-skipping server)', () => {
     expect(slidMs).toBeGreaterThanOrEqual(0);
     expect(slidMs).toBeLessThanOrEqual(15_000);
     expect(grants[0]!.endMs - grants[0]!.startMs).toBeCloseTo(input.firstGrant.endMs - input.firstGrant.startMs, 6);
+    // Bookkeeping: one local activity for the chunk and what earlier runs recorded; the done-marker
+    // left by the fetch activity after its records; the monitor's search attributes set at its
+    // start and upserted once, at the end.
+    expect(eventsOf(batchHistory, 'markerRecordedEventAttributes')).toHaveLength(1);
+    expect(doneMarkers).toEqual([{ chunkId: 'c0', by: 'fetch' }]);
+    const upserts = eventsOf(monitorHistory, 'upsertWorkflowSearchAttributesEventAttributes');
+    expect(upserts).toHaveLength(1);
+    const description = await env.client.workflow.getHandle(workflowId).describe();
+    expect([description.typedSearchAttributes.get(CRAWL_SOURCE), description.typedSearchAttributes.get(CRAWL_DONE)]).toEqual([source, 3]);
     // 54 events for such a source when the batch asked for its first grant; 36-38 without (an
-    // extra workflow task when messages arrive apart), session 28.
-    expect((monitorHistory.events?.length ?? 0) + (batchHistory.events?.length ?? 0)).toBeLessThanOrEqual(44);
+    // extra workflow task when messages arrive apart), session 28; 32 with the bookkeeping above.
+    expect((monitorHistory.events?.length ?? 0) + (batchHistory.events?.length ?? 0)).toBeLessThanOrEqual(40);
     await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, monitorHistory, workflowId);
     await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, batchHistory, batchId);
   });
@@ -640,10 +654,11 @@ describe('crawl monitor (time-skipping server)', () => {
 
   it('keeps a batch\'s chunk reading, record listing and done-marker out of the task queue (local activities)', async () => {
     const { taskQueue, workflowId } = ids();
-    const { grants, acts } = scriptedActivities(() => ({ cls: 'done', status: 200 }));
+    // A fetch activity that does not leave the done-marker (an older worker's): the batch does.
+    const { grants, doneMarkers, acts } = scriptedActivities(() => ({ cls: 'done', status: 200 }), { ignoreMarkDone: true });
     const worker = await monitorWorker(env, taskQueue, acts);
     const stats = await worker.runUntil(env.client.workflow.execute(crawlMonitorWorkflow, {
-      taskQueue, workflowId, args: [{ source: 'small.test', config: { rate: 1 }, work: chunksOf('small.test', 3, 3) }],
+      taskQueue, workflowId, args: [{ source: 'small.test', config: { rate: 1 }, work: chunksOf('small.test', 3, 3, { spooled: true }) }],
     }));
     expect(stats.counts.done).toBe(3);
     const batch = env.client.workflow.getHandle(grants[0]!.batchId);
@@ -651,8 +666,9 @@ describe('crawl monitor (time-skipping server)', () => {
     const events = history.events ?? [];
     const activities = events.flatMap((e) => (e.activityTaskScheduledEventAttributes ? [e.activityTaskScheduledEventAttributes.activityType?.name] : []));
     expect(activities).toEqual(['fetchBatch']);
-    // Inline chunks need no loading: the record listing and the done-marker.
+    // The chunk with what earlier runs recorded of it (one local activity), and the done-marker.
     expect(events.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity')).toHaveLength(2);
+    expect(doneMarkers).toEqual([{ chunkId: 'c0', by: 'batch' }]);
     await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, history, grants[0]!.batchId);
   });
 

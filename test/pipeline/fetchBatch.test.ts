@@ -12,6 +12,7 @@ import { StoreRecorder } from '../../src/activities/storeRecorder';
 import { pipelineConfigFromEnv } from '../../src/pipeline/config';
 import { ImagePipeline } from '../../src/pipeline/imagePipeline';
 import { recordKey, thumbnailKey } from '../../src/pipeline/keys';
+import { chunkDoneKey, chunkSpoolKey } from '../../src/shared/chunkRanges';
 import { Spool } from '../../src/pipeline/spool';
 import { LocalStore } from '../../src/pipeline/store';
 import type { FetchBatchInput, FetchBatchResult, RedirectHop, RequestOutcome } from '../../src/shared/types';
@@ -130,6 +131,24 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     expect(origin.hits('/private/')).toEqual([]);
     // Every request identified us the same way.
     expect(new Set(origin.requests.map((r) => r.userAgent))).toEqual(new Set([pipelineConfigFromEnv().userAgent]));
+  });
+
+  it('leaves the chunk\'s done-marker after the records when the batch\'s last URLs all end, and not when one is to be tried again', async () => {
+    const withStore = createCrawlActivities({ processor: pipeline, recorder: new StoreRecorder(store), store });
+    await new MockActivityEnvironment().run(withStore.fetchBatch, input(['/good.png'])); // robots.txt read
+    const chunk = (n: number) => ({ chunkId: `c${n}`, count: 2, spool: chunkSpoolKey('chunks/site/', n) });
+    const ended = (await new MockActivityEnvironment().run(withStore.fetchBatch, { ...input(['/good.jpg', '/gone.jpg']), markDone: chunk(0) })) as FetchBatchResult;
+    expect(ended.outcomes.map((o) => o.final)).toEqual([true, true]);
+    expect(ended.chunkMarkedDone).toBe(true);
+    expect(await store.get(chunkDoneKey(chunk(0).spool))).toBeDefined();
+    // A 500 with an attempt left: the chunk is not finished, and no marker may say it is.
+    const open = (await new MockActivityEnvironment().run(withStore.fetchBatch, { ...input(['/good.png', '/fail.jpg']), grantId: 2, maxAttempts: 2, markDone: chunk(1) })) as FetchBatchResult;
+    expect(open.outcomes.find((o) => o.url.endsWith('/fail.jpg'))).toMatchObject({ cls: 'error', final: false });
+    expect(open.chunkMarkedDone).toBeUndefined();
+    expect(await store.get(chunkDoneKey(chunk(1).spool))).toBeUndefined();
+    // Without markDone (a batch with more to do), nothing is marked whatever the outcomes.
+    const notAsked = (await new MockActivityEnvironment().run(withStore.fetchBatch, { ...input(['/good.jpg']), grantId: 3 })) as FetchBatchResult;
+    expect(notAsked.chunkMarkedDone).toBeUndefined();
   });
 
   it('settles URLs that robots.txt rules out without a slot: the grant\'s slots all go to requests', async () => {

@@ -28,9 +28,11 @@ export interface RecordedGrant {
  * (time-skipping moves workflow time, not the activity's clock), stops at the first 429/503
  * like the real one, and records every grant it was given.
  */
-export function scriptedActivities(script: Script, opts: { reportLastSend?: boolean } = {}) {
+export function scriptedActivities(script: Script, opts: { reportLastSend?: boolean; ignoreMarkDone?: boolean } = {}) {
   const grants: RecordedGrant[] = [];
   const records: Record<string, unknown>[] = [];
+  /** Chunks whose done-marker was left, and by what: the batch's own step or its last fetch. */
+  const doneMarkers: { chunkId: string; by: 'batch' | 'fetch' }[] = [];
   const acts = {
     async fetchBatch(input: FetchBatchInput): Promise<FetchBatchResult> {
       const outcomes: RequestOutcome[] = [];
@@ -49,7 +51,10 @@ export function scriptedActivities(script: Script, opts: { reportLastSend?: bool
       for (const o of outcomes) if (o.final) records.push({ url: o.url, outcome: o.cls });
       // As the real activity does: the slot of its last request (each sent item took the next slot).
       const lastSendMs = opts.reportLastSend && outcomes.length ? Math.max(...outcomes.map((o) => o.atMs!)) : undefined;
-      return { outcomes, unused, retryAfterMs, ...(lastSendMs !== undefined ? { lastSendMs } : {}) };
+      // As the real activity does: the done-marker when the batch's last URLs all ended.
+      const chunkMarkedDone = input.markDone !== undefined && !opts.ignoreMarkDone && unused.length === 0 && outcomes.every((o) => o.final);
+      if (chunkMarkedDone) doneMarkers.push({ chunkId: input.markDone!.chunkId, by: 'fetch' });
+      return { outcomes, unused, retryAfterMs, ...(lastSendMs !== undefined ? { lastSendMs } : {}), ...(chunkMarkedDone ? { chunkMarkedDone } : {}) };
     },
     async loadChunk(chunk: WorkChunk): Promise<string[]> {
       return chunk.urls ?? [];
@@ -57,19 +62,28 @@ export function scriptedActivities(script: Script, opts: { reportLastSend?: bool
     async recordedUrls(): Promise<{ url: string; outcome: OutcomeClass }[]> {
       return [];
     },
-    async markChunkDone(): Promise<void> {},
+    async chunkWork(input: { chunk: WorkChunk }): Promise<{ urls?: string[]; recorded: { url: string; outcome: OutcomeClass }[] }> {
+      return { ...(input.chunk.urls ? {} : { urls: [] }), recorded: [] };
+    },
+    async markChunkDone(chunk: WorkChunk): Promise<void> {
+      doneMarkers.push({ chunkId: chunk.chunkId, by: 'batch' });
+    },
     async recordFinal(input: { outcomes: RequestOutcome[] }): Promise<void> {
       for (const o of input.outcomes) records.push({ url: o.url, outcome: o.cls });
     },
   };
-  return { grants, records, acts };
+  return { grants, records, doneMarkers, acts };
 }
 
-export function chunksOf(source: string, total: number, perChunk: number): WorkChunk[] {
+/**
+ * A source's URLs in chunks, given inline; with `spooled`, the chunks also name a spool file (the
+ * scripted activities never read it), so that they have a done-marker to leave, as a manifest's do.
+ */
+export function chunksOf(source: string, total: number, perChunk: number, opts: { spooled?: boolean } = {}): WorkChunk[] {
   const chunks: WorkChunk[] = [];
   for (let start = 0; start < total; start += perChunk) {
     const urls = Array.from({ length: Math.min(perChunk, total - start) }, (_, k) => `https://${source}/img/${start + k}.jpg`);
-    chunks.push({ chunkId: `c${start}`, count: urls.length, urls });
+    chunks.push({ chunkId: `c${start}`, count: urls.length, urls, ...(opts.spooled ? { spool: `chunks/${source}/c${start}.txt` } : {}) });
   }
   return chunks;
 }
