@@ -21,7 +21,7 @@ import { monitorWorkflowId, type MonitorStats } from '../src/workflows/monitorSt
 import type { ActivityInterceptorsFactory } from '@temporalio/worker';
 import { describeGrants, grantTracer, tripsByIssueTime } from './grantTrace';
 import { makeImageSet, sharpAlone, writeSiteFiles } from './images';
-import { cpuMsByProcess, cpuMsSince, fileCreateCostUs, fmt, historyEvents, max1s, peakRssMb, startOriginProcess, steadyRate, trackThreadCpu } from './support';
+import { cpuMsByProcess, cpuMsSince, fileCreateCostUs, fmt, historyEvents, historyEventTypes, max1s, peakRssMb, startOriginProcess, steadyRate, trackThreadCpu } from './support';
 
 const N = Number(process.env.BENCH_IMAGES ?? 1600);
 const RATES = [30, 50, 70, 90];
@@ -172,6 +172,7 @@ async function main(): Promise<void> {
   // Orchestration per image when every source is small: a source costs its monitor's and its
   // batch's events whatever its size, so this is where the one-event-per-image budget is tight.
   const manyEventsPerImage = (await historyEvents(client, monitorWorkflowId('small'))) / (MANY * MANY_URLS);
+  const manyEventTypes = MANY > 0 ? await historyEventTypes(client, monitorWorkflowId('small')) : undefined;
   const requests = await site.stop();
   loopDelay.disable();
   gcObserver.disconnect();
@@ -214,6 +215,12 @@ async function main(): Promise<void> {
   }
   console.log(`phase 2: ${MANY} sources x ${MANY_URLS} URLs at 1 req/s: slowest source ${fmt(manyMinRatio)} req/s (target >= 0.9), max in any 1 s ${Math.max(...manyRates.map((r) => r.max1s))}, smallest gap between two requests of one source ${Math.min(...manyRates.map((r) => r.minGapMs))} ms at the site, ${Math.min(...manyRates.map((r) => r.sentMinGapMs))} ms as sent (slots are ${Math.round(1000 / 0.97)} ms apart; most in any 1 s as sent: ${Math.max(...manyRates.map((r) => r.sentMax1s))})`);
   console.log(`  history events per image ${fmt(manyEventsPerImage)} (${fmt(manyEventsPerImage * MANY_URLS, 1)} per source of ${MANY_URLS} URLs; target <= 1 on average)`);
+  if (manyEventTypes) {
+    const perWorkflow = (kind: string) => Object.entries(manyEventTypes.events[kind] ?? {}).sort((a, b) => b[1] - a[1])
+      .map(([type, n]) => `${type} ${fmt(n / (manyEventTypes.workflows[kind] ?? 1), 2)}`).join(', ');
+    console.log(`  events per monitor (${manyEventTypes.workflows.monitor ?? 0}): ${perWorkflow('monitor')}`);
+    console.log(`  events per batch (${manyEventTypes.workflows.batch ?? 0}): ${perWorkflow('batch')}`);
+  }
   console.log(`  slowest sources, their gaps over 1.5 slots, and slots granted/handed back/missed: ${manySlowest.map((m) => `${m.source} ${m.rate} [${m.longGapsMs.join(', ')}]${m.slots ? ` ${m.slots.granted}/${m.slots.unused}/${m.slots.missed}` : ''}`).join('; ')}`);
   // A grant whose activity came after its last slot served nothing and cost its URLs a report's
   // trip and another grant (the first attempt of each grant; retries start late by design).
@@ -235,7 +242,7 @@ async function main(): Promise<void> {
     eventsPerImage: fmt(Math.max(cold.eventsPerImage, warm.eventsPerImage)), firstRequestS: fmt(cold.firstRequestS, 2), afterLastRequestS: fmt(cold.afterLastRequestS, 2),
     warm: { imagesPerS: fmt(warm.imagesPerS, 1), ratio: fmt(warm.ratio), steadyRatio: fmt(warm.steadyRatio), eventsPerImage: fmt(warm.eventsPerImage), firstRequestS: fmt(warm.firstRequestS, 2), afterLastRequestS: fmt(warm.afterLastRequestS, 2), crawlCpuMs: warm.cpuMs },
     crawlCpuMs: cold.cpuMs, sharpCpuMs, peakRssMb: peakRssMb(), fileCreateUs: createUs,
-    manySources: MANY, manyMinRateRatio: fmt(manyMinRatio), manyEventsPerImage: fmt(manyEventsPerImage), manyMax1s: Math.max(...manyRates.map((r) => r.max1s)),
+    manySources: MANY, manyMinRateRatio: fmt(manyMinRatio), manyEventsPerImage: fmt(manyEventsPerImage), manyEventTypes, manyMax1s: Math.max(...manyRates.map((r) => r.max1s)),
     manyEventLoopDelayMs: eventLoopDelayMs, manyWallS: fmt(manyWallMs / 1000, 1), manyGrants: firstAttempts.length, manyGrantsServedNothing: servedNothing, manyCpuMs, manyThreadCpuMs, manyLongestGcMs: fmt(longestGc.ms, 1), manySlowest, manyMinGapMs: Math.min(...manyRates.map((r) => r.minGapMs)), manySentMinGapMs: Math.min(...manyRates.map((r) => r.sentMinGapMs)), perSource: [...cold.perSource, ...warm.perSource],
   }));
 }

@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import type { Client } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
 import type { ProcessedUrl, UrlProcessor } from '../src/activities/crawlActivities';
 import { maxInAnyWindow } from '../src/politeness/pacing';
 
@@ -40,6 +41,28 @@ export async function historyEvents(client: Client, idPrefix: string): Promise<n
     total += wf.historyLength;
   }
   return total;
+}
+
+/**
+ * History events by type over the workflows whose ids start with `idPrefix`, per workflow kind
+ * (the id up to its first '/': a monitor, or `<monitor>/batch:` for its batches), summed: where
+ * a small source's events go, and how many of them a race of messages added (failed workflow
+ * tasks, a batch's completion that reached its monitor before the monitor completed).
+ */
+export async function historyEventTypes(client: Client, idPrefix: string): Promise<{ workflows: Record<string, number>; events: Record<string, Record<string, number>> }> {
+  const workflows: Record<string, number> = {};
+  const events: Record<string, Record<string, number>> = {};
+  for await (const wf of client.workflow.list({ query: `WorkflowId STARTS_WITH '${idPrefix}'` })) {
+    const kind = wf.workflowId.includes('/batch:') ? 'batch' : 'monitor';
+    workflows[kind] = (workflows[kind] ?? 0) + 1;
+    const byType = (events[kind] ??= {});
+    const history = await client.workflow.getHandle(wf.workflowId, wf.runId).fetchHistory();
+    for (const e of history.events ?? []) {
+      const type = String(temporal.api.enums.v1.EventType[e.eventType ?? 0] ?? e.eventType).replace(/^EVENT_TYPE_/, '');
+      byType[type] = (byType[type] ?? 0) + 1;
+    }
+  }
+  return { workflows, events };
 }
 
 export function peakRssMb(): number {

@@ -243,7 +243,9 @@ export async function crawlMonitorWorkflow(input: MonitorInput): Promise<Monitor
         }
       }
       await condition(allHandlersFinished);
-      publish(m, '', Date.now());
+      // The final values, whatever the interval; not again when the loop has just written them
+      // (a source that ran longer than the interval wrote the same values twice).
+      publish(m, patched('final-search-attributes-once') ? lastPublished : '', Date.now(), { final: true });
       return m.stats(Date.now());
     }
     const info = workflowInfo();
@@ -267,13 +269,16 @@ function assertValid(message: string | undefined): void {
   if (message) throw new Error(message);
 }
 
-/** Search attributes (history events) only on change and at most every interval; details always. */
-function publish(m: MonitorModel, last: string, nowMs: number): string {
+/**
+ * Search attributes (history events) only on change and at most every interval (`final`: on
+ * change only); details always.
+ */
+function publish(m: MonitorModel, last: string, nowMs: number, opts: { final?: boolean } = {}): string {
   const shown = shownOf(m);
   const key = shownKey(shown);
   setCurrentDetails(detailsMarkdown(m, nowMs));
   const modeChanged = !last.startsWith(`${shown.state}|`);
-  if (key === last || (!modeChanged && nowMs - m.state.lastSearchAttributesMs < m.state.options.searchAttributeIntervalMs)) return last;
+  if (key === last || (!opts.final && !modeChanged && nowMs - m.state.lastSearchAttributesMs < m.state.options.searchAttributeIntervalMs)) return last;
   m.state.lastSearchAttributesMs = nowMs;
   upsertSearchAttributes(monitorSearchAttributes(shown));
   return key;

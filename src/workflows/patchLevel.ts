@@ -38,9 +38,11 @@ const LEVEL_3 = [...LEVEL_2, 'first-grant-with-start'] as const;
 
 const LEVEL_4 = [...LEVEL_3, 'chunk-work-in-one-local-activity', 'done-marker-with-last-fetch', 'search-attributes-from-start'] as const;
 
-export type PatchId = (typeof LEVEL_4)[number];
+const LEVEL_5 = [...LEVEL_4, 'final-search-attributes-once'] as const;
 
-const LEVELS: readonly (readonly PatchId[])[] = [[], LEVEL_1, LEVEL_2, LEVEL_3, LEVEL_4];
+export type PatchId = (typeof LEVEL_5)[number];
+
+const LEVELS: readonly (readonly PatchId[])[] = [[], LEVEL_1, LEVEL_2, LEVEL_3, LEVEL_4, LEVEL_5];
 
 /** The level of this code: what a workflow it starts puts in its input. */
 export const PATCH_LEVEL = LEVELS.length - 1;

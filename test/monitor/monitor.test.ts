@@ -217,6 +217,29 @@ describe('crawl monitor (time-skipping server)', () => {
     await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, batchHistory, batchId);
   });
 
+  it('writes its final search attributes once: not again when the loop has just written the same values', async () => {
+    const { taskQueue, workflowId } = ids();
+    const { acts } = scriptedActivities(() => ({ cls: 'done', status: 200 }));
+    const worker = await monitorWorker(env, taskQueue, acts);
+    const source = 'long.test';
+    // Updates as often as anything changes (a source that runs longer than the 15 s between
+    // updates, at its last report): the loop writes the values the monitor ends with.
+    const stats = await worker.runUntil(env.client.workflow.execute(crawlMonitorWorkflow, {
+      taskQueue, workflowId, args: [{ source, config: { rate: 1 }, options: { searchAttributeIntervalMs: 1 }, work: chunksOf(source, 40, 20, { spooled: true }), patchLevel: PATCH_LEVEL }],
+      typedSearchAttributes: monitorSearchAttributes(shownOf(MonitorModel.fromInput({ source, config: { rate: 1 } }, Date.now()))),
+    }));
+    expect(stats.counts.done).toBe(40);
+    const history = await env.client.workflow.getHandle(workflowId).fetchHistory();
+    const upserted = eventsOf(history, 'upsertWorkflowSearchAttributesEventAttributes').map((e) => {
+      const fields = e.upsertWorkflowSearchAttributesEventAttributes!.searchAttributes!.indexedFields!;
+      return Object.fromEntries(Object.entries(fields).map(([k, p]) => [k, JSON.parse(Buffer.from(p.data!).toString())]));
+    });
+    expect(upserted.at(-1)).toMatchObject({ CrawlDone: 40, CrawlSource: source });
+    // No upsert writes what the one before it wrote.
+    upserted.slice(1).forEach((u, i) => expect(u).not.toEqual(upserted[i]));
+    await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, history, workflowId);
+  });
+
   it('opens the next window one spacing after a finished grant\'s last request, not after the spare slots it left', async () => {
     const grantsFor = async (reportLastSend: boolean) => {
       const { taskQueue, workflowId } = ids();
