@@ -244,8 +244,10 @@ export async function crawlMonitorWorkflow(input: MonitorInput): Promise<Monitor
       }
       await condition(allHandlersFinished);
       // The final values, whatever the interval; not again when the loop has just written them
-      // (a source that ran longer than the interval wrote the same values twice).
-      publish(m, patched('final-search-attributes-once') ? lastPublished : '', Date.now(), { final: true });
+      // (a source that ran longer than the interval wrote the same values twice). Asked only
+      // then: a monitor without a patch level records no marker where the answer changes nothing.
+      const writtenAlready = shownKey(shownOf(m)) === lastPublished && patched('final-search-attributes-once');
+      publish(m, writtenAlready ? lastPublished : '', Date.now(), { final: true });
       return m.stats(Date.now());
     }
     const info = workflowInfo();
