@@ -171,8 +171,8 @@ async function main(): Promise<void> {
   const manyThreadCpuMs = manyThreads.stop();
   // Orchestration per image when every source is small: a source costs its monitor's and its
   // batch's events whatever its size, so this is where the one-event-per-image budget is tight.
-  const manyEventsPerImage = (await historyEvents(client, monitorWorkflowId('small'))) / (MANY * MANY_URLS);
   const manyEventTypes = MANY > 0 ? await historyEventTypes(client, monitorWorkflowId('small')) : undefined;
+  const manyEventsPerImage = (manyEventTypes?.total ?? 0) / (MANY * MANY_URLS);
   const requests = await site.stop();
   loopDelay.disable();
   gcObserver.disconnect();

@@ -44,12 +44,13 @@ export async function historyEvents(client: Client, idPrefix: string): Promise<n
 }
 
 /**
- * History events by type over the workflows whose ids start with `idPrefix`, per workflow kind
- * (the id up to its first '/': a monitor, or `<monitor>/batch:` for its batches), summed: where
- * a small source's events go, and how many of them a race of messages added (failed workflow
- * tasks, a batch's completion that reached its monitor before the monitor completed).
+ * History events over the workflows whose ids start with `idPrefix`: in all, and by type per kind
+ * of workflow (a monitor, or one of its batches, `<monitor>/batch:<chunk>`): where a small
+ * source's events go, and how many of them a race of messages added (failed workflow tasks, a
+ * batch's completion that reached its monitor before the monitor completed).
  */
-export async function historyEventTypes(client: Client, idPrefix: string): Promise<{ workflows: Record<string, number>; events: Record<string, Record<string, number>> }> {
+export async function historyEventTypes(client: Client, idPrefix: string): Promise<{ total: number; workflows: Record<string, number>; events: Record<string, Record<string, number>> }> {
+  let total = 0;
   const workflows: Record<string, number> = {};
   const events: Record<string, Record<string, number>> = {};
   for await (const wf of client.workflow.list({ query: `WorkflowId STARTS_WITH '${idPrefix}'` })) {
@@ -57,12 +58,13 @@ export async function historyEventTypes(client: Client, idPrefix: string): Promi
     workflows[kind] = (workflows[kind] ?? 0) + 1;
     const byType = (events[kind] ??= {});
     const history = await client.workflow.getHandle(wf.workflowId, wf.runId).fetchHistory();
+    total += history.events?.length ?? 0;
     for (const e of history.events ?? []) {
       const type = String(temporal.api.enums.v1.EventType[e.eventType ?? 0] ?? e.eventType).replace(/^EVENT_TYPE_/, '');
       byType[type] = (byType[type] ?? 0) + 1;
     }
   }
-  return { workflows, events };
+  return { total, workflows, events };
 }
 
 export function peakRssMb(): number {
