@@ -10,6 +10,9 @@ export const CRAWL_ERRORS = defineSearchAttributeKey('CrawlErrors', SearchAttrib
 
 export const ALL_SEARCH_ATTRIBUTES = [CRAWL_SOURCE, CRAWL_STATE, CRAWL_RATE, CRAWL_DONE, CRAWL_ERRORS];
 
+/** The CrawlState of a monitor that completed because everything it was given has ended. */
+export const FINISHED = 'finished';
+
 /** What a monitor shows in its search attributes (see the monitor's publish). */
 export interface MonitorShown {
   source: string;

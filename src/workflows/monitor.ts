@@ -5,7 +5,7 @@ import {
 import type { PolicyEvent } from '../politeness/governor';
 import { STOPPED_BATCHES_WAIT_MS } from '../shared/heartbeat';
 import { invalidBurst, invalidRate } from '../politeness/targetRate';
-import { monitorSearchAttributes, shownBy, shownKey } from '../temporal/searchAttributes';
+import { FINISHED, monitorSearchAttributes, shownBy, shownKey } from '../temporal/searchAttributes';
 import type { WorkChunk, WorkItem } from '../shared/types';
 import { crawlBatchWorkflow } from './batch';
 import {
@@ -219,10 +219,15 @@ export async function crawlMonitorWorkflow(input: MonitorInput): Promise<Monitor
       }
     }
 
-    lastPublished = publish(m, lastPublished, now);
-
     const mode = m.state.governor.mode;
-    if (mode === 'stopped' || (m.drained() && m.state.options.finishWhenDrained)) {
+    const finishing = mode !== 'stopped' && m.drained() && m.state.options.finishWhenDrained;
+    // A drained monitor completes in this task: its search attributes say `finished`, so that
+    // `CrawlState = 'running'` in the Web UI lists only sources still crawling (the governor's
+    // mode stays running). Asked only here, once per run.
+    const shownState = finishing && patched('finished-state-shown') ? FINISHED : undefined;
+    lastPublished = publish(m, lastPublished, now, { state: shownState });
+
+    if (mode === 'stopped' || finishing) {
       // Batches outlive the monitor by design (ABANDON): once it has stopped for good, they
       // would wait for grants for ever. Cancelling one also cancels its running fetch activity,
       // which stops sending at its next heartbeat and records what it finished.
@@ -246,8 +251,10 @@ export async function crawlMonitorWorkflow(input: MonitorInput): Promise<Monitor
       // The final values, whatever the interval; not again when the loop has just written them
       // (a source that ran longer than the interval wrote the same values twice). Asked only
       // then: a monitor without a patch level records no marker where the answer changes nothing.
-      const writtenAlready = shownKey(shownOf(m)) === lastPublished && patched('final-search-attributes-once');
-      publish(m, writtenAlready ? lastPublished : '', Date.now(), { final: true });
+      // (`finished-state-shown` came after `final-search-attributes-once`: a run that showed
+      // `finished` has it without asking.)
+      const writtenAlready = shownKey(shownOf(m, shownState)) === lastPublished && (shownState === FINISHED || patched('final-search-attributes-once'));
+      publish(m, writtenAlready ? lastPublished : '', Date.now(), { final: true, state: shownState });
       return m.stats(Date.now());
     }
     const info = workflowInfo();
@@ -275,10 +282,10 @@ function assertValid(message: string | undefined): void {
  * Search attributes (history events) only on change and at most every interval (`final`: on
  * change only); details always.
  */
-function publish(m: MonitorModel, last: string, nowMs: number, opts: { final?: boolean } = {}): string {
-  const shown = shownOf(m);
+function publish(m: MonitorModel, last: string, nowMs: number, opts: { final?: boolean; state?: string } = {}): string {
+  const shown = shownOf(m, opts.state);
   const key = shownKey(shown);
-  setCurrentDetails(detailsMarkdown(m, nowMs));
+  setCurrentDetails(detailsMarkdown(m, nowMs, shown.state));
   const modeChanged = !last.startsWith(`${shown.state}|`);
   if (key === last || (!opts.final && !modeChanged && nowMs - m.state.lastSearchAttributesMs < m.state.options.searchAttributeIntervalMs)) return last;
   m.state.lastSearchAttributesMs = nowMs;
@@ -286,10 +293,10 @@ function publish(m: MonitorModel, last: string, nowMs: number, opts: { final?: b
   return key;
 }
 
-function detailsMarkdown(m: MonitorModel, nowMs: number): string {
+function detailsMarkdown(m: MonitorModel, nowMs: number, state: string): string {
   const s = m.stats(nowMs);
   const lines = [
-    `## ${s.source}: **${s.state}**`,
+    `## ${s.source}: **${state}**`,
     `rate **${s.rate}/s** of target ${s.target}/s (burst ${s.burst})` +
       `${s.siteMaxRate !== null ? `; at most ${s.siteMaxRate}/s by the site's robots.txt Crawl-delay` : ''}${s.maxRate !== null ? `; global ceiling ${s.maxRate}/s` : ''}`,
     `URLs ${s.urls.finished}/${s.urls.total} finished; batches ${s.batches.active} active, ${s.batches.finished} done`,

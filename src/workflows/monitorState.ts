@@ -447,7 +447,7 @@ export function governorConfigOf(given: Partial<GovernorConfig> = {}): GovernorC
 }
 
 /** What a monitor shows in its search attributes now. */
-export function shownOf(m: MonitorModel): MonitorShown {
+export function shownOf(m: MonitorModel, state?: string): MonitorShown {
   const g = m.state.governor;
-  return { source: g.source, state: g.mode, rate: g.adaptive.rate, done: g.counts.done, errors: g.counts.error };
+  return { source: g.source, state: state ?? g.mode, rate: g.adaptive.rate, done: g.counts.done, errors: g.counts.error };
 }

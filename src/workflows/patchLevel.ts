@@ -40,9 +40,11 @@ const LEVEL_4 = [...LEVEL_3, 'chunk-work-in-one-local-activity', 'done-marker-wi
 
 const LEVEL_5 = [...LEVEL_4, 'final-search-attributes-once'] as const;
 
-export type PatchId = (typeof LEVEL_5)[number];
+const LEVEL_6 = [...LEVEL_5, 'finished-state-shown'] as const;
 
-const LEVELS: readonly (readonly PatchId[])[] = [[], LEVEL_1, LEVEL_2, LEVEL_3, LEVEL_4, LEVEL_5];
+export type PatchId = (typeof LEVEL_6)[number];
+
+const LEVELS: readonly (readonly PatchId[])[] = [[], LEVEL_1, LEVEL_2, LEVEL_3, LEVEL_4, LEVEL_5, LEVEL_6];
 
 /** The level of this code: what a workflow it starts puts in its input. */
 export const PATCH_LEVEL = LEVELS.length - 1;

@@ -12,7 +12,7 @@ import { slotCount } from '../../src/activities/pacedRunner';
 import { crawlBatchWorkflow } from '../../src/workflows/batch';
 import { crawlMonitorWorkflow } from '../../src/workflows/monitor';
 import { pauseUpdate, resumeUpdate, setMaxRateUpdate, setRateUpdate, statsQuery, stopUpdate } from '../../src/workflows/messages';
-import { CRAWL_DONE, CRAWL_SOURCE, CRAWL_STATE, monitorSearchAttributes } from '../../src/temporal/searchAttributes';
+import { CRAWL_DONE, CRAWL_SOURCE, CRAWL_STATE, FINISHED, monitorSearchAttributes } from '../../src/temporal/searchAttributes';
 import { MonitorModel, shownOf } from '../../src/workflows/monitorState';
 import { WORKFLOWS_PATH } from '../../src/workers/worker';
 import { PATCH_LEVEL } from '../../src/workflows/patchLevel';
@@ -137,7 +137,7 @@ describe('crawl monitor (time-skipping server)', () => {
     };
     // Started without a level (by hand, or by code from before levels): patched() as before.
     const unlevelled = await crawl();
-    expect(patchEvents(unlevelled.monitor)).toBe(12); // 6 patches: a marker and an upsert each
+    expect(patchEvents(unlevelled.monitor)).toBe(14); // 7 patches: a marker and an upsert each
     // Its batch is a new workflow, started by this code at this code's level.
     expect(patchEvents(unlevelled.batch)).toBe(0);
     const levelled = await crawl(PATCH_LEVEL);
@@ -210,6 +210,8 @@ describe('crawl monitor (time-skipping server)', () => {
     expect(upserts).toHaveLength(1);
     const description = await env.client.workflow.getHandle(workflowId).describe();
     expect([description.typedSearchAttributes.get(CRAWL_SOURCE), description.typedSearchAttributes.get(CRAWL_DONE)]).toEqual([source, 3]);
+    // Not `running`: the Web UI's list of running crawls leaves it out.
+    expect(description.typedSearchAttributes.get(CRAWL_STATE)).toBe(FINISHED);
     // 54 events for such a source when the batch asked for its first grant; 36-38 without (an
     // extra workflow task when messages arrive apart), session 28; 32 with the bookkeeping above.
     expect((monitorHistory.events?.length ?? 0) + (batchHistory.events?.length ?? 0)).toBeLessThanOrEqual(40);
@@ -234,7 +236,8 @@ describe('crawl monitor (time-skipping server)', () => {
       const fields = e.upsertWorkflowSearchAttributesEventAttributes!.searchAttributes!.indexedFields!;
       return Object.fromEntries(Object.entries(fields).map(([k, p]) => [k, JSON.parse(Buffer.from(p.data!).toString())]));
     });
-    expect(upserted.at(-1)).toMatchObject({ CrawlDone: 40, CrawlSource: source });
+    expect(upserted.at(-1)).toMatchObject({ CrawlDone: 40, CrawlSource: source, CrawlState: FINISHED });
+    expect(upserted.slice(0, -1).map((u) => u.CrawlState)).not.toContain(FINISHED);
     // No upsert writes what the one before it wrote.
     upserted.slice(1).forEach((u, i) => expect(u).not.toEqual(upserted[i]));
     await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, history, workflowId);
@@ -630,6 +633,8 @@ describe('crawl monitor (time-skipping server)', () => {
       const final = await new Client({ connection: env.connection, namespace: env.namespace }).workflow.getHandle(workflowId).result();
       expect(final.state).toBe('stopped');
       expect(final.urls.finished).toBeLessThan(300);
+      // Stopped with URLs left: not shown as finished.
+      expect((await handle.describe()).typedSearchAttributes.get(CRAWL_STATE)).toBe('stopped');
       const grantsAtStop = grants.length;
       // Polled in real time, not with env.sleep(): the time-skipping server can keep a time lock
       // for work in flight in a workflow cancelled from outside (sdk-java #1138), and its sleep
