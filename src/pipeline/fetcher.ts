@@ -1,6 +1,7 @@
 import net from 'node:net';
 import type { IncomingHttpHeaders } from 'node:http';
-import { Agent, buildConnector, DecoratorHandler, errors as undiciErrors, Pool, type Dispatcher } from 'undici';
+import type { Duplex } from 'node:stream';
+import { Agent, buildConnector, errors as undiciErrors, Pool, type Dispatcher } from 'undici';
 import type { PipelineConfig } from './config';
 import { decodeContent } from './contentEncoding';
 import { NetworkGuard } from './networkGuard';
@@ -73,13 +74,13 @@ export class LateError extends Error {
  * machine, with the earlier check passed). Unless `mayGoLate` lets it go all the same: the
  * paced runner can move the rest of the grant later when nothing has left after this request.
  */
-// undici's type declarations omit DecoratorHandler's methods; this is the one we extend.
-const decorated = DecoratorHandler.prototype as unknown as { onRequestStart(c: Dispatcher.DispatchController, context: unknown): void };
-
-class SendByHandler extends DecoratorHandler {
-  constructor(handler: Dispatcher.DispatchHandler, private readonly sendBy: number, private readonly mayGoLate?: () => boolean) {
-    super(handler);
-  }
+/**
+ * Passes everything through to the handler it wraps. Not undici's DecoratorHandler: that one
+ * asserts that a response starts once, so an interim response (103 Early Hints, 102 Processing)
+ * before the final one failed the request as malformed.
+ */
+class SendByHandler implements Dispatcher.DispatchHandler {
+  constructor(private readonly inner: Dispatcher.DispatchHandler, private readonly sendBy: number, private readonly mayGoLate?: () => boolean) {}
 
   onRequestStart(controller: Dispatcher.DispatchController, context: unknown): void {
     // Thrown, not passed to controller.abort(): undici fails a request whose onRequestStart
@@ -87,7 +88,27 @@ class SendByHandler extends DecoratorHandler {
     // that made every late request cost a new connection for the next one, which then came
     // late too (measured: 1,000 connections and 1,000 late requests for 1,600 images).
     if (Date.now() > this.sendBy && !this.mayGoLate?.()) throw new LateError();
-    decorated.onRequestStart.call(this, controller, context);
+    this.inner.onRequestStart?.(controller, context);
+  }
+
+  onRequestUpgrade(controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders, socket: Duplex): void {
+    this.inner.onRequestUpgrade?.(controller, statusCode, headers, socket);
+  }
+
+  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders, statusMessage?: string): void {
+    this.inner.onResponseStart?.(controller, statusCode, headers, statusMessage);
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.inner.onResponseData?.(controller, chunk);
+  }
+
+  onResponseEnd(controller: Dispatcher.DispatchController, trailers: IncomingHttpHeaders): void {
+    this.inner.onResponseEnd?.(controller, trailers);
+  }
+
+  onResponseError(controller: Dispatcher.DispatchController, error: Error): void {
+    this.inner.onResponseError?.(controller, error);
   }
 }
 
@@ -423,6 +444,8 @@ function classifyError(err: unknown, aborted: Error | undefined): [FetchFailure,
   const message = (e.message ?? String(err)).split('\n', 1)[0]!.trim();
   // undici meets some malformed responses (a status line of 000) with an internal assertion.
   if (code === 'ERR_ASSERTION') return ['network', `malformed response (${message})`.slice(0, 300)];
+  // undici drops the connection on any 100 Continue it did not ask for (RFC 9110 says to skip it).
+  if (code === 'UND_ERR_SOCKET' && message === 'bad response') return ['network', 'bad response: a 100 Continue that was not asked for, or an answer to no request'];
   // Node's socket errors name their code already ("connect ECONNREFUSED 10.0.0.1:80"): once is enough.
   const label = code ?? e.name ?? 'error';
   return ['network', (message.includes(label) ? message : `${label}: ${message}`).slice(0, 300)];

@@ -55,6 +55,10 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
       .serve('/huge.jpg', Buffer.alloc(300_000, 1))
       .serve('/private/secret.jpg', big)
       .route('/gone.jpg', (_q, r) => { r.writeHead(410); r.end(); })
+      // Interim responses before the image: undici's DecoratorHandler failed these as malformed.
+      .route('/hinted.png', (_q, r) => { r.writeEarlyHints({ link: '</style.css>; rel=preload; as=style' }); r.writeHead(200, { 'content-type': 'image/png' }); r.end(smallPng); })
+      .route('/processing.png', (_q, r) => { r.writeProcessing(); r.writeHead(200, { 'content-type': 'image/png' }); r.end(smallPng); })
+      .route('/continue.png', (_q, r) => { r.writeContinue(); r.writeHead(200, { 'content-type': 'image/png' }); r.end(smallPng); })
       .route('/r1', redirect('/r2'))
       .route('/r2', redirect('/r3'))
       .route('/r3', redirect('/good.png'))
@@ -105,7 +109,8 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
 
   it('gives every URL the right outcome and reason, and loses none of the batch', async () => {
     const paths = ['/good.jpg', '/good.png', '/rotated.jpg', '/truncated.jpg', '/page.jpg', '/bomb.png', '/huge.jpg',
-      '/gone.jpg', '/missing.jpg', '/r1', '/loop', '/to-internal', '/bad-redirect', '/drip.jpg', '/private/secret.jpg'];
+      '/gone.jpg', '/missing.jpg', '/r1', '/loop', '/to-internal', '/bad-redirect', '/drip.jpg', '/private/secret.jpg',
+      '/hinted.png', '/processing.png', '/continue.png'];
     const { result, by } = await run(paths);
     expect(result.unused).toEqual([]);
     expect(result.outcomes).toHaveLength(paths.length);
@@ -126,6 +131,10 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
       '/bad-redirect': 'content: redirect to an invalid URL: "http://[::1"',
       '/drip.jpg': expect.stringMatching(/^error: too-slow/),
       '/private/secret.jpg': expect.stringMatching(/^robots: robots.txt disallows \/private\/secret.jpg/),
+      '/hinted.png': 'done: ',
+      '/processing.png': 'done: ',
+      // undici refuses it (lib/dispatcher/client-h1.js): the record says what happened.
+      '/continue.png': 'error: network: bad response: a 100 Continue that was not asked for, or an answer to no request',
     });
     expect(by.get('/private/secret.jpg')!.sent).toBe(false);
     expect(origin.hits('/private/')).toEqual([]);

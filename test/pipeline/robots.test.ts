@@ -26,6 +26,18 @@ describe('robots.txt (RFC 9309) per origin', () => {
     });
   });
 
+  it('reads a robots.txt sent after an interim 103 Early Hints, in a request slot with a send-by time', async () => {
+    await withRobots((o) => o.route('/robots.txt', (_q, r) => {
+      r.writeEarlyHints({ link: '</style.css>; rel=preload; as=style' });
+      r.writeHead(200, { 'content-type': 'text/plain' });
+      r.end('User-agent: *\nDisallow: /no/\n');
+    }), async (o, cache) => {
+      const sendBy = Date.now() + 60_000;
+      expect((await cache.check(new URL(o.url('/no/a.jpg')), undefined, sendBy)).verdict.kind).toBe('disallowed');
+      expect((await cache.check(new URL(o.url('/yes/a.jpg')), undefined, sendBy)).verdict.kind).toBe('allowed');
+    });
+  });
+
   it('reads the Crawl-delay of our group (or of *), at most a minute', async () => {
     const file = 'User-agent: PoliteImageCrawler\nCrawl-delay: 2.5\nDisallow: /no/\n\nUser-agent: *\nCrawl-delay: 30\n';
     await withRobots((o) => o.serve('/robots.txt', file, 'text/plain'), async (o, cache) => {
