@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import sharp from 'sharp';
 import exifReader from 'exif-reader';
 import { estimateJpegQuality } from './jpegQuality';
+import { readXmpRights } from './xmpRights';
 
 export type ImageType = 'jpeg' | 'png' | 'gif' | 'webp' | 'avif' | 'heif' | 'tiff';
 
@@ -44,8 +45,12 @@ export interface Analysis {
   sha256: string;
   jpegQuality: number | null;
   orientation: number | null;
+  /** EXIF Artist, else XMP dc:creator. */
   artist: string | null;
+  /** EXIF Copyright, else XMP dc:rights. */
   copyright: string | null;
+  /** XMP xmpRights:WebStatement (IPTC's Web Statement of Rights), else its PLUS licensor's URL. */
+  licenseUrl: string | null;
 }
 
 export async function analyse(body: Buffer, maxPixels: number): Promise<Analysis> {
@@ -75,6 +80,10 @@ export async function analyse(body: Buffer, maxPixels: number): Promise<Analysis
       // Broken EXIF does not make the image unusable; the fields stay empty.
     }
   }
+  // EXIF first, as before XMP was read; a tool that writes both writes the same values.
+  const xmp = meta.xmp ? readXmpRights(meta.xmpAsString) : undefined;
+  artist ??= clean(xmp?.creator);
+  copyright ??= clean(xmp?.rights);
   return {
     format,
     width: rotated ? h : w,
@@ -85,6 +94,7 @@ export async function analyse(body: Buffer, maxPixels: number): Promise<Analysis
     orientation,
     artist,
     copyright,
+    licenseUrl: clean(xmp?.licenseUrl),
   };
 }
 

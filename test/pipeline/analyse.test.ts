@@ -1,6 +1,6 @@
 import { analyse, ContentError, sniffImageType, thumbnail } from '../../src/pipeline/analyse';
 import { estimateJpegQuality } from '../../src/pipeline/jpegQuality';
-import { bombPng, jpeg, png, rotatedJpeg } from '../support/images';
+import { bombPng, jpeg, png, rotatedJpeg, xmpJpeg } from '../support/images';
 
 describe('image analysis (real sharp)', () => {
   it.each([50, 75, 90])('estimates JPEG quality %p within +-5', async (q) => {
@@ -24,6 +24,16 @@ describe('image analysis (real sharp)', () => {
     expect(a.artist).toBe('Ada Lovelace');
     expect(a.copyright).toBe('CC BY 4.0');
     expect(a.format).toBe('jpeg');
+  });
+
+  it('takes creator, copyright and the license link from XMP when EXIF has none (EXIF first when both do)', async () => {
+    const fromXmp = await analyse(await xmpJpeg(), 50_000_000);
+    expect({ artist: fromXmp.artist, copyright: fromXmp.copyright, licenseUrl: fromXmp.licenseUrl })
+      .toEqual({ artist: 'Grace Hopper', copyright: '© 2026 Grace Hopper, CC BY-SA 4.0', licenseUrl: 'https://photos.example/license' });
+    const both = await analyse(await xmpJpeg({ Artist: 'G. Hopper' }), 50_000_000);
+    expect({ artist: both.artist, copyright: both.copyright, licenseUrl: both.licenseUrl })
+      .toEqual({ artist: 'G. Hopper', copyright: '© 2026 Grace Hopper, CC BY-SA 4.0', licenseUrl: 'https://photos.example/license' });
+    expect((await analyse(await jpeg(64, 48), 50_000_000)).licenseUrl).toBeNull();
   });
 
   it('decides the type from the bytes and hashes them', async () => {

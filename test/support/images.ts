@@ -33,6 +33,18 @@ export async function rotatedJpeg(): Promise<Buffer> {
     .toBuffer();
 }
 
+/** A JPEG with rights in XMP as photo tools write them, and EXIF Artist/Copyright only when given. */
+export async function xmpJpeg(exif?: { Artist?: string; Copyright?: string }): Promise<Buffer> {
+  const xmp = `<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">
+    <rdf:Description rdf:about="" xmlns:dc="http://purl.org/dc/elements/1.1/" xmlns:xmpRights="http://ns.adobe.com/xap/1.0/rights/"
+      xmpRights:Marked="True" xmpRights:WebStatement="https://photos.example/license">
+      <dc:creator><rdf:Seq><rdf:li>Grace Hopper</rdf:li></rdf:Seq></dc:creator>
+      <dc:rights><rdf:Alt><rdf:li xml:lang="x-default">© 2026 Grace Hopper, CC BY-SA 4.0</rdf:li></rdf:Alt></dc:rights>
+    </rdf:Description></rdf:RDF></x:xmpmeta>`;
+  const img = sharp(await gradient(120, 80)).withXmp(xmp);
+  return (exif ? img.withExif({ IFD0: exif }) : img).jpeg({ quality: 80 }).toBuffer();
+}
+
 function crc32(buf: Buffer): number {
   let c = ~0;
   for (const b of buf) {
