@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import sharp from 'sharp';
 import exifReader from 'exif-reader';
 import { estimateJpegQuality } from './jpegQuality';
+import { readIptcRights } from './iptcRights';
 import { readXmpRights } from './xmpRights';
 
 export type ImageType = 'jpeg' | 'png' | 'gif' | 'webp' | 'avif' | 'heif' | 'tiff';
@@ -45,9 +46,9 @@ export interface Analysis {
   sha256: string;
   jpegQuality: number | null;
   orientation: number | null;
-  /** EXIF Artist, else XMP dc:creator. */
+  /** EXIF Artist, else XMP dc:creator, else IPTC By-line. */
   artist: string | null;
-  /** EXIF Copyright, else XMP dc:rights. */
+  /** EXIF Copyright, else XMP dc:rights, else IPTC Copyright Notice. */
   copyright: string | null;
   /** XMP xmpRights:WebStatement (IPTC's Web Statement of Rights), else its PLUS licensor's URL. */
   licenseUrl: string | null;
@@ -80,10 +81,12 @@ export async function analyse(body: Buffer, maxPixels: number): Promise<Analysis
       // Broken EXIF does not make the image unusable; the fields stay empty.
     }
   }
-  // EXIF first, as before XMP was read; a tool that writes both writes the same values.
+  // EXIF first (as before the others were read), then XMP, then legacy IPTC-IIM: a tool that
+  // writes several writes the same values.
   const xmp = meta.xmp ? readXmpRights(meta.xmpAsString) : undefined;
-  artist ??= clean(xmp?.creator);
-  copyright ??= clean(xmp?.rights);
+  const iptc = meta.iptc ? readIptcRights(meta.iptc) : undefined;
+  artist ??= clean(xmp?.creator) ?? clean(iptc?.byline);
+  copyright ??= clean(xmp?.rights) ?? clean(iptc?.copyright);
   return {
     format,
     width: rotated ? h : w,

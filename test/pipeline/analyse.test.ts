@@ -1,6 +1,6 @@
 import { analyse, ContentError, sniffImageType, thumbnail } from '../../src/pipeline/analyse';
 import { estimateJpegQuality } from '../../src/pipeline/jpegQuality';
-import { bombPng, jpeg, png, rotatedJpeg, xmpJpeg } from '../support/images';
+import { bombPng, iptcJpeg, jpeg, png, rotatedJpeg, xmpJpeg } from '../support/images';
 
 describe('image analysis (real sharp)', () => {
   it.each([50, 75, 90])('estimates JPEG quality %p within +-5', async (q) => {
@@ -34,6 +34,12 @@ describe('image analysis (real sharp)', () => {
     expect({ artist: both.artist, copyright: both.copyright, licenseUrl: both.licenseUrl })
       .toEqual({ artist: 'G. Hopper', copyright: '© 2026 Grace Hopper, CC BY-SA 4.0', licenseUrl: 'https://photos.example/license' });
     expect((await analyse(await jpeg(64, 48), 50_000_000)).licenseUrl).toBeNull();
+  });
+
+  it('takes creator and copyright from a legacy IPTC-IIM block when there is no EXIF or XMP', async () => {
+    const a = await analyse(await iptcJpeg(), 50_000_000);
+    expect({ artist: a.artist, copyright: a.copyright, licenseUrl: a.licenseUrl })
+      .toEqual({ artist: 'Dorothea Lange', copyright: 'Library of Congress, no known restrictions', licenseUrl: null });
   });
 
   it('decides the type from the bytes and hashes them', async () => {

@@ -45,6 +45,21 @@ export async function xmpJpeg(exif?: { Artist?: string; Copyright?: string }): P
   return (exif ? img.withExif({ IFD0: exif }) : img).jpeg({ quality: 80 }).toBuffer();
 }
 
+/** A JPEG with a Photoshop APP13 segment holding IPTC-IIM By-line and Copyright Notice only. */
+export async function iptcJpeg(): Promise<Buffer> {
+  const dataset = (id: number, value: string) => {
+    const v = Buffer.from(value, 'utf8');
+    return Buffer.concat([Buffer.from([0x1c, 2, id, v.length >> 8, v.length & 0xff]), v]);
+  };
+  const iim = Buffer.concat([Buffer.from([0x1c, 1, 90, 0, 3, 0x1b, 0x25, 0x47]), dataset(80, 'Dorothea Lange'), dataset(116, 'Library of Congress, no known restrictions')]);
+  const size = Buffer.alloc(4);
+  size.writeUInt32BE(iim.length);
+  const payload = Buffer.concat([Buffer.from('Photoshop 3.0\0', 'latin1'), Buffer.from('8BIM'), Buffer.from([0x04, 0x04, 0, 0]), size, iim, Buffer.alloc(iim.length % 2)]);
+  const segment = Buffer.concat([Buffer.from([0xff, 0xed, (payload.length + 2) >> 8, (payload.length + 2) & 0xff]), payload]);
+  const plain = await sharp(await gradient(120, 80)).jpeg({ quality: 80 }).toBuffer();
+  return Buffer.concat([plain.subarray(0, 2), segment, plain.subarray(2)]);
+}
+
 function crc32(buf: Buffer): number {
   let c = ~0;
   for (const b of buf) {
