@@ -15,12 +15,19 @@ export interface DemoSite {
   stop(): Promise<void>;
 }
 
+/** Rights as a photo tool writes them into XMP: the records of these images show them. */
+const DEMO_XMP = `<x:xmpmeta xmlns:x="adobe:ns:meta/"><rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">
+<rdf:Description rdf:about="" xmlns:dc="http://purl.org/dc/elements/1.1/" xmlns:xmpRights="http://ns.adobe.com/xap/1.0/rights/"
+ xmpRights:Marked="True" xmpRights:WebStatement="https://creativecommons.org/licenses/by/4.0/">
+<dc:creator><rdf:Seq><rdf:li>Demo Photographer</rdf:li></rdf:Seq></dc:creator>
+<dc:rights><rdf:Alt><rdf:li xml:lang="x-default">CC BY 4.0, Demo Photographer</rdf:li></rdf:Alt></dc:rights>
+</rdf:Description></rdf:RDF></x:xmpmeta>`;
+
 async function makeImage(i: number): Promise<Buffer> {
   const w = 320 + (i % 7) * 160;
   const h = 240 + (i % 5) * 120;
-  return sharp({ create: { width: w, height: h, channels: 3, background: { r: (i * 37) % 256, g: (i * 91) % 256, b: (i * 53) % 256 } } })
-    .jpeg({ quality: 60 + (i % 4) * 10 })
-    .toBuffer();
+  const image = sharp({ create: { width: w, height: h, channels: 3, background: { r: (i * 37) % 256, g: (i * 91) % 256, b: (i * 53) % 256 } } });
+  return (i % 3 === 0 ? image.withXmp(DEMO_XMP) : image).jpeg({ quality: 60 + (i % 4) * 10 }).toBuffer();
 }
 
 async function listenAll(origins: Origin[], hosts: string[]): Promise<void> {
