@@ -165,12 +165,15 @@ export function createCrawlActivities(deps: CrawlDeps) {
       if (d !== undefined && (d > input.schedule.intervalMs || input.schedule.burstSlots > 0)) crawlDelayMs = Math.max(crawlDelayMs ?? 0, d);
     };
     if (input.items.length > 0) checkCrawlDelay(input.items[0]!.url);
-    const settle = (i: number, processed: ProcessedUrl): 'done' | 'requeue' | 'next' => {
+    const settle = (i: number, processed: ProcessedUrl): 'done' | 'requeue' | 'next' | 'later' => {
       const item = input.items[i]!;
       if (processed.hop) hops.set(i, processed.hop);
       if (processed.robotsRetryAtMs !== undefined) robotsRetryMs = Math.max(robotsRetryMs ?? 0, processed.robotsRetryAtMs - Date.now(), 1);
       if (processed.robotsError !== undefined) robotsError ??= processed.robotsError;
       if (processed.storeFailure !== undefined) storeFailure ??= processed.storeFailure;
+      // Its host's robots.txt is to be read again: back to the batch, while the grant goes on
+      // with the source's other hosts.
+      if (processed.requeue && processed.robotsRetryAtMs !== undefined) return 'later';
       // A URL part-way through its redirects goes first in line: its next hop takes the next slot.
       if (processed.requeue) return hops.has(i) ? 'next' : 'requeue';
       const o = processed.outcome;
@@ -202,7 +205,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
       signal: ctx.cancellationSignal,
       // A URL part-way through its redirects goes next to its next hop's origin.
       prepare: deps.processor.preconnect && ((i, slotMs) => deps.processor.preconnect!(hops.get(i)?.url ?? input.items[i]!.url, slotMs)),
-      shouldStop: () => superseded() || throttled || crawlDelayMs !== undefined || robotsRetryMs !== undefined || storeFailure !== undefined || errorRun >= ERROR_BURST || isSourceBlocked(input.source),
+      shouldStop: () => superseded() || throttled || crawlDelayMs !== undefined || storeFailure !== undefined || errorRun >= ERROR_BURST || isSourceBlocked(input.source),
       run: async (i, slotMs, mayGoLate) => {
         const item = input.items[i]!;
         const sendBy = slotMs + MAX_LATENESS_MS;
@@ -219,7 +222,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
         const processed = deps.processor.decideWithoutRequest!(input.items[i]!.url);
         return processed && settle(i, processed);
       }),
-      requeued: (r) => (r === 'next' ? 'next' : r === 'requeue'),
+      requeued: (r) => (r === 'next' || r === 'later' ? r : r === 'requeue'),
     }).catch((err) => {
       beat(); // keep what finished, so the retry does not ask the site again
       throw err;
@@ -255,13 +258,16 @@ export function createCrawlActivities(deps: CrawlDeps) {
     // A URL part-way through its redirects goes back with where it has got to: its next grant
     // continues from there instead of asking the site again for the hops already made.
     const midChain = unused.flatMap((i): [number, RedirectHop][] => (hops.has(i) ? [[i, hops.get(i)!]] : []));
+    // The monitor holds the whole source until robots.txt is read again only when this grant
+    // could send nothing else: a source spanning several hosts went on with the others.
+    const holdForRobots = robotsRetryMs !== undefined && ![...done.values()].some((d) => d.outcome.sent);
     return {
       outcomes: [...done.values()].map((d) => d.outcome),
       unused,
       ...(midChain.length ? { hops: midChain } : {}),
       retryAfterMs,
       ...(crawlDelayMs !== undefined ? { crawlDelayMs } : {}),
-      ...(robotsRetryMs !== undefined ? { robotsRetryMs, ...(robotsError !== undefined ? { robotsError } : {}) } : {}),
+      ...(holdForRobots ? { robotsRetryMs, ...(robotsError !== undefined ? { robotsError } : {}) } : {}),
       ...(storeFailure !== undefined ? { storeRetryMs: STORE_RETRY_MS, storeError: storeFailure } : {}),
       missedSlots: run.missed,
       ...(run.decided > 0 ? { decidedWithoutRequest: run.decided } : {}),

@@ -236,6 +236,24 @@ describe('paced runner', () => {
     expect(r.unused).toEqual([]);
   });
 
+  it('hands an item put off as "later" back unused, by decide without a slot or by its run, and never tries it again in the grant', async () => {
+    const clock = fakeClock(10_000);
+    const ran: number[] = [];
+    const r = await runPaced({
+      count: 5, schedule, shouldStop: () => false, ...clock,
+      // 1 and 3 are known to wait (their host's robots.txt); 2 finds out in its slot.
+      decide: (i) => (i === 1 || i === 3 ? 'later' : undefined),
+      run: async (i) => { ran.push(i); return i === 2 ? 'later' : 'done'; },
+      requeued: (res) => (res === 'later' ? 'later' : false),
+    });
+    expect(ran).toEqual([0, 2, 4]);
+    expect(r.sentAt).toEqual([10_000, 11_000, 12_000]);
+    expect([...r.results.keys()].sort()).toEqual([0, 4]);
+    expect(r.unused.sort()).toEqual([1, 2, 3]);
+    expect(r.decided).toBe(2);
+    expect(r.missed).toBe(1); // 2's slot served nothing
+  });
+
   it('skips items an earlier attempt already finished', async () => {
     const clock = fakeClock(10_000);
     const sent: number[] = [];

@@ -34,9 +34,10 @@ export interface PacedRunOptions<R> {
   /**
    * True when the run's item should wait for a later slot (it was too late by the time it could
    * leave, or the slot went to robots.txt): the item goes to the back of the line. 'next': it
-   * takes the very next slot (a redirect's next hop).
+   * takes the very next slot (a redirect's next hop). 'later': not in this grant (its host's
+   * robots.txt is to be read again later); it goes back unused. Also from `decide`, without a slot.
    */
-  requeued?(result: R): boolean | 'next';
+  requeued?(result: R): boolean | 'next' | 'later';
   /**
    * Called for the item next in line as the runner starts waiting for its slot (no wake-up of its
    * own: with hundreds of sources on a worker, a second timer per slot made slots late): e.g. to
@@ -66,7 +67,7 @@ export interface PacedRunResult<R> {
    * the slot went to robots.txt, or image work was backed up).
    */
   missed: number;
-  /** Items settled by `decide`, without a slot. */
+  /** Items settled by `decide` (or put off by it for a later grant), without a slot. */
   decided: number;
   /**
    * The latest slot a request went out in (moved, as a late send moves it); undefined when none
@@ -121,13 +122,16 @@ export async function runPaced<R>(o: PacedRunOptions<R>): Promise<PacedRunResult
   let failure: { err: unknown } | undefined;
   let decided = 0;
   let lastSendMs: number | undefined;
+  /** Items put off to a later grant: they go back unused. */
+  const later: number[] = [];
   /** Settles the items at the head of the line that need no request; the next one takes the slot. */
   const decideHead = () => {
     while (o.decide && next < items.length) {
       const index = items[next]!;
       const r = o.decide(index);
       if (r === undefined) return;
-      results.set(index, r);
+      if (o.requeued?.(r) === 'later') later.push(index);
+      else results.set(index, r);
       next += 1;
       decided += 1;
     }
@@ -185,6 +189,9 @@ export async function runPaced<R>(o: PacedRunOptions<R>): Promise<PacedRunResult
         if (again === 'next') {
           items.splice(next, 0, index);
           o.prepare?.(index, slotAt(waitingFor));
+        } else if (again === 'later') {
+          later.push(index);
+          missed += 1;
         } else {
           items.push(index);
           missed += 1;
@@ -201,14 +208,12 @@ export async function runPaced<R>(o: PacedRunOptions<R>): Promise<PacedRunResult
   // Nothing more was sent after the failure; the runs still in flight have finished.
   if (failure) throw failure.err;
   // Slots are over (or sending stopped): what needs none is settled all the same.
-  const unused: number[] = [];
+  const unused: number[] = [...later];
   for (const index of items.slice(next)) {
     const r = o.signal?.aborted ? undefined : o.decide?.(index);
-    if (r === undefined) unused.push(index);
-    else {
-      results.set(index, r);
-      decided += 1;
-    }
+    if (r === undefined || o.requeued?.(r) === 'later') unused.push(index);
+    else results.set(index, r);
+    if (r !== undefined) decided += 1;
   }
   return { results, unused, sentAt, missed, decided, ...(lastSendMs !== undefined ? { lastSendMs } : {}) };
 }

@@ -85,9 +85,9 @@ export class ImagePipeline implements UrlProcessor {
       return { outcome: { url, sent: false, cls: 'refused', reason: (err as FetchError).message } };
     }
     const verdict = this.robots.cachedVerdict(u);
-    const decided = verdict && withoutFetching(url, verdict, this.cfg.robotsMaxTries);
-    // An origin whose robots.txt is to be read again holds the whole grant (robotsRetryAtMs): process() says so.
-    return decided && !decided.requeue ? decided : undefined;
+    // An origin whose robots.txt is to be read again puts its URLs off (requeue, robotsRetryAtMs)
+    // without a slot: the grant's slots go to the source's other hosts.
+    return verdict && withoutFetching(url, verdict, this.cfg.robotsMaxTries);
   }
 
   async process(url: string, ctx: { source: string; attempt: number; signal: AbortSignal; sendBy?: number; mayGoLate?: () => boolean; hop?: RedirectHop }): Promise<ProcessedUrl> {

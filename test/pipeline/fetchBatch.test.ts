@@ -280,6 +280,45 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     }
   });
 
+  it('goes on with a source\'s other hosts while one host\'s robots.txt waits to be read again; holds the source only when that host is all it has', async () => {
+    const shut = await new Origin().route('/robots.txt', (_q, r) => { r.writeHead(503); r.end(); }).serve('/b.jpg', await png(30, 20), 'image/png').start('127.0.0.2');
+    const open = await new Origin().serve('/a.jpg', await png(30, 20), 'image/png').route('/to-shut', redirect(shut.url('/b.jpg?hop'))).start('127.0.0.1');
+    const p = new ImagePipeline(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'], robotsRetryMs: 60_000 }), store, new Spool(path.join(dir, 'spool-hosts')));
+    const local = createCrawlActivities({ processor: p, recorder: new StoreRecorder(store) });
+    try {
+      let grantId = 0;
+      const grant = (urls: string[]): FetchBatchInput => {
+        const startMs = Date.now() + 50;
+        return {
+          source: 'two-hosts', batchId: 'b1', grantId: ++grantId, maxAttempts: 3,
+          items: urls.map((url) => ({ url, attempt: 1 })),
+          schedule: { startMs, endMs: startMs + 12 * 30, intervalMs: 30, burstSlots: 0 },
+        };
+      };
+      const urls = [shut.url('/b.jpg?1'), open.url('/a.jpg?1'), shut.url('/b.jpg?2'), open.url('/a.jpg?2'), open.url('/to-shut'), open.url('/a.jpg?3'), shut.url('/b.jpg?3')];
+      const mixed = (await new MockActivityEnvironment().run(local.fetchBatch, grant(urls))) as FetchBatchResult;
+      // The open host's images are done; the shut host's URLs (and the one redirected there,
+      // with its hop kept) go back without using their attempts, and the source is not held.
+      expect(mixed.outcomes.map((o) => [o.url, o.cls])).toEqual(expect.arrayContaining([1, 3, 5].map((i) => [urls[i], 'done'])));
+      expect(mixed.outcomes).toHaveLength(3);
+      expect(mixed.unused).toEqual([0, 2, 4, 6]);
+      expect(mixed.hops).toEqual([[4, { url: shut.url('/b.jpg?hop'), redirects: 1 }]]);
+      expect(mixed.robotsRetryMs).toBeUndefined();
+      expect(shut.requests.map((r) => r.path)).toEqual(['/robots.txt']);
+      // Nothing but the shut host left: the monitor is told to hold the source until robots.txt is read again.
+      const onlyShut = (await new MockActivityEnvironment().run(local.fetchBatch, grant([urls[0]!, urls[2]!, urls[6]!]))) as FetchBatchResult;
+      expect(onlyShut.outcomes).toEqual([]);
+      expect(onlyShut.unused).toEqual([0, 1, 2]);
+      expect(onlyShut.robotsRetryMs).toBeGreaterThan(50_000);
+      expect(onlyShut.robotsError).toMatch(/^http:\/\/127\.0\.0\.2:\d+: robots.txt answered 503 \(try 1 of 3/);
+      expect(shut.requests.map((r) => r.path)).toEqual(['/robots.txt']);
+    } finally {
+      await p.close();
+      await shut.stop();
+      await open.stop();
+    }
+  });
+
   it('reports how long its grant took to reach it (the monitor leads later windows by as much), on a first attempt only', async () => {
     await run(['/good.png']); // robots.txt warm
     const grant = input(['/good.png']);
