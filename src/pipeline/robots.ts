@@ -1,5 +1,6 @@
 import robotsParser from 'robots-parser';
 import { parseRetryAfter } from '../politeness/retryAfter';
+import { log } from '../shared/log';
 import type { PipelineConfig } from './config';
 import type { Fetcher, FetchResult } from './fetcher';
 
@@ -177,6 +178,10 @@ export class RobotsCache {
     const retryAtMs = now + Math.max(this.cfg.robotsRetryMs, askedMs ?? 0);
     const giveUp = failures >= this.cfg.robotsMaxTries;
     const told = giveUp ? `${reason}; gave up after ${failures === 1 ? '1 try' : `${failures} tries at least ${interval(this.cfg.robotsRetryMs)} apart`}` : reason;
+    // Once per read: the monitor shows it only while the host holds its whole source (a source
+    // spanning several hosts goes on with the others meanwhile).
+    log.warn({ event: 'robots-unavailable', origin, reason, try: failures, of: this.cfg.robotsMaxTries, ...(giveUp ? {} : { askedAgainAt: new Date(retryAtMs).toISOString() }) },
+      giveUp ? 'robots.txt unreadable again: its URLs fail' : 'robots.txt unreadable: its URLs wait until it is asked again');
     return { expiresAt: retryAtMs, check: () => ({ kind: 'unavailable', reason: told, retryAtMs, giveUp, tries: failures }) };
   }
 }
