@@ -38,6 +38,30 @@ describe('robots.txt (RFC 9309) per origin', () => {
     });
   });
 
+  it('counts a URL as disallowed, without matching it, when the wildcard rules would take too long to match its path (a hostile file)', async () => {
+    // ~500 KiB of rules such as `Disallow: /*a*a*...*z1`: matching one 1,500-character path took 2.2 s.
+    const hostile = ['User-agent: *', 'Disallow: /private/'];
+    for (let i = 0, size = 0; size < 500 * 1024; i++) {
+      const line = `Disallow: /*${'a*'.repeat(20)}z${i}`;
+      hostile.push(line);
+      size += line.length + 1;
+    }
+    await withRobots((o) => o.serve('/robots.txt', hostile.join('\n'), 'text/plain'), async (o, cache) => {
+      const started = Date.now();
+      const long = await cache.check(new URL(o.url(`/${'a'.repeat(1500)}.jpg`)));
+      expect(long.verdict).toEqual({ kind: 'disallowed', reason: expect.stringMatching(/^robots.txt has too many wildcard rules \(\d+ characters\) to match a path of 1505 characters against$/) });
+      expect(Date.now() - started).toBeLessThan(1_000);
+      // A short path is matched as the file says.
+      expect((await cache.check(new URL(o.url('/x.jpg')))).verdict.kind).toBe('allowed');
+      expect((await cache.check(new URL(o.url('/private/x.jpg')))).verdict.kind).toBe('disallowed');
+    });
+    // Rules for another crawler cost us nothing.
+    const theirs = ['User-agent: OtherBot', ...hostile.slice(2), '', 'User-agent: *', 'Disallow: /private/'];
+    await withRobots((o) => o.serve('/robots.txt', theirs.join('\n'), 'text/plain'), async (o, cache) => {
+      expect((await cache.check(new URL(o.url(`/${'a'.repeat(1500)}.jpg`)))).verdict.kind).toBe('allowed');
+    });
+  });
+
   it('reads the Crawl-delay of our group (or of *), at most a minute', async () => {
     const file = 'User-agent: PoliteImageCrawler\nCrawl-delay: 2.5\nDisallow: /no/\n\nUser-agent: *\nCrawl-delay: 30\n';
     await withRobots((o) => o.serve('/robots.txt', file, 'text/plain'), async (o, cache) => {
