@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import sharp from 'sharp';
-import exifReader from 'exif-reader';
 import { estimateJpegQuality } from './jpegQuality';
+import { readExifRights } from './exifRights';
 import { readIptcRights } from './iptcRights';
 import { readXmpRights } from './xmpRights';
 
@@ -70,23 +70,14 @@ export async function analyse(body: Buffer, maxPixels: number): Promise<Analysis
   if (w * h > maxPixels) throw new ContentError(`image of ${w}x${h} pixels exceeds the ${maxPixels}-pixel limit`);
   const orientation = meta.orientation ?? null;
   const rotated = orientation !== null && orientation >= 5 && orientation <= 8;
-  let artist: string | null = null;
-  let copyright: string | null = null;
-  if (meta.exif) {
-    try {
-      const exif = exifReader(meta.exif);
-      artist = clean(exif.Image?.Artist);
-      copyright = clean(exif.Image?.Copyright);
-    } catch {
-      // Broken EXIF does not make the image unusable; the fields stay empty.
-    }
-  }
+  // Broken metadata does not make the image unusable: its fields stay empty.
+  const exif = readExifRights(meta.exif);
   // EXIF first (as before the others were read), then XMP, then legacy IPTC-IIM: a tool that
   // writes several writes the same values.
   const xmp = meta.xmp ? readXmpRights(meta.xmpAsString) : undefined;
   const iptc = meta.iptc ? readIptcRights(meta.iptc) : undefined;
-  artist ??= clean(xmp?.creator) ?? clean(iptc?.byline);
-  copyright ??= clean(xmp?.rights) ?? clean(iptc?.copyright);
+  const artist = clean(exif.artist) ?? clean(xmp?.creator) ?? clean(iptc?.byline);
+  const copyright = clean(exif.copyright) ?? clean(xmp?.rights) ?? clean(iptc?.copyright);
   return {
     format,
     width: rotated ? h : w,

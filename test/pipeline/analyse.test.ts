@@ -1,6 +1,6 @@
 import { analyse, ContentError, sniffImageType, thumbnail } from '../../src/pipeline/analyse';
 import { estimateJpegQuality } from '../../src/pipeline/jpegQuality';
-import { bombPng, iptcJpeg, jpeg, png, rotatedJpeg, xmpJpeg } from '../support/images';
+import { bombPng, exifBombJpeg, iptcJpeg, jpeg, png, rotatedJpeg, xmpJpeg } from '../support/images';
 
 describe('image analysis (real sharp)', () => {
   it.each([50, 75, 90])('estimates JPEG quality %p within +-5', async (q) => {
@@ -34,6 +34,14 @@ describe('image analysis (real sharp)', () => {
     expect({ artist: both.artist, copyright: both.copyright, licenseUrl: both.licenseUrl })
       .toEqual({ artist: 'G. Hopper', copyright: '© 2026 Grace Hopper, CC BY-SA 4.0', licenseUrl: 'https://photos.example/license' });
     expect((await analyse(await jpeg(64, 48), 50_000_000)).licenseUrl).toBeNull();
+  });
+
+  it('analyses an image with a crafted EXIF block in bounded time (thousands of entries claiming huge values)', async () => {
+    const body = await exifBombJpeg();
+    const started = Date.now();
+    const a = await analyse(body, 50_000_000);
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect({ format: a.format, width: a.width, height: a.height }).toEqual({ format: 'jpeg', width: 64, height: 48 });
   });
 
   it('takes creator and copyright from a legacy IPTC-IIM block when there is no EXIF or XMP', async () => {

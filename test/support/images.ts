@@ -60,6 +60,30 @@ export async function iptcJpeg(): Promise<Buffer> {
   return Buffer.concat([plain.subarray(0, 2), segment, plain.subarray(2)]);
 }
 
+/**
+ * A JPEG whose EXIF block (60 KB, as much as a segment holds) has 5,000 entries each claiming a
+ * 4-billion-byte value at the same offset: exif-reader took 26 s and ~3 GB on it.
+ */
+export async function exifBombJpeg(): Promise<Buffer> {
+  const entries = 5_000;
+  const tiff = Buffer.alloc(8 + 2 + entries * 12 + 4);
+  tiff.write('II', 0, 'latin1');
+  tiff.writeUInt16LE(0x2a, 2);
+  tiff.writeUInt32LE(8, 4);
+  tiff.writeUInt16LE(entries, 8);
+  for (let i = 0; i < entries; i++) {
+    const at = 10 + i * 12;
+    tiff.writeUInt16LE(i % 2 ? 0x013b : 0x9000 + i, at);
+    tiff.writeUInt16LE(1, at + 2);
+    tiff.writeUInt32LE(0xffffffff, at + 4);
+    tiff.writeUInt32LE(0, at + 8);
+  }
+  const payload = Buffer.concat([Buffer.from('Exif\0\0', 'latin1'), tiff]);
+  const segment = Buffer.concat([Buffer.from([0xff, 0xe1, (payload.length + 2) >> 8, (payload.length + 2) & 0xff]), payload]);
+  const plain = await sharp(await gradient(64, 48)).jpeg({ quality: 80 }).toBuffer();
+  return Buffer.concat([plain.subarray(0, 2), segment, plain.subarray(2)]);
+}
+
 function crc32(buf: Buffer): number {
   let c = ~0;
   for (const b of buf) {
