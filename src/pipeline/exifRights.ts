@@ -1,3 +1,5 @@
+import { metadataText } from './metadataText';
+
 /**
  * EXIF Artist and Copyright, read from the first IFD of the EXIF block sharp extracts.
  *
@@ -19,7 +21,6 @@ const ONE_BYTE_TYPES = new Set([1, 2, 7]);
 const EXIF_HEADER = Buffer.from('Exif\0\0', 'latin1');
 /** A record keeps 500 characters of each; this is room for any encoding of them. */
 const MAX_VALUE_BYTES = 4096;
-const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 export function readExifRights(block: Buffer | undefined): ExifRights {
   if (!block) return NONE;
@@ -52,17 +53,8 @@ export function readExifRights(block: Buffer | undefined): ExifRights {
   return found;
 }
 
-/**
- * NUL-terminated text; Copyright may hold two parts, photographer's and editor's, NUL-separated.
- * UTF-8 when the bytes are (what tools write in practice), else Latin-1.
- */
+/** NUL-terminated text; Copyright may hold two parts, photographer's and editor's, NUL-separated. */
 function text(bytes: Buffer): string | null {
-  let s: string;
-  try {
-    s = utf8.decode(bytes);
-  } catch {
-    s = bytes.toString('latin1');
-  }
-  const parts = s.split('\0').map((p) => p.trim()).filter((p) => p !== '');
+  const parts = metadataText(bytes).split('\0').map((p) => p.trim()).filter((p) => p !== '');
   return parts.length > 0 ? parts.join('; ') : null;
 }

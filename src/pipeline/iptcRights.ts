@@ -1,3 +1,5 @@
+import { metadataText } from './metadataText';
+
 /**
  * Rights fields of an IPTC-IIM block, the metadata of news and agency photos before XMP (and
  * still written beside it by Photoshop and Photo Mechanic). sharp hands over a JPEG's APP13
@@ -13,7 +15,6 @@ export interface IptcRights {
 const NONE: IptcRights = { byline: null, copyright: null };
 const PHOTOSHOP = Buffer.from('Photoshop 3.0\0', 'latin1');
 const IPTC_RESOURCE = 0x0404;
-const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 export function readIptcRights(block: Buffer | undefined): IptcRights {
   if (!block || block.length === 0) return NONE;
@@ -70,12 +71,6 @@ function datasets(b: Buffer): IptcRights {
 }
 
 function text(v: Buffer, declaredUtf8: boolean): string | null {
-  let s: string;
-  try {
-    s = utf8.decode(v);
-  } catch {
-    s = declaredUtf8 ? v.toString('utf8') : v.toString('latin1');
-  }
-  s = s.replace(/\0+$/g, '').trim();
+  const s = metadataText(v, declaredUtf8 ? 'utf8' : 'latin1').replace(/\0+$/g, '').trim();
   return s === '' ? null : s;
 }

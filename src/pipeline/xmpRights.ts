@@ -50,16 +50,15 @@ export function readXmpRights(xmp: string | undefined): XmpRights {
   } catch {
     return NONE; // broken XMP does not make the image unusable
   }
-  const descriptions: Node[] = [];
-  collect(doc, 'rdf:Description', descriptions, 0);
-  const first = (pick: (d: Node) => string | null) => descriptions.reduce<string | null>((found, d) => found ?? pick(d), null);
+  const d = (doc as { 'rdf:Description'?: unknown[] })['rdf:Description']?.[0];
+  if (!isNode(d)) return NONE;
   // An element that came more than once (several descriptions gathered into one) is a list: its first counts.
   const one = (v: unknown) => (Array.isArray(v) ? v[0] : v);
+  const webStatement = one(d['xmpRights:WebStatement']);
   return {
-    creator: first((d) => joined(items(one(d['dc:creator'])))),
-    rights: first((d) => langAlt(one(d['dc:rights']))),
-    licenseUrl: first((d) => text(d['@xmpRights:WebStatement']) ?? text(one(d['xmpRights:WebStatement'])) ?? resource(one(d['xmpRights:WebStatement'])))
-      ?? first((d) => licensorUrl(one(d['plus:Licensor']))),
+    creator: joined(items(one(d['dc:creator']))),
+    rights: langAlt(one(d['dc:rights'])),
+    licenseUrl: text(d['@xmpRights:WebStatement']) ?? text(webStatement) ?? resource(webStatement) ?? licensorUrl(one(d['plus:Licensor'])),
   };
 }
 
