@@ -42,6 +42,14 @@ export class NetworkGuard {
     for (const [net, bits] of this.cidrs) {
       if (net.kind() === addr.kind() && addr.match(net, bits)) return undefined;
     }
+    const translated = addr.kind() === 'ipv6' ? nat64Target(addr as ipaddr.IPv6) : undefined;
+    if (translated) {
+      // On an IPv6-only network with DNS64 every IPv4-only site resolves into this prefix: refusing
+      // the prefix would refuse them all, and opening it would open 64:ff9b::10.0.0.1 as well. The
+      // translator delivers to the embedded IPv4 address, so that address is what gets judged.
+      const inner = this.refusal(translated.toString(), host);
+      return inner && `address ${ip} is NAT64 for ${translated.toString()}: ${inner}`;
+    }
     const range = addr.range();
     return range === 'unicast' ? undefined : `address ${ip} is ${range}; not allowed (use --allow-network to open it)`;
   }
@@ -60,4 +68,16 @@ export class NetworkGuard {
       return (callback as (e: null, a: string, f: number) => void)(null, allowed[0]!.address, allowed[0]!.family);
     });
   };
+}
+
+const NAT64_WELL_KNOWN = ipaddr.parseCIDR('64:ff9b::/96');
+
+/**
+ * The IPv4 address inside the NAT64 well-known prefix (RFC 6052), the only translation prefix
+ * whose layout is fixed. Network-specific prefixes, 6to4 and Teredo stay refused unless allowed.
+ */
+function nat64Target(addr: ipaddr.IPv6): ipaddr.IPv4 | undefined {
+  if (!addr.match(NAT64_WELL_KNOWN)) return undefined;
+  const b = addr.toByteArray();
+  return new ipaddr.IPv4(b.slice(12, 16));
 }

@@ -18,6 +18,19 @@ describe('network guard', () => {
     expect(g.refusal('10.0.0.1')).toMatch(/private/);
     expect(g.refusal('10.0.0.1', 'intranet.example')).toBeUndefined();
   });
+  it('judges a NAT64 well-known-prefix address by the IPv4 address it reaches', () => {
+    // DNS64 answers for IPv4-only sites: public ones pass, internal ones stay refused.
+    expect(closed.refusal('64:ff9b::5db8:d822')).toBeUndefined();
+    expect(closed.refusal('64:ff9b::a00:1')).toMatch(/NAT64 for 10\.0\.0\.1: .*private/);
+    expect(closed.refusal('64:ff9b::7f00:1')).toMatch(/NAT64 for 127\.0\.0\.1: .*loopback/);
+    expect(closed.refusal('64:ff9b::a9fe:a9fe')).toMatch(/169\.254\.169\.254.*linkLocal/);
+    // Other translation prefixes embed the address differently or not at all.
+    expect(closed.refusal('64:ff9b:1::5db8:d822')).toMatch(/not allowed/);
+    expect(closed.refusal('2002:5db8:d822::1')).toMatch(/6to4; not allowed/);
+    // The allow-list applies to the embedded address, and an allowed prefix is allowed whole.
+    expect(new NetworkGuard(['127.0.0.0/8']).refusal('64:ff9b::7f00:1')).toBeUndefined();
+    expect(new NetworkGuard(['64:ff9b::/96']).refusal('64:ff9b::a00:1')).toBeUndefined();
+  });
   it('rejects a malformed allow-list entry with a clear message', () => {
     expect(() => new NetworkGuard(['10.0.0.0/99'])).toThrow(/not a valid CIDR/);
     expect(() => new NetworkGuard(['bad host!'])).toThrow(/neither a CIDR/);
