@@ -37,13 +37,14 @@ describe('images/s in monitoring_update', () => {
 });
 
 describe('the status table', () => {
-  it('calls a monitor an operator stopped "stopped", not "completed", and says it was halted', () => {
+  it('calls a monitor an operator stopped "stopped" and a drained one "finished", as the Web UI does, not "completed"', () => {
     const halted = running(7);
     const stopped: SourceStatus = { ...halted, workflowStatus: 'COMPLETED', stats: { ...halted.stats!, state: 'stopped', haltReason: 'the last 50 requests all failed' } };
     const done: SourceStatus = { ...halted, source: 'fine', workflowStatus: 'COMPLETED', stats: { ...halted.stats!, state: 'running' } };
     const [, first, second] = statusTable([stopped, done]).split('\n');
     expect(first).toMatch(/^s\s+stopped\s.*7\/1000.*stopped by an operator \(was halted: the last 50 requests all failed\)$/);
-    expect(second).toMatch(/^fine\s+completed\s/);
+    expect(second).toMatch(/^fine\s+finished\s/);
+    expect(monitoringUpdate([done]).sources.fine!.state).toBe('finished');
     expect(monitoringUpdate([stopped]).sources.s!.state).toBe('stopped');
   });
 

@@ -57,8 +57,9 @@ export async function stopMonitor(handle: WorkflowHandle, answered: Answered = (
 
 /** What an operator calls the source's state: the monitor's own while it runs. */
 function displayState(s: SourceStatus): string {
-  // A monitor an operator stopped has completed too, but not its URLs: say which.
-  if (s.workflowStatus === 'COMPLETED' && s.stats?.state === 'stopped') return 'stopped';
+  // A monitor an operator stopped has completed too, but not its URLs: say which. Otherwise the
+  // Web UI's word (CrawlState), not the execution status, so both surfaces name it alike.
+  if (s.workflowStatus === 'COMPLETED') return s.stats?.state === 'stopped' ? 'stopped' : 'finished';
   if (s.workflowStatus !== 'RUNNING') return s.workflowStatus.toLowerCase();
   return s.stats?.state ?? (s.unanswered?.state ? `${s.unanswered.state} (last known)` : 'unknown');
 }
