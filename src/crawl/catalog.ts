@@ -22,10 +22,11 @@ export async function readCatalog(path: string): Promise<Catalog> {
   try {
     if (trimmed.startsWith('[')) entries = JSON.parse(trimmed);
     else if (trimmed.startsWith('{') && !trimmed.includes('\n{')) {
-      const obj = JSON.parse(trimmed) as Record<string, object>;
-      entries = Object.entries(obj).map(([name, v]) => ({ name, ...v }));
+      const obj = JSON.parse(trimmed) as Record<string, unknown>;
+      entries = keyedEntries(obj, path);
     } else entries = trimmed.split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l));
   } catch (err) {
+    if (err instanceof CatalogError) throw err;
     throw new Error(`catalog ${path} is not valid JSON or NDJSON: ${(err as Error).message}`);
   }
   const catalog: Catalog = new Map();
@@ -46,4 +47,22 @@ export async function readCatalog(path: string): Promise<Catalog> {
     catalog.set(name, { imageCount: imageCount as number | undefined, rate: rate as number | undefined, burst: burst as number | undefined });
   });
   return catalog;
+}
+
+class CatalogError extends Error {}
+
+const isPlainObject = (v: unknown): v is object => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * An object keyed by source name, or the one entry of a one-line NDJSON catalogue, which looks
+ * the same until its values are read: `{"name": "a", "rate": 2}` was taken as sources "name" and
+ * "rate" and failed on fields "0", "1"..., and `{"a": 2}` as source "a" with nothing set.
+ */
+function keyedEntries(obj: Record<string, unknown>, path: string): unknown[] {
+  const values = Object.values(obj);
+  if (typeof obj.name === 'string' && !values.every(isPlainObject)) return [obj];
+  return Object.entries(obj).map(([name, v]) => {
+    if (!isPlainObject(v)) throw new CatalogError(`catalog ${path}: source ${JSON.stringify(name)} must be an object such as {"rate": 2} (got ${JSON.stringify(v)}); or write entries as [{"name": ..., "rate": ...}]`);
+    return { name, ...v };
+  });
 }

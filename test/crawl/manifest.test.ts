@@ -139,4 +139,16 @@ describe('manifests', () => {
     fs.writeFileSync(misspelt, JSON.stringify({ museum: { Rate: 5 } }));
     await expect(readCatalog(misspelt)).rejects.toThrow('entry 1 (museum): unknown field "Rate" (the fields are name, imageCount, rate, burst)');
   });
+
+  it('reads a one-line NDJSON catalogue as one entry, and an object keyed by name as sources', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'catalog-'));
+    const write = (name: string, text: string) => { const f = path.join(dir, name); fs.writeFileSync(f, text); return f; };
+    const one = await readCatalog(write('one.ndjson', '{"name":"museum","rate":2}\n'));
+    expect([...one]).toEqual([['museum', { rate: 2 }]]);
+    const keyed = await readCatalog(write('keyed.json', JSON.stringify({ museum: { rate: 2 }, name: { burst: 3 } }, null, 2)));
+    expect(keyed.get('museum')).toEqual({ rate: 2 });
+    expect(keyed.get('name')).toEqual({ burst: 3 });
+    // A keyed value that is not an object would have set nothing for its source.
+    await expect(readCatalog(write('number.json', '{"museum": 2}'))).rejects.toThrow('source "museum" must be an object such as {"rate": 2} (got 2)');
+  });
 });
