@@ -158,6 +158,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
     // (or for none of the grant's burst): nothing more is sent; the monitor lowers the rate.
     let crawlDelayMs: number | undefined;
     let robotsRetryMs: number | undefined;
+    let robotsRetryAtMs: number | undefined;
     let robotsError: string | undefined;
     let storeFailure: string | undefined;
     const checkCrawlDelay = (url: string) => {
@@ -168,7 +169,10 @@ export function createCrawlActivities(deps: CrawlDeps) {
     const settle = (i: number, processed: ProcessedUrl): 'done' | 'requeue' | 'next' | 'later' => {
       const item = input.items[i]!;
       if (processed.hop) hops.set(i, processed.hop);
-      if (processed.robotsRetryAtMs !== undefined) robotsRetryMs = Math.max(robotsRetryMs ?? 0, processed.robotsRetryAtMs - Date.now(), 1);
+      if (processed.robotsRetryAtMs !== undefined) {
+        robotsRetryMs = Math.max(robotsRetryMs ?? 0, processed.robotsRetryAtMs - Date.now(), 1);
+        robotsRetryAtMs = Math.max(robotsRetryAtMs ?? 0, processed.robotsRetryAtMs);
+      }
       if (processed.robotsError !== undefined) robotsError ??= processed.robotsError;
       if (processed.storeFailure !== undefined) storeFailure ??= processed.storeFailure;
       // Its host's robots.txt is to be read again: back to the batch, while the grant goes on
@@ -268,6 +272,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
       retryAfterMs,
       ...(crawlDelayMs !== undefined ? { crawlDelayMs } : {}),
       ...(holdForRobots ? { robotsRetryMs, ...(robotsError !== undefined ? { robotsError } : {}) } : {}),
+      ...(robotsRetryAtMs !== undefined && !holdForRobots ? { robotsHostWait: { error: robotsError ?? 'robots.txt could not be read', retryAtMs: robotsRetryAtMs } } : {}),
       ...(storeFailure !== undefined ? { storeRetryMs: STORE_RETRY_MS, storeError: storeFailure } : {}),
       missedSlots: run.missed,
       ...(run.decided > 0 ? { decidedWithoutRequest: run.decided } : {}),

@@ -124,6 +124,12 @@ describe('notes while crawl run shows its bar', () => {
     const halted: SourceStatus = { ...r, stats: { ...r.stats!, state: 'halted', haltReason: '5 errors in a row' } };
     expect(notes.changed([halted])).toEqual([{ source: 's', note: 'HALTED: 5 errors in a row' }]);
     expect(notes.changed([halted])).toEqual([]);
+    // One host of several waiting is told too, though the source is not held.
+    const hostWait = { error: 'http://cdn: robots.txt answered 503 (try 1 of 3; its URLs fail after the last)', until: '2026-11-23T12:05:00.000Z' };
+    const oneHost: SourceStatus = { ...r, stats: { ...r.stats!, robotsHostWait: hostWait } };
+    expect(notes.changed([oneHost])).toEqual([{ source: 's', note: `one host's robots.txt unavailable (${hostWait.error}): its URLs wait until ${hostWait.until}, the other hosts go on` }]);
+    expect(statusTable([oneHost]).split('\n')[1]).toMatch(/one host's robots.txt unavailable \(http:\/\/cdn: .*\): its URLs wait until 2026-11-23T12:05:00.000Z, the other hosts go on$/);
+    expect(monitoringUpdate([oneHost])).toMatchObject({ global: { waiting: 0 }, sources: { s: { robotsHostWait: hostWait, robotsRetryAt: null } } });
     // A completed monitor says nothing more; a paused one is the operator's doing.
     expect(notes.changed([{ ...halted, workflowStatus: 'COMPLETED' }])).toEqual([]);
     expect(notes.changed([{ ...r, stats: { ...r.stats!, state: 'paused', retryAfterUntil: '2026-11-23T12:05:00.000Z' } }])).toEqual([]);

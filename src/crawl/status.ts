@@ -110,7 +110,7 @@ export interface MonitoringUpdate {
   event: 'monitoring_update';
   time: string;
   global: { sources: number; running: number; paused: number; halted: number; waiting: number; ratePerS: number; targetPerS: number; done: number; errors: number; finishedUrls: number; totalUrls: number; imagesPerS: number | null };
-  sources: Record<string, { state: string; rate: number; target: number; done: number; errors: number; linkrot: number; content: number; robots: number; refused: number; finished: number; total: number; breaker: string; retryAfterUntil: string | null; crawlDelayUntil: string | null; robotsRetryAt: string | null; robotsError: string | null; storeRetryAt: string | null; storeError: string | null; note?: string }>;
+  sources: Record<string, { state: string; rate: number; target: number; done: number; errors: number; linkrot: number; content: number; robots: number; refused: number; finished: number; total: number; breaker: string; retryAfterUntil: string | null; crawlDelayUntil: string | null; robotsRetryAt: string | null; robotsError: string | null; robotsHostWait: { error: string; until: string } | null; storeRetryAt: string | null; storeError: string | null; note?: string }>;
 }
 
 /**
@@ -148,7 +148,7 @@ export function monitoringUpdate(statuses: SourceStatus[], previous?: { atMs: nu
       errors += u?.errors ?? 0;
       sources[s.source] = {
         state, rate: u?.rate ?? 0, target: 0, done: u?.done ?? 0, errors: u?.errors ?? 0, linkrot: 0, content: 0, robots: 0, refused: 0, finished: 0, total: 0,
-        breaker: '', retryAfterUntil: null, crawlDelayUntil: null, robotsRetryAt: null, robotsError: null, storeRetryAt: null, storeError: null, ...(u ? { note: u.note } : {}),
+        breaker: '', retryAfterUntil: null, crawlDelayUntil: null, robotsRetryAt: null, robotsError: null, robotsHostWait: null, storeRetryAt: null, storeError: null, ...(u ? { note: u.note } : {}),
       };
       continue;
     }
@@ -172,6 +172,7 @@ export function monitoringUpdate(statuses: SourceStatus[], previous?: { atMs: nu
       crawlDelayUntil: st.crawlDelayUntil ?? null,
       robotsRetryAt: st.robotsRetryAt ?? null,
       robotsError: st.robotsRetryAt ? st.robotsError ?? null : null,
+      robotsHostWait: live ? st.robotsHostWait ?? null : null,
       storeRetryAt: st.storeRetryAt ?? null,
       storeError: st.storeError ?? null,
       // Counts from its last answer (StatusPoller): say that this one went unanswered.
@@ -199,6 +200,12 @@ export function waitingFor(st: MonitorStats): string | undefined {
   return undefined;
 }
 
+/** A host of a source spanning several waits for its robots.txt while the others go on (not a hold). */
+export function hostWaitNote(st: MonitorStats): string | undefined {
+  const w = st.robotsHostWait;
+  return w ? `one host's robots.txt unavailable (${w.error}): its URLs wait until ${w.until}, the other hosts go on` : undefined;
+}
+
 /** Each source's latest reason to wait or halt, to be told once when it changes. */
 export class SourceNotes {
   private readonly last = new Map<string, string>();
@@ -207,7 +214,7 @@ export class SourceNotes {
     const out: { source: string; note: string }[] = [];
     for (const s of statuses) {
       const st = s.workflowStatus === 'RUNNING' ? s.stats : null;
-      const note = st?.haltReason ? `HALTED: ${st.haltReason}` : st ? waitingFor(st) : undefined;
+      const note = st?.haltReason ? `HALTED: ${st.haltReason}` : st ? waitingFor(st) ?? hostWaitNote(st) : undefined;
       if (note && note !== this.last.get(s.source)) out.push({ source: s.source, note });
       if (note) this.last.set(s.source, note);
       else this.last.delete(s.source);
@@ -224,7 +231,7 @@ export function statusTable(statuses: SourceStatus[]): string {
     const u = s.unanswered;
     const note = state === 'stopped' ? `stopped by an operator${st?.haltReason ? ` (was halted: ${st.haltReason})` : ''}`
       : state === 'paused' && !st?.haltReason ? `paused by an operator${st?.coolingUntil ? `; its temporary halt lasts until ${st.coolingUntil}` : ''}`
-      : st?.haltReason ?? (st && waitingFor(st))
+      : st?.haltReason ?? (st && (waitingFor(st) ?? (s.workflowStatus === 'RUNNING' ? hostWaitNote(st) : undefined)))
         ?? (st?.siteMaxRate != null ? `robots.txt Crawl-delay: at most ${st.siteMaxRate}/s${st.crawlDelayUntil ? `, next request not before ${st.crawlDelayUntil}` : ''}` : u?.note ?? '');
     rows.push([s.source, state, String(st?.rate ?? u?.rate ?? ''), String(st?.target ?? ''), st ? `${st.urls.finished}/${st.urls.total}` : '', String(st?.counts.done ?? u?.done ?? ''),
       String(st?.counts.linkrot ?? ''), String(st?.counts.content ?? ''), String(st?.counts.robots ?? ''), String(st?.counts.error ?? u?.errors ?? ''), note]);

@@ -77,6 +77,11 @@ export interface GovernorState {
   /** Why robots.txt could not be read when last reported (shown while the source is held for it). */
   robotsError?: string;
   /**
+   * The last host of a source spanning several whose robots.txt could not be read while the
+   * source went on with the others, and until when its URLs wait (shown until then).
+   */
+  robotsHostWait?: { error: string; untilMs: number };
+  /**
    * An operator paused the source during a temporary halt: its resume finishes that halt (the
    * rest of the cool-down, then the reduced rate) instead of ending it. Absent otherwise.
    */
@@ -134,8 +139,12 @@ export class Governor {
       // Nothing may be fetched until robots.txt has been read; the rate is not the site's problem here.
       holdUntil(s.adaptive, nowMs + report.robotsRetryMs, 'robots');
       s.robotsError = report.robotsError;
+      // The hold says it for the whole source now.
+      delete s.robotsHostWait;
       events.push({ event: 'robots-unavailable', detail: `robots.txt cannot be read${report.robotsError ? ` (${report.robotsError})` : ''}; asked again in ${Math.round(report.robotsRetryMs / 1000)} s, nothing sent until then` });
     }
+    // No event: it holds nothing, and the worker logs each failed read (robots-unavailable).
+    if (report.robotsHostWait) s.robotsHostWait = { error: report.robotsHostWait.error, untilMs: report.robotsHostWait.retryAtMs };
     if (report.storeRetryMs !== undefined && report.storeRetryMs > 0) {
       // Images that cannot be kept are not downloaded; nor is this the site's doing: the rate stays.
       s.storeError = report.storeError ?? 'the store failed';

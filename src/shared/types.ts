@@ -79,6 +79,14 @@ export interface TokenRequest {
   grantsSeen: number;
 }
 
+/** One host's robots.txt could not be read; the source goes on with its other hosts. */
+export interface RobotsHostWait {
+  /** The origin, why its robots.txt could not be read, and its try count. */
+  error: string;
+  /** When the worker reads it again: the same for every report until then, so shown once. */
+  retryAtMs: number;
+}
+
 export interface OutcomeReport {
   batchId: string;
   grantId: number;
@@ -95,6 +103,8 @@ export interface OutcomeReport {
   robotsRetryMs?: number;
   /** With robotsRetryMs: which origin's robots.txt, and why it could not be read (FetchBatchResult.robotsError). */
   robotsError?: string;
+  /** One host of a source spanning several waits for its robots.txt (FetchBatchResult.robotsHostWait). */
+  robotsHostWait?: RobotsHostWait;
   /** Set when the store failed (FetchBatchResult.storeRetryMs), with what it said. */
   storeRetryMs?: number;
   storeError?: string;
@@ -217,6 +227,13 @@ export interface FetchBatchResult {
   robotsRetryMs?: number;
   /** With robotsRetryMs: the origin whose robots.txt could not be read, why, and its try count. */
   robotsError?: string;
+  /**
+   * Set instead of robotsRetryMs when the grant went on with the source's other hosts: one
+   * host's robots.txt could not be read (`error` names it) and its URLs wait until `retryAtMs`
+   * for the next read. Not a hold; the monitor shows it so an operator can see why those URLs
+   * wait.
+   */
+  robotsHostWait?: RobotsHostWait;
   /**
    * Set when the store could not take a thumbnail: the activity sent nothing more and handed the
    * rest back, the URL included (its bytes are spooled); nothing is sent to the source for this

@@ -306,6 +306,7 @@ function detailsMarkdown(m: MonitorModel, nowMs: number, state: string): string 
   if (s.retryAfterUntil) lines.push(`Retry-After hold until ${s.retryAfterUntil}`);
   if (s.crawlDelayUntil) lines.push(`robots.txt Crawl-delay: next request not before ${s.crawlDelayUntil}`);
   if (s.robotsRetryAt) lines.push(`robots.txt unavailable${s.robotsError ? ` (${s.robotsError})` : ''}: asked again at ${s.robotsRetryAt}, nothing sent until then`);
+  if (s.robotsHostWait) lines.push(`one host's robots.txt unavailable (${s.robotsHostWait.error}): its URLs wait until ${s.robotsHostWait.until}; the source goes on with its other hosts`);
   if (s.storeRetryAt) lines.push(`**store failing** (${s.storeError ?? 'no details'}): nothing sent until ${s.storeRetryAt}; URLs keep their attempts`);
   if (s.coolingUntil) lines.push(`temporary halt until ${s.coolingUntil}`);
   if (s.haltReason) lines.push(`**HALTED**: ${s.haltReason}. Resume with the \`resume\` update or \`crawl resume\`.`);

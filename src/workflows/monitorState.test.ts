@@ -366,4 +366,19 @@ describe('MonitorModel stats: what holds a source', () => {
     // The event (the monitor's alert and log line) says which host and why, too.
     expect(events.find((e) => e.event === 'robots-unavailable')?.detail).toContain(why);
   });
+
+  it('shows one host of several waiting for its robots.txt without holding the source', () => {
+    const m = MonitorModel.fromInput({ source: 's', config: { rate: 10 }, work: [{ chunkId: 'c1', count: 500 }] }, T0);
+    const [chunk] = m.takeChunksToStart();
+    m.batchStarted('b1', chunk!);
+    const why = 'https://cdn.example: robots.txt answered 503 (try 2 of 3; its URLs fail after the last)';
+    const events = m.onReport({ batchId: 'b1', grantId: 1, outcomes: [], unused: 0, robotsHostWait: { error: why, retryAtMs: T0 + 300_000 } }, T0);
+    expect(events).toEqual([]);
+    expect(m.stats(T0 + 1_000)).toMatchObject({ robotsHostWait: { error: why, until: new Date(T0 + 300_000).toISOString() }, robotsRetryAt: null, retryAfterUntil: null, rate: 10 });
+    expect(m.stats(T0 + 300_000).robotsHostWait).toBeNull();
+    // Once that host is all a grant had left, the source is held, and the hold says it instead.
+    m.onReport({ batchId: 'b1', grantId: 2, outcomes: [], unused: 20, robotsHostWait: { error: why, retryAtMs: T0 + 300_000 } }, T0 + 2_000);
+    m.onReport({ batchId: 'b1', grantId: 3, outcomes: [], unused: 20, robotsRetryMs: 290_000, robotsError: why }, T0 + 10_000);
+    expect(m.stats(T0 + 11_000)).toMatchObject({ robotsHostWait: null, robotsRetryAt: new Date(T0 + 300_000).toISOString(), robotsError: why });
+  });
 });

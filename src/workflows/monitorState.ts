@@ -104,6 +104,11 @@ export interface MonitorStats {
   robotsRetryAt: string | null;
   /** While robotsRetryAt is set: which origin's robots.txt, why it could not be read, and its try count. */
   robotsError?: string | null;
+  /**
+   * A source spanning several hosts goes on with the others while one host's robots.txt cannot
+   * be read: that host (origin, why, try count) and when its URLs are tried again. Null otherwise.
+   */
+  robotsHostWait?: { error: string; until: string } | null;
   /** No grant before this time: the store failed (`storeError` says how); the URLs keep their attempts. */
   storeRetryAt?: string | null;
   storeError?: string | null;
@@ -390,6 +395,7 @@ export class MonitorModel {
       crawlDelayUntil: g.adaptive.holdReason === 'crawl-delay' ? heldUntil : null,
       robotsRetryAt: g.adaptive.holdReason === 'robots' ? heldUntil : null,
       robotsError: g.adaptive.holdReason === 'robots' && heldUntil ? g.robotsError ?? null : null,
+      robotsHostWait: g.robotsHostWait && g.robotsHostWait.untilMs > nowMs ? { error: g.robotsHostWait.error, until: new Date(g.robotsHostWait.untilMs).toISOString() } : null,
       storeRetryAt: g.adaptive.holdReason === 'store' ? heldUntil : null,
       storeError: g.adaptive.holdReason === 'store' && heldUntil ? g.storeError ?? null : null,
       // Also while paused during one: the temporary halt goes on when the operator resumes.

@@ -304,6 +304,9 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
       expect(mixed.unused).toEqual([0, 2, 4, 6]);
       expect(mixed.hops).toEqual([[4, { url: shut.url('/b.jpg?hop'), redirects: 1 }]]);
       expect(mixed.robotsRetryMs).toBeUndefined();
+      // Not a hold, but the monitor is told which host waits and why, to show it.
+      expect(mixed.robotsHostWait?.error).toMatch(/^http:\/\/127\.0\.0\.2:\d+: robots.txt answered 503 \(try 1 of 3/);
+      expect(mixed.robotsHostWait?.retryAtMs).toBeGreaterThan(Date.now() + 50_000);
       expect(shut.requests.map((r) => r.path)).toEqual(['/robots.txt']);
       // Nothing but the shut host left: the monitor is told to hold the source until robots.txt is read again.
       const onlyShut = (await new MockActivityEnvironment().run(local.fetchBatch, grant([urls[0]!, urls[2]!, urls[6]!]))) as FetchBatchResult;
@@ -311,6 +314,7 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
       expect(onlyShut.unused).toEqual([0, 1, 2]);
       expect(onlyShut.robotsRetryMs).toBeGreaterThan(50_000);
       expect(onlyShut.robotsError).toMatch(/^http:\/\/127\.0\.0\.2:\d+: robots.txt answered 503 \(try 1 of 3/);
+      expect(onlyShut.robotsHostWait).toBeUndefined();
       expect(shut.requests.map((r) => r.path)).toEqual(['/robots.txt']);
     } finally {
       await p.close();
