@@ -1,9 +1,11 @@
 import fs from 'node:fs';
 import { readLines } from './lineReader';
+import { manifestBytes, manifestCompression } from './manifestBytes';
 
 /**
  * Manifests are streamed line by line, never loaded whole. Formats: NDJSON ({"url", "source"?}),
- * CSV with a header naming a `url` column (and optionally `source`), or one URL per line.
+ * CSV with a header naming a `url` column (and optionally `source`), or one URL per line; any of
+ * them gzip-compressed (manifestBytes).
  * A bad line is reported with its number and reason and skipped; the rest proceeds.
  */
 
@@ -28,6 +30,7 @@ export function assertReadableManifest(file: string): void {
   } catch {
     throw new Error(`manifest ${file} is not readable`);
   }
+  manifestCompression(file);
 }
 
 /**
@@ -36,6 +39,8 @@ export function assertReadableManifest(file: string): void {
  * be answered without starting a server.
  */
 export function manifestHasContent(file: string): boolean {
+  // A gzip file's blank space is compressed too; its lines tell (a start of no URLs says so).
+  if (manifestCompression(file) === 'gzip') return true;
   const fd = fs.openSync(file, 'r');
   try {
     const buf = Buffer.alloc(64 * 1024);
@@ -103,8 +108,8 @@ export function splitCsv(line: string): string[] {
 
 /** The format the file's name gives, if any; the first line decides the rest. */
 export function formatFromName(path: string): ManifestFormat | undefined {
-  if (/\.(ndjson|jsonl)$/i.test(path)) return 'ndjson';
-  if (/\.csv$/i.test(path)) return 'csv';
+  if (/\.(ndjson|jsonl)(\.gz)?$/i.test(path)) return 'ndjson';
+  if (/\.csv(\.gz)?$/i.test(path)) return 'csv';
   return undefined;
 }
 
@@ -118,7 +123,7 @@ export async function* readManifest(path: string): AsyncGenerator<ManifestEntry>
   let format: ManifestFormat | undefined;
   let urlCol = -1;
   let sourceCol = -1;
-  for await (const batch of readLines(fs.createReadStream(path), MAX_LINE_CHARS)) for (const read of batch) {
+  for await (const batch of readLines(manifestBytes(path), MAX_LINE_CHARS)) for (const read of batch) {
     const { line } = read;
     if ('tooLong' in read) {
       const array = read.tooLong.head.trimStart().startsWith('[') ? '; a JSON array is not a manifest: write one JSON object per line (NDJSON)' : '';

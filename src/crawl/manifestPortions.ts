@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { ObjectStore } from '../pipeline/store';
 import { formatFromName } from './manifest';
+import { manifestBytes, manifestCompression } from './manifestBytes';
 
 /**
  * Which earlier manifest a manifest continues. Users grow a manifest by appending lines and start
@@ -80,7 +81,8 @@ function parseRecord(text: string, key: string): ManifestRecord {
  * the file, hashing it and taking the hash at each length an earlier manifest had.
  */
 export async function identifyManifest(file: string, store: ObjectStore): Promise<ManifestIdentity> {
-  const size = fs.statSync(file).size;
+  // Lengths are of the lines' bytes: a gzip manifest's are known once it has been read.
+  const size = manifestCompression(file) === 'gzip' ? Infinity : fs.statSync(file).size;
   /** Earlier manifests shorter than this one, by length: candidates for its beginning. */
   const known = new Map<number, Map<string, string>>();
   const listed = new Set<string>();
@@ -100,7 +102,7 @@ export async function identifyManifest(file: string, store: ObjectStore): Promis
   let next = 0;
   /** The longest earlier manifest this file begins with. */
   let base: { key: string; lines: number } | undefined;
-  for await (const chunk of fs.createReadStream(file) as AsyncIterable<Buffer>) {
+  for await (const chunk of manifestBytes(file)) {
     let at = 0;
     while (next < offsets.length && offsets[next]! <= read + chunk.length) {
       const cut = offsets[next++]! - read;

@@ -1,10 +1,11 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import zlib from 'node:zlib';
 import { readCatalog } from '../../src/crawl/catalog';
-import { manifestHasContent, readManifest, splitCsv, type ManifestEntry } from '../../src/crawl/manifest';
+import { assertReadableManifest, manifestHasContent, readManifest, splitCsv, type ManifestEntry } from '../../src/crawl/manifest';
 
-async function entries(name: string, text: string): Promise<ManifestEntry[]> {
+async function entries(name: string, text: string | Buffer): Promise<ManifestEntry[]> {
   const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'manifest-')), name);
   fs.writeFileSync(file, text);
   const out: ManifestEntry[] = [];
@@ -114,6 +115,22 @@ describe('manifests', () => {
         { line: 2, url: 'https://a.example/ok.jpg', source: 'a.example' },
       ]);
     }
+  });
+
+  it('reads a gzip manifest as its lines, whatever its name, and names compressions it does not read', async () => {
+    const text = ['url,source', 'https://a.example/1.jpg,museum', 'not a url,museum', 'https://b.example/2.jpg,'].join('\n');
+    const plain = await entries('m.csv', text);
+    expect(plain).toHaveLength(3);
+    // Two gzip members, as `cat a.gz b.gz` makes: both are read. The name's .gz is not needed.
+    const gz = Buffer.concat([zlib.gzipSync(text.slice(0, 40)), zlib.gzipSync(text.slice(40))]);
+    expect(await entries('m.csv.gz', gz)).toEqual(plain);
+    expect(await entries('m.gz', gz)).toEqual(await entries('m', text));
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'manifest-'));
+    const zst = path.join(dir, 'm.ndjson.zst');
+    fs.writeFileSync(zst, Buffer.from([0x28, 0xb5, 0x2f, 0xfd, 0, 0, 0]));
+    expect(() => assertReadableManifest(zst)).toThrow(`manifest ${zst} is zstd-compressed: decompress it first, or compress it with gzip, which is read as it is`);
+    // Cut short: the lines read before the damage are not the whole manifest, so it fails.
+    await expect(entries('cut.gz', zlib.gzipSync(text).subarray(0, 30))).rejects.toThrow(/is damaged gzip: unexpected end of file/);
   });
 
   it('reads a 200,000-line manifest line by line', async () => {

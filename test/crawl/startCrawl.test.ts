@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import zlib from 'node:zlib';
 import type { Client } from '@temporalio/client';
 import { chunkKeys, continuesNote, downloadedBeforeNote, startCrawl, sharedHostsWarning, unusedCatalogWarning, wwwTwinsWarning } from '../../src/crawl/start';
 import { createCrawlActivities, type UrlProcessor } from '../../src/activities/crawlActivities';
@@ -318,6 +319,28 @@ describe('startCrawl', () => {
       const summary = await startCrawl({ client: two.client, store, manifest, taskQueue: 'q' });
       expect(summary.continues).toBeUndefined();
       expect(urlsIn(store, two.sent, 'a.example')).toEqual([a(1), a(2)]);
+    });
+
+    it('takes a gzip manifest for the same lines uncompressed, and continues it when it grows', async () => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'start-gzip-'));
+      const store = new SlowStore();
+      const lines = Array.from({ length: 12 }, (_, i) => a(i));
+      const plain = path.join(dir, 'm.txt');
+      fs.writeFileSync(plain, `${lines.join('\n')}\n`);
+      const one = recordingClient();
+      const first = await startCrawl({ client: one.client, store, manifest: plain, taskQueue: 'q', chunkSize: 5 });
+      finishAll(store, one.sent);
+      const gz = path.join(dir, 'm.txt.gz');
+      fs.writeFileSync(gz, zlib.gzipSync(`${lines.join('\n')}\n`));
+      const same = await startCrawl({ client: recordingClient().client, store, manifest: gz, taskQueue: 'q', chunkSize: 5 });
+      expect(same.manifestId).toBe(first.manifestId);
+      expect(same.sources.get('a.example')).toMatchObject({ urls: 12, alreadyDone: 12 });
+      // Compressed again with two more lines: only those are crawled.
+      fs.writeFileSync(gz, zlib.gzipSync(`${[...lines, a(12), a(13)].join('\n')}\n`));
+      const two = recordingClient();
+      const grown = await startCrawl({ client: two.client, store, manifest: gz, taskQueue: 'q', chunkSize: 5 });
+      expect(grown.continues).toEqual({ lines: 12, path: plain });
+      expect(urlsIn(store, two.sent, 'a.example')).toEqual([a(12), a(13)]);
     });
 
     it('reads the same bytes named .csv and .txt as different manifests, since their lines differ', async () => {
