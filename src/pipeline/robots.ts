@@ -56,6 +56,13 @@ const ROBOTS_MAX_REDIRECTS = 5;
  * a few hundred wildcard rules stays far below it.
  */
 export const MAX_ROBOTS_MATCH_STEPS = 5_000_000;
+/**
+ * Verdicts that cost more match steps than this are remembered (up to ROBOTS_MEMO_URLS per
+ * origin): a URL is checked up to three times before its request (twice as the paced runner
+ * looks ahead, once as it is processed), so a file just under the bound cost ~60 ms a URL.
+ */
+const ROBOTS_MEMO_STEPS = 100_000;
+const ROBOTS_MEMO_URLS = 256;
 
 /** The wildcard characters of the rules robots-parser applies to `agent` (its group, else `*`). */
 function wildcardChars(robot: unknown, agent: string): number {
@@ -174,18 +181,28 @@ export class RobotsCache {
       const agent = this.cfg.robotsAgent;
       const delayS = robot.getCrawlDelay(agent);
       const wildcards = wildcardChars(robot, agent);
+      const memo = new Map<string, RobotsVerdict>();
+      const match = (u: string): RobotsVerdict => {
+        // The whole URL is longer than its path: most URLs need no parsing to be under the bound.
+        if (wildcards * u.length > MAX_ROBOTS_MATCH_STEPS) {
+          const { pathname, search } = new URL(u);
+          if (wildcards * (pathname.length + search.length) > MAX_ROBOTS_MATCH_STEPS) {
+            return { kind: 'disallowed', reason: `robots.txt has too many wildcard rules (${wildcards} characters) to match a path of ${pathname.length + search.length} characters against` };
+          }
+        }
+        return robot.isAllowed(u, agent) === false ? { kind: 'disallowed', reason: `robots.txt disallows ${new URL(u).pathname}` } : { kind: 'allowed' };
+      };
       return {
         expiresAt: now + this.cfg.robotsTtlMs,
         ...(delayS !== undefined && delayS > 0 ? { crawlDelayMs: Math.min(delayS * 1000, MAX_CRAWL_DELAY_MS) } : {}),
         check: (u) => {
-          // The whole URL is longer than its path: most URLs need no parsing to be under the bound.
-          if (wildcards * u.length > MAX_ROBOTS_MATCH_STEPS) {
-            const { pathname, search } = new URL(u);
-            if (wildcards * (pathname.length + search.length) > MAX_ROBOTS_MATCH_STEPS) {
-              return { kind: 'disallowed', reason: `robots.txt has too many wildcard rules (${wildcards} characters) to match a path of ${pathname.length + search.length} characters against` };
-            }
-          }
-          return robot.isAllowed(u, agent) === false ? { kind: 'disallowed', reason: `robots.txt disallows ${new URL(u).pathname}` } : { kind: 'allowed' };
+          if (wildcards * u.length <= ROBOTS_MEMO_STEPS) return match(u);
+          let verdict = memo.get(u);
+          if (verdict) return verdict;
+          verdict = match(u);
+          if (memo.size >= ROBOTS_MEMO_URLS) memo.delete(memo.keys().next().value!);
+          memo.set(u, verdict);
+          return verdict;
         },
       };
     }

@@ -4,6 +4,10 @@ import { Fetcher } from '../../src/pipeline/fetcher';
 import { RobotsCache } from '../../src/pipeline/robots';
 import { drip, Origin, redirect } from '../support/origin';
 
+// robots-parser's class, whose matcher the hostile-file test counts calls of.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const RobotsPrototype = (require('robots-parser/Robots') as { prototype: { isAllowed(url: string, ua?: string): boolean } }).prototype;
+
 describe('robots.txt (RFC 9309) per origin', () => {
   const cfg = pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'], userAgent: 'PoliteImageCrawler/0.1 (+https://example.org/bot)', robotsAgent: 'PoliteImageCrawler' });
   const fetcher = new Fetcher(cfg);
@@ -59,6 +63,26 @@ describe('robots.txt (RFC 9309) per origin', () => {
     const theirs = ['User-agent: OtherBot', ...hostile.slice(2), '', 'User-agent: *', 'Disallow: /private/'];
     await withRobots((o) => o.serve('/robots.txt', theirs.join('\n'), 'text/plain'), async (o, cache) => {
       expect((await cache.check(new URL(o.url(`/${'a'.repeat(1500)}.jpg`)))).verdict.kind).toBe('allowed');
+    });
+  });
+
+  it('matches a URL against costly wildcard rules once, however often it is checked', async () => {
+    // 50 rules of 42 wildcard characters: a 1,000-character path is ~2 million steps, under the
+    // bound, and the paced runner checks a URL up to three times before its request.
+    const rules = ['User-agent: *', ...Array.from({ length: 50 }, (_, i) => `Disallow: /*${'a*'.repeat(20)}z${i}`)];
+    await withRobots((o) => o.serve('/robots.txt', rules.join('\n'), 'text/plain'), async (o, cache) => {
+      await cache.check(new URL(o.url('/first.jpg')));
+      const matched = jest.spyOn(RobotsPrototype, 'isAllowed');
+      try {
+        const long = new URL(o.url(`/${'a'.repeat(1000)}.jpg`));
+        for (let i = 0; i < 3; i++) expect(cache.cachedVerdict(long)?.kind).toBe('allowed');
+        expect(matched).toHaveBeenCalledTimes(1);
+        // A cheap check is not remembered: nothing to save, and a crawl checks millions.
+        for (let i = 0; i < 2; i++) expect(cache.cachedVerdict(new URL(o.url('/z3/x.jpg')))?.kind).toBe('allowed');
+        expect(matched).toHaveBeenCalledTimes(3);
+      } finally {
+        matched.mockRestore();
+      }
     });
   });
 
