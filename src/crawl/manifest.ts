@@ -113,10 +113,35 @@ export function formatFromName(path: string): ManifestFormat | undefined {
   return undefined;
 }
 
+/**
+ * Whether a manifest's first line is a CSV header naming a `url` column (also when its columns
+ * are separated by something else, which the CSV reader then names as the problem). A URL list
+ * never starts so; read as one, `urls.txt` exported as CSV crawled `https://a.example/1.jpg,museum`.
+ */
+export function isCsvHeader(line: string): boolean {
+  return [',', ';', '\t', '|'].some((d) => line.split(d).some((c) => c.trim().replace(/^"(.*)"$/, '$1').trim().toLowerCase() === 'url'));
+}
+
 export function detectFormat(path: string, firstLine: string): ManifestFormat {
   const named = formatFromName(path);
   if (named === 'ndjson' || firstLine.trimStart().startsWith('{')) return 'ndjson';
-  return named ?? 'lines';
+  return named ?? (isCsvHeader(firstLine) ? 'csv' : 'lines');
+}
+
+/**
+ * What, beyond the file's bytes, decides how its lines are read: the format its name gives, or
+ * for a name that gives none, whether its first line is a CSV header (read from the file).
+ */
+export async function formatHint(path: string): Promise<string> {
+  const named = formatFromName(path);
+  if (named) return named;
+  for await (const batch of readLines(manifestBytes(path), MAX_LINE_CHARS)) for (const read of batch) {
+    if ('tooLong' in read) return 'none';
+    const text = read.text.trim();
+    if (text === '' || text.startsWith('#')) continue;
+    return !text.startsWith('{') && isCsvHeader(text) ? 'csv-header' : 'none';
+  }
+  return 'none';
 }
 
 export async function* readManifest(path: string): AsyncGenerator<ManifestEntry> {

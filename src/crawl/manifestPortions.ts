@@ -2,7 +2,7 @@ import { createHash, type Hash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { ObjectStore } from '../pipeline/store';
-import { formatFromName } from './manifest';
+import { formatHint } from './manifest';
 import { manifestBytes, manifestCompression } from './manifestBytes';
 
 /**
@@ -57,10 +57,11 @@ function recordKey(bytes: number, id: string): string {
   return `${RECORDS}${bytes}-${id}.json`;
 }
 
-function newHash(file: string): Hash {
+async function newHash(file: string): Promise<Hash> {
   const hash = createHash('sha256');
-  // The same bytes named urls.csv and urls.txt are read differently.
-  hash.update(`manifest-rules ${MANIFEST_RULES}\nformat-hint ${formatFromName(file) ?? 'none'}\n`);
+  // The same bytes named urls.csv and urls.txt are read differently, unless they begin with a
+  // CSV header ('csv-header': such a file was read as a URL list before, a manifest of its own).
+  hash.update(`manifest-rules ${MANIFEST_RULES}\nformat-hint ${await formatHint(file)}\n`);
   return hash;
 }
 
@@ -96,7 +97,7 @@ export async function identifyManifest(file: string, store: ObjectStore): Promis
     known.set(bytes, ids.set(m[2]!, key));
   }
   const offsets = [...known.keys()].sort((a, b) => a - b);
-  const hash = newHash(file);
+  const hash = await newHash(file);
   let read = 0;
   let lineBreaks = 0;
   let next = 0;

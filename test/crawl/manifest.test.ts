@@ -117,6 +117,17 @@ describe('manifests', () => {
     }
   });
 
+  it('reads a file that begins with a CSV header as CSV whatever its name, and a URL list as one', async () => {
+    const csv = ['url,source', 'https://a.example/1.jpg,museum', '"https://a.example/2,3.jpg",'].join('\n');
+    const want = [{ line: 2, url: 'https://a.example/1.jpg', source: 'museum' }, { line: 3, url: 'https://a.example/2,3.jpg', source: 'a.example' }];
+    for (const name of ['urls.txt', 'export', 'urls.csv']) expect(await entries(name, csv)).toEqual(want);
+    expect(await entries('urls.txt', '"URL"\nhttps://a.example/1.jpg\n')).toEqual([{ line: 2, url: 'https://a.example/1.jpg', source: 'a.example' }]);
+    // Another separator is named, and nothing is crawled from the file (each URL would carry ";museum").
+    expect(await entries('urls.txt', 'url;source\nhttps://a.example/1.jpg;museum\n')).toEqual([{ line: 1, error: 'CSV header has no "url" column (columns must be separated by commas; this header uses ";"); nothing can be read from this file' }]);
+    // A URL list, commas in its URLs included, is read as before.
+    expect(await entries('urls.txt', '# list\nhttps://a.example/u,rl.jpg\n')).toEqual([{ line: 2, url: 'https://a.example/u,rl.jpg', source: 'a.example' }]);
+  });
+
   it('reads a gzip manifest as its lines, whatever its name, and names compressions it does not read', async () => {
     const text = ['url,source', 'https://a.example/1.jpg,museum', 'not a url,museum', 'https://b.example/2.jpg,'].join('\n');
     const plain = await entries('m.csv', text);

@@ -349,7 +349,8 @@ describe('startCrawl', () => {
       const ids: string[] = [];
       for (const name of ['m.csv', 'm.txt']) {
         const manifest = path.join(dir, name);
-        fs.writeFileSync(manifest, `url\n${a(1)}\n`);
+        // Without a header: a URL list as m.txt, a CSV file with no url column as m.csv.
+        fs.writeFileSync(manifest, `${a(1)}\n`);
         ids.push((await startCrawl({ client: recordingClient().client, store, manifest, taskQueue: 'q' })).manifestId);
       }
       expect(ids[0]).not.toBe(ids[1]);
