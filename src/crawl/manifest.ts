@@ -106,6 +106,13 @@ export function splitCsv(line: string): string[] {
   return out.map((s) => s.trim());
 }
 
+/** Cells up to the last non-empty one: trailing commas add no column. */
+function filled(cells: string[]): number {
+  let n = cells.length;
+  while (n > 0 && cells[n - 1] === '') n--;
+  return n;
+}
+
 /** The format the file's name gives, if any; the first line decides the rest. */
 export function formatFromName(path: string): ManifestFormat | undefined {
   if (/\.(ndjson|jsonl)(\.gz)?$/i.test(path)) return 'ndjson';
@@ -148,6 +155,7 @@ export async function* readManifest(path: string): AsyncGenerator<ManifestEntry>
   let format: ManifestFormat | undefined;
   let urlCol = -1;
   let sourceCol = -1;
+  let columns = 0;
   for await (const batch of readLines(manifestBytes(path), MAX_LINE_CHARS)) for (const read of batch) {
     const { line } = read;
     if ('tooLong' in read) {
@@ -183,12 +191,19 @@ export async function* readManifest(path: string): AsyncGenerator<ManifestEntry>
       if (urlCol < 0) {
         urlCol = cells.findIndex((c) => c.toLowerCase() === 'url');
         sourceCol = cells.findIndex((c) => c.toLowerCase() === 'source');
+        columns = filled(cells);
         if (urlCol < 0) {
           const other = [';', '\t', '|'].find((d) => text.includes(d) && text.split(d).some((c) => c.trim().replace(/^"|"$/g, '').toLowerCase() === 'url'));
           const hint = other ? ` (columns must be separated by commas; this header uses ${other === '\t' ? 'tabs' : `"${other}"`})` : '';
           yield { line, error: `CSV header has no "url" column${hint}; nothing can be read from this file` };
           return;
         }
+        continue;
+      }
+      // More cells than the header has: an unquoted comma split a cell, and the url column may
+      // hold half a URL (`museum,https://a.example/a,b.jpg` read https://a.example/a).
+      if (filled(cells) > columns) {
+        yield { line, error: `${filled(cells)} columns where the header has ${columns}: a URL with a comma in it must be in double quotes` };
         continue;
       }
       rawUrl = cells[urlCol];

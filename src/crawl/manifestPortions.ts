@@ -27,6 +27,11 @@ import { manifestBytes, manifestCompression } from './manifestBytes';
  * are read differently).
  */
 const MANIFEST_RULES = 'v3';
+/**
+ * Added for CSV manifests only, so that the others keep their ids: csv-columns, a row with more
+ * cells than its header is a bad line (it was read, an unquoted comma having cut its URL short).
+ */
+const CSV_RULES = 'csv-columns';
 
 /** Lines 1..lastLine of the manifest (all the rest when null) are chunked under `id`. */
 export interface ManifestPortion {
@@ -61,7 +66,9 @@ async function newHash(file: string): Promise<Hash> {
   const hash = createHash('sha256');
   // The same bytes named urls.csv and urls.txt are read differently, unless they begin with a
   // CSV header ('csv-header': such a file was read as a URL list before, a manifest of its own).
-  hash.update(`manifest-rules ${MANIFEST_RULES}\nformat-hint ${await formatHint(file)}\n`);
+  const hint = await formatHint(file);
+  const rules = hint === 'csv' || hint === 'csv-header' ? `${MANIFEST_RULES} ${CSV_RULES}` : MANIFEST_RULES;
+  hash.update(`manifest-rules ${rules}\nformat-hint ${hint}\n`);
   return hash;
 }
 

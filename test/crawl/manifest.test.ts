@@ -78,6 +78,14 @@ describe('manifests', () => {
     expect(splitCsv('a,"b ""q"", c",d')).toEqual(['a', 'b "q", c', 'd']);
   });
 
+  it('refuses a CSV row with more columns than its header, which an unquoted comma in a URL makes', async () => {
+    expect(await entries('m.csv', 'source,url\nmuseum,https://m.example/a,b.jpg\nmuseum,https://m.example/c.jpg,,\n,https://x.example/1.png\n')).toEqual([
+      { line: 2, error: '3 columns where the header has 2: a URL with a comma in it must be in double quotes' },
+      { line: 3, url: 'https://m.example/c.jpg', source: 'museum' },
+      { line: 4, url: 'https://x.example/1.png', source: 'x.example' },
+    ]);
+  });
+
   it('refuses a URL the parser would silently change (a tab, a line break), and says what a semicolon CSV is missing', async () => {
     // A tab-separated file read as a URL list: the URL parser drops the tab, and the URL would
     // have become https://x.example/1.pngmuseum.

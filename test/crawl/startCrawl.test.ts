@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -341,6 +342,23 @@ describe('startCrawl', () => {
       const grown = await startCrawl({ client: two.client, store, manifest: gz, taskQueue: 'q', chunkSize: 5 });
       expect(grown.continues).toEqual({ lines: 12, path: plain });
       expect(urlsIn(store, two.sent, 'a.example')).toEqual([a(12), a(13)]);
+    });
+
+    it('keeps the ids manifests had: a change of the CSV rules gives only CSV manifests new ones', async () => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'start-ids-'));
+      const store = new SlowStore();
+      const idOf = async (name: string, text: string) => {
+        const manifest = path.join(dir, name);
+        fs.writeFileSync(manifest, text);
+        return (await startCrawl({ client: recordingClient().client, store, manifest, taskQueue: 'q' })).manifestId;
+      };
+      // An id is the manifest's bytes hashed after the rules they are read by and its format hint.
+      const v3 = (hint: string, text: string) => createHash('sha256').update(`manifest-rules v3\nformat-hint ${hint}\n${text}`).digest('hex').slice(0, 16);
+      const list = `${a(1)}\n${a(2)}\n`;
+      expect(await idOf('m.txt', list)).toBe(v3('none', list));
+      const ndjson = `{"url":"${a(1)}"}\n`;
+      expect(await idOf('m.ndjson', ndjson)).toBe(v3('ndjson', ndjson));
+      expect(await idOf('m.csv', `url\n${a(1)}\n`)).not.toBe(v3('csv', `url\n${a(1)}\n`));
     });
 
     it('reads the same bytes named .csv and .txt as different manifests, since their lines differ', async () => {
