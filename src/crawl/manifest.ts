@@ -120,13 +120,18 @@ export function formatFromName(path: string): ManifestFormat | undefined {
   return undefined;
 }
 
+/** The separator with which a line names a `url` column, when it is a header (commas or not). */
+function headerSeparator(line: string): string | undefined {
+  return [',', ';', '\t', '|'].find((d) => line.split(d).some((c) => c.trim().replace(/^"(.*)"$/, '$1').trim().toLowerCase() === 'url'));
+}
+
 /**
  * Whether a manifest's first line is a CSV header naming a `url` column (also when its columns
  * are separated by something else, which the CSV reader then names as the problem). A URL list
  * never starts so; read as one, `urls.txt` exported as CSV crawled `https://a.example/1.jpg,museum`.
  */
 export function isCsvHeader(line: string): boolean {
-  return [',', ';', '\t', '|'].some((d) => line.split(d).some((c) => c.trim().replace(/^"(.*)"$/, '$1').trim().toLowerCase() === 'url'));
+  return headerSeparator(line) !== undefined;
 }
 
 export function detectFormat(path: string, firstLine: string): ManifestFormat {
@@ -193,8 +198,9 @@ export async function* readManifest(path: string): AsyncGenerator<ManifestEntry>
         sourceCol = cells.findIndex((c) => c.toLowerCase() === 'source');
         columns = filled(cells);
         if (urlCol < 0) {
-          const other = [';', '\t', '|'].find((d) => text.includes(d) && text.split(d).some((c) => c.trim().replace(/^"|"$/g, '').toLowerCase() === 'url'));
-          const hint = other ? ` (columns must be separated by commas; this header uses ${other === '\t' ? 'tabs' : `"${other}"`})` : '';
+          // Commas found no url column: another separator may have.
+          const other = headerSeparator(text);
+          const hint = other && other !== ',' ? ` (columns must be separated by commas; this header uses ${other === '\t' ? 'tabs' : `"${other}"`})` : '';
           yield { line, error: `CSV header has no "url" column${hint}; nothing can be read from this file` };
           return;
         }
