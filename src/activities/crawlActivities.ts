@@ -15,6 +15,7 @@ import { GrantAttempts } from './grantAttempts';
 import { blockSource, isSourceBlocked } from './sourceBlocks';
 import { describeStoreError } from '../pipeline/storeError';
 import { STORE_RETRY_MS, STORE_UNAVAILABLE } from '../shared/storeOutage';
+import type { CrawlMetrics } from './crawlMetrics';
 
 /** What handling one URL produced: the outcome the monitor sees, and the record to keep. */
 export interface ProcessedUrl {
@@ -38,6 +39,8 @@ export interface ProcessedUrl {
   robotsError?: string;
   /** An error outcome that is final although attempts are left (robots.txt given up on). */
   final?: boolean;
+  /** With `requeue`: the request sent in the URL's slot was for its origin's robots.txt. */
+  robotsTxt?: boolean;
   /**
    * With `requeue`: the store could not take the URL's thumbnail (the bytes are spooled). Nothing
    * more is sent to the source in this grant, and the monitor holds it for STORE_RETRY_MS.
@@ -83,6 +86,8 @@ export interface CrawlDeps {
   defaultHoldMs?: number;
   /** How long requests on the wire may finish after a cancellation (default CANCEL_GRACE_MS). */
   cancelGraceMs?: number;
+  /** Counted when the worker serves metrics (CRAWL_METRICS_ADDRESS). */
+  metrics?: CrawlMetrics;
 }
 
 interface Progress {
@@ -168,6 +173,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
     if (input.items.length > 0) checkCrawlDelay(input.items[0]!.url);
     const settle = (i: number, processed: ProcessedUrl): 'done' | 'requeue' | 'next' | 'later' => {
       const item = input.items[i]!;
+      if (processed.outcome.sent) deps.metrics?.request(processed.robotsTxt ? 'robots.txt' : 'image', processed.outcome.status, processed.outcome.ttfbMs);
       if (processed.hop) hops.set(i, processed.hop);
       if (processed.robotsRetryAtMs !== undefined) {
         robotsRetryMs = Math.max(robotsRetryMs ?? 0, processed.robotsRetryAtMs - Date.now(), 1);
@@ -192,6 +198,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
         blockSource(input.source, Date.now() + hold);
       }
       done.set(i, { outcome, extra: final ? processed.record ?? {} : null });
+      if (final) deps.metrics?.finished(o.cls, typeof processed.record?.bytes === 'number' ? processed.record.bytes : undefined);
       return 'done';
     };
     // Requests in flight are aborted only a grace after a cancellation (CANCEL_GRACE_MS).
@@ -353,6 +360,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
 
   async function recordFinal(input: FinalRecordInput): Promise<void> {
     await deps.recorder.write(input.source, input.unit, input.outcomes.map((o) => recordOf(input.source, o)));
+    for (const o of input.outcomes) deps.metrics?.finished(o.cls, undefined);
   }
 
   return { fetchBatch, loadChunk, recordedUrls, chunkWork, markChunkDone, recordFinal };

@@ -19,7 +19,7 @@ import { startDemoSite } from '../demo/demo';
 import { storeFromEnv } from '../pipeline/store';
 import { invalidRate } from '../politeness/targetRate';
 import { pauseUpdate, resumeUpdate, setMaxRateUpdate, setRateUpdate } from '../workflows/messages';
-import { installTemporalRuntime, logWorkflowMessagesAt } from '../temporal/runtime';
+import { installTemporalRuntime, logWorkflowMessagesAt, metricsAddressFromEnv } from '../temporal/runtime';
 import { installCrashReport } from './crashReport';
 import { envText } from '../shared/env';
 
@@ -367,9 +367,19 @@ function isClosedStdout(err: unknown): boolean {
   return code === 'EPIPE' || code === 'ERR_STREAM_DESTROYED';
 }
 
+/** The commands that run a worker, and so serve metrics when CRAWL_METRICS_ADDRESS is set. */
+const WORKER_COMMANDS = new Set(['worker', 'run', 'demo']);
+
 export async function main(argv: string[]): Promise<void> {
   installCrashReport(log);
-  installTemporalRuntime();
+  try {
+    // Only those: `crawl status` beside a worker would find the worker's port taken.
+    installTemporalRuntime(undefined, WORKER_COMMANDS.has(argv[2] ?? '') ? metricsAddressFromEnv() : undefined);
+  } catch (err) {
+    process.stderr.write(`crawl: ${(err as Error).message}\n`);
+    process.exitCode = 1;
+    return;
+  }
   // Without a listener a closed pipe would crash the process, a crawl under way included; the
   // output is lost, the work goes on (export stops: its writes fail and end it quietly).
   process.stdout.on('error', (err) => {

@@ -118,7 +118,7 @@ export class ImagePipeline implements UrlProcessor {
         const { verdict: first, fetched } = await this.robots.check(u, ctx.signal, ctx.sendBy, ctx.mayGoLate);
         // Nothing left for a refused address: the URL is refused in this slot.
         if (first.kind === 'refused') return { outcome: { ...base, cls: 'refused', reason: first.reason } };
-        return { outcome: { ...base, cls: 'error', sent: fetched, reason: `robots.txt ${fetched ? 'fetched' : 'not fetched yet'}` }, requeue: true };
+        return { outcome: { ...base, cls: 'error', sent: fetched, reason: `robots.txt ${fetched ? 'fetched' : 'not fetched yet'}` }, requeue: true, robotsTxt: true };
       }
       const { verdict } = await this.robots.check(u, ctx.signal);
       const unfetchable = withoutFetching(url, verdict, this.cfg.robotsMaxTries);

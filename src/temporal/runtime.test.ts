@@ -1,4 +1,4 @@
-import { makeSdkLogFilter } from './runtime';
+import { makeSdkLogFilter, metricsAddressFromEnv } from './runtime';
 
 describe('which SDK log entries reach our log', () => {
   it('passes our workflow messages at their own level and the SDK\'s at TEMPORAL_LOG_LEVEL', () => {
@@ -15,5 +15,18 @@ describe('which SDK log entries reach our log', () => {
     own = 'OFF';
     expect(pass('ERROR', { sdkComponent: 'workflow' })).toBe(false);
     expect(pass('ERROR', { sdkComponent: 'worker' })).toBe(true);
+  });
+});
+
+describe('CRAWL_METRICS_ADDRESS', () => {
+  it('takes an IP and a port, and names what is wrong otherwise', () => {
+    expect(metricsAddressFromEnv({})).toBeUndefined();
+    expect(metricsAddressFromEnv({ CRAWL_METRICS_ADDRESS: ' ' })).toBeUndefined();
+    expect(metricsAddressFromEnv({ CRAWL_METRICS_ADDRESS: '0.0.0.0:9464' })).toBe('0.0.0.0:9464');
+    expect(metricsAddressFromEnv({ CRAWL_METRICS_ADDRESS: '[::]:9464' })).toBe('[::]:9464');
+    // The SDK's exporter refuses these with "invalid socket address syntax".
+    for (const bad of ['localhost:9464', '9464', '0.0.0.0', '0.0.0.0:0', '0.0.0.0:70000', '::1:9464', '[127.0.0.1]:9464']) {
+      expect(() => metricsAddressFromEnv({ CRAWL_METRICS_ADDRESS: bad })).toThrow(`CRAWL_METRICS_ADDRESS must be IP:port, e.g. 0.0.0.0:9464 or [::]:9464 (not a host name), got ${JSON.stringify(bad)}`);
+    }
   });
 });

@@ -1,7 +1,9 @@
+import net from 'node:net';
 import { DefaultLogger, Runtime, type LogLevel } from '@temporalio/worker';
 import { log } from '../shared/log';
 
 let installed = false;
+let metricsServed = false;
 
 const RANK: Record<LogLevel | 'OFF', number> = { TRACE: 0, DEBUG: 1, INFO: 2, WARN: 3, ERROR: 4, OFF: 5 };
 const LEVELS: LogLevel[] = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR'];
@@ -40,15 +42,54 @@ export function logWorkflowMessagesAt(level: LogLevel | 'OFF'): void {
   ownMessagesLevel = level;
 }
 
-/** Routes the Temporal SDK's own logs into our JSON-lines logger (once per process). */
-export function installTemporalRuntime(level: LogLevel = asLevel(process.env.TEMPORAL_LOG_LEVEL, 'WARN')): void {
+/**
+ * CRAWL_METRICS_ADDRESS: where a worker serves Prometheus metrics (`/metrics`), the SDK's and
+ * the crawl's; unset, none. The SDK's exporter takes an IP and a port, not a host name.
+ */
+export function metricsAddressFromEnv(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const value = env.CRAWL_METRICS_ADDRESS?.trim();
+  if (!value) return undefined;
+  const m = /^(?:\[([^\]]+)\]|([^:]+)):(\d{1,5})$/.exec(value);
+  const ip = m?.[1] ?? m?.[2] ?? '';
+  const port = Number(m?.[3]);
+  if (!m || net.isIP(ip) !== (m[1] !== undefined ? 6 : 4) || port < 1 || port > 65_535) {
+    throw new Error(`CRAWL_METRICS_ADDRESS must be IP:port, e.g. 0.0.0.0:9464 or [::]:9464 (not a host name), got ${JSON.stringify(value)}`);
+  }
+  return value;
+}
+
+/** Whether this process serves metrics (installTemporalRuntime was given an address). */
+export function servesMetrics(): boolean {
+  return metricsServed;
+}
+
+/**
+ * Routes the Temporal SDK's own logs into our JSON-lines logger (once per process), and serves
+ * Prometheus metrics at `metricsAddress` when one is given.
+ */
+export function installTemporalRuntime(level: LogLevel = asLevel(process.env.TEMPORAL_LOG_LEVEL, 'WARN'), metricsAddress?: string): void {
   if (installed) return;
   installed = true;
   const pass = makeSdkLogFilter(level, () => ownMessagesLevel);
   // The SDK drops entries below the DefaultLogger's level before they reach us; our filter
   // decides per component, so the SDK passes everything from INFO (or the lower level asked) on.
   const lowest = LEVELS[Math.min(RANK[level], RANK.INFO)]!;
+  const telemetryOptions = metricsAddress === undefined ? {} : {
+    // Counters end in _total and durations are in seconds, as Prometheus's conventions ask.
+    telemetryOptions: { metrics: { prometheus: { bindAddress: metricsAddress, countersTotalSuffix: true, useSecondsForDurations: true } } },
+  };
+  try {
+    install(lowest, pass, telemetryOptions);
+  } catch (err) {
+    // The exporter binds when the runtime is made: a port in use fails here, before any work.
+    throw new Error(`cannot serve metrics on ${metricsAddress} (CRAWL_METRICS_ADDRESS): ${(err as Error).message}`);
+  }
+  metricsServed = metricsAddress !== undefined;
+}
+
+function install(lowest: LogLevel, pass: ReturnType<typeof makeSdkLogFilter>, telemetryOptions: object): void {
   Runtime.install({
+    ...telemetryOptions,
     // The SDK would otherwise take SIGINT and SIGTERM from every command, and a command with
     // no worker (`crawl status --watch`) could not be stopped with Ctrl-C. Commands that must
     // stop in order handle them themselves (worker, run, dev-server).

@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import * as smoke from '../activities/smoke';
 import { createCrawlActivities, type CrawlDeps } from '../activities/crawlActivities';
 import { HEARTBEAT_EVERY_MS } from '../shared/heartbeat';
@@ -14,6 +14,8 @@ import { DEFAULT_NAMESPACE, TASK_QUEUE } from '../temporal/connect';
 import { log } from '../shared/log';
 import { workflowCodeOption } from './workflowBundle';
 import { envText } from '../shared/env';
+import { crawlMetrics } from '../activities/crawlMetrics';
+import { servesMetrics } from '../temporal/runtime';
 
 export interface CrawlWorkerOptions {
   connection: NativeConnection;
@@ -42,6 +44,7 @@ export function defaultDeps(opts: DepsOptions = {}): CrawlDeps {
     processor: new ImagePipeline(cfg, store, new Spool(path.join(dataDir, 'spool'))),
     recorder: new StoreRecorder(store),
     store,
+    ...(servesMetrics() ? { metrics: crawlMetrics(Runtime.instance().metricMeter) } : {}),
   };
 }
 

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
@@ -28,6 +29,15 @@ async function imageOrigin(host: string, port = 0): Promise<Origin> {
     res.writeHead(200, { 'content-type': 'image/jpeg', 'content-length': body.length });
     res.end(body);
   }).start(host, port);
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    }).on('error', reject);
+  });
 }
 
 function runCli(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
@@ -264,6 +274,56 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
       expect(lines.filter((l) => l.event === 'temporal.sdk' && l.sdkComponent !== 'workflow' && (l.level as number) < 40)).toEqual([]);
     } finally {
       await handle.terminate('test over');
+      child.kill('SIGKILL');
+    }
+  });
+
+  it('serves Prometheus metrics from `crawl worker` with CRAWL_METRICS_ADDRESS: the SDK\'s, and what the crawl fetched', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'metrics-'));
+    const port = await freePort();
+    const childEnv = { TEMPORAL_ADDRESS: env.address, CRAWL_DATA_DIR: dataDir, CRAWL_TASK_QUEUE: 'metrics-test', CRAWL_METRICS_ADDRESS: `127.0.0.1:${port}` };
+    const o = origins[2]!;
+    const source = 'metrics.test';
+    const manifest = path.join(dataDir, 'manifest.ndjson');
+    const urls = [...Array.from({ length: 4 }, (_, i) => o.url(`/metrics/${i}.jpg`)), o.url('/missing/1.jpg')];
+    fs.writeFileSync(manifest, urls.map((url) => JSON.stringify({ url, source })).join('\n'));
+    const catalog = path.join(dataDir, 'catalog.json');
+    fs.writeFileSync(catalog, JSON.stringify([{ name: source, rate: 10 }]));
+    const child = spawn(process.execPath, [CLI, 'worker', '--allow-network', '127.0.0.0/8'], { env: { ...process.env, ...childEnv }, stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr!.on('data', (d) => { stderr += d; });
+    try {
+      const deadline = Date.now() + 20_000;
+      while (!(await fetch(`http://127.0.0.1:${port}/metrics`).then((r) => r.ok, () => false))) {
+        if (Date.now() > deadline || child.exitCode !== null) throw new Error('the worker serves no metrics');
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      // A second process asking for the same address is told so, before it does anything.
+      const taken = await runCli(['worker'], childEnv);
+      expect(taken.code).toBe(1);
+      expect(taken.stderr).toMatch(new RegExp(`^crawl: cannot serve metrics on 127\\.0\\.0\\.1:${port} \\(CRAWL_METRICS_ADDRESS\\): .*[Aa]ddress already in use`));
+      // Commands that run no worker leave the address alone.
+      expect((await runCli(['status'], childEnv)).stderr).not.toMatch(/cannot serve metrics|CRAWL_METRICS_ADDRESS/);
+      expect((await runCli(['start', manifest, '--catalog', catalog], childEnv)).code).toBe(0);
+      const stats = (await env.client.workflow.getHandle(monitorWorkflowId(source)).result()) as MonitorStats;
+      expect(stats.urls).toMatchObject({ total: 5, finished: 5 });
+      const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      const value = (series: string) => Number(new RegExp(`^${series.replace(/[{}".]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+      expect(value('crawl_urls_finished_total{outcome="done"}')).toBe(4);
+      expect(value('crawl_urls_finished_total{outcome="linkrot"}')).toBe(1);
+      expect(value('crawl_requests_total{kind="image",status="2xx"}')).toBe(4);
+      expect(value('crawl_requests_total{kind="image",status="4xx"}')).toBe(1);
+      expect(value('crawl_requests_total{kind="robots.txt"}')).toBe(1);
+      expect(value('crawl_time_to_first_byte_count')).toBe(5);
+      const bytes = readRecords(dataDir).reduce((sum, r) => sum + ((r as { bytes?: number }).bytes ?? 0), 0);
+      expect(bytes).toBeGreaterThan(0);
+      expect(value('crawl_downloaded_bytes_total')).toBe(bytes);
+      // The SDK's own: how long activities and workflow tasks waited for this worker.
+      expect(Number(/^temporal_activity_schedule_to_start_latency_count\{[^}]*task_queue="metrics-test"[^}]*\} (\d+)$/m.exec(text)?.[1])).toBeGreaterThan(0);
+      expect(text).toMatch(/^temporal_workflow_task_schedule_to_start_latency_count\{/m);
+    } catch (err) {
+      throw new Error(`${(err as Error).message}\nworker log:\n${stderr.slice(-3000)}`);
+    } finally {
       child.kill('SIGKILL');
     }
   });
