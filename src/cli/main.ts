@@ -367,14 +367,19 @@ function isClosedStdout(err: unknown): boolean {
   return code === 'EPIPE' || code === 'ERR_STREAM_DESTROYED';
 }
 
-/** The commands that run a worker, and so serve metrics when CRAWL_METRICS_ADDRESS is set. */
-const WORKER_COMMANDS = new Set(['worker', 'run', 'demo']);
+/**
+ * Whether the command runs a worker, and so serves metrics when CRAWL_METRICS_ADDRESS is set:
+ * `worker` always, `run` and `demo` unless they crawl on TEMPORAL_ADDRESS's workers.
+ */
+function runsWorker(command: string | undefined): boolean {
+  return command === 'worker' || ((command === 'run' || command === 'demo') && !envText('TEMPORAL_ADDRESS'));
+}
 
 export async function main(argv: string[]): Promise<void> {
   installCrashReport(log);
   try {
     // Only those: `crawl status` beside a worker would find the worker's port taken.
-    installTemporalRuntime(undefined, WORKER_COMMANDS.has(argv[2] ?? '') ? metricsAddressFromEnv() : undefined);
+    installTemporalRuntime(undefined, runsWorker(argv[2]) ? metricsAddressFromEnv() : undefined);
   } catch (err) {
     process.stderr.write(`crawl: ${(err as Error).message}\n`);
     process.exitCode = 1;
