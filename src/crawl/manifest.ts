@@ -191,6 +191,11 @@ export async function* readManifest(path: string): AsyncGenerator<ManifestEntry>
       }
       rawUrl = (obj as Record<string, unknown>).url;
       source = (obj as Record<string, unknown>).source;
+      const misnamed = rawUrl === undefined ? Object.keys(obj).find((k) => k.trim().toLowerCase() === 'url') : undefined;
+      if (misnamed !== undefined) {
+        yield { line, error: `missing "url" (keys are case-sensitive: this line has ${JSON.stringify(misnamed)})` };
+        continue;
+      }
     } else if (format === 'csv') {
       const cells = splitCsv(text);
       if (urlCol < 0) {

@@ -36,6 +36,7 @@ describe('manifests', () => {
       '{"url":"https://user:pw@a.example/4.jpg"}',
       '{"url":"https://b.example:8443/5.jpg","source":"bad source!"}',
       '{"url":"http://B.example/6.jpg"}',
+      '{"URL":"http://b.example/7.jpg"}',
     ].join('\n'));
     expect(got).toEqual([
       { line: 1, url: 'https://a.example/1.jpg', source: 'a.example' },
@@ -46,6 +47,7 @@ describe('manifests', () => {
       { line: 7, error: 'credentials in URLs are not allowed' },
       { line: 8, error: expect.stringMatching(/^source must be/) },
       { line: 9, url: 'http://b.example/6.jpg', source: 'b.example' },
+      { line: 10, error: 'missing "url" (keys are case-sensitive: this line has "URL")' },
     ]);
   });
 
