@@ -186,6 +186,8 @@ export function buildProgram(): Command {
         maxRetryAfterMs: maxRetryAfterSetting(opts.maxRetryAfter), halted: haltedAction(opts),
       });
       process.exitCode = result.exitCode;
+      // A worker that could not stop keeps the process alive, retrying a server that is gone.
+      if (result.exitNow) process.exit(result.exitCode);
     });
 
   program
@@ -343,8 +345,9 @@ export function buildProgram(): Command {
       try {
         process.stdout.write('demo: museum 2/s (robots.txt, a 404), photos 25/s, throttled 10/s (429s), broken 5/s (500s: the breaker halts it)\n');
         const result = await runCrawl({ manifest: site.manifest, catalog: site.catalog, outDir: out, allowNetworks: ['127.0.0.0/8'], halted });
-        if (result.exitCode >= 128) { // interrupted: runCrawl has said so
+        if (result.exitCode >= 128 || result.serverLost) { // interrupted or its server gone: runCrawl has said so
           process.exitCode = result.exitCode;
+          if (result.exitNow) { await site.stop(); process.exit(result.exitCode); }
           return;
         }
         const unexpected = result.statuses.filter((s) => s.source !== 'broken' && s.workflowStatus !== 'COMPLETED');

@@ -45,7 +45,14 @@ export interface RunResult {
   exitCode: number;
   statuses: SourceStatus[];
   badLines: number;
+  /** The embedded server ended under the run, which stopped (runCrawl has said so). */
+  serverLost?: boolean;
+  /** The in-process worker could not be stopped (its server is gone): end the process. */
+  exitNow?: boolean;
 }
+
+/** How long the worker gets to stop once its embedded server is gone (it cannot finish in order). */
+const WORKER_STOP_WITHOUT_SERVER_MS = 10_000;
 
 /**
  * The whole crawl on the embedded default: server (unless TEMPORAL_ADDRESS), an in-process
@@ -76,9 +83,17 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
   let worker: Worker | undefined;
   let workerDone: Promise<void> | undefined;
   const interrupt = watchForInterrupt();
+  // The server ending under us (a crash, the OOM killer) stops the run as Ctrl-C would, saying
+  // so: the worker's polls would otherwise retry against nothing for ever.
+  void server.exited?.then((why) => interrupt.fail(`the embedded Temporal server ${why}`));
+  let workerStopped = true;
   const stopWorker = async () => {
     if (worker?.getState() === 'RUNNING') worker.shutdown();
-    await workerDone?.catch((err) => log.error({ event: 'worker.failed', error: String(err) }, 'worker failed'));
+    const done = workerDone?.catch((err) => log.error({ event: 'worker.failed', error: String(err) }, 'worker failed'));
+    if (!interrupt.failure) return done;
+    let timer: NodeJS.Timeout | undefined;
+    workerStopped = await Promise.race([done?.then(() => true), new Promise<boolean>((resolve) => { timer = setTimeout(() => resolve(false), WORKER_STOP_WITHOUT_SERVER_MS); })]) ?? true;
+    clearTimeout(timer);
   };
   try {
     const client = await connectClient(server.address);
@@ -123,7 +138,7 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
     // A status query waits for a worker to answer it: without one, Ctrl-C must not wait too.
     let roundSignal = interrupt.nextAbortSignal();
     const poller = new StatusPoller(sources, (s) => sourceStatus(client, s, { signal: roundSignal }));
-    while (!interrupt.signal) {
+    while (!interrupt.signal && !interrupt.failure) {
       roundSignal = interrupt.nextAbortSignal();
       statuses = await poller.poll();
       const update = monitoringUpdate(statuses, doneRate.baseline());
@@ -149,7 +164,7 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
       await interrupt.sleep(opts.pollMs ?? 1_000);
     }
     if (out.isTTY) out.write('\n');
-    if (interrupt.signal) throw new Error('interrupted');
+    if (interrupt.signal || interrupt.failure) throw new Error('interrupted');
     if (statuses.length) out.write(`${statusTable(statuses)}\n`);
 
     const failures = new FailureTally();
@@ -170,15 +185,32 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
     for (const f of failed) out.write(`FAILED ${f.source}: monitor ${f.workflowStatus.toLowerCase()}\n`);
     return { exitCode: halted.length || failed.length ? 1 : 0, statuses, badLines: summary.badLines };
   } catch (err) {
+    if (interrupt.failure && !interrupt.signal) {
+      await stopWorker();
+      const result = await serverLost(interrupt.failure, store, metadataFile, out);
+      return { ...result, exitNow: !workerStopped };
+    }
     if (!interrupt.signal) throw err;
     // What failed after Ctrl-C (a status query to a server the terminal stopped too) is not news.
     await stopWorker();
     return interrupted(interrupt.signal, store, metadataFile, out);
   } finally {
     interrupt.dispose();
-    await stopWorker();
+    if (workerStopped) await stopWorker();
     await server.stop();
   }
+}
+
+/** Like an interrupt, with the reason: the records so far are exported, the crawl kept for the next run. */
+async function serverLost(reason: string, store: ObjectStore, metadataFile: string, out: NodeJS.WritableStream): Promise<RunResult> {
+  process.stderr.write(`crawl: ${reason}. Nothing is lost: run the same command again to continue where this run stopped.\n`);
+  try {
+    const exported = await exportRecordsToFile(store, metadataFile);
+    out.write(`metadata so far: ${metadataFile} (${exported.records} records)\n`);
+  } catch (err) {
+    process.stderr.write(`crawl: could not export the records so far: ${(err as Error).message}\n`);
+  }
+  return { exitCode: 1, statuses: [], badLines: 0, serverLost: true };
 }
 
 /**
@@ -187,6 +219,9 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
  */
 function watchForInterrupt(): {
   readonly signal: NodeJS.Signals | undefined;
+  /** Why the run cannot go on (its server ended), when something other than a signal stops it. */
+  readonly failure: string | undefined;
+  fail(reason: string): void;
   sleep(ms: number): Promise<void>;
   /**
    * For one round of calls to the server, aborted by the signal. A new one each round: the
@@ -196,6 +231,7 @@ function watchForInterrupt(): {
   dispose(): void;
 } {
   let signal: NodeJS.Signals | undefined;
+  let failure: string | undefined;
   let wake = () => undefined as void;
   let current = new AbortController();
   const onSignal = (s: NodeJS.Signals) => {
@@ -208,6 +244,13 @@ function watchForInterrupt(): {
   process.on('SIGTERM', onSignal);
   return {
     get signal() { return signal; },
+    get failure() { return failure; },
+    fail: (reason) => {
+      if (signal || failure) return;
+      failure = reason;
+      wake();
+      current.abort(new Error(reason));
+    },
     sleep: (ms) => new Promise<void>((resolve) => {
       const timer = setTimeout(resolve, ms);
       wake = () => { clearTimeout(timer); resolve(); };

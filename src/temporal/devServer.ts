@@ -85,6 +85,11 @@ export interface RunningServer {
   /** True when this process owns the server and stop() ends it. */
   owned: boolean;
   stop(): Promise<void>;
+  /**
+   * For a server this process started: settles, with how it ended and where its log is, if it
+   * ends before stop() (a crash, the OOM killer, someone's kill). Never settles otherwise.
+   */
+  exited?: Promise<string>;
 }
 
 /** Whether something accepts TCP connections at host:port. */
@@ -212,11 +217,22 @@ export async function ensureTemporalServer(opts: DevServerOptions): Promise<Runn
   const markerFile = path.join(opts.dataDir, MARKER);
   if (server.pid) fs.writeFileSync(markerFile, JSON.stringify({ pid: server.pid, ownerPid: process.pid, ip, port, uiUrl } satisfies ServerMarker));
   const release = server.pid ? endWithThisProcess(server.pid) : () => undefined;
+  let stopping = false;
+  const logFile = path.join(opts.dataDir, 'temporal-server.log');
+  const exited = new Promise<string>((resolve) => {
+    const onExit = (code: number | null, signal: NodeJS.Signals | null) => {
+      if (!stopping) resolve(`${signal ? `was killed by ${signal}` : `exited with code ${code}`} (its log: ${logFile})`);
+    };
+    if (server.exitCode !== null || server.signalCode !== null) onExit(server.exitCode, server.signalCode);
+    else server.once('exit', onExit);
+  });
   return {
     address,
     uiUrl,
     owned: true,
+    exited,
     stop: async () => {
+      stopping = true;
       release();
       await stopChild(server);
       fs.rmSync(markerFile, { force: true });
@@ -309,7 +325,8 @@ function lastErrorLine(text: string): string | undefined {
 }
 
 function stopChild(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null) return Promise.resolve();
+  // Ended already: by a signal, exitCode stays null and 'exit' will not come again.
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
   return new Promise((resolve) => {
     const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
     child.once('exit', () => { clearTimeout(timer); resolve(); });
