@@ -84,7 +84,8 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
   let workerDone: Promise<void> | undefined;
   const interrupt = watchForInterrupt();
   // The server ending under us (a crash, the OOM killer) stops the run as Ctrl-C would, saying
-  // so: the worker's polls would otherwise retry against nothing for ever.
+  // so: otherwise a status query failed ~30 s later without a word of why, and a Ctrl-C
+  // meanwhile waited on a worker retrying the dead server.
   void server.exited?.then((why) => interrupt.fail(`the embedded Temporal server ${why}`));
   let workerStopped = true;
   const stopWorker = async () => {
