@@ -18,7 +18,7 @@ import { continuesNote, downloadedBeforeNote, duplicatesNote, emptyManifest, not
 import { DoneRate, monitoringUpdate, sourceStatus, statusTable, SourceNotes, stopMonitor, type SourceStatus } from './status';
 import { StatusPoller } from './statusPoller';
 import { envText } from '../shared/env';
-import { forEachLimit } from '../shared/concurrency';
+import { forEachLimit, fulfilsWithin } from '../shared/concurrency';
 import { logWorkflowMessagesAt } from '../temporal/runtime';
 
 export interface RunOptions {
@@ -91,10 +91,8 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
   const stopWorker = async () => {
     if (worker?.getState() === 'RUNNING') worker.shutdown();
     const done = workerDone?.catch((err) => log.error({ event: 'worker.failed', error: String(err) }, 'worker failed'));
-    if (!interrupt.failure) return done;
-    let timer: NodeJS.Timeout | undefined;
-    workerStopped = await Promise.race([done?.then(() => true), new Promise<boolean>((resolve) => { timer = setTimeout(() => resolve(false), WORKER_STOP_WITHOUT_SERVER_MS); })]) ?? true;
-    clearTimeout(timer);
+    if (!interrupt.failure || !done) return done;
+    workerStopped = await fulfilsWithin(done, WORKER_STOP_WITHOUT_SERVER_MS);
   };
   try {
     const client = await connectClient(server.address);

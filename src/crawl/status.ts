@@ -5,6 +5,7 @@ import { callSignal } from '../shared/callSignal';
 import { STOPPED_BATCHES_WAIT_MS } from '../shared/heartbeat';
 import { statsQuery, stopUpdate } from '../workflows/messages';
 import { monitorWorkflowId, type MonitorStats } from '../workflows/monitorState';
+import { fulfilsWithin } from '../shared/concurrency';
 
 export interface SourceStatus {
   source: string;
@@ -47,11 +48,7 @@ export type Answered = <T>(call: () => Promise<T>) => Promise<T>;
  */
 export async function stopMonitor(handle: WorkflowHandle, answered: Answered = (call) => call()): Promise<{ answer: string; completed: boolean }> {
   const answer = await answered(() => handle.executeUpdate(stopUpdate));
-  let timer: NodeJS.Timeout | undefined;
-  const completed = await Promise.race([
-    handle.result().then(() => true),
-    new Promise<boolean>((resolve) => { timer = setTimeout(() => resolve(false), STOPPED_BATCHES_WAIT_MS + 15_000); }),
-  ]).finally(() => clearTimeout(timer));
+  const completed = await fulfilsWithin(handle.result(), STOPPED_BATCHES_WAIT_MS + 15_000);
   return { answer, completed };
 }
 

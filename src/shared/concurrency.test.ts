@@ -1,4 +1,4 @@
-import { forEachLimit, WeightedBudget } from './concurrency';
+import { forEachLimit, fulfilsWithin, WeightedBudget } from './concurrency';
 
 describe('forEachLimit', () => {
   it('runs every item with at most `limit` in flight', async () => {
@@ -60,5 +60,13 @@ describe('WeightedBudget', () => {
     await expect(budget.use(50, async () => { throw new Error('decode failed'); })).rejects.toThrow('decode failed');
     expect(budget.inUse).toBe(0);
     await budget.use(100, async () => { expect(budget.inUse).toBe(100); });
+  });
+});
+
+describe('fulfilsWithin', () => {
+  it('says whether a promise fulfilled in time, and passes a rejection on', async () => {
+    expect(await fulfilsWithin(Promise.resolve(), 1_000)).toBe(true);
+    expect(await fulfilsWithin(new Promise(() => undefined), 10)).toBe(false);
+    await expect(fulfilsWithin(Promise.reject(new Error('gone')), 1_000)).rejects.toThrow('gone');
   });
 });

@@ -57,3 +57,13 @@ export class WeightedBudget {
     }
   }
 }
+
+/** Whether `p` fulfils within `ms` (false once they pass); a rejection of `p` is passed on. */
+export async function fulfilsWithin(p: Promise<unknown>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([p.then(() => true), new Promise<boolean>((resolve) => { timer = setTimeout(() => resolve(false), ms); })]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
