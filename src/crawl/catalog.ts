@@ -1,6 +1,8 @@
 import fs from 'node:fs/promises';
+import { TextDecoder } from 'node:util';
 import type { SourceConfig } from '../shared/types';
 import { invalidBurst, invalidRate } from '../politeness/targetRate';
+import { utf16Of } from './manifestBytes';
 
 /**
  * The source catalogue: per-source image count, explicit rate and burst. JSON (an array or an
@@ -13,7 +15,10 @@ const FIELDS = ['name', 'imageCount', 'rate', 'burst'];
 export async function readCatalog(path: string): Promise<Catalog> {
   let text: string;
   try {
-    text = await fs.readFile(path, 'utf8');
+    const bytes = await fs.readFile(path);
+    // Written by Windows PowerShell's `>`, it is UTF-16, which read as UTF-8 is not JSON at all.
+    const utf16 = utf16Of(bytes);
+    text = utf16 ? new TextDecoder(utf16).decode(bytes) : bytes.toString('utf8');
   } catch (err) {
     throw new Error(`cannot read catalog ${path}: ${(err as Error).message}`);
   }

@@ -16,6 +16,8 @@ export const MAX_LINE_CHARS = 64 * 1024;
 export type ManifestEntry = { line: number; url: string; source: string; origin: string } | { line: number; error: string };
 export type ManifestFormat = 'ndjson' | 'csv' | 'lines';
 
+const NOT_UTF8 = 'has bytes that are not UTF-8 (a Latin-1 or Windows-1252 file, say) or the U+FFFD they become: save the manifest as UTF-8 (in Excel: "CSV UTF-8")';
+
 /** Throws a message an operator can act on unless `file` is a readable regular file. */
 export function assertReadableManifest(file: string): void {
   let st: fs.Stats;
@@ -221,6 +223,11 @@ export async function* readManifest(path: string): AsyncGenerator<ManifestEntry>
       source = sourceCol >= 0 && cells[sourceCol] ? cells[sourceCol] : undefined;
     } else {
       rawUrl = text;
+    }
+    // What bytes that are not UTF-8 decode to: read on, the URL would name another image.
+    if (text.includes('\ufffd')) {
+      yield { line, error: NOT_UTF8 };
+      continue;
     }
     if (typeof rawUrl !== 'string' || rawUrl === '') {
       yield { line, error: 'missing "url"' };

@@ -1,10 +1,13 @@
 import fs from 'node:fs';
+import { TextDecoder } from 'node:util';
 import zlib from 'node:zlib';
 
 /**
- * A manifest's bytes as its lines are read: as stored, or gunzipped when the file is gzip
- * (manifests of millions of URLs are usually kept compressed). Gzip is known by its first bytes,
- * not its name; other compressions are named in an error rather than read as garbage lines.
+ * A manifest's bytes as its lines are read: UTF-8 text, as stored or gunzipped when the file is
+ * gzip (manifests of millions of URLs are usually kept compressed), and transcoded when the text
+ * is UTF-16 (what Windows PowerShell's `>` and Excel's "Unicode Text" write: read as bytes, every
+ * line was a bad one). Gzip is known by its first bytes, not its name; other compressions are
+ * named in an error rather than read as garbage lines.
  */
 
 const GZIP = Buffer.from([0x1f, 0x8b]);
@@ -15,27 +18,55 @@ const OTHER: [string, Buffer][] = [
   ['zip', Buffer.from([0x50, 0x4b, 0x03, 0x04])],
 ];
 
-/** 'gzip' for a gzip file, undefined for one read as is; throws for a compression we do not read. */
-export function manifestCompression(file: string): 'gzip' | undefined {
-  const head = Buffer.alloc(6);
+function fileHead(file: string, length: number): Buffer {
+  const head = Buffer.alloc(length);
   const fd = fs.openSync(file, 'r');
-  let n: number;
   try {
-    n = fs.readSync(fd, head, 0, head.length, 0);
+    return head.subarray(0, fs.readSync(fd, head, 0, length, 0));
   } finally {
     fs.closeSync(fd);
   }
-  const starts = (magic: Buffer) => n >= magic.length && head.subarray(0, magic.length).equals(magic);
+}
+
+/** 'gzip' for a gzip file, undefined for one read as is; throws for a compression we do not read. */
+export function manifestCompression(file: string): 'gzip' | undefined {
+  const head = fileHead(file, 6);
+  const starts = (magic: Buffer) => head.length >= magic.length && head.subarray(0, magic.length).equals(magic);
   if (starts(GZIP)) return 'gzip';
   const other = OTHER.find(([, magic]) => starts(magic));
   if (other) throw new Error(`manifest ${file} is ${other[0]}-compressed: decompress it first, or compress it with gzip, which is read as it is`);
   return undefined;
 }
 
-/** The manifest's (decompressed) bytes, streamed. A damaged gzip file fails with a message saying so. */
+type Utf16 = 'utf-16le' | 'utf-16be';
+
+/**
+ * UTF-16 known by its byte-order mark, or without one by the NUL bytes that ASCII characters
+ * have in it (a manifest's first characters are ASCII; UTF-8 text never holds a NUL).
+ */
+export function utf16Of(head: Buffer): Utf16 | undefined {
+  if (head.length >= 2 && head[0] === 0xff && head[1] === 0xfe) return 'utf-16le';
+  if (head.length >= 2 && head[0] === 0xfe && head[1] === 0xff) return 'utf-16be';
+  if (head.length >= 4 && head[0] !== 0 && head[1] === 0 && head[2] !== 0 && head[3] === 0) return 'utf-16le';
+  if (head.length >= 4 && head[0] === 0 && head[1] !== 0 && head[2] === 0 && head[3] !== 0) return 'utf-16be';
+  return undefined;
+}
+
+/**
+ * Whether the file's lines are its bytes as stored: lengths and offsets of its text are then
+ * those of the file (not so for gzip or UTF-16, known only once read).
+ */
+export function manifestReadAsStored(file: string): boolean {
+  return manifestCompression(file) === undefined && utf16Of(fileHead(file, 4)) === undefined;
+}
+
+/**
+ * The manifest's text as UTF-8 bytes, streamed: a UTF-16 manifest is the same manifest as its
+ * UTF-8 text (no byte-order mark), gzip or not. A damaged gzip file fails with a message saying so.
+ */
 export async function* manifestBytes(file: string): AsyncGenerator<Buffer> {
   if (manifestCompression(file) !== 'gzip') {
-    yield* fs.createReadStream(file) as AsyncIterable<Buffer>;
+    yield* asUtf8(fs.createReadStream(file) as AsyncIterable<Buffer>);
     return;
   }
   const raw = fs.createReadStream(file);
@@ -43,7 +74,7 @@ export async function* manifestBytes(file: string): AsyncGenerator<Buffer> {
   raw.on('error', (err) => gunzip.destroy(err));
   raw.pipe(gunzip);
   try {
-    yield* gunzip as AsyncIterable<Buffer>;
+    yield* asUtf8(gunzip as AsyncIterable<Buffer>);
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
     if (e.code?.startsWith('Z_')) throw new Error(`manifest ${file} is damaged gzip: ${e.message}`);
@@ -51,5 +82,39 @@ export async function* manifestBytes(file: string): AsyncGenerator<Buffer> {
   } finally {
     raw.destroy();
     gunzip.destroy();
+  }
+}
+
+async function* asUtf8(bytes: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
+  let decoder: TextDecoder | undefined;
+  // A lone surrogate or an odd last byte becomes U+FFFD, which makes its line a bad one.
+  const utf8 = (b: Buffer) => (decoder ? Buffer.from(decoder.decode(b, { stream: true })) : b);
+  /** The first bytes, until there are four to decide the encoding on, however the stream cuts them. */
+  let head: Buffer | undefined = Buffer.alloc(0);
+  const decide = () => {
+    const utf16 = utf16Of(head!);
+    if (utf16) decoder = new TextDecoder(utf16);
+    const text = utf8(head!);
+    head = undefined;
+    return text;
+  };
+  for await (const chunk of bytes) {
+    let out = chunk;
+    if (head) {
+      head = Buffer.concat([head, chunk]);
+      if (head.length < 4) continue;
+      out = decide();
+    } else {
+      out = utf8(chunk);
+    }
+    if (out.length > 0) yield out;
+  }
+  if (head && head.length > 0) {
+    const out = decide();
+    if (out.length > 0) yield out;
+  }
+  if (decoder) {
+    const rest = decoder.decode();
+    if (rest) yield Buffer.from(rest);
   }
 }

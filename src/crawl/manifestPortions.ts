@@ -1,9 +1,10 @@
 import { createHash, type Hash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
+import { StringDecoder } from 'node:string_decoder';
 import type { ObjectStore } from '../pipeline/store';
 import { formatHint } from './manifest';
-import { manifestBytes, manifestCompression } from './manifestBytes';
+import { manifestBytes, manifestReadAsStored } from './manifestBytes';
 
 /**
  * Which earlier manifest a manifest continues. Users grow a manifest by appending lines and start
@@ -32,6 +33,12 @@ const MANIFEST_RULES = 'v3';
  * cells than its header is a bad line (it was read, an unquoted comma having cut its URL short).
  */
 const CSV_RULES = 'csv-columns';
+/**
+ * Hashed after the bytes of a manifest whose text holds U+FFFD (bytes that are not UTF-8, as in a
+ * Latin-1 export, decode to it), so that only such manifests get new ids: their lines with it are
+ * bad ones now (`caf\xe9.jpg` was crawled as `caf%EF%BF%BD.jpg`).
+ */
+const NOT_UTF8_RULE = '\nrule not-utf8-lines-bad\n';
 
 /** Lines 1..lastLine of the manifest (all the rest when null) are chunked under `id`. */
 export interface ManifestPortion {
@@ -89,8 +96,8 @@ function parseRecord(text: string, key: string): ManifestRecord {
  * the file, hashing it and taking the hash at each length an earlier manifest had.
  */
 export async function identifyManifest(file: string, store: ObjectStore): Promise<ManifestIdentity> {
-  // Lengths are of the lines' bytes: a gzip manifest's are known once it has been read.
-  const size = manifestCompression(file) === 'gzip' ? Infinity : fs.statSync(file).size;
+  // Lengths are of the lines' bytes: a gzip or UTF-16 manifest's are known once it has been read.
+  const size = manifestReadAsStored(file) ? fs.statSync(file).size : Infinity;
   /** Earlier manifests shorter than this one, by length: candidates for its beginning. */
   const known = new Map<number, Map<string, string>>();
   const listed = new Set<string>();
@@ -110,25 +117,31 @@ export async function identifyManifest(file: string, store: ObjectStore): Promis
   let next = 0;
   /** The longest earlier manifest this file begins with. */
   let base: { key: string; lines: number } | undefined;
+  const text = new StringDecoder('utf8');
+  let notUtf8 = false;
+  const take = (part: Buffer) => {
+    hash.update(part);
+    lineBreaks += count(part);
+    if (!notUtf8 && text.write(part).includes('\ufffd')) notUtf8 = true;
+  };
+  /** The id of what has been hashed: of the bytes so far, as a manifest of its own. */
+  const idSoFar = (h: Hash) => digest(notUtf8 ? h.update(NOT_UTF8_RULE) : h);
   for await (const chunk of manifestBytes(file)) {
     let at = 0;
     while (next < offsets.length && offsets[next]! <= read + chunk.length) {
       const cut = offsets[next++]! - read;
-      const part = chunk.subarray(at, cut);
-      hash.update(part);
-      lineBreaks += count(part);
+      take(chunk.subarray(at, cut));
       at = cut;
       // Only at a line break: a manifest whose last line was then continued is a new line.
       const endsLine = chunk[cut - 1] === 0x0a;
-      const key = endsLine ? known.get(read + cut)!.get(digest(hash.copy())) : undefined;
+      const key = endsLine ? known.get(read + cut)!.get(idSoFar(hash.copy())) : undefined;
       if (key) base = { key, lines: lineBreaks };
     }
-    const rest = chunk.subarray(at);
-    hash.update(rest);
-    lineBreaks += count(rest);
+    take(chunk.subarray(at));
     read += chunk.length;
   }
-  const id = digest(hash);
+  if (text.end().includes('\ufffd')) notUtf8 = true;
+  const id = idSoFar(hash);
   // The bytes hashed, not the size seen before: a file still being written has grown since.
   const ownKey = recordKey(read, id);
   if (listed.has(ownKey)) {

@@ -154,6 +154,39 @@ describe('manifests', () => {
     await expect(entries('cut.gz', zlib.gzipSync(text).subarray(0, 30))).rejects.toThrow(/is damaged gzip: unexpected end of file/);
   });
 
+  it('reads a UTF-16 manifest (PowerShell, Excel "Unicode Text") as its text, with or without a byte-order mark, gzip or not', async () => {
+    const text = ['url,source', 'https://a.example/caf\u00e9.jpg,museum', 'https://b.example/\u{1F600}.jpg,'].join('\r\n');
+    const utf8 = await entries('m.csv', text);
+    expect(utf8.map((e) => ('url' in e ? e.url : e.error))).toEqual(['https://a.example/caf%C3%A9.jpg', 'https://b.example/%F0%9F%98%80.jpg']);
+    const le = Buffer.from(text, 'utf16le');
+    const be = Buffer.from(le).swap16();
+    const bom = (b: Buffer, mark: number[]) => Buffer.concat([Buffer.from(mark), b]);
+    for (const bytes of [bom(le, [0xff, 0xfe]), bom(be, [0xfe, 0xff]), le, be, zlib.gzipSync(bom(le, [0xff, 0xfe]))]) {
+      expect(await entries('m.csv', bytes)).toEqual(utf8);
+    }
+    // Characters cut by the stream's 64 KiB reads (a surrogate pair among them) are put together.
+    const many = Array.from({ length: 3000 }, (_, i) => `https://a.example/\u{1F600}\u00e9${i}.jpg`).join('\n');
+    const fromUtf16 = await entries('big.txt', bom(Buffer.from(many, 'utf16le'), [0xff, 0xfe]));
+    expect(fromUtf16).toEqual(await entries('big.txt', many));
+    expect(fromUtf16.every((e) => 'url' in e)).toBe(true);
+  });
+
+  it('refuses a line with bytes that are not UTF-8, which would crawl another URL, and reads the rest', async () => {
+    const latin1 = Buffer.from('https://a.example/caf\xe9.jpg\nhttps://a.example/plain.jpg\nhttps://a.example/ok\u00e9.jpg\n'.replace('ok\u00e9', 'ok'), 'latin1');
+    const got = await entries('m.txt', Buffer.concat([latin1, Buffer.from('https://a.example/caf\u00e9.jpg\n')]));
+    expect(got).toEqual([
+      { line: 1, error: expect.stringContaining('has bytes that are not UTF-8 (a Latin-1 or Windows-1252 file, say)') },
+      { line: 2, url: 'https://a.example/plain.jpg', source: 'a.example' },
+      { line: 3, url: 'https://a.example/ok.jpg', source: 'a.example' },
+      { line: 4, url: 'https://a.example/caf%C3%A9.jpg', source: 'a.example' },
+    ]);
+    // A bad source name is as wrong as a bad URL; a bad header cell names no column we read.
+    expect(await entries('m.csv', Buffer.from('url,l\xe9gende\nhttps://a.example/1.jpg,x\n"https://a.example/2.jpg",mus\xe9e\n', 'latin1'))).toEqual([
+      { line: 2, url: 'https://a.example/1.jpg', source: 'a.example' },
+      { line: 3, error: expect.stringContaining('not UTF-8') },
+    ]);
+  });
+
   it('reads a 200,000-line manifest line by line', async () => {
     const lines = Array.from({ length: 200_000 }, (_, i) => `https://s${i % 7}.example/${i}.jpg`).join('\n');
     let n = 0;
@@ -188,5 +221,12 @@ describe('manifests', () => {
     expect(keyed.get('name')).toEqual({ burst: 3 });
     // A keyed value that is not an object would have set nothing for its source.
     await expect(readCatalog(write('number.json', '{"museum": 2}'))).rejects.toThrow('source "museum" must be an object such as {"rate": 2} (got 2)');
+  });
+
+  it('reads a UTF-16 catalogue (Windows PowerShell writes one) as its text', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'catalog-'));
+    const f = path.join(dir, 'sources.json');
+    fs.writeFileSync(f, Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('[{"name":"museum","rate":2}]\r\n', 'utf16le')]));
+    expect([...(await readCatalog(f))]).toEqual([['museum', { rate: 2 }]]);
   });
 });

@@ -344,6 +344,59 @@ describe('startCrawl', () => {
       expect(urlsIn(store, two.sent, 'a.example')).toEqual([a(12), a(13)]);
     });
 
+    it('takes a UTF-16 manifest for its UTF-8 text, and continues it when it grows', async () => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'start-utf16-'));
+      const store = new SlowStore();
+      const lines = Array.from({ length: 12 }, (_, i) => a(i));
+      const plain = path.join(dir, 'm.txt');
+      fs.writeFileSync(plain, `${lines.join('\n')}\n`);
+      const one = recordingClient();
+      const first = await startCrawl({ client: one.client, store, manifest: plain, taskQueue: 'q', chunkSize: 5 });
+      finishAll(store, one.sent);
+      const utf16 = (text: string) => Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(text, 'utf16le')]);
+      const wide = path.join(dir, 'm16.txt');
+      fs.writeFileSync(wide, utf16(`${lines.join('\n')}\n`));
+      const same = await startCrawl({ client: recordingClient().client, store, manifest: wide, taskQueue: 'q', chunkSize: 5 });
+      expect(same.manifestId).toBe(first.manifestId);
+      expect(same.sources.get('a.example')).toMatchObject({ urls: 12, alreadyDone: 12 });
+      fs.writeFileSync(wide, utf16(`${[...lines, a(12)].join('\n')}\n`));
+      const two = recordingClient();
+      const grown = await startCrawl({ client: two.client, store, manifest: wide, taskQueue: 'q', chunkSize: 5 });
+      expect(grown.continues).toEqual({ lines: 12, path: plain });
+      expect(urlsIn(store, two.sent, 'a.example')).toEqual([a(12)]);
+    });
+
+    it('gives a manifest with bytes that are not UTF-8 a new id (its lines read differently now), and continues it when it grows', async () => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'start-latin1-'));
+      const store = new SlowStore();
+      const manifest = path.join(dir, 'm.txt');
+      const text = `${a(1)}\nhttps://a.example/caf\xe9.jpg\n${a(2)}\n`;
+      fs.writeFileSync(manifest, Buffer.from(text, 'latin1'));
+      const one = recordingClient();
+      const first = await startCrawl({ client: one.client, store, manifest, taskQueue: 'q' });
+      const v3 = createHash('sha256').update('manifest-rules v3\nformat-hint none\n').update(Buffer.from(text, 'latin1')).digest('hex').slice(0, 16);
+      expect(first.manifestId).not.toBe(v3);
+      expect(first.badLines).toBe(1);
+      finishAll(store, one.sent);
+      // Grown by a line: the lines before keep their chunks, the Latin-1 one stays refused.
+      fs.appendFileSync(manifest, `${a(3)}\n`);
+      const two = recordingClient();
+      const grown = await startCrawl({ client: two.client, store, manifest, taskQueue: 'q' });
+      expect(grown.continues).toEqual({ lines: 3, path: manifest });
+      expect(urlsIn(store, two.sent, 'a.example')).toEqual([a(3)]);
+      // A UTF-8 manifest grown by such a line continues as well: its own lines read as before.
+      const clean = path.join(dir, 'clean.txt');
+      fs.writeFileSync(clean, `${a(4)}\n`);
+      const three = recordingClient();
+      await startCrawl({ client: three.client, store, manifest: clean, taskQueue: 'q' });
+      finishAll(store, three.sent);
+      fs.appendFileSync(clean, Buffer.from(`https://a.example/\xe9.jpg\n${a(5)}\n`, 'latin1'));
+      const four = recordingClient();
+      const cleanGrown = await startCrawl({ client: four.client, store, manifest: clean, taskQueue: 'q' });
+      expect(cleanGrown.continues).toEqual({ lines: 1, path: clean });
+      expect(urlsIn(store, four.sent, 'a.example')).toEqual([a(5)]);
+    });
+
     it('keeps the ids manifests had: a change of the CSV rules gives only CSV manifests new ones', async () => {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'start-ids-'));
       const store = new SlowStore();
