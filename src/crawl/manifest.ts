@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { readLines } from './lineReader';
-import { manifestBytes, manifestCompression } from './manifestBytes';
+import { assertTextManifest, manifestBytes, manifestCompression } from './manifestBytes';
 
 /**
  * Manifests are streamed line by line, never loaded whole. Formats: NDJSON ({"url", "source"?}),
@@ -32,7 +32,7 @@ export function assertReadableManifest(file: string): void {
   } catch {
     throw new Error(`manifest ${file} is not readable`);
   }
-  manifestCompression(file);
+  assertTextManifest(file);
 }
 
 /**

@@ -38,6 +38,32 @@ export function manifestCompression(file: string): 'gzip' | undefined {
   return undefined;
 }
 
+/** What a file given as a manifest by mistake usually is, by its first bytes. */
+const KNOWN_BINARY: [string, Buffer][] = [
+  ['a JPEG image', Buffer.from([0xff, 0xd8, 0xff])],
+  ['a PNG image', Buffer.from([0x89, 0x50, 0x4e, 0x47])],
+  ['a GIF image', Buffer.from('GIF8')],
+  ['a PDF document', Buffer.from('%PDF')],
+  ['an SQLite database', Buffer.from('SQLite format 3\0')],
+];
+
+/**
+ * Throws unless the file is text: a binary file given as a manifest by mistake (an image, the
+ * catalogue's spreadsheet) would otherwise be reported as thousands of bad lines. Text never
+ * holds a NUL byte (UTF-16, which does, is told apart first); 64 KiB are looked at. Also throws
+ * for a compression that is not read (manifestCompression).
+ */
+export function assertTextManifest(file: string): void {
+  if (manifestCompression(file) === 'gzip') return; // its text is checked line by line
+  const head = fileHead(file, 64 * 1024);
+  if (utf16Of(head)) return;
+  const nul = head.indexOf(0);
+  if (nul < 0) return;
+  const known = KNOWN_BINARY.find(([, magic]) => head.subarray(0, magic.length).equals(magic));
+  const what = known ? `it is ${known[0]}` : `it has a NUL byte at offset ${nul}`;
+  throw new Error(`manifest ${file} is not text (${what}): a manifest lists URLs, as NDJSON, CSV or one URL a line`);
+}
+
 type Utf16 = 'utf-16le' | 'utf-16be';
 
 /**

@@ -187,6 +187,19 @@ describe('manifests', () => {
     ]);
   });
 
+  it('refuses a binary file given as a manifest before reading it, instead of reporting thousands of bad lines', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'manifest-'));
+    const write = (name: string, bytes: Buffer | string) => { const f = path.join(dir, name); fs.writeFileSync(f, bytes); return f; };
+    const jpeg = write('photo.jpg', Buffer.concat([Buffer.from([0xff, 0xd8, 0xff, 0xe0, 0x00, 0x10]), Buffer.from('JFIF\0\nhttps://a.example/1.jpg\n')]));
+    expect(() => assertReadableManifest(jpeg)).toThrow(`manifest ${jpeg} is not text (it is a JPEG image): a manifest lists URLs, as NDJSON, CSV or one URL a line`);
+    const nul = write('m.txt', `${'https://a.example/1.jpg\n'.repeat(100)}\0`);
+    expect(() => assertReadableManifest(nul)).toThrow('is not text (it has a NUL byte at offset 2400)');
+    // Text, UTF-16 text and gzip pass.
+    for (const ok of ['https://a.example/1.jpg\n', Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from('https://a.example/1.jpg\n', 'utf16le')]), zlib.gzipSync('https://a.example/1.jpg\n')]) {
+      expect(() => assertReadableManifest(write('ok', ok))).not.toThrow();
+    }
+  });
+
   it('reads a 200,000-line manifest line by line', async () => {
     const lines = Array.from({ length: 200_000 }, (_, i) => `https://s${i % 7}.example/${i}.jpg`).join('\n');
     let n = 0;
