@@ -80,6 +80,13 @@ describe('manifests', () => {
     expect(splitCsv('a,"b ""q"", c",d')).toEqual(['a', 'b "q", c', 'd']);
   });
 
+  it('says what a line that is almost a URL lacks', async () => {
+    const noScheme = ' (no scheme: a URL starts with https:// or http://)';
+    const quoted = ' (remove the quotes or brackets around it)';
+    const got = await entries('m.txt', ['www.x.example/1.png', 'x.example:8080/1.png', '//cdn.x.example/1.png', '"https://x.example/1.png"', '<https://x.example/1.png>', 'not a url'].join('\n'));
+    expect(got.map((e) => ('error' in e ? e.error.slice(e.error.indexOf(' (')) : e))).toEqual([noScheme, noScheme, noScheme, quoted, quoted, expect.not.stringContaining('scheme')]);
+  });
+
   it('refuses a CSV row with more columns than its header, which an unquoted comma in a URL makes', async () => {
     expect(await entries('m.csv', 'source,url\nmuseum,https://m.example/a,b.jpg\nmuseum,https://m.example/c.jpg,,\n,https://x.example/1.png\n')).toEqual([
       { line: 2, error: '3 columns where the header has 2: a URL with a comma in it must be in double quotes' },
