@@ -167,6 +167,44 @@ export async function formatHint(path: string): Promise<string> {
   return 'none';
 }
 
+/** An image URL, then a comma or spaces and the rest of a line (tabs make a bad line of their own). */
+const URL_THEN_MORE = /^(https?:\/\/[^\s,?#]+\.(?:jpe?g|png|gif|webp|avif|tiff?|heic|heif|bmp|svg))(,| +)(.*)$/i;
+const COLUMN_SAMPLE = 20;
+
+/**
+ * Throws when every one of a URL list's first lines (up to 20) is an image URL followed by a
+ * comma or blank space and more: a CSV export without its header line, or columns separated by
+ * spaces. Read as a URL list, `https://a.example/1.jpg,museum` is crawled as that URL, comma and
+ * all, and each site answers it with a 404. A list with only some such lines is read as before.
+ */
+export async function assertUrlsStandAlone(path: string): Promise<void> {
+  let format: ManifestFormat | undefined;
+  let first: { line: number; text: string; separator: string } | undefined;
+  let seen = 0;
+  for await (const batch of readLines(manifestBytes(path), MAX_LINE_CHARS)) for (const read of batch) {
+    if ('tooLong' in read) return;
+    const text = read.text.trim();
+    if (text === '' || text.startsWith('#')) continue;
+    format ??= detectFormat(path, text);
+    if (format !== 'lines') return;
+    const m = URL_THEN_MORE.exec(text);
+    if (!m) return;
+    first ??= { line: read.line, text, separator: m[2]!.startsWith(',') ? ',' : ' ' };
+    if (++seen === COLUMN_SAMPLE) return throwColumns(path, first);
+  }
+  if (first) throwColumns(path, first);
+}
+
+function throwColumns(path: string, first: { line: number; text: string; separator: string }): never {
+  const shown = JSON.stringify(first.text.slice(0, 120));
+  if (first.separator === ',') {
+    throw new Error(`manifest ${path} looks like CSV without its header line (line ${first.line}: ${shown}): read as a list of URLs, ` +
+      'each would be crawled with the comma and what follows it. Add a first line naming the columns (such as url,source), or leave only the URLs');
+  }
+  throw new Error(`manifest ${path} has more than a URL on its lines (line ${first.line}: ${shown}): read as a list of URLs, ` +
+    'what follows the blank space would be part of each URL. Write CSV with a header line (such as url,source) or NDJSON, or leave only the URLs');
+}
+
 export async function* readManifest(path: string): AsyncGenerator<ManifestEntry> {
   let format: ManifestFormat | undefined;
   let urlCol = -1;
