@@ -8,7 +8,7 @@ import type { WorkflowHandle } from '@temporalio/client';
 import { readCatalog } from '../crawl/catalog';
 import { exportRecords, exportRecordsToFile, type ExportSummary } from '../crawl/exportRecords';
 import { FailureTally } from '../crawl/failureTally';
-import { assertReadableManifest, assertUrlsStandAlone } from '../crawl/manifest';
+import { assertReadableManifest, assertManifestShape } from '../crawl/manifest';
 import { runCrawl } from '../crawl/run';
 import { continuesNote, downloadedBeforeNote, duplicatesNote, emptyManifest, invalidRetryAfterCap, maxRateSetting, maxRetryAfterSetting, startCrawl, startWarnings } from '../crawl/start';
 import { callSignal } from '../shared/callSignal';
@@ -200,7 +200,7 @@ export function buildProgram(): Command {
     .option('--max-retry-after <s>', 'longest Retry-After honoured, seconds (default 900; also CRAWL_MAX_RETRY_AFTER_S)', parseRetryAfterCap)
     .action(async (manifest: string, opts: { catalog?: string; dataDir: string; maxRate?: number; maxRetryAfter?: number }) => {
       assertReadableManifest(manifest);
-      await assertUrlsStandAlone(manifest);
+      await assertManifestShape(manifest);
       const maxRate = maxRateSetting(opts.maxRate);
       const maxRetryAfterMs = maxRetryAfterSetting(opts.maxRetryAfter);
       const store = storeFromEnv(opts.dataDir);

@@ -169,15 +169,20 @@ export async function formatHint(path: string): Promise<string> {
 
 /** An image URL, then a comma or spaces and the rest of a line (tabs make a bad line of their own). */
 const URL_THEN_MORE = /^(https?:\/\/[^\s,?#]+\.(?:jpe?g|png|gif|webp|avif|tiff?|heic|heif|bmp|svg))(,| +)(.*)$/i;
-const COLUMN_SAMPLE = 20;
+const SHAPE_SAMPLE = 20;
 
 /**
- * Throws when every one of a URL list's first lines (up to 20) is an image URL followed by a
- * comma or blank space and more: a CSV export without its header line, or columns separated by
- * spaces. Read as a URL list, `https://a.example/1.jpg,museum` is crawled as that URL, comma and
- * all, and each site answers it with a 404. A list with only some such lines is read as before.
+ * Throws, before anything starts, when a manifest's first lines (up to 20) show that the whole
+ * file would be misread:
+ * - a URL list whose every such line is an image URL followed by a comma or spaces and more (a CSV
+ *   export without its header line, columns separated by spaces): `https://a.example/1.jpg,museum`
+ *   was crawled as that URL, comma and all, and each site answered 404. A list with only some
+ *   such lines is read as before.
+ * - NDJSON naming the source with another case of "source" ("Source"): keys are case-sensitive,
+ *   and each URL went to its host's source without a word.
+ * A manifest that passes is read exactly as before, so these checks change no manifest's id.
  */
-export async function assertUrlsStandAlone(path: string): Promise<void> {
+export async function assertManifestShape(path: string): Promise<void> {
   let format: ManifestFormat | undefined;
   let first: { line: number; text: string; separator: string } | undefined;
   let seen = 0;
@@ -186,13 +191,32 @@ export async function assertUrlsStandAlone(path: string): Promise<void> {
     const text = read.text.trim();
     if (text === '' || text.startsWith('#')) continue;
     format ??= detectFormat(path, text);
+    if (format === 'ndjson') {
+      assertSourceKey(path, read.line, text);
+      if (++seen === SHAPE_SAMPLE) return;
+      continue;
+    }
     if (format !== 'lines') return;
     const m = URL_THEN_MORE.exec(text);
     if (!m) return;
     first ??= { line: read.line, text, separator: m[2]!.startsWith(',') ? ',' : ' ' };
-    if (++seen === COLUMN_SAMPLE) return throwColumns(path, first);
+    if (++seen === SHAPE_SAMPLE) return throwColumns(path, first);
   }
   if (first) throwColumns(path, first);
+}
+
+function assertSourceKey(path: string, line: number, text: string): void {
+  let obj: unknown;
+  try {
+    obj = JSON.parse(text);
+  } catch {
+    return; // a bad line, reported as such
+  }
+  if (!obj || typeof obj !== 'object' || Array.isArray(obj) || 'source' in obj) return;
+  const key = Object.keys(obj).find((k) => k.trim().toLowerCase() === 'source');
+  if (key === undefined) return;
+  throw new Error(`manifest ${path} line ${line} names its source with ${JSON.stringify(key)}: keys are case-sensitive, ` +
+    'and its URLs would be crawled under their hosts\' sources instead. Write "source"');
 }
 
 function throwColumns(path: string, first: { line: number; text: string; separator: string }): never {

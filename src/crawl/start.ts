@@ -13,7 +13,7 @@ import { PATCH_LEVEL } from '../workflows/patchLevel';
 import { MonitorModel, monitorWorkflowId, shownOf, type MonitorInput, type MonitorOptions } from '../workflows/monitorState';
 import { monitorSearchAttributes } from '../temporal/searchAttributes';
 import type { Catalog } from './catalog';
-import { assertReadableManifest, assertUrlsStandAlone, readManifest } from './manifest';
+import { assertReadableManifest, assertManifestShape, readManifest } from './manifest';
 import { identifyManifest, type ManifestIdentity } from './manifestPortions';
 import { loadPriorWork, type PriorWork } from './priorWork';
 import { SeenUrls } from '../shared/seenUrls';
@@ -234,7 +234,7 @@ interface ChunkWritten {
 
 export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
   assertReadableManifest(opts.manifest);
-  await assertUrlsStandAlone(opts.manifest);
+  await assertManifestShape(opts.manifest);
   const identity = await identifyManifest(opts.manifest, opts.store);
   const { id, portions } = identity;
   let portionIndex = 0;

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import { readCatalog } from '../../src/crawl/catalog';
-import { assertReadableManifest, assertUrlsStandAlone, manifestHasContent, readManifest, splitCsv, type ManifestEntry } from '../../src/crawl/manifest';
+import { assertReadableManifest, assertManifestShape, manifestHasContent, readManifest, splitCsv, type ManifestEntry } from '../../src/crawl/manifest';
 
 async function entries(name: string, text: string | Buffer): Promise<ManifestEntry[]> {
   const file = path.join(fs.mkdtempSync(path.join(os.tmpdir(), 'manifest-')), name);
@@ -212,14 +212,22 @@ describe('manifests', () => {
     const write = (name: string, lines: string[]) => { const f = path.join(dir, name); fs.writeFileSync(f, `${lines.join('\n')}\n`); return f; };
     const rows = Array.from({ length: 30 }, (_, i) => `https://a.example/${i}.jpg,museum`);
     const headerless = write('urls.txt', ['# export', ...rows]);
-    await expect(assertUrlsStandAlone(headerless)).rejects.toThrow(`manifest ${headerless} looks like CSV without its header line (line 2: "https://a.example/0.jpg,museum"): read as a list of URLs, each would be crawled with the comma`);
-    await expect(assertUrlsStandAlone(write('one.txt', ['https://a.example/0.JPG,']))).rejects.toThrow(/looks like CSV without its header line/);
-    await expect(assertUrlsStandAlone(write('spaces', ['https://a.example/0.png museum', 'https://a.example/1.png  # the logo']))).rejects.toThrow(/has more than a URL on its lines \(line 1: "https:\/\/a.example\/0.png museum"\)/);
+    await expect(assertManifestShape(headerless)).rejects.toThrow(`manifest ${headerless} looks like CSV without its header line (line 2: "https://a.example/0.jpg,museum"): read as a list of URLs, each would be crawled with the comma`);
+    await expect(assertManifestShape(write('one.txt', ['https://a.example/0.JPG,']))).rejects.toThrow(/looks like CSV without its header line/);
+    await expect(assertManifestShape(write('spaces', ['https://a.example/0.png museum', 'https://a.example/1.png  # the logo']))).rejects.toThrow(/has more than a URL on its lines \(line 1: "https:\/\/a.example\/0.png museum"\)/);
     // Read as before: with a header, with some plain URLs among them, commas in a path or a query.
     for (const ok of [write('h.txt', ['url,source', ...rows]), write('m.csv', ['url,source', ...rows]), write('some.txt', [...rows.slice(0, 3), 'https://a.example/x.jpg']),
       write('commas.txt', ['https://a.example/a,b.jpg', 'https://a.example/x.jpg?crop=1,2', 'https://img.example/w_1,h_2/x.jpg']), write('n.ndjson', ['{"url":"https://a.example/1.jpg"}'])]) {
-      await expect(assertUrlsStandAlone(ok)).resolves.toBeUndefined();
+      await expect(assertManifestShape(ok)).resolves.toBeUndefined();
     }
+  });
+
+  it('refuses NDJSON that names the source with another case of "source", which would be ignored', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'manifest-'));
+    const write = (name: string, lines: string[]) => { const f = path.join(dir, name); fs.writeFileSync(f, `${lines.join('\n')}\n`); return f; };
+    const f = write('m.ndjson', ['{"url":"https://a.example/1.jpg","source":"museum"}', 'not json', '{"url":"https://a.example/2.jpg","Source":"museum"}']);
+    await expect(assertManifestShape(f)).rejects.toThrow(`manifest ${f} line 3 names its source with "Source": keys are case-sensitive, and its URLs would be crawled under their hosts' sources instead. Write "source"`);
+    await expect(assertManifestShape(write('both.ndjson', ['{"url":"https://a.example/1.jpg","source":"m","SOURCE":"x"}', '{"url":"https://a.example/2.jpg"}']))).resolves.toBeUndefined();
   });
 
   it('reads a 200,000-line manifest line by line', async () => {
