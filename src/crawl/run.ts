@@ -47,7 +47,10 @@ export interface RunResult {
   badLines: number;
   /** The embedded server ended under the run, which stopped (runCrawl has said so). */
   serverLost?: boolean;
-  /** The in-process worker could not be stopped (its server is gone): end the process. */
+  /**
+   * End the process now: its server is gone, and what is left (a worker that could not be
+   * stopped, a client call retrying the dead server for ~20 s) would only keep it waiting.
+   */
   exitNow?: boolean;
 }
 
@@ -140,7 +143,14 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
     const poller = new StatusPoller(sources, (s) => sourceStatus(client, s, { signal: roundSignal }));
     while (!interrupt.signal && !interrupt.failure) {
       roundSignal = interrupt.nextAbortSignal();
-      statuses = await poller.poll();
+      // Not waiting for a round that an interrupt cut short: a call to a dead server may not end for ~20 s.
+      const round = poller.poll();
+      const polled = await Promise.race([round, interrupt.stopped.then(() => undefined)]);
+      if (!polled) {
+        round.catch(() => undefined);
+        break;
+      }
+      statuses = polled;
       const update = monitoringUpdate(statuses, doneRate.baseline());
       // A source that waits or halts says why on a line of its own, once per new reason: with
       // counts alone, a source whose robots.txt cannot be read sat at 0 for minutes unexplained.
@@ -188,7 +198,7 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
     if (interrupt.failure && !interrupt.signal) {
       await stopWorker();
       const result = await serverLost(interrupt.failure, store, metadataFile, out);
-      return { ...result, exitNow: !workerStopped };
+      return { ...result, exitNow: true };
     }
     if (!interrupt.signal) throw err;
     // What failed after Ctrl-C (a status query to a server the terminal stopped too) is not news.
@@ -222,6 +232,8 @@ function watchForInterrupt(): {
   /** Why the run cannot go on (its server ended), when something other than a signal stops it. */
   readonly failure: string | undefined;
   fail(reason: string): void;
+  /** Settles at the first signal or failure. */
+  readonly stopped: Promise<void>;
   sleep(ms: number): Promise<void>;
   /**
    * For one round of calls to the server, aborted by the signal. A new one each round: the
@@ -234,9 +246,12 @@ function watchForInterrupt(): {
   let failure: string | undefined;
   let wake = () => undefined as void;
   let current = new AbortController();
+  let stop = () => undefined as void;
+  const stopped = new Promise<void>((resolve) => { stop = resolve; });
   const onSignal = (s: NodeJS.Signals) => {
     if (signal) process.exit(exitCodeOf(s));
     signal = s;
+    stop();
     wake();
     current.abort(new Error(`interrupted (${s})`));
   };
@@ -245,9 +260,11 @@ function watchForInterrupt(): {
   return {
     get signal() { return signal; },
     get failure() { return failure; },
+    stopped,
     fail: (reason) => {
       if (signal || failure) return;
       failure = reason;
+      stop();
       wake();
       current.abort(new Error(reason));
     },

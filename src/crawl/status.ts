@@ -67,7 +67,11 @@ export async function sourceStatus(client: Client, source: string, opts: { signa
 }
 
 async function statusOf(client: Client, source: string, opts: { signal?: AbortSignal; queryTimeoutMs?: number }): Promise<SourceStatus> {
+  // The client cancels a call when its signal aborts, but one made on a signal aborted already
+  // runs on, retrying a dead server until its deadline (~20 s).
+  opts.signal?.throwIfAborted();
   const { handle, status, description } = await describeMonitor(client, source);
+  opts.signal?.throwIfAborted();
   let stats: MonitorStats | null = null;
   if (status === 'RUNNING') {
     const timeoutMs = opts.queryTimeoutMs ?? STATUS_QUERY_TIMEOUT_MS;

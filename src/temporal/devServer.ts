@@ -66,12 +66,45 @@ function endWithThisProcess(pid: number): () => void {
   return () => { process.off('exit', onExit); };
 }
 
+/**
+ * Watches a server this process took over (not its child, so no exit event): `ended` settles
+ * once the process is gone, or a zombie, unless stop() came first. Polled each second.
+ */
+function watchProcess(pid: number, logFile: string): { ended: Promise<string>; stop(): void } {
+  let timer: NodeJS.Timeout | undefined;
+  const ended = new Promise<string>((resolve) => {
+    timer = setInterval(() => {
+      if (running(pid)) return;
+      clearInterval(timer);
+      resolve(`is no longer running (taken over from an earlier run, so how it ended is not known; its log: ${logFile})`);
+    }, 1000);
+    timer.unref();
+  });
+  return { ended, stop: () => clearInterval(timer) };
+}
+
+/** Alive and not a zombie: a taken-over server that was killed stays one until it is reaped. */
+function running(pid: number): boolean {
+  return alive(pid) && !zombie(pid);
+}
+
+/** A process that has ended but was not reaped (in a container whose init does not reap). */
+function zombie(pid: number): boolean {
+  try {
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z');
+  } catch {
+    return false;
+  }
+}
+
 /** Stops a server this process did not start (its starter died): SIGTERM, then SIGKILL after 10 s. */
 async function stopOrphan(pid: number, markerFile: string): Promise<void> {
   try {
     process.kill(pid, 'SIGTERM');
-    for (let waited = 0; waited < 10_000 && alive(pid); waited += 100) await new Promise((r) => setTimeout(r, 100));
-    if (alive(pid)) process.kill(pid, 'SIGKILL');
+    for (let waited = 0; waited < 10_000 && running(pid); waited += 100) await new Promise((r) => setTimeout(r, 100));
+    if (running(pid)) process.kill(pid, 'SIGKILL');
   } catch {
     // Gone already.
   }
@@ -86,8 +119,9 @@ export interface RunningServer {
   owned: boolean;
   stop(): Promise<void>;
   /**
-   * For a server this process started: settles, with how it ended and where its log is, if it
-   * ends before stop() (a crash, the OOM killer, someone's kill). Never settles otherwise.
+   * For a server this process owns (started, or took over from a run that died): settles, with
+   * how it ended and where its log is, if it ends before stop() (a crash, the OOM killer,
+   * someone's kill). Never settles otherwise.
    */
   exited?: Promise<string>;
 }
@@ -160,7 +194,11 @@ export async function ensureTemporalServer(opts: DevServerOptions): Promise<Runn
     if (orphan) fs.writeFileSync(markerFile, JSON.stringify({ ...marker, ownerPid: process.pid } satisfies ServerMarker));
     if (!orphan) return { address, uiUrl: marker.uiUrl, owned: false, stop: async () => undefined };
     const release = endWithThisProcess(marker.pid);
-    return { address, uiUrl: marker.uiUrl, owned: true, stop: async () => { release(); await stopOrphan(marker.pid, markerFile); } };
+    const watch = watchProcess(marker.pid, path.join(opts.dataDir, 'temporal-server.log'));
+    return {
+      address, uiUrl: marker.uiUrl, owned: true, exited: watch.ended,
+      stop: async () => { watch.stop(); release(); await stopOrphan(marker.pid, markerFile); },
+    };
   }
   const ip = opts.ip ?? '127.0.0.1';
   let port = opts.port ?? 7233;

@@ -99,9 +99,10 @@ describe('the embedded server (SQLite) stopped and restarted mid-crawl', () => {
     }
   });
 
-  it('stops `crawl run` with a clear error when its embedded server dies, and the same command finishes the crawl', async () => {
-    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'server-dies-'));
-    const urls = Array.from({ length: 30 }, (_, i) => origin.url(`/dies/${i}.jpg`));
+  /** `crawl run` of `count` URLs under /`name`/ at 4/s in a new directory, as a child process. */
+  const runCommand = (name: string, count: number) => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `${name}-`));
+    const urls = Array.from({ length: count }, (_, i) => origin.url(`/${name}/${i}.jpg`));
     const manifest = path.join(dataDir, 'manifest.txt');
     fs.writeFileSync(manifest, urls.join('\n'));
     const catalog = path.join(dataDir, 'catalog.json');
@@ -115,12 +116,18 @@ describe('the embedded server (SQLite) stopped and restarted mid-crawl', () => {
       const exited = new Promise<{ code: number | null; ms: number }>((resolve) => child.once('exit', (code) => resolve({ code, ms: Date.now() })));
       return { child, exited, stderr: () => stderr };
     };
+    const serverMarker = () => JSON.parse(fs.readFileSync(path.join(out, 'temporal', 'server.json'), 'utf8')) as { pid: number; ownerPid: number };
+    return { urls, out, run, serverMarker };
+  };
+
+  it('stops `crawl run` with a clear error when its embedded server dies, and the same command finishes the crawl', async () => {
+    const { urls, out, run, serverMarker } = runCommand('dies', 30);
     const first = run();
     try {
       const deadline = Date.now() + 60_000;
       while (origin.hits('/dies/').length < 5 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
       expect(origin.hits('/dies/').length).toBeGreaterThanOrEqual(5);
-      const { pid } = JSON.parse(fs.readFileSync(path.join(out, 'temporal', 'server.json'), 'utf8')) as { pid: number };
+      const { pid } = serverMarker();
       const killedAt = Date.now();
       process.kill(pid, 'SIGKILL');
       const ended = await first.exited;
@@ -139,5 +146,39 @@ describe('the embedded server (SQLite) stopped and restarted mid-crawl', () => {
     expect(records).toHaveLength(30);
     expect(new Set(records.map((r) => r.url))).toEqual(new Set(urls));
     expect(records.every((r) => r.outcome === 'done')).toBe(true);
+  });
+  it('also stops with a clear error when a server it took over from a killed run dies', async () => {
+    const { urls, out, run, serverMarker } = runCommand('orphan', 60);
+    const first = run();
+    try {
+      const deadline = Date.now() + 60_000;
+      while (origin.hits('/orphan/').length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      expect(origin.hits('/orphan/').length).toBeGreaterThanOrEqual(3);
+    } finally {
+      first.child.kill('SIGKILL'); // its server lives on, as after an OOM kill of the run
+    }
+    await first.exited;
+    const second = run();
+    try {
+      const deadline = Date.now() + 30_000;
+      while (serverMarker().ownerPid !== second.child.pid && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      expect(serverMarker().ownerPid).toBe(second.child.pid);
+      await new Promise((r) => setTimeout(r, 2000)); // its worker is polling
+      const killedAt = Date.now();
+      process.kill(serverMarker().pid, 'SIGKILL');
+      const ended = await second.exited;
+      // Before, a taken-over server was not watched: the run went on for ~30 s without a word.
+      expect(ended.ms - killedAt).toBeLessThan(20_000);
+      expect(ended.code).toBe(1);
+      expect(second.stderr()).toMatch(/crawl: the embedded Temporal server is no longer running \(taken over from an earlier run, so how it ended is not known; its log: .*temporal-server\.log\)\. Nothing is lost/);
+    } finally {
+      second.child.kill('SIGKILL');
+    }
+    const third = run();
+    const ended = await third.exited;
+    expect({ code: ended.code, stderr: third.stderr() }).toMatchObject({ code: 0 });
+    const records = readRecords(out);
+    expect(new Set(records.map((r) => r.url))).toEqual(new Set(urls));
+    expect(records).toHaveLength(60);
   });
 });
