@@ -19,7 +19,7 @@ import { startDemoSite } from '../demo/demo';
 import { storeFromEnv } from '../pipeline/store';
 import { invalidRate } from '../politeness/targetRate';
 import { pauseUpdate, resumeUpdate, setMaxRateUpdate, setRateUpdate } from '../workflows/messages';
-import { installTemporalRuntime, logWorkflowMessagesAt, metricsAddressFromEnv } from '../temporal/runtime';
+import { endIdleTemporalRuntime, installTemporalRuntime, logWorkflowMessagesAt, metricsAddressFromEnv } from '../temporal/runtime';
 import { installCrashReport } from './crashReport';
 import { envText } from '../shared/env';
 
@@ -383,7 +383,7 @@ export async function main(argv: string[]): Promise<void> {
   installCrashReport(log);
   try {
     // Only those: `crawl status` beside a worker would find the worker's port taken.
-    installTemporalRuntime(undefined, runsWorker(argv[2]) ? metricsAddressFromEnv() : undefined);
+    installTemporalRuntime(undefined, runsWorker(argv[2]) ? metricsAddressFromEnv() : undefined, true);
   } catch (err) {
     process.stderr.write(`crawl: ${(err as Error).message}\n`);
     process.exitCode = 1;
@@ -400,6 +400,8 @@ export async function main(argv: string[]): Promise<void> {
     if (isClosedStdout(err)) return;
     process.stderr.write(`crawl: ${(err as Error).message}\n`);
     process.exitCode = process.exitCode || 1;
+  } finally {
+    await endIdleTemporalRuntime();
   }
 }
 

@@ -1,7 +1,7 @@
 import { setMaxListeners } from 'node:events';
 import fs from 'node:fs';
 import path from 'node:path';
-import type { Worker } from '@temporalio/worker';
+import type { NativeConnection, Worker } from '@temporalio/worker';
 import { storeFromEnv, type ObjectStore } from '../pipeline/store';
 import { log } from '../shared/log';
 import { connectClient, connectWorker, ensureSearchAttributes, TASK_QUEUE } from '../temporal/connect';
@@ -86,6 +86,7 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
   const server = await ensureTemporalServer({ dataDir: path.join(opts.outDir, 'temporal'), ifPortTaken: 'another' });
   let worker: Worker | undefined;
   let workerDone: Promise<void> | undefined;
+  let workerConnection: NativeConnection | undefined;
   const interrupt = watchForInterrupt();
   // The server ending under us (a crash, the OOM killer) stops the run as Ctrl-C would, saying
   // so: otherwise a status query failed ~30 s later without a word of why, and a Ctrl-C
@@ -102,8 +103,8 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
     const client = await connectClient(server.address);
     await ensureSearchAttributes(client);
     if (deps) {
-      const connection = await connectWorker(server.address);
-      worker = await createCrawlWorker({ connection, deps });
+      workerConnection = await connectWorker(server.address);
+      worker = await createCrawlWorker({ connection: workerConnection, deps });
       workerDone = worker.run();
     }
     const summary = await startCrawl({
@@ -206,7 +207,12 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
     return interrupted(interrupt.signal, store, metadataFile, out);
   } finally {
     interrupt.dispose();
-    if (workerStopped) await stopWorker();
+    if (workerStopped) {
+      await stopWorker();
+      // The SDK's runtime ends with its last native connection, and while it runs, forwarding
+      // its log lines keeps the process from exiting.
+      await workerConnection?.close();
+    }
     await server.stop();
   }
 }

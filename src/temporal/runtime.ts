@@ -67,16 +67,23 @@ export function servesMetrics(): boolean {
  * Routes the Temporal SDK's own logs into our JSON-lines logger (once per process), and serves
  * Prometheus metrics at `metricsAddress` when one is given.
  */
-export function installTemporalRuntime(level: LogLevel = asLevel(process.env.TEMPORAL_LOG_LEVEL, 'WARN'), metricsAddress?: string): void {
+export function installTemporalRuntime(level: LogLevel = asLevel(process.env.TEMPORAL_LOG_LEVEL, 'WARN'), metricsAddress?: string, forwardCoreLogs = false): void {
   if (installed) return;
   installed = true;
   const pass = makeSdkLogFilter(level, () => ownMessagesLevel);
   // The SDK drops entries below the DefaultLogger's level before they reach us; our filter
   // decides per component, so the SDK passes everything from INFO (or the lower level asked) on.
   const lowest = LEVELS[Math.min(RANK[level], RANK.INFO)]!;
-  const telemetryOptions = metricsAddress === undefined ? {} : {
-    // Counters end in _total and durations are in seconds, as Prometheus's conventions ask.
-    telemetryOptions: { metrics: { prometheus: { bindAddress: metricsAddress, countersTotalSuffix: true, useSecondsForDurations: true } } },
+  const telemetryOptions = {
+    telemetryOptions: {
+      // Unless told to forward them, the SDK's core (Rust) writes its own log lines to stdout as
+      // coloured text: a `crawl run` whose server went away printed "gRPC call
+      // poll_workflow_task_queue retried 7 times" lines among its monitoring_update JSON. A
+      // forwarding runtime keeps the process alive while it runs: see endIdleTemporalRuntime.
+      ...(forwardCoreLogs ? { logging: { forward: {}, filter: { core: level, other: 'ERROR' as LogLevel } } } : {}),
+      // Counters end in _total and durations are in seconds, as Prometheus's conventions ask.
+      ...(metricsAddress === undefined ? {} : { metrics: { prometheus: { bindAddress: metricsAddress, countersTotalSuffix: true, useSecondsForDurations: true } } }),
+    },
   };
   try {
     install(lowest, pass, telemetryOptions);
@@ -101,4 +108,14 @@ function install(lowest: LogLevel, pass: ReturnType<typeof makeSdkLogFilter>, te
       log[method](fields, entry.message);
     }),
   });
+}
+
+/**
+ * Ends the SDK's runtime when nothing uses it. It ends by itself when its last worker connection
+ * closes; one that forwards core logs and never had one (a command with no worker, an error before
+ * the worker connected) would keep the process from exiting.
+ */
+export async function endIdleTemporalRuntime(): Promise<void> {
+  const runtime = Runtime._instance as (Runtime & { isIdle(): boolean }) | undefined;
+  if (runtime?.isIdle()) await runtime.shutdown();
 }

@@ -111,10 +111,11 @@ describe('the embedded server (SQLite) stopped and restarted mid-crawl', () => {
     const run = () => {
       const child = spawn(process.execPath, [CLI, 'run', manifest, '--catalog', catalog, '--out', out, '--allow-network', '127.0.0.0/8'], { env: { ...process.env, CRAWL_LOG_LEVEL: 'error' }, stdio: ['ignore', 'pipe', 'pipe'] });
       let stderr = '';
+      let stdout = '';
       child.stderr.on('data', (d) => { stderr += d; });
-      child.stdout.resume();
+      child.stdout.on('data', (d) => { stdout += d; });
       const exited = new Promise<{ code: number | null; ms: number }>((resolve) => child.once('exit', (code) => resolve({ code, ms: Date.now() })));
-      return { child, exited, stderr: () => stderr };
+      return { child, exited, stderr: () => stderr, stdout: () => stdout };
     };
     const serverMarker = () => JSON.parse(fs.readFileSync(path.join(out, 'temporal', 'server.json'), 'utf8')) as { pid: number; ownerPid: number };
     return { urls, out, run, serverMarker };
@@ -136,6 +137,11 @@ describe('the embedded server (SQLite) stopped and restarted mid-crawl', () => {
       expect(ended.ms - killedAt).toBeLessThan(20_000);
       expect(ended.code).toBe(1);
       expect(first.stderr()).toMatch(/crawl: the embedded Temporal server was killed by SIGKILL \(its log: .*temporal-server\.log\)\. Nothing is lost: run the same command again to continue where this run stopped\./);
+      // Logs are JSON lines on stderr, the SDK core's too (it retries the dead server for seconds,
+      // and printed that to stdout as coloured text among the monitoring_update lines).
+      const isJsonObject = (line: string) => { try { return typeof JSON.parse(line) === 'object'; } catch { return false; } };
+      expect(first.stderr().split('\n').filter((l) => l && !l.startsWith('crawl: ') && !isJsonObject(l))).toEqual([]);
+      expect(first.stdout().split('\n').filter((l) => l.includes('\x1b[') || l.includes('temporalio_') || l.includes('"level"'))).toEqual([]);
     } finally {
       first.child.kill('SIGKILL');
     }
