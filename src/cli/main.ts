@@ -158,13 +158,17 @@ export function buildProgram(): Command {
       await ensureSearchAttributes(client);
       await client.connection.close();
       const connection = await connectWorker();
-      const worker = await createCrawlWorker({ connection, taskQueue: opts.taskQueue, deps });
-      log.info({ event: 'worker.start', taskQueue: opts.taskQueue }, 'worker running');
-      const running = worker.run();
-      // Ctrl-C / SIGTERM drain the worker; activities in flight finish or are retried elsewhere.
-      void untilSignal().then(() => { if (worker.getState() === 'RUNNING') worker.shutdown(); });
-      await running;
-      await connection.close();
+      // Closed however the worker ends: the SDK's runtime, which forwards its logs, ends with it.
+      try {
+        const worker = await createCrawlWorker({ connection, taskQueue: opts.taskQueue, deps });
+        log.info({ event: 'worker.start', taskQueue: opts.taskQueue }, 'worker running');
+        const running = worker.run();
+        // Ctrl-C / SIGTERM drain the worker; activities in flight finish or are retried elsewhere.
+        void untilSignal().then(() => { if (worker.getState() === 'RUNNING') worker.shutdown(); });
+        await running;
+      } finally {
+        await connection.close();
+      }
     });
 
   const collect = (value: string, previous: string[]) => [...previous, value];
