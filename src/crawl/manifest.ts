@@ -72,15 +72,18 @@ function checkUrl(raw: string): URL | string {
   // parses as https://a/x.jpgmuseum): the URL crawled would not be the one given.
   const ws = /[\t\r\n]/.exec(raw.trim());
   if (ws) return `URL contains a ${ws[0] === '\t' ? 'tab (a tab-separated file? write CSV with a "url" column, or NDJSON)' : 'line break'}: ${JSON.stringify(raw.slice(0, 120))}`;
-  // `a.example:8080/x.jpg` parses, with `a.example:` as its scheme.
-  if (/^[a-z0-9-]+(\.[a-z0-9-]+)+:\d+([/?]|$)/i.test(raw.trim())) return `not a URL: ${JSON.stringify(raw.slice(0, 120))}${notUrlHint(raw.trim())}`;
+  const notUrl = (hint: string) => `not a URL: ${JSON.stringify(raw.slice(0, 120))}${hint}`;
   let u: URL;
   try {
     u = new URL(raw);
   } catch {
-    return `not a URL: ${JSON.stringify(raw.slice(0, 120))}${notUrlHint(raw.trim())}`;
+    return notUrl(notUrlHint(raw.trim()));
   }
-  if (u.protocol !== 'http:' && u.protocol !== 'https:') return `scheme ${u.protocol} not allowed (http and https only)`;
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') {
+    // `a.example:8080/x.jpg` parses, with `a.example:` as its scheme.
+    const hint = notUrlHint(raw.trim());
+    return hint ? notUrl(hint) : `scheme ${u.protocol} not allowed (http and https only)`;
+  }
   if (u.username || u.password) return 'credentials in URLs are not allowed';
   // A fragment is never sent to the server: x.jpg#a and x.jpg#b are one image, crawled once.
   u.hash = '';

@@ -33,8 +33,37 @@ export function describeNonImage(b: Buffer): string {
   const head = b.subarray(0, 1024).toString('latin1').replace(/^\uFEFF|^\xEF\xBB\xBF/, '').trimStart().toLowerCase();
   if (/^(<\?xml[^>]*>\s*)?(<!--[\s\S]*?-->\s*)*(<!doctype svg[^>]*>\s*)?<svg[\s>]/.test(head)) return 'an SVG (vector) image, which is not analysed';
   if (head.startsWith('<!doctype html') || head.startsWith('<html') || /^<(head|body|meta|title)[\s>]/.test(head)) return 'an HTML page';
+  const known = OTHER_FORMATS.find(([, is]) => is(b));
+  if (known) return known[0];
+  const text = textStart(b);
+  if (text !== undefined) return `${/^[[{]/.test(text) ? 'JSON' : 'text'} starting ${JSON.stringify(text)}`;
   const hex = [...b.subarray(0, 8)].map((x) => x.toString(16).padStart(2, '0')).join(' ');
   return `unrecognised leading bytes (${hex})`;
+}
+
+const startsWith = (b: Buffer, bytes: number[]) => b.length >= bytes.length && bytes.every((x, i) => b[i] === x);
+
+/** Other things image URLs serve, by their first bytes: formats sharp does not read, and mistakes. */
+const OTHER_FORMATS: [string, (b: Buffer) => boolean][] = [
+  ['a PDF document', (b) => b.toString('latin1', 0, 5) === '%PDF-'],
+  ['a JPEG XL image, which is not analysed', (b) => startsWith(b, [0xff, 0x0a]) || startsWith(b, [0, 0, 0, 0x0c, 0x4a, 0x58, 0x4c, 0x20])],
+  ['a JPEG 2000 image, which is not analysed', (b) => startsWith(b, [0, 0, 0, 0x0c, 0x6a, 0x50, 0x20, 0x20]) || startsWith(b, [0xff, 0x4f, 0xff, 0x51])],
+  // BM, then a header whose size is one of the BMP versions': "BM" alone starts words too.
+  ['a BMP image, which is not analysed', (b) => b.length >= 18 && b.toString('latin1', 0, 2) === 'BM' && [12, 40, 52, 56, 64, 108, 124].includes(b.readUInt32LE(14))],
+  ['an ICO icon, which is not analysed', (b) => startsWith(b, [0, 0, 1, 0]) && b.length >= 6 && b.readUInt16LE(4) > 0],
+  ['a Photoshop document, which is not analysed', (b) => b.toString('latin1', 0, 4) === '8BPS'],
+  // Compressed without saying so in Content-Encoding (which the fetcher would have decoded).
+  ['gzip-compressed data', (b) => startsWith(b, [0x1f, 0x8b])],
+  ['a zip archive', (b) => startsWith(b, [0x50, 0x4b, 0x03, 0x04])],
+];
+
+/** The body's first characters when it begins as UTF-8 text (an error message, JSON), else undefined. */
+function textStart(b: Buffer): string | undefined {
+  const head = b.subarray(0, 256).toString('utf8').replace(/\uFFFD$/, ''); // a character cut at 256 bytes
+  // eslint-disable-next-line no-control-regex
+  if (/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f\uFFFD]/.test(head)) return undefined;
+  const text = head.replace(/^\uFEFF/, '').replace(/\s+/g, ' ').trim();
+  return text === '' ? undefined : text.length > 40 ? `${text.slice(0, 40)}...` : text;
 }
 
 export interface Analysis {

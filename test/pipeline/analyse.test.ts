@@ -64,7 +64,15 @@ describe('image analysis (real sharp)', () => {
     ['\n  <html lang="en">', 'an HTML page'],
     ['<?xml version="1.0"?>\n<!-- logo -->\n<svg xmlns="http://www.w3.org/2000/svg"/>', 'an SVG (vector) image, which is not analysed'],
     ['\uFEFF<svg width="10">', 'an SVG (vector) image, which is not analysed'],
-    ['{"error":"x"}', 'unrecognised leading bytes (7b 22 65 72 72 6f 72 22)'],
+    ['{"error":"x"}', 'JSON starting "{\\"error\\":\\"x\\"}"'],
+    ['Access Denied\r\n\r\nYou don\'t have permission to access this resource on this server.', 'text starting "Access Denied You don\'t have permission ..."'],
+    ['%PDF-1.7\n%\xe2\xe3', 'a PDF document'],
+    [Buffer.from([0xff, 0x0a, 0xfa, 0x7f]), 'a JPEG XL image, which is not analysed'],
+    [Buffer.concat([Buffer.from('BM'), Buffer.alloc(12), Buffer.from([40, 0, 0, 0])]), 'a BMP image, which is not analysed'],
+    ['BMW 3 series', 'text starting "BMW 3 series"'],
+    [Buffer.from([0, 0, 1, 0, 1, 0, 16, 16]), 'an ICO icon, which is not analysed'],
+    [Buffer.from([0x1f, 0x8b, 8, 0]), 'gzip-compressed data'],
+    [Buffer.from([0x00, 0x01, 0x02, 0x03, 0xfe, 0xfd, 0xfc, 0xfb, 0x10]), 'unrecognised leading bytes (00 01 02 03 fe fd fc fb)'],
   ])('names what a non-image body is in its reason: %j', async (body, reason) => {
     await expect(analyse(Buffer.from(body), 50_000_000)).rejects.toThrow(new ContentError(`not an image: ${reason}`));
   });
