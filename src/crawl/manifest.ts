@@ -20,13 +20,16 @@ const NOT_UTF8 = 'has bytes that are not UTF-8 (a Latin-1 or Windows-1252 file, 
 
 /** Throws a message an operator can act on unless `file` is a readable regular file. */
 export function assertReadableManifest(file: string): void {
+  // A manifest is read more than once (to identify it, then its lines), which a pipe cannot be.
+  const pipeHint = 'a manifest is read more than once, which a pipe cannot be: save it to a file; a gzip file is read as it is';
   let st: fs.Stats;
   try {
     st = fs.statSync(file);
   } catch {
-    throw new Error(`manifest ${file} does not exist`);
+    throw new Error(`manifest ${file} does not exist${file === '-' ? ` (standard input is not read: ${pipeHint})` : ''}`);
   }
-  if (!st.isFile()) throw new Error(`manifest ${file} is not a file`);
+  if (st.isDirectory()) throw new Error(`manifest ${file} is a directory, not a file`);
+  if (!st.isFile()) throw new Error(`manifest ${file} is not a regular file (${st.isFIFO() || st.isSocket() ? pipeHint : 'a device or other special file'})`);
   try {
     fs.accessSync(file, fs.constants.R_OK);
   } catch {

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -192,6 +193,16 @@ describe('manifests', () => {
       { line: 2, url: 'https://a.example/1.jpg', source: 'a.example' },
       { line: 3, error: expect.stringContaining('not UTF-8') },
     ]);
+  });
+
+  it('says why a pipe, standard input or a directory cannot be a manifest', () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'manifest-'));
+    const fifo = path.join(dir, 'urls');
+    execFileSync('mkfifo', [fifo]);
+    const pipeHint = 'a manifest is read more than once, which a pipe cannot be: save it to a file; a gzip file is read as it is';
+    expect(() => assertReadableManifest(fifo)).toThrow(`manifest ${fifo} is not a regular file (${pipeHint})`);
+    expect(() => assertReadableManifest('-')).toThrow(`manifest - does not exist (standard input is not read: ${pipeHint})`);
+    expect(() => assertReadableManifest(dir)).toThrow(`manifest ${dir} is a directory, not a file`);
   });
 
   it('refuses a binary file given as a manifest before reading it, instead of reporting thousands of bad lines', () => {
