@@ -107,8 +107,8 @@ function checkSource(s: unknown): string | undefined {
   return undefined;
 }
 
-/** Splits one CSV line (RFC 4180 quoting). */
-export function splitCsv(line: string): string[] {
+/** Splits one CSV line (RFC 4180 quoting) at `separator`. */
+export function splitCsv(line: string, separator = ','): string[] {
   const out: string[] = [];
   let cur = '';
   let quoted = false;
@@ -117,7 +117,7 @@ export function splitCsv(line: string): string[] {
     if (quoted) {
       if (c === '"' && line[i + 1] === '"') { cur += '"'; i++; } else if (c === '"') quoted = false; else cur += c;
     } else if (c === '"') quoted = true;
-    else if (c === ',') { out.push(cur); cur = ''; } else cur += c;
+    else if (c === separator) { out.push(cur); cur = ''; } else cur += c;
   }
   out.push(cur);
   return out.map((s) => s.trim());
@@ -173,15 +173,15 @@ export async function formatHint(path: string): Promise<string> {
   return 'none';
 }
 
-/** An image URL, then a comma or spaces and the rest of a line (tabs make a bad line of their own). */
-const URL_THEN_MORE = /^(https?:\/\/[^\s,?#]+\.(?:jpe?g|png|gif|webp|avif|tiff?|heic|heif|bmp|svg))(,| +)(.*)$/i;
+/** An image URL, then a separator (a comma, `;`, `|` or spaces) and the rest of a line (tabs make a bad line of their own). */
+const URL_THEN_MORE = /^(https?:\/\/[^\s,;|?#]+\.(?:jpe?g|png|gif|webp|avif|tiff?|heic|heif|bmp|svg))([,;|]| +)(.*)$/i;
 const SHAPE_SAMPLE = 20;
 
 /**
  * Throws, before anything starts, when a manifest's first lines (up to 20) show that the whole
  * file would be misread:
- * - a URL list whose every such line is an image URL followed by a comma or spaces and more (a CSV
- *   export without its header line, columns separated by spaces): `https://a.example/1.jpg,museum`
+ * - a URL list whose every such line is an image URL followed by a comma (`;`, `|`) or spaces and
+ *   more (a CSV export without its header line, columns separated by spaces): `https://a.example/1.jpg,museum`
  *   was crawled as that URL, comma and all, and each site answered 404. A list with only some
  *   such lines is read as before.
  * - NDJSON naming the source with another case of "source" ("Source"): keys are case-sensitive,
@@ -205,7 +205,7 @@ export async function assertManifestShape(path: string): Promise<void> {
     if (format !== 'lines') return;
     const m = URL_THEN_MORE.exec(text);
     if (!m) return;
-    first ??= { line: read.line, text, separator: m[2]!.startsWith(',') ? ',' : ' ' };
+    first ??= { line: read.line, text, separator: m[2]!.trim() || ' ' };
     if (++seen === SHAPE_SAMPLE) return throwColumns(path, first);
   }
   if (first) throwColumns(path, first);
@@ -227,9 +227,10 @@ function assertSourceKey(path: string, line: number, text: string): void {
 
 function throwColumns(path: string, first: { line: number; text: string; separator: string }): never {
   const shown = JSON.stringify(first.text.slice(0, 120));
-  if (first.separator === ',') {
+  if (first.separator !== ' ') {
+    const sep = first.separator;
     throw new Error(`manifest ${path} looks like CSV without its header line (line ${first.line}: ${shown}): read as a list of URLs, ` +
-      'each would be crawled with the comma and what follows it. Add a first line naming the columns (such as url,source), or leave only the URLs');
+      `each would be crawled with the "${sep}" and what follows it. Add a first line naming the columns (such as url${sep}source), or leave only the URLs`);
   }
   throw new Error(`manifest ${path} has more than a URL on its lines (line ${first.line}: ${shown}): read as a list of URLs, ` +
     'what follows the blank space would be part of each URL. Write CSV with a header line (such as url,source) or NDJSON, or leave only the URLs');
@@ -240,6 +241,7 @@ export async function* readManifest(path: string): AsyncGenerator<ManifestEntry>
   let urlCol = -1;
   let sourceCol = -1;
   let columns = 0;
+  let separator = ',';
   for await (const batch of readLines(manifestBytes(path), MAX_LINE_CHARS)) for (const read of batch) {
     const { line } = read;
     if ('tooLong' in read) {
@@ -276,24 +278,26 @@ export async function* readManifest(path: string): AsyncGenerator<ManifestEntry>
         continue;
       }
     } else if (format === 'csv') {
-      const cells = splitCsv(text);
       if (urlCol < 0) {
+        // The separator is the one with which the header names a url column: Excel writes `;` where
+        // the decimal mark is a comma, and tab-separated exports are as common.
+        separator = headerSeparator(text) ?? ',';
+        const cells = splitCsv(text, separator);
         urlCol = cells.findIndex((c) => c.toLowerCase() === 'url');
         sourceCol = cells.findIndex((c) => c.toLowerCase() === 'source');
         columns = filled(cells);
         if (urlCol < 0) {
-          // Commas found no url column: another separator may have.
-          const other = headerSeparator(text);
-          const hint = other && other !== ',' ? ` (columns must be separated by commas; this header uses ${other === '\t' ? 'tabs' : `"${other}"`})` : '';
-          yield { line, error: `CSV header has no "url" column${hint}; nothing can be read from this file` };
+          yield { line, error: 'CSV header has no "url" column; nothing can be read from this file' };
           return;
         }
         continue;
       }
+      const cells = splitCsv(text, separator);
       // More cells than the header has: an unquoted comma split a cell, and the url column may
       // hold half a URL (`museum,https://a.example/a,b.jpg` read https://a.example/a).
       if (filled(cells) > columns) {
-        yield { line, error: `${filled(cells)} columns where the header has ${columns}: a URL with a comma in it must be in double quotes` };
+        const name = separator === ',' ? 'comma' : separator === ';' ? 'semicolon' : separator === '\t' ? 'tab' : `"${separator}"`;
+        yield { line, error: `${filled(cells)} columns where the header has ${columns}: a URL with a ${name} in it must be in double quotes` };
         continue;
       }
       rawUrl = cells[urlCol];

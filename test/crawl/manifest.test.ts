@@ -96,7 +96,7 @@ describe('manifests', () => {
     ]);
   });
 
-  it('refuses a URL the parser would silently change (a tab, a line break), and says what a semicolon CSV is missing', async () => {
+  it('refuses a URL the parser would silently change (a tab, a line break)', async () => {
     // A tab-separated file read as a URL list: the URL parser drops the tab, and the URL would
     // have become https://x.example/1.pngmuseum.
     expect(await entries('m.txt', 'https://x.example/1.png\tmuseum\nhttps://x.example/2.png\t\n')).toEqual([
@@ -106,9 +106,20 @@ describe('manifests', () => {
     expect(await entries('m.ndjson', '{"url":"https://x.example/a\\nb.png"}\n')).toEqual([
       { line: 1, error: 'URL contains a line break: "https://x.example/a\\nb.png"' },
     ]);
-    expect(await entries('m.csv', 'source;url\nmuseum;https://m.example/1.jpg\n')).toEqual([
-      { line: 1, error: 'CSV header has no "url" column (columns must be separated by commas; this header uses ";"); nothing can be read from this file' },
+  });
+
+  it('reads CSV separated by semicolons (Excel where the decimal mark is a comma), tabs or bars, as its header says', async () => {
+    expect(await entries('m.csv', 'source;url\nmuseum;https://m.example/1.jpg\n;"https://m.example/a;b.jpg"\nmuseum;https://m.example/a;b.jpg\n')).toEqual([
+      { line: 2, url: 'https://m.example/1.jpg', source: 'museum' },
+      { line: 3, url: 'https://m.example/a;b.jpg', source: 'm.example' },
+      { line: 4, error: '3 columns where the header has 2: a URL with a semicolon in it must be in double quotes' },
     ]);
+    // Named .txt or .tsv, a header with a url column makes the file CSV all the same.
+    expect(await entries('urls.tsv', 'url\tsource\nhttps://m.example/1.jpg\tmuseum\n')).toEqual([{ line: 2, url: 'https://m.example/1.jpg', source: 'museum' }]);
+    expect(await entries('urls.txt', 'URL|Source\nhttps://m.example/1.jpg|museum\n')).toEqual([{ line: 2, url: 'https://m.example/1.jpg', source: 'museum' }]);
+    // A comma header with a url column stays a comma CSV, whatever else its names hold.
+    expect(await entries('m.csv', 'url,notes;misc\nhttps://m.example/1.jpg,a;b\n')).toEqual([{ line: 2, url: 'https://m.example/1.jpg', source: 'm.example' }]);
+    expect(await entries('m.csv', 'link;source\nhttps://m.example/1.jpg;museum\n')).toEqual([{ line: 1, error: 'CSV header has no "url" column; nothing can be read from this file' }]);
   });
 
   it('drops the fragment, which is never sent: one image however many fragments it is listed with', async () => {
@@ -140,8 +151,8 @@ describe('manifests', () => {
     const want = [{ line: 2, url: 'https://a.example/1.jpg', source: 'museum' }, { line: 3, url: 'https://a.example/2,3.jpg', source: 'a.example' }];
     for (const name of ['urls.txt', 'export', 'urls.csv']) expect(await entries(name, csv)).toEqual(want);
     expect(await entries('urls.txt', '"URL"\nhttps://a.example/1.jpg\n')).toEqual([{ line: 2, url: 'https://a.example/1.jpg', source: 'a.example' }]);
-    // Another separator is named, and nothing is crawled from the file (each URL would carry ";museum").
-    expect(await entries('urls.txt', 'url;source\nhttps://a.example/1.jpg;museum\n')).toEqual([{ line: 1, error: 'CSV header has no "url" column (columns must be separated by commas; this header uses ";"); nothing can be read from this file' }]);
+    // Another separator is read as the header has it (as a URL list, each URL would carry ";museum").
+    expect(await entries('urls.txt', 'url;source\nhttps://a.example/1.jpg;museum\n')).toEqual([{ line: 2, url: 'https://a.example/1.jpg', source: 'museum' }]);
     // A URL list, commas in its URLs included, is read as before.
     expect(await entries('urls.txt', '# list\nhttps://a.example/u,rl.jpg\n')).toEqual([{ line: 2, url: 'https://a.example/u,rl.jpg', source: 'a.example' }]);
   });
@@ -223,7 +234,8 @@ describe('manifests', () => {
     const write = (name: string, lines: string[]) => { const f = path.join(dir, name); fs.writeFileSync(f, `${lines.join('\n')}\n`); return f; };
     const rows = Array.from({ length: 30 }, (_, i) => `https://a.example/${i}.jpg,museum`);
     const headerless = write('urls.txt', ['# export', ...rows]);
-    await expect(assertManifestShape(headerless)).rejects.toThrow(`manifest ${headerless} looks like CSV without its header line (line 2: "https://a.example/0.jpg,museum"): read as a list of URLs, each would be crawled with the comma`);
+    await expect(assertManifestShape(headerless)).rejects.toThrow(`manifest ${headerless} looks like CSV without its header line (line 2: "https://a.example/0.jpg,museum"): read as a list of URLs, each would be crawled with the "," and what follows it. Add a first line naming the columns (such as url,source)`);
+    await expect(assertManifestShape(write('semi.txt', ['https://a.example/0.jpg;museum']))).rejects.toThrow('(such as url;source)');
     await expect(assertManifestShape(write('one.txt', ['https://a.example/0.JPG,']))).rejects.toThrow(/looks like CSV without its header line/);
     await expect(assertManifestShape(write('spaces', ['https://a.example/0.png museum', 'https://a.example/1.png  # the logo']))).rejects.toThrow(/has more than a URL on its lines \(line 1: "https:\/\/a.example\/0.png museum"\)/);
     // Read as before: with a header, with some plain URLs among them, commas in a path or a query.
