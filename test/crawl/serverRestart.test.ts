@@ -35,6 +35,13 @@ describe('the embedded server (SQLite) stopped and restarted mid-crawl', () => {
     if (savedAddress !== undefined) process.env.TEMPORAL_ADDRESS = savedAddress;
   });
 
+  /** Waits (up to a minute) until the origin has been asked for `count` paths under `prefix`. */
+  const originSaw = async (prefix: string, count: number) => {
+    const deadline = Date.now() + 60_000;
+    while (origin.hits(prefix).length < count && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    expect(origin.hits(prefix).length).toBeGreaterThanOrEqual(count);
+  };
+
   it('resumes the crawl from the kept file: every URL ends with exactly one record', async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'restart-'));
     const serverDir = path.join(dataDir, 'temporal');
@@ -70,9 +77,7 @@ describe('the embedded server (SQLite) stopped and restarted mid-crawl', () => {
       await ensureSearchAttributes(client);
       await startCrawl({ client, store: new LocalStore(path.join(dataDir, 'store')), manifest, catalog: new Map([[source, { rate: 4 }]]), taskQueue: 'restart-test' });
       await client.connection.close();
-      const deadline = Date.now() + 60_000;
-      while (origin.hits('/r/').length < 8 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-      expect(origin.hits('/r/').length).toBeGreaterThanOrEqual(8);
+      await originSaw('/r/', 8);
     } finally {
       await first.close();
     }
@@ -118,16 +123,24 @@ describe('the embedded server (SQLite) stopped and restarted mid-crawl', () => {
       return { child, exited, stderr: () => stderr, stdout: () => stdout };
     };
     const serverMarker = () => JSON.parse(fs.readFileSync(path.join(out, 'temporal', 'server.json'), 'utf8')) as { pid: number; ownerPid: number };
-    return { urls, out, run, serverMarker };
+    /** The same command again finishes the crawl: one `done` record per URL. */
+    const finishes = async () => {
+      const again = run();
+      const ended = await again.exited;
+      expect({ code: ended.code, stderr: again.stderr() }).toMatchObject({ code: 0 });
+      const records = readRecords(out);
+      expect(records).toHaveLength(count);
+      expect(new Set(records.map((r) => r.url))).toEqual(new Set(urls));
+      expect(records.every((r) => r.outcome === 'done')).toBe(true);
+    };
+    return { run, serverMarker, finishes };
   };
 
   it('stops `crawl run` with a clear error when its embedded server dies, and the same command finishes the crawl', async () => {
-    const { urls, out, run, serverMarker } = runCommand('dies', 30);
+    const { run, serverMarker, finishes } = runCommand('dies', 30);
     const first = run();
     try {
-      const deadline = Date.now() + 60_000;
-      while (origin.hits('/dies/').length < 5 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-      expect(origin.hits('/dies/').length).toBeGreaterThanOrEqual(5);
+      await originSaw('/dies/', 5);
       const { pid } = serverMarker();
       const killedAt = Date.now();
       process.kill(pid, 'SIGKILL');
@@ -145,21 +158,14 @@ describe('the embedded server (SQLite) stopped and restarted mid-crawl', () => {
     } finally {
       first.child.kill('SIGKILL');
     }
-    const second = run();
-    const ended = await second.exited;
-    expect({ code: ended.code, stderr: second.stderr() }).toMatchObject({ code: 0 });
-    const records = readRecords(out);
-    expect(records).toHaveLength(30);
-    expect(new Set(records.map((r) => r.url))).toEqual(new Set(urls));
-    expect(records.every((r) => r.outcome === 'done')).toBe(true);
+    await finishes();
   });
+
   it('also stops with a clear error when a server it took over from a killed run dies', async () => {
-    const { urls, out, run, serverMarker } = runCommand('orphan', 60);
+    const { run, serverMarker, finishes } = runCommand('orphan', 60);
     const first = run();
     try {
-      const deadline = Date.now() + 60_000;
-      while (origin.hits('/orphan/').length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-      expect(origin.hits('/orphan/').length).toBeGreaterThanOrEqual(3);
+      await originSaw('/orphan/', 3);
     } finally {
       first.child.kill('SIGKILL'); // its server lives on, as after an OOM kill of the run
     }
@@ -180,11 +186,6 @@ describe('the embedded server (SQLite) stopped and restarted mid-crawl', () => {
     } finally {
       second.child.kill('SIGKILL');
     }
-    const third = run();
-    const ended = await third.exited;
-    expect({ code: ended.code, stderr: third.stderr() }).toMatchObject({ code: 0 });
-    const records = readRecords(out);
-    expect(new Set(records.map((r) => r.url))).toEqual(new Set(urls));
-    expect(records).toHaveLength(60);
+    await finishes();
   });
 });

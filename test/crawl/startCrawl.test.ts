@@ -322,8 +322,12 @@ describe('startCrawl', () => {
       expect(urlsIn(store, two.sent, 'a.example')).toEqual([a(1), a(2)]);
     });
 
-    it('takes a gzip manifest for the same lines uncompressed, and continues it when it grows', async () => {
-      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'start-gzip-'));
+    const utf16 = (text: string) => Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(text, 'utf16le')]);
+    it.each([
+      ['gzip', 'm.txt.gz', (text: string) => zlib.gzipSync(text)],
+      ['UTF-16', 'm16.txt', utf16],
+    ])('takes a %s manifest for the same lines as plain text, and continues it when it grows', async (_kind, name, encode) => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'start-encoded-'));
       const store = new SlowStore();
       const lines = Array.from({ length: 12 }, (_, i) => a(i));
       const plain = path.join(dir, 'm.txt');
@@ -331,39 +335,17 @@ describe('startCrawl', () => {
       const one = recordingClient();
       const first = await startCrawl({ client: one.client, store, manifest: plain, taskQueue: 'q', chunkSize: 5 });
       finishAll(store, one.sent);
-      const gz = path.join(dir, 'm.txt.gz');
-      fs.writeFileSync(gz, zlib.gzipSync(`${lines.join('\n')}\n`));
-      const same = await startCrawl({ client: recordingClient().client, store, manifest: gz, taskQueue: 'q', chunkSize: 5 });
+      const encoded = path.join(dir, name);
+      fs.writeFileSync(encoded, encode(`${lines.join('\n')}\n`));
+      const same = await startCrawl({ client: recordingClient().client, store, manifest: encoded, taskQueue: 'q', chunkSize: 5 });
       expect(same.manifestId).toBe(first.manifestId);
       expect(same.sources.get('a.example')).toMatchObject({ urls: 12, alreadyDone: 12 });
-      // Compressed again with two more lines: only those are crawled.
-      fs.writeFileSync(gz, zlib.gzipSync(`${[...lines, a(12), a(13)].join('\n')}\n`));
+      // Written again with two more lines: only those are crawled.
+      fs.writeFileSync(encoded, encode(`${[...lines, a(12), a(13)].join('\n')}\n`));
       const two = recordingClient();
-      const grown = await startCrawl({ client: two.client, store, manifest: gz, taskQueue: 'q', chunkSize: 5 });
+      const grown = await startCrawl({ client: two.client, store, manifest: encoded, taskQueue: 'q', chunkSize: 5 });
       expect(grown.continues).toEqual({ lines: 12, path: plain });
       expect(urlsIn(store, two.sent, 'a.example')).toEqual([a(12), a(13)]);
-    });
-
-    it('takes a UTF-16 manifest for its UTF-8 text, and continues it when it grows', async () => {
-      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'start-utf16-'));
-      const store = new SlowStore();
-      const lines = Array.from({ length: 12 }, (_, i) => a(i));
-      const plain = path.join(dir, 'm.txt');
-      fs.writeFileSync(plain, `${lines.join('\n')}\n`);
-      const one = recordingClient();
-      const first = await startCrawl({ client: one.client, store, manifest: plain, taskQueue: 'q', chunkSize: 5 });
-      finishAll(store, one.sent);
-      const utf16 = (text: string) => Buffer.concat([Buffer.from([0xff, 0xfe]), Buffer.from(text, 'utf16le')]);
-      const wide = path.join(dir, 'm16.txt');
-      fs.writeFileSync(wide, utf16(`${lines.join('\n')}\n`));
-      const same = await startCrawl({ client: recordingClient().client, store, manifest: wide, taskQueue: 'q', chunkSize: 5 });
-      expect(same.manifestId).toBe(first.manifestId);
-      expect(same.sources.get('a.example')).toMatchObject({ urls: 12, alreadyDone: 12 });
-      fs.writeFileSync(wide, utf16(`${[...lines, a(12)].join('\n')}\n`));
-      const two = recordingClient();
-      const grown = await startCrawl({ client: two.client, store, manifest: wide, taskQueue: 'q', chunkSize: 5 });
-      expect(grown.continues).toEqual({ lines: 12, path: plain });
-      expect(urlsIn(store, two.sent, 'a.example')).toEqual([a(12)]);
     });
 
     it('gives a manifest with bytes that are not UTF-8 a new id (its lines read differently now), and continues it when it grows', async () => {
