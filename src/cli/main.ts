@@ -8,7 +8,7 @@ import type { WorkflowHandle } from '@temporalio/client';
 import { readCatalog } from '../crawl/catalog';
 import { exportRecords, exportRecordsToFile, type ExportSummary } from '../crawl/exportRecords';
 import { FailureTally } from '../crawl/failureTally';
-import { assertReadableManifest, assertManifestShape } from '../crawl/manifest';
+import { checkManifest } from '../crawl/manifest';
 import { runCrawl } from '../crawl/run';
 import { continuesNote, downloadedBeforeNote, duplicatesNote, emptyManifest, invalidRetryAfterCap, maxRateSetting, maxRetryAfterSetting, startCrawl, startWarnings } from '../crawl/start';
 import { callSignal } from '../shared/callSignal';
@@ -190,7 +190,8 @@ export function buildProgram(): Command {
         maxRetryAfterMs: maxRetryAfterSetting(opts.maxRetryAfter), halted: haltedAction(opts),
       });
       process.exitCode = result.exitCode;
-      // A worker that could not stop keeps the process alive, retrying a server that is gone.
+      // Its server is gone: what is left (a worker that could not stop, a call retrying the dead
+      // server) would only keep the process waiting.
       if (result.exitNow) process.exit(result.exitCode);
     });
 
@@ -203,8 +204,7 @@ export function buildProgram(): Command {
     .option('--max-rate <n>', 'global ceiling, requests/s per source, for the monitors this starts (also CRAWL_MAX_RATE)', parseRate)
     .option('--max-retry-after <s>', 'longest Retry-After honoured, seconds (default 900; also CRAWL_MAX_RETRY_AFTER_S)', parseRetryAfterCap)
     .action(async (manifest: string, opts: { catalog?: string; dataDir: string; maxRate?: number; maxRetryAfter?: number }) => {
-      assertReadableManifest(manifest);
-      await assertManifestShape(manifest);
+      await checkManifest(manifest);
       const maxRate = maxRateSetting(opts.maxRate);
       const maxRetryAfterMs = maxRetryAfterSetting(opts.maxRetryAfter);
       const store = storeFromEnv(opts.dataDir);

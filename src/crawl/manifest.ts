@@ -173,6 +173,15 @@ export async function formatHint(path: string): Promise<string> {
   return 'none';
 }
 
+/**
+ * What can be told of a manifest before anything starts: that it is a readable text file, and
+ * that its first lines will not be misread as a whole (assertManifestShape).
+ */
+export async function checkManifest(file: string): Promise<void> {
+  assertReadableManifest(file);
+  await assertManifestShape(file);
+}
+
 /** An image URL, then a separator (a comma, `;`, `|` or spaces) and the rest of a line (tabs make a bad line of their own). */
 const URL_THEN_MORE = /^(https?:\/\/[^\s,;|?#]+\.(?:jpe?g|png|gif|webp|avif|tiff?|heic|heif|bmp|svg))([,;|]| +)(.*)$/i;
 const SHAPE_SAMPLE = 20;

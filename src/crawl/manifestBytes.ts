@@ -79,14 +79,6 @@ export function utf16Of(head: Buffer): Utf16 | undefined {
 }
 
 /**
- * Whether the file's lines are its bytes as stored: lengths and offsets of its text are then
- * those of the file (not so for gzip or UTF-16, known only once read).
- */
-export function manifestReadAsStored(file: string): boolean {
-  return manifestCompression(file) === undefined && utf16Of(fileHead(file, 4)) === undefined;
-}
-
-/**
  * The manifest's text as UTF-8 bytes, streamed: a UTF-16 manifest is the same manifest as its
  * UTF-8 text (no byte-order mark), gzip or not. A damaged gzip file fails with a message saying so.
  */
@@ -125,7 +117,7 @@ async function* asUtf8(bytes: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
     return text;
   };
   for await (const chunk of bytes) {
-    let out = chunk;
+    let out: Buffer;
     if (head) {
       head = Buffer.concat([head, chunk]);
       if (head.length < 4) continue;

@@ -1,10 +1,9 @@
 import { createHash, type Hash } from 'node:crypto';
-import fs from 'node:fs';
 import path from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import type { ObjectStore } from '../pipeline/store';
 import { formatHint } from './manifest';
-import { manifestBytes, manifestReadAsStored } from './manifestBytes';
+import { manifestBytes } from './manifestBytes';
 
 /**
  * Which earlier manifest a manifest continues. Users grow a manifest by appending lines and start
@@ -96,9 +95,11 @@ function parseRecord(text: string, key: string): ManifestRecord {
  * the file, hashing it and taking the hash at each length an earlier manifest had.
  */
 export async function identifyManifest(file: string, store: ObjectStore): Promise<ManifestIdentity> {
-  // Lengths are of the lines' bytes: a gzip or UTF-16 manifest's are known once it has been read.
-  const size = manifestReadAsStored(file) ? fs.statSync(file).size : Infinity;
-  /** Earlier manifests shorter than this one, by length: candidates for its beginning. */
+  /**
+   * Earlier manifests by length: candidates for its beginning. Lengths are of the text's bytes
+   * (a gzip or UTF-16 file's are known only as it is read), so the pass below meets those that
+   * are shorter than this manifest, and no longer ones.
+   */
   const known = new Map<number, Map<string, string>>();
   const listed = new Set<string>();
   for await (const key of store.list(RECORDS)) {
@@ -106,7 +107,7 @@ export async function identifyManifest(file: string, store: ObjectStore): Promis
     if (!m) continue;
     listed.add(key);
     const bytes = Number(m[1]);
-    if (bytes === 0 || bytes >= size) continue;
+    if (bytes === 0) continue;
     const ids = known.get(bytes) ?? new Map<string, string>();
     known.set(bytes, ids.set(m[2]!, key));
   }

@@ -13,7 +13,7 @@ import { monitorWorkflowId, type MonitorOptions } from '../workflows/monitorStat
 import { readCatalog } from './catalog';
 import { exportRecordsToFile } from './exportRecords';
 import { FailureTally } from './failureTally';
-import { assertReadableManifest, assertManifestShape, manifestHasContent } from './manifest';
+import { checkManifest, manifestHasContent } from './manifest';
 import { continuesNote, downloadedBeforeNote, duplicatesNote, emptyManifest, nothingToCrawl, startCrawl, startWarnings, type StartSummary } from './start';
 import { DoneRate, monitoringUpdate, sourceStatus, statusTable, SourceNotes, stopMonitor, type SourceStatus } from './status';
 import { StatusPoller } from './statusPoller';
@@ -66,8 +66,7 @@ const WORKER_STOP_WITHOUT_SERVER_MS = 10_000;
 export async function runCrawl(opts: RunOptions): Promise<RunResult> {
   const out = opts.stream ?? process.stdout;
   // Inputs first: a typo in a path should not cost a server start.
-  assertReadableManifest(opts.manifest);
-  await assertManifestShape(opts.manifest);
+  await checkManifest(opts.manifest);
   const catalog = opts.catalog ? await readCatalog(opts.catalog) : undefined;
   if (!manifestHasContent(opts.manifest)) {
     // Nothing to start a server for; a manifest of blank lines only is caught here too.

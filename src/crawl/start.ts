@@ -13,7 +13,7 @@ import { PATCH_LEVEL } from '../workflows/patchLevel';
 import { MonitorModel, monitorWorkflowId, shownOf, type MonitorInput, type MonitorOptions } from '../workflows/monitorState';
 import { monitorSearchAttributes } from '../temporal/searchAttributes';
 import type { Catalog } from './catalog';
-import { assertReadableManifest, assertManifestShape, readManifest } from './manifest';
+import { checkManifest, readManifest } from './manifest';
 import { identifyManifest, type ManifestIdentity } from './manifestPortions';
 import { loadPriorWork, type PriorWork } from './priorWork';
 import { SeenUrls } from '../shared/seenUrls';
@@ -233,8 +233,7 @@ interface ChunkWritten {
 }
 
 export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
-  assertReadableManifest(opts.manifest);
-  await assertManifestShape(opts.manifest);
+  await checkManifest(opts.manifest);
   const identity = await identifyManifest(opts.manifest, opts.store);
   const { id, portions } = identity;
   let portionIndex = 0;

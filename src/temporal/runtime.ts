@@ -89,6 +89,7 @@ export function installTemporalRuntime(level: LogLevel = asLevel(process.env.TEM
     install(lowest, pass, telemetryOptions);
   } catch (err) {
     // The exporter binds when the runtime is made: a port in use fails here, before any work.
+    if (metricsAddress === undefined) throw err;
     throw new Error(`cannot serve metrics on ${metricsAddress} (CRAWL_METRICS_ADDRESS): ${(err as Error).message}`);
   }
   metricsServed = metricsAddress !== undefined;
