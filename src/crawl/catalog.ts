@@ -1,7 +1,8 @@
 import fs from 'node:fs/promises';
 import { TextDecoder } from 'node:util';
 import type { SourceConfig } from '../shared/types';
-import { invalidBurst, invalidRate } from '../politeness/targetRate';
+import { SOURCE_CONFIG_FIELDS, invalidSourceConfig } from '../politeness/targetRate';
+import { isPlainObject } from '../shared/plainObject';
 import { utf16Of } from './manifestBytes';
 
 /**
@@ -10,7 +11,7 @@ import { utf16Of } from './manifestBytes';
  */
 export type Catalog = Map<string, SourceConfig>;
 
-const FIELDS = ['name', 'imageCount', 'rate', 'burst'];
+const FIELDS: readonly string[] = ['name', ...SOURCE_CONFIG_FIELDS];
 
 export async function readCatalog(path: string): Promise<Catalog> {
   let text: string;
@@ -37,7 +38,7 @@ export async function readCatalog(path: string): Promise<Catalog> {
   const catalog: Catalog = new Map();
   entries.forEach((e, i) => {
     const where = `catalog ${path} entry ${i + 1}`;
-    if (!e || typeof e !== 'object') throw new Error(`${where}: expected an object`);
+    if (!isPlainObject(e)) throw new Error(`${where}: expected an object`);
     const { name, imageCount, rate, burst } = e as Record<string, unknown>;
     if (typeof name !== 'string' || name === '') throw new Error(`${where}: "name" is required`);
     // A misspelt field ("Rate", "rps") would otherwise be ignored, and the source crawled at the
@@ -46,17 +47,14 @@ export async function readCatalog(path: string): Promise<Catalog> {
     if (unknown.length) throw new Error(`${where} (${name}): unknown field${unknown.length > 1 ? 's' : ''} ${unknown.map((k) => JSON.stringify(k)).join(', ')} (the fields are ${FIELDS.join(', ')})`);
     // Two entries for one source: which should win is anyone's guess, so neither does.
     if (catalog.has(name)) throw new Error(`${where}: "${name}" is listed twice`);
-    if (imageCount !== undefined && (typeof imageCount !== 'number' || !Number.isInteger(imageCount) || imageCount < 0)) throw new Error(`${where} (${name}): imageCount must be a whole number >= 0`);
-    if (rate !== undefined && invalidRate(rate)) throw new Error(`${where} (${name}): ${invalidRate(rate)}`);
-    if (burst !== undefined && invalidBurst(burst)) throw new Error(`${where} (${name}): ${invalidBurst(burst)}`);
+    const bad = invalidSourceConfig({ imageCount, rate, burst });
+    if (bad) throw new Error(`${where} (${name}): ${bad}`);
     catalog.set(name, { imageCount: imageCount as number | undefined, rate: rate as number | undefined, burst: burst as number | undefined });
   });
   return catalog;
 }
 
 class CatalogError extends Error {}
-
-const isPlainObject = (v: unknown): v is object => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
  * An object keyed by source name, or the one entry of a one-line NDJSON catalogue, which looks

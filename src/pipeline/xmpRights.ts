@@ -1,4 +1,5 @@
 import { XMLParser } from 'fast-xml-parser';
+import { isPlainObject } from '../shared/plainObject';
 
 /**
  * Rights fields of an image's XMP packet. Photo tools (Lightroom, Photoshop, Bridge and the
@@ -51,7 +52,7 @@ export function readXmpRights(xmp: string | undefined): XmpRights {
     return NONE; // broken XMP does not make the image unusable
   }
   const d = (doc as { 'rdf:Description'?: unknown[] })['rdf:Description']?.[0];
-  if (!isNode(d)) return NONE;
+  if (!isPlainObject(d)) return NONE;
   // An element that came more than once (several descriptions gathered into one) is a list: its first counts.
   const one = (v: unknown) => (Array.isArray(v) ? v[0] : v);
   const webStatement = one(d['xmpRights:WebStatement']);
@@ -121,16 +122,14 @@ function webStatementAttribute(xmp: string): string | undefined {
 
 type Node = Record<string, unknown>;
 
-const isNode = (v: unknown): v is Node => typeof v === 'object' && v !== null && !Array.isArray(v);
-
 /** Every value under `key` anywhere in the tree (RDF nests descriptions in several ways). */
 function collect(v: unknown, key: string, out: Node[], depth: number): void {
   if (depth > 32) return;
   if (Array.isArray(v)) {
     for (const x of v) collect(x, key, out, depth + 1);
-  } else if (isNode(v)) {
+  } else if (isPlainObject(v)) {
     for (const [k, x] of Object.entries(v)) {
-      if (k === key) for (const d of [x].flat()) if (isNode(d)) out.push(d);
+      if (k === key) for (const d of [x].flat()) if (isPlainObject(d)) out.push(d);
       collect(x, key, out, depth + 1);
     }
   }
@@ -139,19 +138,19 @@ function collect(v: unknown, key: string, out: Node[], depth: number): void {
 function text(v: unknown): string | null {
   if (typeof v === 'string') return v.trim() || null;
   if (typeof v === 'number') return String(v);
-  if (isNode(v)) return text(v['#text']);
+  if (isPlainObject(v)) return text(v['#text']);
   return null;
 }
 
 function resource(v: unknown): string | null {
-  return isNode(v) ? text(v['@rdf:resource']) : null;
+  return isPlainObject(v) ? text(v['@rdf:resource']) : null;
 }
 
 /** The rdf:li items of an rdf:Seq, rdf:Bag or rdf:Alt (or a plain value). */
 function items(v: unknown): unknown[] {
-  if (!isNode(v)) return v === undefined ? [] : [v];
+  if (!isPlainObject(v)) return v === undefined ? [] : [v];
   const list = v['rdf:Seq'] ?? v['rdf:Bag'] ?? v['rdf:Alt'];
-  if (isNode(list) && Array.isArray(list['rdf:li'])) return list['rdf:li'];
+  if (isPlainObject(list) && Array.isArray(list['rdf:li'])) return list['rdf:li'];
   return [v];
 }
 
@@ -162,13 +161,13 @@ function joined(list: unknown[]): string | null {
 
 function langAlt(v: unknown): string | null {
   const list = items(v);
-  const preferred = list.find((li) => isNode(li) && li['@xml:lang'] === 'x-default') ?? list[0];
+  const preferred = list.find((li) => isPlainObject(li) && li['@xml:lang'] === 'x-default') ?? list[0];
   return text(preferred);
 }
 
 function licensorUrl(v: unknown): string | null {
   for (const li of items(v)) {
-    if (!isNode(li)) continue;
+    if (!isPlainObject(li)) continue;
     const nested: Node[] = [li];
     collect(li, 'rdf:Description', nested, 0);
     for (const n of nested) {

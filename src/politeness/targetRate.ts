@@ -38,3 +38,15 @@ export function invalidBurst(burst: unknown): string | undefined {
   }
   return undefined;
 }
+
+/** The fields of a source's configuration (a catalogue entry, a monitor's start input). */
+export const SOURCE_CONFIG_FIELDS = ['imageCount', 'rate', 'burst'] as const;
+
+/** Returns a message naming the first unusable value of a source's configuration, else undefined. */
+export function invalidSourceConfig(cfg: { imageCount?: unknown; rate?: unknown; burst?: unknown }): string | undefined {
+  const { imageCount, rate, burst } = cfg;
+  if (imageCount !== undefined && (typeof imageCount !== 'number' || !Number.isInteger(imageCount) || imageCount < 0)) return 'imageCount must be a whole number >= 0';
+  if (rate !== undefined && invalidRate(rate)) return invalidRate(rate);
+  if (burst !== undefined && invalidBurst(burst)) return invalidBurst(burst);
+  return undefined;
+}

@@ -1,5 +1,5 @@
 import {
-  ParentClosePolicy, allHandlersFinished, condition, continueAsNew, getExternalWorkflowHandle, log, setHandler,
+  ApplicationFailure, ParentClosePolicy, allHandlersFinished, condition, continueAsNew, getExternalWorkflowHandle, log, setHandler,
   setCurrentDetails, startChild, upsertSearchAttributes, workflowInfo, WorkflowIdReusePolicy,
 } from '@temporalio/workflow';
 import type { PolicyEvent } from '../politeness/governor';
@@ -14,6 +14,7 @@ import {
 } from './messages';
 import { MonitorModel, shownOf, type MonitorInput, type MonitorStats } from './monitorState';
 import { PATCH_LEVEL, patchesOf } from './patchLevel';
+import { checkMonitorInput, checkWorkItems } from './inputChecks';
 
 /** How much later a batch's first grant may slide when the batch starts late (see the main loop). */
 const START_FLOAT_MS = 15_000;
@@ -23,7 +24,11 @@ const START_FLOAT_MS = 15_000;
  * politeness. This file is the message table and the main loop; decisions live in
  * MonitorModel and the politeness policy.
  */
-export async function crawlMonitorWorkflow(input: MonitorInput): Promise<MonitorStats> {
+export async function crawlMonitorWorkflow(given: MonitorInput): Promise<MonitorStats> {
+  // Input written by hand that cannot be used fails the start, saying why (see inputChecks).
+  const checked = checkMonitorInput(given);
+  if ('problem' in checked) throw ApplicationFailure.nonRetryable(`invalid monitor input: ${checked.problem}`, 'InvalidMonitorInput');
+  const input = checked.input;
   const m = MonitorModel.fromInput(input, Date.now());
   const patched = patchesOf(input.patchLevel);
   let dirty = false;
@@ -57,7 +62,18 @@ export async function crawlMonitorWorkflow(input: MonitorInput): Promise<Monitor
     return `${shownTarget()} (capped by ${heldByCrawlDelay() ? CRAWL_DELAY_CAP : `the global ceiling of ${m.governor.cfg.globalCeiling}/s`})`;
   };
   setHandler(statsQuery, () => m.stats(Date.now()));
-  setHandler(addWorkSignal, (items: WorkItem[]) => { if (m.addWork(items)) wake(); });
+  setHandler(addWorkSignal, (items: WorkItem[]) => {
+    // A signal cannot be refused: what cannot be used is said where an operator looks.
+    const checked = checkWorkItems(items);
+    for (const problem of checked.problems) {
+      log.warn('addWork: work ignored', { source: m.state.source, problem });
+      m.alert(`addWork ignored: ${problem}`, Date.now());
+    }
+    // Only chunks written by hand come one by one (`crawl start` sends ranges), and reusing a
+    // chunkId for other URLs would otherwise lose them without a word.
+    for (const chunkId of m.repeatedChunkIds(checked.items)) m.alert(`addWork ignored: chunk ${JSON.stringify(chunkId)} was added before and is not crawled again. ${NEW_CHUNK_ID}`, Date.now());
+    if (m.addWork(checked.items) || checked.problems.length) wake();
+  });
   setHandler(requestTokensSignal, (req) => { m.onTokenRequest(req); wake(); });
   setHandler(reportOutcomesSignal, (report) => {
     // Only activities of this version report a Crawl-delay; a history from before it replays without.
@@ -184,6 +200,7 @@ export async function crawlMonitorWorkflow(input: MonitorInput): Promise<Monitor
         if (patched('probe-adopted-batch')) {
           await getExternalWorkflowHandle(batchId).signal(pingSignal).catch(() => {
             log.warn('adopted batch has ended already; its chunk counts as finished', { batchId });
+            m.alert(`chunk ${JSON.stringify(chunk.chunkId)} counts as finished: its batch ${batchId} has ended already. ${NEW_CHUNK_ID}`, Date.now());
             m.onBatchFinished({ batchId, chunkId: chunk.chunkId, urls: chunk.count });
           });
         }
@@ -273,6 +290,8 @@ export async function crawlMonitorWorkflow(input: MonitorInput): Promise<Monitor
     else await condition(() => dirty, Math.max(1, wakeAt - Date.now()));
   }
 }
+
+const NEW_CHUNK_ID = 'A chunkId names its URLs for good: give other URLs a new one.';
 
 function assertValid(message: string | undefined): void {
   if (message) throw new Error(message);

@@ -196,6 +196,11 @@ export class MonitorModel {
     return added;
   }
 
+  /** The ids of single chunks among `items` that were added before (addWork skips them). */
+  repeatedChunkIds(items: readonly WorkItem[]): string[] {
+    return items.flatMap((item) => (!isChunkRange(item) && this.state.seenChunkIds.includes(item.chunkId) ? [item.chunkId] : []));
+  }
+
   /** Chunks to start as batches now, within the in-flight bound; not while paused or halted. */
   takeChunksToStart(): WorkChunk[] {
     const mode = this.state.governor.mode;

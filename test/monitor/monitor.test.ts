@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { Client } from '@temporalio/client';
+import { Client, WorkflowFailedError } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
@@ -11,13 +11,13 @@ import { ceilings, maxInAnyWindow } from '../../src/politeness/pacing';
 import { slotCount } from '../../src/activities/pacedRunner';
 import { crawlBatchWorkflow } from '../../src/workflows/batch';
 import { crawlMonitorWorkflow } from '../../src/workflows/monitor';
-import { pauseUpdate, resumeUpdate, setMaxRateUpdate, setRateUpdate, statsQuery, stopUpdate } from '../../src/workflows/messages';
+import { addWorkSignal, pauseUpdate, resumeUpdate, setMaxRateUpdate, setRateUpdate, statsQuery, stopUpdate } from '../../src/workflows/messages';
 import { CRAWL_DONE, CRAWL_SOURCE, CRAWL_STATE, FINISHED, monitorSearchAttributes } from '../../src/temporal/searchAttributes';
 import { MonitorModel, shownOf } from '../../src/workflows/monitorState';
 import { WORKFLOWS_PATH } from '../../src/workers/worker';
 import { PATCH_LEVEL } from '../../src/workflows/patchLevel';
 import { actOnHalted } from '../../src/crawl/run';
-import type { BatchItem, FetchBatchInput, FetchBatchResult, RedirectHop, RequestOutcome } from '../../src/shared/types';
+import type { BatchItem, FetchBatchInput, FetchBatchResult, RedirectHop, RequestOutcome, WorkChunk } from '../../src/shared/types';
 
 describe('crawl monitor (time-skipping server)', () => {
   let env: TestWorkflowEnvironment;
@@ -773,5 +773,44 @@ describe('crawl monitor (time-skipping server)', () => {
     }));
     const history = await env.client.workflow.getHandle(workflowId).fetchHistory();
     await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, history, workflowId);
+  });
+
+  it('fails a start input it cannot use, saying why; says what addWork ignored; and says when a chunk id names work done before', async () => {
+    const { taskQueue, workflowId } = ids();
+    const { grants, acts } = scriptedActivities(() => ({ cls: 'done', status: 200 }));
+    const worker = await monitorWorker(env, taskQueue, acts);
+    const sent = () => grants.reduce((n, g) => n + g.sent, 0);
+    await worker.runUntil(async () => {
+      // As written by hand with the Temporal CLI: before, every workflow task of this monitor failed, for ever.
+      const bad = await env.client.workflow.start(crawlMonitorWorkflow, { taskQueue, workflowId: `${workflowId}-bad`, args: [{ source: 'bad.test', config: { rate: 'fast' as unknown as number } }] });
+      const failure = await bad.result().then(() => undefined, (err: WorkflowFailedError) => err.cause);
+      expect(failure).toBeInstanceOf(ApplicationFailure);
+      expect(failure!.message).toBe('invalid monitor input: config: rate must be a finite number of requests per second');
+
+      const url = (n: number) => `https://hand.test/img/${n}.jpg`;
+      const handle = await env.client.workflow.start(crawlMonitorWorkflow, {
+        taskQueue, workflowId, args: [{ source: 'hand.test', config: { rate: 2 }, options: { finishWhenDrained: false }, work: [{ chunkId: 'c1', urls: [url(0), url(1)] } as WorkChunk] }],
+      });
+      await env.sleep(30_000);
+      await handle.signal(addWorkSignal, [{ chunkId: 'c1', urls: [url(2)] } as WorkChunk, 'junk' as unknown as WorkChunk, { chunkId: 'c2', urls: [url(3)] } as WorkChunk]);
+      await env.sleep(30_000);
+      const stats = await handle.query(statsQuery);
+      expect(stats.urls).toMatchObject({ total: 3, finished: 3 });
+      expect(stats.counts.done).toBe(3);
+      expect(stats.alerts.join('\n')).toContain('addWork ignored: chunk "c1" was added before and is not crawled again. A chunkId names its URLs for good: give other URLs a new one.');
+      expect(stats.alerts.join('\n')).toContain('addWork ignored: work item 2 must be a chunk such as');
+      expect(await handle.executeUpdate(stopUpdate)).toBe('stopped');
+      await handle.result();
+      const sentBefore = sent();
+      expect(sentBefore).toBe(3);
+
+      // A new run of the monitor given chunk c1 again (its batch completed above): not crawled,
+      // as the same chunk from `crawl start` must not be, and said so.
+      const again = await env.client.workflow.execute(crawlMonitorWorkflow, {
+        taskQueue, workflowId, args: [{ source: 'hand.test', config: { rate: 2 }, work: [{ chunkId: 'c1', urls: [url(4)] } as WorkChunk] }],
+      });
+      expect(sent()).toBe(sentBefore);
+      expect(again.alerts.join('\n')).toMatch(new RegExp(`chunk "c1" counts as finished: its batch ${workflowId}/batch:c1 has ended already\\. A chunkId names its URLs for good`));
+    });
   });
 });

@@ -1,0 +1,160 @@
+import { DEFAULT_ADAPTIVE } from '../politeness/adaptiveRate';
+import { DEFAULT_BREAKER } from '../politeness/breaker';
+import { DEFAULT_GOVERNOR } from '../politeness/governor';
+import { DEFAULT_LATENCY } from '../politeness/latency';
+import { SOURCE_CONFIG_FIELDS, invalidRate, invalidSourceConfig } from '../politeness/targetRate';
+import { isChunkRange } from '../shared/chunkRanges';
+import { isPlainObject } from '../shared/plainObject';
+import type { WorkChunk, WorkItem } from '../shared/types';
+import { DEFAULT_MONITOR_OPTIONS, type MonitorInput } from './monitorState';
+
+/**
+ * Checks of what a monitor is given from outside: its start input and addWork's chunks. `crawl
+ * start` always sends good ones; these are for input written by hand with the Temporal CLI (the
+ * README shows how), where a misspelt field or a string where a number belongs made the
+ * monitor's every workflow task fail (a monitor stuck for ever, retried every few seconds) or
+ * crawl with NaN counts, or, for `"rate": "2"`, fall back to the default rate without a word.
+ *
+ * Unknown fields are refused in input without a patch level (written by hand: `crawl start`
+ * and continue-as-new always set one), so that input from a newer build, with fields this
+ * one does not know, still starts during a rollback.
+ */
+
+const CHUNK_FIELDS = ['chunkId', 'count', 'urls', 'spool'];
+const RANGE_NUMBERS = ['first', 'last', 'chunkSize', 'lastCount'] as const;
+const INPUT_FIELDS = ['source', 'config', 'work', 'options', 'governorConfig', 'carried', 'patchLevel'];
+const OPTION_FIELDS = [...Object.keys(DEFAULT_MONITOR_OPTIONS), 'taskQueue'];
+const GOVERNOR_PARTS: Record<string, readonly string[]> = {
+  adaptive: Object.keys(DEFAULT_ADAPTIVE), breaker: Object.keys(DEFAULT_BREAKER), latency: Object.keys(DEFAULT_LATENCY),
+};
+const GOVERNOR_NUMBERS = Object.keys(DEFAULT_GOVERNOR).filter((k) => !(k in GOVERNOR_PARTS));
+const GOVERNOR_FIELDS = [...Object.keys(GOVERNOR_PARTS), ...GOVERNOR_NUMBERS, 'globalCeiling'];
+
+const CHUNK_EXAMPLE = '{"chunkId": "c1", "urls": ["https://a.example/1.jpg"]}';
+
+/** A value as a short quote for a message. */
+function shown(v: unknown): string {
+  const s = JSON.stringify(v) ?? String(v);
+  return s.length > 40 ? `${s.slice(0, 40)}...` : s;
+}
+
+function unknownFields(obj: Record<string, unknown>, known: readonly string[], what: string): string | undefined {
+  const unknown = Object.keys(obj).filter((k) => !known.includes(k));
+  if (unknown.length === 0) return undefined;
+  return `${what} has unknown field${unknown.length > 1 ? 's' : ''} ${unknown.map((k) => JSON.stringify(k)).join(', ')} (its fields are ${known.join(', ')})`;
+}
+
+const isCount = (v: unknown, min: number) => typeof v === 'number' && Number.isInteger(v) && v >= min;
+
+/** The chunk as the monitor keeps it (an inline chunk's count may be left out), or what is wrong with it. */
+function checkChunk(item: Record<string, unknown>): WorkChunk | string {
+  const { chunkId, count, urls, spool } = item;
+  if (typeof chunkId !== 'string' || chunkId === '') return `a chunk needs a "chunkId" (a non-empty string): ${shown(item)}`;
+  const what = `chunk ${JSON.stringify(chunkId)}`;
+  const unknown = unknownFields(item, CHUNK_FIELDS, what);
+  if (unknown) return unknown;
+  if (urls !== undefined) {
+    if (!Array.isArray(urls) || urls.length === 0 || !urls.every((u) => typeof u === 'string')) return `${what}: "urls" must be a non-empty list of URL strings`;
+    if (count !== undefined && count !== urls.length) return `${what}: "count" is ${shown(count)} but it lists ${urls.length} URL${urls.length > 1 ? 's' : ''} (count may be left out)`;
+    return { chunkId, count: urls.length, urls: urls as string[], ...(typeof spool === 'string' ? { spool } : {}) };
+  }
+  if (typeof spool !== 'string' || spool === '') return `${what} has neither "urls" nor a "spool" file`;
+  if (!isCount(count, 1)) return `${what}: "count" must be the whole number of URLs in its spool file`;
+  return { chunkId, count: count as number, spool };
+}
+
+function rangeProblem(item: Record<string, unknown>): string | undefined {
+  if (typeof item.idPrefix !== 'string' || typeof item.spoolPrefix !== 'string') return `a chunk range needs string "idPrefix" and "spoolPrefix": ${shown(item)}`;
+  const bad = RANGE_NUMBERS.find((k) => !isCount(item[k], k === 'first' || k === 'last' ? 0 : 1));
+  if (bad) return `chunk range ${JSON.stringify(item.idPrefix)}: "${bad}" must be a whole number`;
+  const { first, last, chunkSize, lastCount } = item as Record<(typeof RANGE_NUMBERS)[number], number>;
+  if (last < first || lastCount > chunkSize) return `chunk range ${JSON.stringify(item.idPrefix)}: needs first <= last and lastCount <= chunkSize`;
+  return undefined;
+}
+
+/** addWork's chunks that can be used (inline chunks with their counts), and what is wrong with the others. */
+export function checkWorkItems(items: unknown): { items: WorkItem[]; problems: string[] } {
+  if (!Array.isArray(items)) return { items: [], problems: [`work must be a list of chunks such as [${CHUNK_EXAMPLE}], not ${shown(items)}`] };
+  const usable: WorkItem[] = [];
+  const problems: string[] = [];
+  items.forEach((item, i) => {
+    if (!isPlainObject(item)) {
+      problems.push(`work item ${i + 1} must be a chunk such as ${CHUNK_EXAMPLE}, not ${shown(item)}`);
+    } else if (isChunkRange(item as unknown as WorkItem)) {
+      const problem = rangeProblem(item);
+      if (problem) problems.push(problem);
+      else usable.push(item as unknown as WorkItem);
+    } else {
+      const chunk = checkChunk(item);
+      if (typeof chunk === 'string') problems.push(chunk);
+      else usable.push(chunk);
+    }
+  });
+  return { items: usable, problems };
+}
+
+function configProblem(config: unknown): string | undefined {
+  if (!isPlainObject(config)) return `"config" must be an object such as {"rate": 2}, not ${shown(config)}`;
+  return unknownFields(config, SOURCE_CONFIG_FIELDS, '"config"') ?? prefixed('config', invalidSourceConfig(config));
+}
+
+function optionsProblem(options: unknown, strict: boolean): string | undefined {
+  if (!isPlainObject(options)) return `"options" must be an object, not ${shown(options)}`;
+  if (strict) {
+    const unknown = unknownFields(options, OPTION_FIELDS, '"options"');
+    if (unknown) return unknown;
+  }
+  const { finishWhenDrained, taskQueue } = options;
+  if (finishWhenDrained !== undefined && typeof finishWhenDrained !== 'boolean') return 'options.finishWhenDrained must be true or false';
+  if (taskQueue !== undefined && (typeof taskQueue !== 'string' || taskQueue === '')) return 'options.taskQueue must be a non-empty string';
+  const bad = ['maxBatches', 'maxAttempts', 'maxHistoryEvents'].find((k) => options[k] !== undefined && !isCount(options[k], 1));
+  if (bad) return `options.${bad} must be a whole number >= 1`;
+  if (options.searchAttributeIntervalMs !== undefined && !isCount(options.searchAttributeIntervalMs, 0)) return 'options.searchAttributeIntervalMs must be a whole number >= 0';
+  return undefined;
+}
+
+function governorProblem(g: unknown, strict: boolean): string | undefined {
+  if (!isPlainObject(g)) return `"governorConfig" must be an object such as {"globalCeiling": 10}, not ${shown(g)}`;
+  if (strict) {
+    const unknown = unknownFields(g, GOVERNOR_FIELDS, '"governorConfig"');
+    if (unknown) return unknown;
+  }
+  if (g.globalCeiling !== undefined) {
+    const bad = invalidRate(g.globalCeiling);
+    if (bad) return `governorConfig.globalCeiling: ${bad}`;
+  }
+  for (const [part, fields] of Object.entries(GOVERNOR_PARTS)) {
+    const v = g[part];
+    if (v === undefined) continue;
+    if (!isPlainObject(v)) return `governorConfig.${part} must be an object`;
+    if (strict) {
+      const unknown = unknownFields(v, fields, `governorConfig.${part}`);
+      if (unknown) return unknown;
+    }
+    const bad = Object.keys(v).find((k) => typeof v[k] !== 'number' || !Number.isFinite(v[k]) || (v[k] as number) < 0);
+    if (bad) return `governorConfig.${part}.${bad} must be a number >= 0`;
+  }
+  const bad = GOVERNOR_NUMBERS.find((k) => g[k] !== undefined && (typeof g[k] !== 'number' || !Number.isFinite(g[k]) || (g[k] as number) < 0));
+  return bad ? `governorConfig.${bad} must be a number >= 0` : undefined;
+}
+
+function prefixed(where: string, problem: string | undefined): string | undefined {
+  return problem && `${where}: ${problem}`;
+}
+
+/** The input a monitor can start from (chunks as checkWorkItems keeps them), or why it cannot. */
+export function checkMonitorInput(input: unknown): { input: MonitorInput } | { problem: string } {
+  if (!isPlainObject(input)) return { problem: `the input must be an object such as {"source": "museum", "config": {"rate": 2}, "work": [${CHUNK_EXAMPLE}]}` };
+  const strict = input.patchLevel === undefined;
+  const { source, config, work, options, governorConfig } = input;
+  if (typeof source !== 'string' || source === '') return { problem: '"source" (the source\'s name, a non-empty string) is required' };
+  const problem = (strict ? unknownFields(input, INPUT_FIELDS, 'the input') : undefined)
+    ?? (config !== undefined ? configProblem(config) : undefined)
+    ?? (options !== undefined ? optionsProblem(options, strict) : undefined)
+    ?? (governorConfig !== undefined ? governorProblem(governorConfig, strict) : undefined);
+  if (problem) return { problem };
+  if (work === undefined) return { input: input as unknown as MonitorInput };
+  const checked = checkWorkItems(work);
+  if (checked.problems.length) return { problem: checked.problems.join('; ') };
+  return { input: { ...(input as unknown as MonitorInput), work: checked.items } };
+}

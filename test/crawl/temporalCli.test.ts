@@ -1,0 +1,74 @@
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { Origin } from '../../src/demo/origin';
+import { resolveTool } from '../../src/temporal/tools';
+import { createCrawlWorker, defaultDeps } from '../../src/workers/worker';
+import { monitorWorkflowId, type MonitorStats } from '../../src/workflows/monitorState';
+import { createLocalEnv } from '../support/temporal';
+import { jpeg } from '../support/images';
+
+const README = path.resolve(__dirname, '..', '..', 'README.md');
+
+/** The README's block of Temporal CLI commands, as an operator would paste it. */
+function readmeCommands(): string {
+  const text = fs.readFileSync(README, 'utf8');
+  const section = text.slice(text.indexOf('## The same operations with the Temporal CLI'));
+  const block = /```sh\n([\s\S]*?)```/.exec(section);
+  if (!block) throw new Error('README: no sh block under "The same operations with the Temporal CLI"');
+  return block[1]!;
+}
+
+function bash(script: string, env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn('bash', ['-c', `set -euo pipefail\n${script}`], { env: { ...process.env, ...env } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => { stdout += d; });
+    child.stderr.on('data', (d) => { stderr += d; });
+    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+describe("the README's Temporal CLI commands (local dev server, real worker, loopback origin)", () => {
+  let env: TestWorkflowEnvironment;
+  let origin: Origin;
+  beforeAll(async () => {
+    env = await createLocalEnv();
+    const body = await jpeg(400, 300);
+    origin = await new Origin().route('*', (req, res) => {
+      if (req.url === '/robots.txt') { res.writeHead(404); res.end(); return; }
+      res.writeHead(200, { 'content-type': 'image/jpeg', 'content-length': body.length });
+      res.end(body);
+    }).start('127.0.0.1', 0);
+  });
+  afterAll(async () => {
+    await origin?.stop();
+    await env?.teardown();
+  });
+
+  it('start, add work three ways, query, pause, resume, re-rate and stop a monitor, as written', async () => {
+    const commands = readmeCommands();
+    // The one change an operator makes: their own site for the example's.
+    expect(commands).toContain('https://museum.example/');
+    const script = commands.replaceAll('https://museum.example/', `http://127.0.0.1:${origin.port}/`);
+    const cli = resolveTool('temporal');
+    if (!cli) throw new Error('the pinned temporal CLI is needed: make setup');
+    const worker = await createCrawlWorker({
+      connection: env.nativeConnection,
+      deps: defaultDeps({ dataDir: fs.mkdtempSync(path.join(os.tmpdir(), 'temporal-cli-')), allowNetworks: ['127.0.0.0/8'] }),
+    });
+    await worker.runUntil(async () => {
+      const run = await bash(script, { PATH: `${path.dirname(cli)}:${process.env.PATH}`, TEMPORAL_ADDRESS: env.address });
+      expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: '' });
+      // The query came after all three chunks were added.
+      expect(run.stdout).toMatch(/QueryResult\s+\{.*"source":"museum".*"urls":\{[^}]*"total":3/);
+      const answers = [...run.stdout.matchAll(/^\s*Result\s+(.+)$/gm)].map((m) => m[1]);
+      expect(answers).toEqual(['paused', 'running', 'target 5/s', 'global ceiling 3/s, target 3/s', 'stopped']);
+      const final = (await env.client.workflow.getHandle(monitorWorkflowId('museum')).result()) as MonitorStats;
+      expect(final).toMatchObject({ state: 'stopped', target: 3, burst: 1, urls: { total: 3 } });
+    });
+  });
+});
