@@ -48,6 +48,12 @@ describe('the status table', () => {
     expect(monitoringUpdate([stopped]).sources.s!.state).toBe('stopped');
   });
 
+  it('says why a monitor failed or was terminated (a start input written by hand that it could not use)', () => {
+    const failed: SourceStatus = { source: 'bad', workflowStatus: 'FAILED', stats: null, ended: 'invalid monitor input: "config" has unknown field "Rate"' };
+    expect(statusTable([failed]).split('\n')[1]).toMatch(/^bad\s+failed\s+invalid monitor input: "config" has unknown field "Rate"$/);
+    expect(monitoringUpdate([failed]).sources.bad).toMatchObject({ state: 'failed', note: 'invalid monitor input: "config" has unknown field "Rate"' });
+  });
+
   it('says when a site\'s robots.txt Crawl-delay holds a source below its rate', () => {
     const r = running(3);
     const capped: SourceStatus = { ...r, stats: { ...r.stats!, rate: 0.5, target: 0.5, siteMaxRate: 0.5 } };

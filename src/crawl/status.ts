@@ -1,5 +1,5 @@
 import type { Client, WorkflowExecutionDescription, WorkflowHandle } from '@temporalio/client';
-import { WorkflowNotFoundError } from '@temporalio/client';
+import { WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import { CRAWL_DONE, CRAWL_ERRORS, CRAWL_RATE, CRAWL_STATE } from '../temporal/searchAttributes';
 import { callSignal } from '../shared/callSignal';
 import { STOPPED_BATCHES_WAIT_MS } from '../shared/heartbeat';
@@ -13,6 +13,8 @@ export interface SourceStatus {
   stats: MonitorStats | null;
   /** A running monitor that did not answer its status query: what its search attributes last said, and why. */
   unanswered?: { note: string; state?: string; rate?: number; done?: number; errors?: number };
+  /** Why a monitor that did not complete ended: its failure (a start input it could not use), or a termination's reason. */
+  ended?: string;
 }
 
 /** A status query is answered by a worker: with none running it would wait for one for ever. */
@@ -93,8 +95,16 @@ async function statusOf(client: Client, source: string, opts: { signal?: AbortSi
     }
   } else if (status === 'COMPLETED') {
     stats = (await handle.result()) as MonitorStats;
+  } else if (status !== 'CONTINUED_AS_NEW') {
+    const ended = await handle.result().then(() => undefined, (err: unknown) => whyEnded(err));
+    if (ended) return { source, workflowStatus: status, stats, ended };
   }
   return { source, workflowStatus: status, stats };
+}
+
+function whyEnded(err: unknown): string | undefined {
+  if (err instanceof WorkflowFailedError) return err.cause?.message || undefined;
+  return err instanceof Error ? err.message : undefined;
 }
 
 /** Every crawl monitor the server knows (running first), via the visibility store. */
@@ -149,7 +159,7 @@ export function monitoringUpdate(statuses: SourceStatus[], previous?: { atMs: nu
       errors += u?.errors ?? 0;
       sources[s.source] = {
         state, rate: u?.rate ?? 0, target: 0, done: u?.done ?? 0, errors: u?.errors ?? 0, linkrot: 0, content: 0, robots: 0, refused: 0, finished: 0, total: 0,
-        breaker: '', retryAfterUntil: null, crawlDelayUntil: null, robotsRetryAt: null, robotsError: null, robotsHostWait: null, storeRetryAt: null, storeError: null, ...(u ? { note: u.note } : {}),
+        breaker: '', retryAfterUntil: null, crawlDelayUntil: null, robotsRetryAt: null, robotsError: null, robotsHostWait: null, storeRetryAt: null, storeError: null, ...(u ? { note: u.note } : s.ended ? { note: s.ended } : {}),
       };
       continue;
     }
@@ -233,7 +243,7 @@ export function statusTable(statuses: SourceStatus[]): string {
     const note = state === 'stopped' ? `stopped by an operator${st?.haltReason ? ` (was halted: ${st.haltReason})` : ''}`
       : state === 'paused' && !st?.haltReason ? `paused by an operator${st?.coolingUntil ? `; its temporary halt lasts until ${st.coolingUntil}` : ''}`
       : st?.haltReason ?? (st && (waitingFor(st) ?? (s.workflowStatus === 'RUNNING' ? hostWaitNote(st) : undefined)))
-        ?? (st?.siteMaxRate != null ? `robots.txt Crawl-delay: at most ${st.siteMaxRate}/s${st.crawlDelayUntil ? `, next request not before ${st.crawlDelayUntil}` : ''}` : u?.note ?? '');
+        ?? (st?.siteMaxRate != null ? `robots.txt Crawl-delay: at most ${st.siteMaxRate}/s${st.crawlDelayUntil ? `, next request not before ${st.crawlDelayUntil}` : ''}` : u?.note ?? s.ended ?? '');
     rows.push([s.source, state, String(st?.rate ?? u?.rate ?? ''), String(st?.target ?? ''), st ? `${st.urls.finished}/${st.urls.total}` : '', String(st?.counts.done ?? u?.done ?? ''),
       String(st?.counts.linkrot ?? ''), String(st?.counts.content ?? ''), String(st?.counts.robots ?? ''), String(st?.counts.error ?? u?.errors ?? ''), note]);
   }
