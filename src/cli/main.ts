@@ -3,6 +3,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import { log } from '../shared/log';
 import { ensureTemporalServer } from '../temporal/devServer';
 import { connectClient, connectWorker, ensureSearchAttributes, TASK_QUEUE } from '../temporal/connect';
+import { errorText } from '../shared/errorText';
 import { checkWorkerConfig, createCrawlWorker, defaultDeps } from '../workers/worker';
 import type { WorkflowHandle } from '@temporalio/client';
 import { readCatalog } from '../crawl/catalog';
@@ -210,6 +211,10 @@ export function buildProgram(): Command {
       const store = storeFromEnv(opts.dataDir);
       await store.verify?.();
       const client = await connectClient();
+      // As a worker would: `crawl start` may come first on a new server, whose monitors could
+      // not start without them. Where registering is not allowed (the operator's job), the
+      // start says what is missing itself.
+      await ensureSearchAttributes(client).catch(() => undefined);
       const summary = await startCrawl({
         client, store, manifest, taskQueue: TASK_QUEUE, maxRate, maxRetryAfterMs,
         catalog: opts.catalog ? await readCatalog(opts.catalog) : undefined,
@@ -402,7 +407,7 @@ export async function main(argv: string[]): Promise<void> {
     await buildProgram().parseAsync(argv);
   } catch (err) {
     if (isClosedStdout(err)) return;
-    process.stderr.write(`crawl: ${(err as Error).message}\n`);
+    process.stderr.write(`crawl: ${errorText(err)}\n`);
     process.exitCode = process.exitCode || 1;
   } finally {
     await endIdleTemporalRuntime();

@@ -7,10 +7,12 @@ import { Origin } from '../../src/demo/origin';
 import { resolveTool } from '../../src/temporal/tools';
 import { createCrawlWorker, defaultDeps } from '../../src/workers/worker';
 import { monitorWorkflowId, type MonitorStats } from '../../src/workflows/monitorState';
+import { TestWorkflowEnvironment as Env } from '@temporalio/testing';
 import { createLocalEnv } from '../support/temporal';
 import { jpeg } from '../support/images';
 
-const README = path.resolve(__dirname, '..', '..', 'README.md');
+const ROOT = path.resolve(__dirname, '..', '..');
+const README = path.join(ROOT, 'README.md');
 
 /** The README's block of Temporal CLI commands, as an operator would paste it. */
 function readmeCommands(): string {
@@ -70,5 +72,25 @@ describe("the README's Temporal CLI commands (local dev server, real worker, loo
       const final = (await env.client.workflow.getHandle(monitorWorkflowId('museum')).result()) as MonitorStats;
       expect(final).toMatchObject({ state: 'stopped', target: 3, burst: 1, urls: { total: 3 } });
     });
+  });
+});
+
+describe('crawl start on a server no crawl worker has used yet', () => {
+  it('registers the search attributes its monitors start with, instead of failing with "Failed to signalWithStart Workflow"', async () => {
+    if (!fs.existsSync(path.join(ROOT, 'dist', 'src', 'cli', 'main.js'))) throw new Error('build first: npm run build (make test does it)');
+    const cli = resolveTool('temporal');
+    // A plain dev server, as `temporal server start-dev` or a new namespace gives: no CrawlState.
+    const plain = await Env.createLocal({ server: { executable: cli ? { type: 'existing-path', path: cli } : { type: 'cached-download' }, ip: '127.0.0.1' } });
+    try {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'plain-server-'));
+      fs.writeFileSync(path.join(dir, 'urls.txt'), 'http://127.0.0.1:9/a.jpg\n');
+      const run = await bash(`node ${ROOT}/bin/crawl start ${dir}/urls.txt --data-dir ${dir}/data`, { TEMPORAL_ADDRESS: plain.address });
+      expect({ code: run.code, stdout: run.stdout }).toEqual({ code: 0, stdout: '127.0.0.1:9: 1 URLs in 1 chunk(s)\n' });
+      const description = await plain.client.workflow.getHandle(monitorWorkflowId('127.0.0.1:9')).describe();
+      expect(description.status.name).toBe('RUNNING');
+      await plain.client.workflow.getHandle(monitorWorkflowId('127.0.0.1:9')).terminate('test over');
+    } finally {
+      await plain.teardown();
+    }
   });
 });

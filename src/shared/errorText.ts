@@ -1,0 +1,15 @@
+/**
+ * An error's message followed by its causes' that it does not already hold. The Temporal SDK's
+ * errors say only which call failed ("Failed to signalWithStart Workflow"); the server's reason
+ * ("Namespace default has no mapping defined for search attribute CrawlState") is in the cause.
+ */
+export function errorText(err: unknown): string {
+  const parts: string[] = [];
+  let e: unknown = err;
+  for (let depth = 0; e !== undefined && e !== null && depth < 5; depth++) {
+    const message = e instanceof Error ? e.message : String(e);
+    if (message && !parts.some((p) => p.includes(message))) parts.push(message);
+    e = (e as { cause?: unknown }).cause;
+  }
+  return parts.join(': ');
+}
