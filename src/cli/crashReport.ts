@@ -22,3 +22,17 @@ export function installCrashReport(
   target.on('uncaughtException', report('uncaught exception'));
   target.on('unhandledRejection', report('unhandled rejection'));
 }
+
+/**
+ * Node's process warnings as JSON log lines, like the rest of stderr, instead of its plain-text
+ * "(node:123) Warning: ...". Not DEP0123: gRPC sets a TLS server name to the address, and an IP
+ * address there (TEMPORAL_ADDRESS=10.0.0.5:7233 with TLS) warns on every command, with nothing
+ * for an operator to do.
+ */
+export function logProcessWarnings(log: Pick<Logger, 'warn'>, target: Pick<EventEmitter, 'on' | 'removeAllListeners'> = process): void {
+  target.removeAllListeners('warning');
+  target.on('warning', (w: Error & { code?: string }) => {
+    if (w.code === 'DEP0123') return;
+    log.warn({ event: 'node.warning', name: w.name, ...(w.code ? { code: w.code } : {}) }, w.message);
+  });
+}

@@ -21,7 +21,7 @@ import { storeFromEnv } from '../pipeline/store';
 import { invalidRate } from '../politeness/targetRate';
 import { pauseUpdate, resumeUpdate, setMaxRateUpdate, setRateUpdate } from '../workflows/messages';
 import { endIdleTemporalRuntime, installTemporalRuntime, logWorkflowMessagesAt, metricsAddressFromEnv } from '../temporal/runtime';
-import { installCrashReport } from './crashReport';
+import { installCrashReport, logProcessWarnings } from './crashReport';
 import { envText } from '../shared/env';
 
 const DEFAULT_DATA_DIR = envText('CRAWL_DATA_DIR') ?? path.resolve('.crawl-data');
@@ -133,7 +133,7 @@ export function buildProgram(): Command {
     .option('--ui-port <port>', 'Web UI port', parsePort, 8233)
     .action(async (opts: { dataDir: string; port: number; uiPort: number }) => {
       const server = await ensureTemporalServer({ dataDir: opts.dataDir, port: opts.port, uiPort: opts.uiPort });
-      const client = await connectClient(server.address);
+      const client = await connectClient(server.external ? undefined : server.address);
       await ensureSearchAttributes(client);
       await client.connection.close();
       process.stdout.write(`Temporal server at ${server.address}${server.uiUrl ? `, Web UI at ${server.uiUrl}` : ''}. Ctrl-C stops it.\n`);
@@ -390,6 +390,7 @@ function runsWorker(command: string | undefined): boolean {
 
 export async function main(argv: string[]): Promise<void> {
   installCrashReport(log);
+  logProcessWarnings(log);
   try {
     // Only those: `crawl status` beside a worker would find the worker's port taken.
     installTemporalRuntime(undefined, runsWorker(argv[2]) ? metricsAddressFromEnv() : undefined, true);

@@ -99,10 +99,11 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
     workerStopped = await fulfilsWithin(done, WORKER_STOP_WITHOUT_SERVER_MS);
   };
   try {
-    const client = await connectClient(server.address);
+    const dial = server.external ? undefined : server.address;
+    const client = await connectClient(dial);
     await ensureSearchAttributes(client);
     if (deps) {
-      workerConnection = await connectWorker(server.address);
+      workerConnection = await connectWorker(dial);
       worker = await createCrawlWorker({ connection: workerConnection, deps });
       workerDone = worker.run();
     }

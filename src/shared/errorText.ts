@@ -7,7 +7,8 @@ export function errorText(err: unknown): string {
   const parts: string[] = [];
   let e: unknown = err;
   for (let depth = 0; e !== undefined && e !== null && depth < 5; depth++) {
-    const message = e instanceof Error ? e.message : String(e);
+    // Not instanceof Error: errors from another realm (Node's own under jest's VM) are not.
+    const message = typeof e === 'object' && typeof (e as { message?: unknown }).message === 'string' ? (e as Error).message : String(e);
     if (message && !parts.some((p) => p.includes(message))) parts.push(message);
     e = (e as { cause?: unknown }).cause;
   }

@@ -4,29 +4,37 @@ import { encodeSearchAttributeIndexedValueType } from '@temporalio/common/lib/se
 import { log } from '../shared/log';
 import { ALL_SEARCH_ATTRIBUTES } from './searchAttributes';
 import { envText } from '../shared/env';
+import { errorText } from '../shared/errorText';
+import { connectionSettings, DEFAULT_ADDRESS, type ConnectionSettings } from './connectionSettings';
 
 export const DEFAULT_NAMESPACE = envText('TEMPORAL_NAMESPACE', 'default');
 export const TASK_QUEUE = envText('CRAWL_TASK_QUEUE', 'image-crawler');
 
 export function temporalAddress(): string {
-  return envText('TEMPORAL_ADDRESS', '127.0.0.1:7233');
+  return envText('TEMPORAL_ADDRESS', DEFAULT_ADDRESS);
 }
 
-export async function connectClient(address = temporalAddress()): Promise<Client> {
+/** The server at `address` (one this process started or found: no TLS), else the operator's (connectionSettings). */
+function settingsFor(address: string | undefined): ConnectionSettings {
+  return address === undefined ? connectionSettings() : { address };
+}
+
+export async function connectClient(address?: string): Promise<Client> {
+  const settings = settingsFor(address);
   let connection: Connection;
   try {
-    connection = await Connection.connect({ address, connectTimeout: 5000 });
+    connection = await Connection.connect({ ...settings, connectTimeout: 5000 });
   } catch (err) {
     throw new Error(
-      `cannot reach the Temporal server at ${address}: ${(err as Error).message}. ` +
-        'Start one with `crawl dev-server`, or set TEMPORAL_ADDRESS.',
+      `cannot reach the Temporal server at ${settings.address}: ${errorText(err)}. ` +
+        'Start one with `crawl dev-server`, or set TEMPORAL_ADDRESS (and TEMPORAL_TLS_* or TEMPORAL_API_KEY for a server that needs them).',
     );
   }
   return new Client({ connection, namespace: DEFAULT_NAMESPACE });
 }
 
-export function connectWorker(address = temporalAddress()): Promise<NativeConnection> {
-  return NativeConnection.connect({ address });
+export function connectWorker(address?: string): Promise<NativeConnection> {
+  return NativeConnection.connect(settingsFor(address));
 }
 
 /**

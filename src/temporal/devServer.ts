@@ -117,6 +117,8 @@ export interface RunningServer {
   uiUrl?: string;
   /** True when this process owns the server and stop() ends it. */
   owned: boolean;
+  /** The operator's server (TEMPORAL_ADDRESS), reached with their TLS settings, not one on this machine. */
+  external?: boolean;
   stop(): Promise<void>;
   /**
    * For a server this process owns (started, or took over from a run that died): settles, with
@@ -179,7 +181,7 @@ export async function ensureTemporalServer(opts: DevServerOptions): Promise<Runn
   const external = envText('TEMPORAL_ADDRESS');
   if (external) {
     log.info({ event: 'temporal.external', address: external }, 'using TEMPORAL_ADDRESS');
-    return { address: external, owned: false, stop: async () => undefined };
+    return { address: external, owned: false, external: true, stop: async () => undefined };
   }
   // A server left running over this very file (its process outlived an earlier run): use it.
   // Starting a second one on the same SQLite file would corrupt it.
