@@ -15,9 +15,9 @@ import { DEFAULT_MONITOR_OPTIONS, type MonitorInput } from './monitorState';
  * monitor's every workflow task fail (a monitor stuck for ever, retried every few seconds) or
  * crawl with NaN counts, or, for `"rate": "2"`, fall back to the default rate without a word.
  *
- * Unknown fields are refused in input without a patch level (written by hand: `crawl start`
- * and continue-as-new always set one), so that input from a newer build, with fields this
- * one does not know, still starts during a rollback.
+ * Unknown fields are refused only in input written by hand: without a patch level (`crawl
+ * start` and continue-as-new set one) and without carried state (continue-as-new of a build from
+ * before levels), so that input from another build, with fields this one does not know, starts.
  */
 
 const CHUNK_FIELDS = ['chunkId', 'count', 'urls', 'spool'];
@@ -131,7 +131,7 @@ function governorProblem(g: unknown, strict: boolean): string | undefined {
       const unknown = unknownFields(v, fields, `governorConfig.${part}`);
       if (unknown) return unknown;
     }
-    const bad = Object.keys(v).find((k) => typeof v[k] !== 'number' || !Number.isFinite(v[k]) || (v[k] as number) < 0);
+    const bad = fields.find((k) => v[k] !== undefined && (typeof v[k] !== 'number' || !Number.isFinite(v[k]) || (v[k] as number) < 0));
     if (bad) return `governorConfig.${part}.${bad} must be a number >= 0`;
   }
   const bad = GOVERNOR_NUMBERS.find((k) => g[k] !== undefined && (typeof g[k] !== 'number' || !Number.isFinite(g[k]) || (g[k] as number) < 0));
@@ -145,7 +145,7 @@ function prefixed(where: string, problem: string | undefined): string | undefine
 /** The input a monitor can start from (chunks as checkWorkItems keeps them), or why it cannot. */
 export function checkMonitorInput(input: unknown): { input: MonitorInput } | { problem: string } {
   if (!isPlainObject(input)) return { problem: `the input must be an object such as {"source": "museum", "config": {"rate": 2}, "work": [${CHUNK_EXAMPLE}]}` };
-  const strict = input.patchLevel === undefined;
+  const strict = input.patchLevel === undefined && input.carried === undefined;
   const { source, config, work, options, governorConfig } = input;
   if (typeof source !== 'string' || source === '') return { problem: '"source" (the source\'s name, a non-empty string) is required' };
   const problem = (strict ? unknownFields(input, INPUT_FIELDS, 'the input') : undefined)
