@@ -1,4 +1,4 @@
-import { classifyStatus } from '../politeness/classify';
+import { classifyStatus, statusReason } from '../politeness/classify';
 import { parseRetryAfter } from '../politeness/retryAfter';
 import type { ProcessedUrl, UrlProcessor } from '../activities/crawlActivities';
 import type { RedirectHop } from '../shared/types';
@@ -140,12 +140,14 @@ export class ImagePipeline implements UrlProcessor {
         if (res.failure === 'too-large' || res.failure === 'too-many-redirects' || res.failure === 'bad-redirect' || res.failure === 'bad-encoding') return { outcome: { ...base, ...timing, cls: 'content', reason: res.reason } };
         if (res.failure) return { outcome: { ...base, ...timing, cls: 'error', reason: `${res.failure}: ${res.reason}` } };
         const meaning = classifyStatus(res.status!);
-        const reason = `http ${res.status}`;
+        const reason = statusReason(res.status!);
         if (meaning === 'linkrot') return { outcome: { ...base, ...timing, cls: 'linkrot', reason } };
         if (meaning === 'url-error') return { outcome: { ...base, ...timing, cls: 'content', reason } };
         const retryAfterMs = parseRetryAfter(res.retryAfter, Date.now(), MAX_RETRY_AFTER_MS);
         return { outcome: { ...base, ...timing, cls: 'error', reason, retryAfterMs } };
       }
+      // Analysed, it was called a corrupt image ("premature end of JPEG image").
+      if (res.status === 206) return { outcome: { ...base, ...timing, cls: 'content', reason: statusReason(206) } };
       body = res.body!;
     }
 

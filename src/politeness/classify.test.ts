@@ -1,4 +1,4 @@
-import { classifyStatus, healthSample, isThrottle } from './classify';
+import { classifyStatus, healthSample, isThrottle, statusReason } from './classify';
 
 describe('error classification', () => {
   it('counts 404 and 410 as link rot, not against the site', () => {
@@ -23,5 +23,13 @@ describe('error classification', () => {
     expect(healthSample('error', true)).toBe('error');
     expect(healthSample('robots', false)).toBe('none');
     expect(healthSample('error', false)).toBe('none');
+  });
+});
+
+describe('statusReason', () => {
+  it('is the code alone where the code says it, and adds what a misleading one means', () => {
+    expect(['404', '410', '500', '429'].map((c) => statusReason(Number(c)))).toEqual(['http 404', 'http 410', 'http 500', 'http 429']);
+    expect(statusReason(304)).toBe('http 304: Not Modified, though nothing conditional was asked');
+    expect(statusReason(301)).toBe('http 301: a redirect without a Location header');
   });
 });

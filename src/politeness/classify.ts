@@ -11,6 +11,18 @@ export function classifyStatus(status: number): StatusMeaning {
   return 'url-error';
 }
 
+const STATUS_NOTES: Record<number, string> = {
+  206: 'part of the image only, though no range was asked for',
+  304: 'Not Modified, though nothing conditional was asked',
+};
+
+/** A record's reason for a status that brought no image: the code, and what it means where the code alone misleads. */
+export function statusReason(status: number): string {
+  // A redirect with a Location is followed: one that reaches a record has none.
+  const note = STATUS_NOTES[status] ?? (status >= 300 && status < 400 ? 'a redirect without a Location header' : undefined);
+  return note ? `http ${status}: ${note}` : `http ${status}`;
+}
+
 /** 429 and 503 ask us to slow down, not just report a failure. */
 export function isThrottle(status: number | undefined): boolean {
   return status === 429 || status === 503;

@@ -55,6 +55,9 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
       .serve('/huge.jpg', Buffer.alloc(300_000, 1))
       .serve('/private/secret.jpg', big)
       .route('/gone.jpg', (_q, r) => { r.writeHead(410); r.end(); })
+      // Answers no request of ours asks for: each recorded as what it is, not as a broken image.
+      .route('/partial.jpg', (_q, r) => { r.writeHead(206, { 'content-range': `bytes 0-99/${big.length}`, 'content-type': 'image/jpeg' }); r.end(big.subarray(0, 100)); })
+      .route('/no-location', (_q, r) => { r.writeHead(302); r.end(); })
       // Interim responses before the image: undici's DecoratorHandler failed these as malformed.
       .route('/hinted.png', (_q, r) => { r.writeEarlyHints({ link: '</style.css>; rel=preload; as=style' }); r.writeHead(200, { 'content-type': 'image/png' }); r.end(smallPng); })
       .route('/processing.png', (_q, r) => { r.writeProcessing(); r.writeHead(200, { 'content-type': 'image/png' }); r.end(smallPng); })
@@ -110,7 +113,7 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
   it('gives every URL the right outcome and reason, and loses none of the batch', async () => {
     const paths = ['/good.jpg', '/good.png', '/rotated.jpg', '/truncated.jpg', '/page.jpg', '/bomb.png', '/huge.jpg',
       '/gone.jpg', '/missing.jpg', '/r1', '/loop', '/to-internal', '/bad-redirect', '/drip.jpg', '/private/secret.jpg',
-      '/hinted.png', '/processing.png', '/continue.png'];
+      '/hinted.png', '/processing.png', '/continue.png', '/partial.jpg', '/no-location'];
     const { result, by } = await run(paths);
     expect(result.unused).toEqual([]);
     expect(result.outcomes).toHaveLength(paths.length);
@@ -135,6 +138,8 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
       '/processing.png': 'done: ',
       // undici refuses it (lib/dispatcher/client-h1.js): the record says what happened.
       '/continue.png': 'error: network: bad response: a 100 Continue that was not asked for, or an answer to no request',
+      '/partial.jpg': 'content: http 206: part of the image only, though no range was asked for',
+      '/no-location': 'content: http 302: a redirect without a Location header',
     });
     expect(by.get('/private/secret.jpg')!.sent).toBe(false);
     expect(origin.hits('/private/')).toEqual([]);
