@@ -4,6 +4,7 @@ import { log } from '../shared/log';
 import { ensureTemporalServer } from '../temporal/devServer';
 import { connectClient, connectWorker, ensureSearchAttributes, TASK_QUEUE } from '../temporal/connect';
 import { errorText } from '../shared/errorText';
+import { usableCpus } from '../shared/usableCpus';
 import { checkWorkerConfig, createCrawlWorker, defaultDeps } from '../workers/worker';
 import type { WorkflowHandle } from '@temporalio/client';
 import { readCatalog } from '../crawl/catalog';
@@ -162,7 +163,7 @@ export function buildProgram(): Command {
       // Closed however the worker ends: the SDK's runtime, which forwards its logs, ends with it.
       try {
         const worker = await createCrawlWorker({ connection, taskQueue: opts.taskQueue, deps });
-        log.info({ event: 'worker.start', taskQueue: opts.taskQueue }, 'worker running');
+        log.info({ event: 'worker.start', taskQueue: opts.taskQueue, cpus: usableCpus() }, 'worker running');
         const running = worker.run();
         // Ctrl-C / SIGTERM drain the worker; activities in flight finish or are retried elsewhere.
         void untilSignal().then(() => { if (worker.getState() === 'RUNNING') worker.shutdown(); });

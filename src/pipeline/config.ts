@@ -1,6 +1,6 @@
 import { constants as bufferConstants } from 'node:buffer';
-import os from 'node:os';
 import { envText, intFromEnv } from '../shared/env';
+import { usableCpus } from '../shared/usableCpus';
 
 /** Pipeline settings, from the environment with safe defaults. */
 
@@ -116,7 +116,7 @@ export function pipelineConfigFromEnv(overrides: Partial<PipelineConfig> = {}): 
     maxBacklog: num('CRAWL_MAX_BACKLOG', 64),
     maxBacklogBytes: num('CRAWL_MAX_BACKLOG_BYTES', 256 * 1024 * 1024),
     maxDecodePixels: num('CRAWL_MAX_DECODE_PIXELS', 400_000_000),
-    imageConcurrency: Math.max(1, Math.floor(num('CRAWL_IMAGE_CONCURRENCY', 2 * os.availableParallelism()))),
+    imageConcurrency: Math.max(1, Math.floor(num('CRAWL_IMAGE_CONCURRENCY', 2 * usableCpus()))),
     ...overrides,
   };
 }
