@@ -9,7 +9,7 @@ const readText: ReadFile = (p) => fs.readFileSync(p, 'utf8');
  * The CPUs this process may keep busy: the machine's, or fewer under a cgroup CPU limit (a
  * container's `--cpus`, a Kubernetes limit). Node 20's availableParallelism() counts the
  * machine's cores only (its libuv, 1.46, reads no quota), so a worker limited to 2 CPUs on a
- * 64-core node sized its image work for 64: 128 images decoding at once, throttled to 2 CPUs,
+ * 64-core node would size its image work for 64: 128 images decoding at once, throttled to 2 CPUs,
  * each holding its memory for 64 times as long.
  */
 export function usableCpus(read: ReadFile = readText, cores = os.availableParallelism()): number {
