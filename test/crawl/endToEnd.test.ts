@@ -15,21 +15,10 @@ import { HEARTBEAT_EVERY_MS } from '../../src/shared/heartbeat';
 import { statsQuery, stopUpdate } from '../../src/workflows/messages';
 import { monitorWorkflowId, type MonitorStats } from '../../src/workflows/monitorState';
 import { createLocalEnv } from '../support/temporal';
+import { CLI, ROOT, runCli } from '../support/cli';
+import { imageOrigin } from '../support/origin';
 import { jpeg } from '../support/images';
 import { readRecords } from '../support/records';
-
-const ROOT = path.resolve(__dirname, '..', '..');
-const CLI = path.join(ROOT, 'bin', 'crawl');
-
-async function imageOrigin(host: string, port = 0): Promise<Origin> {
-  const body = await jpeg(400, 300);
-  return new Origin().route('*', (req, res) => {
-    if (req.url === '/robots.txt') { res.writeHead(404); res.end(); return; }
-    if (req.url?.startsWith('/missing')) { res.writeHead(404); res.end(); return; }
-    res.writeHead(200, { 'content-type': 'image/jpeg', 'content-length': body.length });
-    res.end(body);
-  }).start(host, port);
-}
 
 function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -37,17 +26,6 @@ function freePort(): Promise<number> {
       const { port } = server.address() as net.AddressInfo;
       server.close(() => resolve(port));
     }).on('error', reject);
-  });
-}
-
-function runCli(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => { stdout += d; });
-    child.stderr.on('data', (d) => { stderr += d; });
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
   });
 }
 

@@ -1,17 +1,16 @@
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Origin } from '../../src/demo/origin';
+import type { Origin } from '../../src/demo/origin';
 import { resolveTool } from '../../src/temporal/tools';
 import { createCrawlWorker, defaultDeps } from '../../src/workers/worker';
 import { monitorWorkflowId, type MonitorStats } from '../../src/workflows/monitorState';
 import { TestWorkflowEnvironment as Env } from '@temporalio/testing';
 import { createLocalEnv } from '../support/temporal';
-import { jpeg } from '../support/images';
+import { ROOT, started } from '../support/cli';
+import { imageOrigin } from '../support/origin';
 
-const ROOT = path.resolve(__dirname, '..', '..');
 const README = path.join(ROOT, 'README.md');
 
 /** The README's block of Temporal CLI commands, as an operator would paste it. */
@@ -23,28 +22,14 @@ function readmeCommands(): string {
   return block[1]!;
 }
 
-function bash(script: string, env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn('bash', ['-c', `set -euo pipefail\n${script}`], { env: { ...process.env, ...env } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => { stdout += d; });
-    child.stderr.on('data', (d) => { stderr += d; });
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const bash = (script: string, env: NodeJS.ProcessEnv) => started('bash', ['-c', `set -euo pipefail\n${script}`], env).done;
 
 describe("the README's Temporal CLI commands (local dev server, real worker, loopback origin)", () => {
   let env: TestWorkflowEnvironment;
   let origin: Origin;
   beforeAll(async () => {
     env = await createLocalEnv();
-    const body = await jpeg(400, 300);
-    origin = await new Origin().route('*', (req, res) => {
-      if (req.url === '/robots.txt') { res.writeHead(404); res.end(); return; }
-      res.writeHead(200, { 'content-type': 'image/jpeg', 'content-length': body.length });
-      res.end(body);
-    }).start('127.0.0.1', 0);
+    origin = await imageOrigin();
   });
   afterAll(async () => {
     await origin?.stop();

@@ -1,29 +1,19 @@
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { Origin } from '../../src/demo/origin';
+import type { Origin } from '../../src/demo/origin';
 import { monitorWorkflowId, type MonitorStats } from '../../src/workflows/monitorState';
 import { createLocalEnv } from '../support/temporal';
-import { jpeg } from '../support/images';
+import { CLI, ROOT, started } from '../support/cli';
+import { imageOrigin } from '../support/origin';
 import { readRecords } from '../support/records';
 import { tlsProxy } from '../support/tlsProxy';
 
-const ROOT = path.resolve(__dirname, '..', '..');
-const CLI = path.join(ROOT, 'bin', 'crawl');
 const CERTS = path.join(ROOT, 'test', 'fixtures', 'tls', 'temporal');
 const cert = (name: string) => path.join(CERTS, name);
 
-function crawl(args: string[], env: NodeJS.ProcessEnv) {
-  const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env } });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d) => { stdout += d; });
-  child.stderr.on('data', (d) => { stderr += d; });
-  const done = new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => child.on('exit', (code) => resolve({ code, stdout, stderr })));
-  return { child, done };
-}
+const crawl = (args: string[], env: NodeJS.ProcessEnv) => started(process.execPath, [CLI, ...args], env);
 
 describe('a Temporal server behind mTLS (TEMPORAL_TLS_* as the Temporal CLI reads them)', () => {
   let env: TestWorkflowEnvironment;
@@ -33,12 +23,7 @@ describe('a Temporal server behind mTLS (TEMPORAL_TLS_* as the Temporal CLI read
     if (!fs.existsSync(path.join(ROOT, 'dist', 'src', 'cli', 'main.js'))) throw new Error('build first: npm run build (make test does it)');
     env = await createLocalEnv();
     proxy = await tlsProxy(env.address, { cert: fs.readFileSync(cert('server.pem')), key: fs.readFileSync(cert('server.key')), ca: fs.readFileSync(cert('ca.pem')) });
-    const body = await jpeg(300, 200);
-    origin = await new Origin().route('*', (req, res) => {
-      if (req.url === '/robots.txt') { res.writeHead(404); res.end(); return; }
-      res.writeHead(200, { 'content-type': 'image/jpeg', 'content-length': body.length });
-      res.end(body);
-    }).start('127.0.0.1', 0);
+    origin = await imageOrigin();
   });
   afterAll(async () => {
     await origin?.stop();
