@@ -165,7 +165,8 @@ export function buildProgram(): Command {
         const worker = await createCrawlWorker({ connection, taskQueue: opts.taskQueue, deps });
         log.info({ event: 'worker.start', taskQueue: opts.taskQueue, cpus: usableCpus() }, 'worker running');
         const running = worker.run();
-        // Ctrl-C / SIGTERM drain the worker; activities in flight finish or are retried elsewhere.
+        // Ctrl-C / SIGTERM (a rolling restart) cancel the fetch activities: each lets its request on
+        // the wire finish and heartbeats what it did, and another worker takes over from there.
         void untilSignal().then(() => { if (worker.getState() === 'RUNNING') worker.shutdown(); });
         await running;
       } finally {
