@@ -14,7 +14,7 @@ import { HEARTBEAT_EVERY_MS } from '../shared/heartbeat';
 import { GrantAttempts } from './grantAttempts';
 import { blockSource, isSourceBlocked } from './sourceBlocks';
 import { describeStoreError } from '../pipeline/storeError';
-import { STORE_RETRY_MS, STORE_UNAVAILABLE } from '../shared/storeOutage';
+import { CHUNK_UNREADABLE, STORE_RETRY_MS, STORE_UNAVAILABLE } from '../shared/storeOutage';
 import type { CrawlMetrics } from './crawlMetrics';
 
 /** What handling one URL produced: the outcome the monitor sees, and the record to keep. */
@@ -293,10 +293,11 @@ export function createCrawlActivities(deps: CrawlDeps) {
     if (chunk.urls) return chunk.urls;
     if (!chunk.spool || !deps.store) throw ApplicationFailure.nonRetryable(`chunk ${chunk.chunkId} has neither urls nor a readable spool`, 'InvalidInput');
     const body = await deps.store.get(chunk.spool);
-    if (!body) throw ApplicationFailure.nonRetryable(`chunk ${chunk.chunkId}: ${chunk.spool} is missing from ${deps.store.description}`, 'InvalidInput');
+    const sameStore = 'do `crawl start` (its --data-dir or CRAWL_DATA_DIR, or its S3 settings) and the workers use the same store?';
+    if (!body) throw ApplicationFailure.nonRetryable(`chunk ${chunk.chunkId}: ${chunk.spool} is missing from ${deps.store.description}: ${sameStore}`, CHUNK_UNREADABLE);
     const urls = body.toString('utf8').split('\n').map((l) => l.trim()).filter(Boolean);
     if (urls.length !== chunk.count) {
-      throw ApplicationFailure.nonRetryable(`chunk ${chunk.chunkId}: ${chunk.spool} holds ${urls.length} URLs, expected ${chunk.count}`, 'InvalidInput');
+      throw ApplicationFailure.nonRetryable(`chunk ${chunk.chunkId}: ${chunk.spool} in ${deps.store.description} holds ${urls.length} URLs, expected ${chunk.count}: ${sameStore}`, CHUNK_UNREADABLE);
     }
     return urls;
   }

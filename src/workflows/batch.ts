@@ -7,7 +7,7 @@ import { floatGrant } from '../politeness/pacing';
 import { batchRunUnit, recordFile } from '../shared/recordUnits';
 import type { CrawlActivities } from '../activities/crawlActivities';
 import { HEARTBEAT_TIMEOUT_MS } from '../shared/heartbeat';
-import { STORE_RETRY_MS, STORE_UNAVAILABLE } from '../shared/storeOutage';
+import { CHUNK_UNREADABLE, STORE_RETRY_MS, STORE_UNAVAILABLE } from '../shared/storeOutage';
 import type { BatchItem, FetchBatchResult, Grant, OutcomeClass, RedirectHop, RequestOutcome, WorkChunk } from '../shared/types';
 import { batchFinishedSignal, batchStoppedSignal, grantSignal, pingSignal, reportOutcomesSignal, requestTokensSignal, revokeGrantsSignal } from './messages';
 import { patchesOf } from './patchLevel';
@@ -106,8 +106,26 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
     // The chunk and what earlier runs recorded of it, in one local activity (one marker event).
     // (A history without a patch level asked for record-units-by-batch-run after loading the
     // chunk: it still does, below.)
+    // A chunk file the workers' store does not have: the source is held, as for a failing store
+    // (`crawl status` says why), and the chunk read again until it is there. Before, the batch
+    // failed and its monitor waited for it for ever, showing nothing. Only a read that failed
+    // takes this path, and such a history had ended, so no patch is needed.
+    const readable = async <T>(read: () => Promise<T>): Promise<T> => {
+      for (;;) {
+        try {
+          return await read();
+        } catch (err) {
+          // A local activity's failure comes as itself, not wrapped in an ActivityFailure.
+          const failure = err instanceof ActivityFailure ? err.cause : err;
+          if (!(failure instanceof ApplicationFailure && failure.type === CHUNK_UNREADABLE)) throw err;
+          log.warn('chunk unreadable; the source is held and the chunk read again', { batchId, error: failure.message });
+          await signalMonitor(input.monitorId, reportOutcomesSignal, { batchId, grantId: 0, outcomes: [], unused: 0, storeRetryMs: STORE_RETRY_MS, storeError: failure.message });
+          await sleep(STORE_RETRY_MS);
+        }
+      }
+    };
     const work = patched('chunk-work-in-one-local-activity')
-      ? await chunkWork({ source: input.source, chunk: input.chunk, recorded: patched('record-units-by-batch-run') })
+      ? await readable(() => chunkWork({ source: input.source, chunk: input.chunk, recorded: patched('record-units-by-batch-run') }))
       : undefined;
     const urls = input.chunk.urls ?? work?.urls ?? (await loadChunk(input.chunk));
     const markerWithLastFetch = patched('done-marker-with-last-fetch');

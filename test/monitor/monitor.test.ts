@@ -16,6 +16,7 @@ import { CRAWL_DONE, CRAWL_SOURCE, CRAWL_STATE, FINISHED, monitorSearchAttribute
 import { MonitorModel, shownOf } from '../../src/workflows/monitorState';
 import { WORKFLOWS_PATH } from '../../src/workers/worker';
 import { PATCH_LEVEL } from '../../src/workflows/patchLevel';
+import { CHUNK_UNREADABLE } from '../../src/shared/storeOutage';
 import { actOnHalted } from '../../src/crawl/run';
 import type { BatchItem, FetchBatchInput, FetchBatchResult, RedirectHop, RequestOutcome, WorkChunk } from '../../src/shared/types';
 
@@ -453,6 +454,43 @@ describe('crawl monitor (time-skipping server)', () => {
     expect(stats.counts).toMatchObject({ done: 100, retries: 0, error: 0 });
     expect(stats.storeRetryAt).toBeNull();
     expect(stats.alerts.join('\n')).toMatch(/store-unavailable.*ENOSPC: no space left on device.*keep their attempts/);
+  });
+
+  it('holds a source whose chunk file the workers\' store does not have, says why, and crawls it once the file is there', async () => {
+    const { taskQueue, workflowId } = ids();
+    const { grants, acts } = scriptedActivities(() => ({ cls: 'done', status: 200 }));
+    let reads = 0;
+    let firstReadAt = 0;
+    const missing = 'chunk c0: chunks/chunk.test/c0.txt is missing from local directory /data/store: do `crawl start` and the workers use the same store?';
+    const worker = await monitorWorker(env, taskQueue, {
+      ...acts,
+      // The first two reads find no file (`crawl start` wrote it elsewhere); then an operator has fixed the mount.
+      async chunkWork(input: { chunk: WorkChunk }) {
+        reads += 1;
+        firstReadAt ||= Date.now();
+        if (reads <= 2) throw ApplicationFailure.nonRetryable(missing, CHUNK_UNREADABLE);
+        return acts.chunkWork(input);
+      },
+    });
+    await worker.runUntil(async () => {
+      const handle = await env.client.workflow.start(crawlMonitorWorkflow, {
+        taskQueue, workflowId, args: [{ source: 'chunk.test', config: { rate: 5 }, work: chunksOf('chunk.test', 20, 20, { spooled: true }), patchLevel: PATCH_LEVEL }],
+      });
+      // Before, the batch failed at once and the monitor waited for it for ever, saying nothing.
+      let stats = await handle.query(statsQuery);
+      for (let i = 0; i < 20 && !stats.storeError; i++) {
+        await env.sleep(1_000);
+        stats = await handle.query(statsQuery);
+      }
+      expect(stats).toMatchObject({ state: 'running', storeError: missing });
+      const final = await handle.result();
+      expect(reads).toBe(3);
+      expect(final.counts).toMatchObject({ done: 20, error: 0, retries: 0 });
+      expect(final.urls).toMatchObject({ total: 20, finished: 20 });
+      // Read again a minute apart, as a failing store is tried again.
+      expect(Math.min(...grants.map((g) => g.scheduledMs))).toBeGreaterThanOrEqual(firstReadAt + 2 * 60_000 - 2_500);
+      await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, await env.client.workflow.getHandle(`${workflowId}/batch:c0`).fetchHistory(), `${workflowId}/batch:c0`);
+    });
   });
 
   it('waits for a store that takes longer than ten tries to write the final records of failed URLs, and loses none', async () => {
