@@ -2,6 +2,8 @@
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
+# Not `npm ci`: the lockfile lacks other platforms' optional binaries, which `npm ci` rejects
+# as out of sync (see the Makefile); `npm install` installs the locked versions all the same.
 RUN npm install --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
