@@ -38,7 +38,7 @@ describe('a Temporal server behind mTLS (TEMPORAL_TLS_* as the Temporal CLI read
     TEMPORAL_TLS_CLIENT_KEY_PATH: cert('client.key'),
   });
 
-  it('crawls with `crawl worker` and `crawl start` connected through it, and `crawl status` reads it', async () => {
+  it('crawls with `crawl worker`, `crawl start` and `crawl run` connected through it, and `crawl status` reads it', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'mtls-'));
     const manifest = path.join(dir, 'urls.txt');
     fs.writeFileSync(manifest, [1, 2, 3].map((n) => `http://127.0.0.1:${origin.port}/${n}.jpg\n`).join(''));
@@ -54,8 +54,15 @@ describe('a Temporal server behind mTLS (TEMPORAL_TLS_* as the Temporal CLI read
       const status = await crawl(['status', '--json'], shared).done;
       expect(status.code).toBe(0);
       expect(JSON.parse(status.stdout).sources).toContainEqual(expect.objectContaining({ source, workflowStatus: 'COMPLETED' }));
+      // `crawl run` on the operator's server and workers (its store theirs): through the proxy as well.
+      const more = path.join(dir, 'more.txt');
+      fs.writeFileSync(more, [4, 5].map((n) => `http://127.0.0.1:${origin.port}/${n}.jpg\n`).join(''));
+      const run = await crawl(['run', more, '--out', path.join(dir, 'data')], shared).done;
+      expect(run.code).toBe(0);
+      expect(run.stdout).toMatch(/finished\s+\S+\s+\S+\s+2\/2\s+2\s/);
+      expect(run.stdout).toContain('metadata.ndjson (5 records)');
       // The worker's own connections (its native client) came through the proxy too, not only the CLI's.
-      expect(proxy.seen.authorized).toBeGreaterThanOrEqual(4);
+      expect(proxy.seen.authorized).toBeGreaterThanOrEqual(5);
     } finally {
       worker.child.kill('SIGTERM');
       await worker.done;
