@@ -103,9 +103,6 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
   let running = 0;
   const { loadChunk, recordedUrls, chunkWork, markChunkDone } = patched('batch-bookkeeping-local-activities') ? bookkeeping.local : bookkeeping.remote;
   try {
-    // The chunk and what earlier runs recorded of it, in one local activity (one marker event).
-    // (A history without a patch level asked for record-units-by-batch-run after loading the
-    // chunk: it still does, below.)
     // A chunk file the workers' store does not have: the source is held, as for a failing store
     // (`crawl status` says why), and the chunk read again until it is there. Before, the batch
     // failed and its monitor waited for it for ever, showing nothing. Only a read that failed
@@ -124,6 +121,9 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
         }
       }
     };
+    // The chunk and what earlier runs recorded of it, in one local activity (one marker event).
+    // (A history without a patch level asked for record-units-by-batch-run after loading the
+    // chunk: it still does, below.)
     const work = patched('chunk-work-in-one-local-activity')
       ? await readable(() => chunkWork({ source: input.source, chunk: input.chunk, recorded: patched('record-units-by-batch-run') }))
       : undefined;

@@ -46,6 +46,10 @@ function unknownFields(obj: Record<string, unknown>, known: readonly string[], w
 
 const isCount = (v: unknown, min: number) => typeof v === 'number' && Number.isInteger(v) && v >= min;
 
+/** The first of `fields` that `obj` sets to something other than a finite number >= 0. */
+const notNonNegative = (obj: Record<string, unknown>, fields: readonly string[]) =>
+  fields.find((k) => obj[k] !== undefined && !(typeof obj[k] === 'number' && Number.isFinite(obj[k]) && (obj[k] as number) >= 0));
+
 /** The chunk as the monitor keeps it (an inline chunk's count may be left out), or what is wrong with it. */
 function checkChunk(item: Record<string, unknown>): WorkChunk | string {
   const { chunkId, count, urls, spool } = item;
@@ -131,10 +135,10 @@ function governorProblem(g: unknown, strict: boolean): string | undefined {
       const unknown = unknownFields(v, fields, `governorConfig.${part}`);
       if (unknown) return unknown;
     }
-    const bad = fields.find((k) => v[k] !== undefined && (typeof v[k] !== 'number' || !Number.isFinite(v[k]) || (v[k] as number) < 0));
+    const bad = notNonNegative(v, fields);
     if (bad) return `governorConfig.${part}.${bad} must be a number >= 0`;
   }
-  const bad = GOVERNOR_NUMBERS.find((k) => g[k] !== undefined && (typeof g[k] !== 'number' || !Number.isFinite(g[k]) || (g[k] as number) < 0));
+  const bad = notNonNegative(g, GOVERNOR_NUMBERS);
   return bad ? `governorConfig.${bad} must be a number >= 0` : undefined;
 }
 

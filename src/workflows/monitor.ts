@@ -71,8 +71,8 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
     }
     // Only chunks written by hand come one by one (`crawl start` sends ranges), and reusing a
     // chunkId for other URLs would otherwise lose them without a word.
-    for (const chunkId of m.repeatedChunkIds(checked.items)) m.alert(`addWork ignored: chunk ${JSON.stringify(chunkId)} was added before and is not crawled again. ${NEW_CHUNK_ID}`, Date.now());
-    if (m.addWork(checked.items) || checked.problems.length) wake();
+    const added = m.addWork(checked.items, (chunkId) => m.alert(`addWork ignored: chunk ${JSON.stringify(chunkId)} was added before and is not crawled again. ${NEW_CHUNK_ID}`, Date.now()));
+    if (added || checked.problems.length) wake();
   });
   setHandler(requestTokensSignal, (req) => { m.onTokenRequest(req); wake(); });
   setHandler(reportOutcomesSignal, (report) => {

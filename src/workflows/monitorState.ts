@@ -171,8 +171,11 @@ export class MonitorModel {
     return model;
   }
 
-  /** Queues what was not added before (adding the same work twice crawls it once); returns how many chunks. */
-  addWork(items: readonly WorkItem[]): number {
+  /**
+   * Queues what was not added before (adding the same work twice crawls it once); returns how
+   * many chunks. `onRepeated` hears of each single chunk skipped because its id was added before.
+   */
+  addWork(items: readonly WorkItem[], onRepeated?: (chunkId: string) => void): number {
     let added = 0;
     for (const item of items) {
       if (isChunkRange(item)) {
@@ -187,18 +190,16 @@ export class MonitorModel {
         }
         continue;
       }
-      if (this.state.seenChunkIds.includes(item.chunkId)) continue;
+      if (this.state.seenChunkIds.includes(item.chunkId)) {
+        onRepeated?.(item.chunkId);
+        continue;
+      }
       this.state.seenChunkIds.push(item.chunkId);
       this.state.queue.push(item);
       this.state.totalUrls += item.count;
       added++;
     }
     return added;
-  }
-
-  /** The ids of single chunks among `items` that were added before (addWork skips them). */
-  repeatedChunkIds(items: readonly WorkItem[]): string[] {
-    return items.flatMap((item) => (!isChunkRange(item) && this.state.seenChunkIds.includes(item.chunkId) ? [item.chunkId] : []));
   }
 
   /** Chunks to start as batches now, within the in-flight bound; not while paused or halted. */
