@@ -133,11 +133,14 @@ export function buildProgram(): Command {
     .option('--port <port>', 'gRPC port', parsePort, 7233)
     .option('--ui-port <port>', 'Web UI port', parsePort, 8233)
     .action(async (opts: { dataDir: string; port: number; uiPort: number }) => {
-      const server = await ensureTemporalServer({ dataDir: opts.dataDir, port: opts.port, uiPort: opts.uiPort });
-      const client = await connectClient(server.external ? undefined : server.address);
+      const server = await ensureTemporalServer({ dataDir: opts.dataDir, port: opts.port, uiPort: opts.uiPort, local: true });
+      const client = await connectClient(server.address);
       await ensureSearchAttributes(client);
       await client.connection.close();
-      process.stdout.write(`Temporal server at ${server.address}${server.uiUrl ? `, Web UI at ${server.uiUrl}` : ''}. Ctrl-C stops it.\n`);
+      // Commands in a shell whose TEMPORAL_ADDRESS names another server would not reach this one.
+      const elsewhere = envText('TEMPORAL_ADDRESS');
+      const note = elsewhere && elsewhere !== server.address ? ` Note: TEMPORAL_ADDRESS is ${elsewhere}, so crawl commands in this shell use that server, not this one.` : '';
+      process.stdout.write(`Temporal server at ${server.address}${server.uiUrl ? `, Web UI at ${server.uiUrl}` : ''}. Ctrl-C stops it.${note}\n`);
       if (!server.owned) return;
       await untilSignal();
       await server.stop();

@@ -21,6 +21,12 @@ export interface DevServerOptions {
    * workers that cannot see this run's store, and stop the server when it ends).
    */
   ifPortTaken?: 'reuse' | 'another';
+  /**
+   * Start (or reuse) a server on this machine whatever TEMPORAL_ADDRESS says: `crawl dev-server`
+   * is the command that starts one, and an operator who exported the address for workers would
+   * otherwise be told to start a server with the command that just failed to.
+   */
+  local?: boolean;
 }
 
 /**
@@ -178,7 +184,7 @@ async function waitForFrontend(address: string, child: ChildProcess | undefined,
  * `temporal server start-dev` is started with SQLite under dataDir.
  */
 export async function ensureTemporalServer(opts: DevServerOptions): Promise<RunningServer> {
-  const external = envText('TEMPORAL_ADDRESS');
+  const external = opts.local ? undefined : envText('TEMPORAL_ADDRESS');
   if (external) {
     log.info({ event: 'temporal.external', address: external }, 'using TEMPORAL_ADDRESS');
     return { address: external, owned: false, external: true, stop: async () => undefined };

@@ -9,6 +9,7 @@ import { createLocalEnv } from '../support/temporal';
 import { createCrawlWorker } from '../../src/workers/worker';
 import { CRAWL_STATE } from '../../src/temporal/searchAttributes';
 import { resolveTool } from '../../src/temporal/tools';
+import { runCli, started } from '../support/cli';
 
 describe('local dev server (pinned temporal CLI) with a real worker', () => {
   let env: TestWorkflowEnvironment;
@@ -142,5 +143,29 @@ describe('local dev server (pinned temporal CLI) with a real worker', () => {
     const alive = () => { try { process.kill(pid, 0); return true; } catch { return false; } };
     for (let waited = 0; waited < 15_000 && alive(); waited += 100) await new Promise((r) => setTimeout(r, 100));
     expect(alive()).toBe(false);
+  });
+  it('`crawl dev-server` starts a server when TEMPORAL_ADDRESS is set (exported for the workers), and says when it names another', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'server-cli-'));
+    const [port, uiPort] = [await freePort(), await freePort()];
+    const address = `127.0.0.1:${port}`;
+    const other = `127.0.0.1:${await freePort()}`;
+    // Before, it connected to TEMPORAL_ADDRESS instead of starting one, and failed with
+    // "cannot reach the Temporal server ... Start one with `crawl dev-server`".
+    const server = started(process.execPath, [path.resolve(__dirname, '..', '..', 'bin', 'crawl'), 'dev-server', '--data-dir', dir, '--port', String(port), '--ui-port', String(uiPort)],
+      { TEMPORAL_ADDRESS: other, CRAWL_LOG_LEVEL: 'warn' });
+    let out = '';
+    server.child.stdout!.on('data', (d) => { out += d; });
+    try {
+      for (const until = Date.now() + 60_000; !out.includes('Ctrl-C') && server.child.exitCode === null && Date.now() < until;) await new Promise((r) => setTimeout(r, 100));
+      expect(out).toContain(`Temporal server at ${address}, Web UI at http://127.0.0.1:${uiPort}. Ctrl-C stops it.`);
+      expect(out).toContain(`Note: TEMPORAL_ADDRESS is ${other}, so crawl commands in this shell use that server, not this one.`);
+      // It serves: a crawl command pointed at it gets an answer (no monitors yet).
+      const status = await runCli(['status', '--json'], { TEMPORAL_ADDRESS: address, CRAWL_LOG_LEVEL: 'warn' });
+      expect(status).toMatchObject({ code: 0 });
+    } finally {
+      server.child.kill('SIGINT');
+    }
+    expect((await server.done).code).toBe(0);
+    expect(fs.existsSync(path.join(dir, 'server.json'))).toBe(false);
   });
 });
