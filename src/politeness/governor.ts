@@ -315,6 +315,15 @@ export class Governor {
     return planned.map((g) => ({ ...g, grantId: this.state.nextGrantId++ }));
   }
 
+  /** Halts the source for an operator, as the breaker does: `resume` lifts it. */
+  halt(reason: string): PolicyEvent[] {
+    const s = this.state;
+    if (s.mode !== 'running' && s.mode !== 'cooling') return [];
+    s.mode = 'halted';
+    s.haltReason = reason;
+    return [{ event: 'halted', detail: reason }];
+  }
+
   /**
    * `keepTemporaryHalt` (false only when replaying a history from before it): a pause during a
    * temporary halt is remembered, so that resume finishes the halt instead of ending it.

@@ -32,6 +32,12 @@ export interface BatchInput {
   asked?: boolean;
   /** The first grant, planned when the monitor started the batch. */
   firstGrant?: Grant;
+  /**
+   * Started again by its monitor after a run of it ended without finishing (lostBatches.ts), with
+   * the final outcomes the monitor counted of it by class: of what earlier runs recorded, only
+   * the rest is reported (a run terminated mid-grant records what it had fetched, unreported).
+   */
+  revived?: { counted: Partial<Record<OutcomeClass, number>> };
 }
 
 export interface BatchResult {
@@ -310,9 +316,18 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
 
     // A chunk crawled again after a stop: the monitor of the new crawl counts what the earlier
     // run recorded among its outcomes (done, link rot, ...), as never sent (no health sample).
-    // The token request rides along, as with every report.
+    // Started again by the same monitor: only what it has not counted yet. The token request
+    // rides along, as with every report.
     if (recorded.size > 0 && patched('report-recorded-outcomes')) {
-      const outcomes = finals.flatMap((cls): RequestOutcome[] => (cls === null ? [] : [{ url: '', cls, sent: false, final: true, attempt: 0 }]));
+      const toSkip = { ...input.revived?.counted };
+      const outcomes = finals.flatMap((cls): RequestOutcome[] => {
+        if (cls === null) return [];
+        if ((toSkip[cls] ?? 0) > 0) {
+          toSkip[cls]! -= 1;
+          return [];
+        }
+        return [{ url: '', cls, sent: false, final: true, attempt: 0 }];
+      });
       await signalMonitor(input.monitorId, reportOutcomesSignal, { batchId, grantId: 0, outcomes, unused: 0, tokens: tokens() });
     }
     while (remaining > 0) {

@@ -13,7 +13,9 @@ import {
   setMaxRateUpdate, setRateUpdate, statsQuery, stopUpdate, type ResumeInput, type SetMaxRateInput, type SetRateInput,
 } from './messages';
 import { MonitorModel, shownOf, type MonitorInput, type MonitorStats } from './monitorState';
-import { PATCH_LEVEL, patchesOf } from './patchLevel';
+import { PATCH_LEVEL, inLevel, patchesOf } from './patchLevel';
+import { MAX_REVIVALS, dueForRevival, heardFrom, markLost, markRevived, silentBatches } from './lostBatches';
+import type { BatchEntry } from './monitorState';
 import { checkMonitorInput, checkWorkItems } from './inputChecks';
 
 /** How much later a batch's first grant may slide when the batch starts late (see the main loop). */
@@ -31,6 +33,14 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
   const input = checked.input;
   const m = MonitorModel.fromInput(input, Date.now());
   const patched = patchesOf(input.patchLevel);
+  // Asked only where a lost batch would change what the monitor does (lostBatches.ts). Its
+  // timers, which a history from before it lacks, wait for that answer unless the level gives it.
+  let revivingKnown = inLevel(input.patchLevel, 'revive-lost-batches');
+  const reviving = () => (revivingKnown ||= patched('revive-lost-batches'));
+  const heard = (batchId: string) => {
+    const b = m.batch(batchId);
+    if (b) heardFrom(b, Date.now());
+  };
   let dirty = false;
   const wake = () => { dirty = true; };
   /** Why granting stopped, when the grants already given must be revoked (see the main loop). */
@@ -74,8 +84,9 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
     const added = m.addWork(checked.items, (chunkId) => m.alert(`addWork ignored: chunk ${JSON.stringify(chunkId)} was added before and is not crawled again. ${NEW_CHUNK_ID}`, Date.now()));
     if (added || checked.problems.length) wake();
   });
-  setHandler(requestTokensSignal, (req) => { m.onTokenRequest(req); wake(); });
+  setHandler(requestTokensSignal, (req) => { heard(req.batchId); m.onTokenRequest(req); wake(); });
   setHandler(reportOutcomesSignal, (report) => {
+    heard(report.batchId);
     // Only activities of this version report a Crawl-delay; a history from before it replays without.
     if (report.crawlDelayMs !== undefined && !patched('honour-crawl-delay')) report = { ...report, crawlDelayMs: undefined };
     if (report.robotsRetryMs !== undefined && !patched('hold-for-robots')) report = { ...report, robotsRetryMs: undefined };
@@ -95,7 +106,16 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
   setHandler(batchFinishedSignal, (done) => { m.onBatchFinished(done); wake(); });
   /** Cancelled batches whose fetch activities have ended (see the stop below). */
   const stoppedBatches = new Set<string>();
-  setHandler(batchStoppedSignal, ({ batchId }) => { stoppedBatches.add(batchId); });
+  setHandler(batchStoppedSignal, ({ batchId }) => {
+    stoppedBatches.add(batchId);
+    // Cancelled from outside (`temporal workflow cancel` on the batch), not by a stop of the
+    // crawl, which takes its batches off the books first: lost, and started again.
+    const b = m.batch(batchId);
+    if (b && m.state.governor.mode !== 'stopped' && reviving()) {
+      markLost(b, Date.now());
+      wake();
+    }
+  });
 
   // Histories from before it replay the old resume, which ended a temporary halt.
   const keepTemporaryHalt = () => patched('resume-keeps-temporary-halt');
@@ -142,6 +162,41 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
   // an upsert of the same values would cost a history event and a visibility write. Asked
   // only then, so that a monitor started by hand (without them) records no patch marker.
   const startedWith = shownBy(workflowInfo().typedSearchAttributes);
+  /** Starts a lost batch again under its id; its new run skips the URLs the lost one recorded. */
+  const revive = async (b: BatchEntry) => {
+    const nowMs = Date.now();
+    if (!b.chunk) {
+      // State carried from code that did not keep a batch's chunk: it cannot be started again here.
+      const text = `batch ${b.batchId} ended without finishing chunk ${JSON.stringify(b.chunkId)}, which this monitor cannot start again (it was started by an older build): run \`crawl start\` with the manifest again to crawl what it left`;
+      log.error(`ALERT ${text}`, { source: m.state.source });
+      m.alert(text, nowMs);
+      m.onBatchFinished({ batchId: b.batchId, chunkId: b.chunkId, urls: 0 });
+      return;
+    }
+    if ((b.revivals ?? 0) >= MAX_REVIVALS) {
+      // Resume gives it as many tries again.
+      b.revivals = 0;
+      announce(m.governor.halt(`batch ${b.batchId} ended ${MAX_REVIVALS + 1} times without finishing its chunk (terminated, cancelled, failed or timed out: its history in the Web UI says which)`));
+      return;
+    }
+    markRevived(b, nowMs);
+    try {
+      await startChild(crawlBatchWorkflow, {
+        workflowId: b.batchId,
+        taskQueue: batchQueue,
+        args: [{ source: m.state.source, monitorId: workflowInfo().workflowId, chunk: b.chunk, maxAttempts: m.state.options.maxAttempts, patchLevel: PATCH_LEVEL, revived: { counted: b.counted ?? {} } }],
+        parentClosePolicy: ParentClosePolicy.ABANDON,
+        workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
+      });
+      log.warn('batch ended without finishing its chunk; started again', { batchId: b.batchId, revivals: b.revivals });
+      m.alert(`batch ${b.batchId} ended without finishing its chunk (terminated, cancelled, failed or timed out: its history says which); started again, skipping the URLs it recorded`, nowMs);
+    } catch (err) {
+      // Running again already (started by someone else), or it completed after all.
+      log.warn('lost batch not started again; it exists', { batchId: b.batchId, error: String(err) });
+      await getExternalWorkflowHandle(b.batchId).signal(pingSignal).catch(() => m.onBatchFinished({ batchId: b.batchId, chunkId: b.chunkId, urls: b.urls }));
+    }
+  };
+
   let lastPublished = '';
   if (startedWith?.source === input.source && patched('search-attributes-from-start')) {
     lastPublished = shownKey(startedWith);
@@ -167,7 +222,7 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
     // when they are running, as before: their windows follow one another and cannot float.
     // Patched: histories from before it started every batch first.
     const alone = chunks.length === 1 && m.wants().every((w) => w.wanted === 0) && patched('first-grant-with-start');
-    for (const chunk of chunks) m.batchStarted(batchIdOf(chunk), chunk, alone);
+    for (const chunk of chunks) m.batchStarted(batchIdOf(chunk), chunk, alone, now);
     let grants = alone ? planGrants() : [];
     for (const chunk of chunks) {
       const batchId = batchIdOf(chunk);
@@ -207,6 +262,26 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
       }
     }
 
+    // Batches that ended without finishing their chunks start again; silent ones are asked
+    // whether they still run. Not while the source is paused or halted: nothing is lost waiting.
+    // Asked as soon as batches run, so that a monitor started by hand (no patch level) has the
+    // probes' timers too; a history from before it answers no and replays as it was.
+    const watching = () => m.state.batches.length > 0 && m.watchingBatches() && reviving();
+    for (const b of watching() ? dueForRevival(m.state.batches, now) : []) {
+      if (!m.watchingBatches()) break;
+      await revive(b);
+    }
+    for (const b of watching() ? silentBatches(m.state.batches, now) : []) {
+      if (!m.watchingBatches()) break;
+      await getExternalWorkflowHandle(b.batchId).signal(pingSignal).then(
+        () => heardFrom(b, Date.now()),
+        (err) => {
+          log.warn('batch has ended without finishing its chunk; it starts again shortly', { batchId: b.batchId, error: String(err) });
+          markLost(b, Date.now());
+        },
+      );
+    }
+
     if (!alone) grants = planGrants();
     for (const g of grants) {
       try {
@@ -214,8 +289,16 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
         // which sets the lead of later windows (politeness/grantLead.ts).
         await getExternalWorkflowHandle(g.batchId).signal(grantSignal, patched('adaptive-grant-lead') ? { ...g, issuedMs: now } : g);
       } catch (err) {
-        log.warn('grant not delivered; batch gone', { batchId: g.batchId, error: String(err) });
-        m.onBatchFinished({ batchId: g.batchId, chunkId: '', urls: 0 });
+        // Gone without finishing its chunk: before, its chunk counted as finished, none of what
+        // it had left crawled. Histories from before replay that.
+        const b = m.batch(g.batchId);
+        if (b && reviving()) {
+          log.warn('grant not delivered: the batch has ended without finishing its chunk; it starts again shortly', { batchId: g.batchId, error: String(err) });
+          markLost(b, now);
+        } else {
+          log.warn('grant not delivered; batch gone', { batchId: g.batchId, error: String(err) });
+          m.onBatchFinished({ batchId: g.batchId, chunkId: '', urls: 0 });
+        }
       }
     }
 
@@ -284,7 +367,7 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
       await continueAsNew<typeof crawlMonitorWorkflow>({ source: m.state.source, carried: m.state, governorConfig, patchLevel: PATCH_LEVEL });
     }
 
-    const wakeAt = m.nextWakeMs(Date.now());
+    const wakeAt = m.nextWakeMs(Date.now(), revivingKnown);
     dirty = false;
     if (wakeAt === undefined) await condition(() => dirty);
     else await condition(() => dirty, Math.max(1, wakeAt - Date.now()));

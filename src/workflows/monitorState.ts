@@ -6,8 +6,9 @@ import { median } from '../politeness/latency';
 import { slotsWithMissAllowance, tailGrantSlots, updateMissRate, windowStretch } from '../politeness/missedSlots';
 import { ceilings } from '../politeness/pacing';
 import { addInterval, appendRange, chunkOf, isChunkRange, rangeChunks, rangeUrls, subRange, unseenParts, type Intervals } from '../shared/chunkRanges';
-import type { Grant, OutcomeReport, SourceConfig, TokenRequest, WorkChunk, WorkItem } from '../shared/types';
+import type { Grant, OutcomeClass, OutcomeReport, SourceConfig, TokenRequest, WorkChunk, WorkItem } from '../shared/types';
 import type { BatchFinished } from './messages';
+import { nextWatchMs } from './lostBatches';
 import type { MonitorShown } from '../temporal/searchAttributes';
 
 /**
@@ -46,6 +47,16 @@ export interface BatchEntry {
   grantsSent: number;
   /** Slots of grants the batch had not yet seen at its last request: [grant seq, slots]. */
   unseen: [number, number][];
+  /** Its chunk, to start the batch again should it be lost (lostBatches.ts); absent in state carried from before. */
+  chunk?: WorkChunk;
+  /** When the monitor last heard from it (any report or request), or started it. */
+  heardMs?: number;
+  /** Found ended without finishing its chunk, at this time: it is started again (lostBatches.ts). */
+  lostMs?: number;
+  /** Times it was started again. */
+  revivals?: number;
+  /** Its final outcomes counted so far, by class: a run started again reports only what its lost run recorded beyond them. */
+  counted?: Partial<Record<OutcomeClass, number>>;
 }
 
 export interface MonitorState {
@@ -229,8 +240,15 @@ export class MonitorModel {
    * `asking`: the batch counts as asking for a slot for each of its URLs from the start (its first
    * grant is planned before it starts and rides in its input), instead of once its request comes.
    */
-  batchStarted(batchId: string, chunk: WorkChunk, asking = false): void {
-    this.state.batches.push({ batchId, chunkId: chunk.chunkId, urls: chunk.count, unassigned: asking ? chunk.count : 0, grantsSent: 0, unseen: [] });
+  batchStarted(batchId: string, chunk: WorkChunk, asking = false, nowMs?: number): void {
+    this.state.batches.push({
+      batchId, chunkId: chunk.chunkId, urls: chunk.count, unassigned: asking ? chunk.count : 0, grantsSent: 0, unseen: [],
+      ...(nowMs !== undefined ? { chunk, heardMs: nowMs } : {}),
+    });
+  }
+
+  batch(batchId: string): BatchEntry | undefined {
+    return this.state.batches.find((x) => x.batchId === batchId);
   }
 
   /** The grant with `floatMs` of float when its window is the last planned (Governor.bookFloat), else as it is. */
@@ -271,6 +289,8 @@ export class MonitorModel {
       this.state.missRate = updateMissRate(this.state.missRate, report.missedSlots, served);
     }
     if (report.tokens) this.onTokenRequest({ batchId: report.batchId, ...report.tokens });
+    const b = this.batch(report.batchId);
+    if (b) for (const o of report.outcomes) if (o.final) (b.counted ??= {})[o.cls] = (b.counted[o.cls] ?? 0) + 1;
     // The latest grant's share, so a site that stops ruling URLs out (a new chunk on another path) stops the extra ones.
     if (report.decided && report.decided.items > 0) this.state.decidedShare = report.decided.decided / report.decided.items;
     return this.governor.applyReport(report, nowMs);
@@ -351,9 +371,11 @@ export class MonitorModel {
     return grants;
   }
 
-  /** When the loop must wake even without a message. */
-  nextWakeMs(nowMs: number): number | undefined {
+  /** When the loop must wake even without a message; `watch`: also to look after its batches (lostBatches.ts). */
+  nextWakeMs(nowMs: number, watch = false): number | undefined {
     const times: number[] = [];
+    const watchAt = watch && this.watchingBatches() ? nextWatchMs(this.state.batches) : undefined;
+    if (watchAt !== undefined) times.push(watchAt);
     const timed = this.governor.nextTimedChangeMs(nowMs);
     if (timed !== undefined) times.push(timed);
     if (this.wants().some((w) => w.wanted > 0) && this.governor.canGrant(nowMs)) times.push(this.governor.nextPlanAtMs());
@@ -362,6 +384,12 @@ export class MonitorModel {
     }
     const future = times.map((t) => Math.max(t, nowMs + 1));
     return future.length ? Math.min(...future) : undefined;
+  }
+
+  /** Lost batches are looked for and started again only while the source is crawled: not while it is paused or halted. */
+  watchingBatches(): boolean {
+    const mode = this.state.governor.mode;
+    return mode === 'running' || mode === 'cooling';
   }
 
   drained(): boolean {

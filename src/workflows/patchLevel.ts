@@ -42,16 +42,26 @@ const LEVEL_5 = [...LEVEL_4, 'final-search-attributes-once'] as const;
 
 const LEVEL_6 = [...LEVEL_5, 'finished-state-shown'] as const;
 
-export type PatchId = (typeof LEVEL_6)[number];
+const LEVEL_7 = [...LEVEL_6, 'revive-lost-batches'] as const;
 
-const LEVELS: readonly (readonly PatchId[])[] = [[], LEVEL_1, LEVEL_2, LEVEL_3, LEVEL_4, LEVEL_5, LEVEL_6];
+export type PatchId = (typeof LEVEL_7)[number];
+
+const LEVELS: readonly (readonly PatchId[])[] = [[], LEVEL_1, LEVEL_2, LEVEL_3, LEVEL_4, LEVEL_5, LEVEL_6, LEVEL_7];
 
 /** The level of this code: what a workflow it starts puts in its input. */
 export const PATCH_LEVEL = LEVELS.length - 1;
 
+function levelPatches(level: number | undefined): ReadonlySet<string> {
+  return new Set<string>(Number.isInteger(level) && level! > 0 ? LEVELS[Math.min(level!, PATCH_LEVEL)]! : []);
+}
+
 /** Whether a patch is in effect for this run, given the level its input carries. */
 export function patchesOf(level: number | undefined): (id: PatchId) => boolean {
-  const known = Number.isInteger(level) && level! > 0 ? LEVELS[Math.min(level!, PATCH_LEVEL)]! : [];
-  const inEffect = new Set<string>(known);
+  const inEffect = levelPatches(level);
   return (id) => inEffect.has(id) || patched(id);
+}
+
+/** Whether the level alone puts a patch in effect, without asking patched() (which records a marker). */
+export function inLevel(level: number | undefined, id: PatchId): boolean {
+  return levelPatches(level).has(id);
 }

@@ -28,7 +28,7 @@ export interface RecordedGrant {
  * (time-skipping moves workflow time, not the activity's clock), stops at the first 429/503
  * like the real one, and records every grant it was given.
  */
-export function scriptedActivities(script: Script, opts: { reportLastSend?: boolean; ignoreMarkDone?: boolean } = {}) {
+export function scriptedActivities(script: Script, opts: { reportLastSend?: boolean; ignoreMarkDone?: boolean; rememberRecords?: boolean } = {}) {
   const grants: RecordedGrant[] = [];
   const records: Record<string, unknown>[] = [];
   /** Chunks whose done-marker was left, and by what: the batch's own step or its last fetch. */
@@ -63,7 +63,10 @@ export function scriptedActivities(script: Script, opts: { reportLastSend?: bool
       return [];
     },
     async chunkWork(input: { chunk: WorkChunk }): Promise<{ urls?: string[]; recorded: { url: string; outcome: OutcomeClass }[] }> {
-      return { ...(input.chunk.urls ? {} : { urls: [] }), recorded: [] };
+      // As the store does (rememberRecords): a chunk's batch run again skips what earlier runs recorded.
+      const mine = new Set(input.chunk.urls ?? []);
+      const recorded = opts.rememberRecords ? records.filter((r) => mine.has(r.url as string)).map((r) => ({ url: r.url as string, outcome: r.outcome as OutcomeClass })) : [];
+      return { ...(input.chunk.urls ? {} : { urls: [] }), recorded };
     },
     async markChunkDone(chunk: WorkChunk): Promise<void> {
       doneMarkers.push({ chunkId: chunk.chunkId, by: 'batch' });
