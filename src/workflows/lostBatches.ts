@@ -6,8 +6,10 @@ import type { BatchEntry } from './monitorState';
  * failed, it timed out) is lost to its monitor: before, the monitor either waited for it for
  * ever or, when a grant to it could not be delivered, counted its chunk finished with none of
  * its URLs crawled (by hand: a batch terminated 10 s into a 60-URL source left the monitor
- * `finished` at 7/60). Now the monitor notices (a grant or a probe that cannot be delivered)
- * and starts the batch again under the same id; the new run skips what the lost one recorded.
+ * `finished` at 7/60). Now the monitor notices and starts the batch again under the same id;
+ * the new run skips what the lost one recorded. A batch the monitor's current run started
+ * reports its own end (the child's closing event); one from an earlier run (before a
+ * continue-as-new) is probed when silent, and any batch a grant cannot reach is lost.
  * Pure bookkeeping over the monitor's batch entries; the Temporal calls are the monitor's.
  */
 

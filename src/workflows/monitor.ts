@@ -41,6 +41,24 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
     const b = m.batch(batchId);
     if (b) heardFrom(b, Date.now());
   };
+  /**
+   * Batches this run started: their ends come as the child's closing event, at no cost in
+   * timers or signals. Batches of an earlier run are probed when silent (lostBatches.ts).
+   */
+  const startedHere = new Set<string>();
+  const watchEnd = (batchId: string, child: { result(): Promise<unknown> }) => {
+    startedHere.add(batchId);
+    child.result().catch((err) => {
+      const b = m.batch(batchId);
+      // A stopped crawl takes its batches off the books before it cancels them.
+      if (!b || m.state.governor.mode === 'stopped' || !reviving()) return;
+      log.warn('batch ended without finishing its chunk; it starts again shortly', { batchId, error: String(err) });
+      markLost(b, Date.now());
+      wake();
+    });
+  };
+  /** Batches to look after with probes and timers: lost ones, and those this run did not start. */
+  const probed = () => m.state.batches.filter((b) => b.lostMs !== undefined || !startedHere.has(b.batchId));
   let dirty = false;
   const wake = () => { dirty = true; };
   /** Why granting stopped, when the grants already given must be revoked (see the main loop). */
@@ -181,13 +199,14 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
     }
     markRevived(b, nowMs);
     try {
-      await startChild(crawlBatchWorkflow, {
+      const child = await startChild(crawlBatchWorkflow, {
         workflowId: b.batchId,
         taskQueue: batchQueue,
         args: [{ source: m.state.source, monitorId: workflowInfo().workflowId, chunk: b.chunk, maxAttempts: m.state.options.maxAttempts, patchLevel: PATCH_LEVEL, revived: { counted: b.counted ?? {} } }],
         parentClosePolicy: ParentClosePolicy.ABANDON,
         workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
       });
+      watchEnd(b.batchId, child);
       log.warn('batch ended without finishing its chunk; started again', { batchId: b.batchId, revivals: b.revivals });
       m.alert(`batch ${b.batchId} ended without finishing its chunk (terminated, cancelled, failed or timed out: its history says which); started again, skipping the URLs it recorded`, nowMs);
     } catch (err) {
@@ -232,7 +251,7 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
       const last = planned !== undefined && planned.slots >= chunk.count && m.queuedChunks() === 0;
       const firstGrant = last ? m.floatGrant(planned, START_FLOAT_MS) : planned;
       try {
-        await startChild(crawlBatchWorkflow, {
+        const child = await startChild(crawlBatchWorkflow, {
           workflowId: batchId,
           taskQueue: batchQueue,
           args: [{
@@ -245,6 +264,7 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
           // again: the new run skips the URLs the earlier one recorded. A completed one may not.
           workflowIdReusePolicy: patched('batch-restart-after-stop') ? WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY : WorkflowIdReusePolicy.REJECT_DUPLICATE,
         });
+        watchEnd(batchId, child);
       } catch (err) {
         // Already started (a previous run of this monitor did it before continuing-as-new,
         // or the same chunk was added twice): it will report to us by id all the same.
@@ -271,7 +291,7 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
       if (!m.watchingBatches()) break;
       await revive(b);
     }
-    for (const b of watching() ? silentBatches(m.state.batches, now) : []) {
+    for (const b of watching() ? silentBatches(probed(), now) : []) {
       if (!m.watchingBatches()) break;
       await getExternalWorkflowHandle(b.batchId).signal(pingSignal).then(
         () => heardFrom(b, Date.now()),
@@ -367,7 +387,7 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
       await continueAsNew<typeof crawlMonitorWorkflow>({ source: m.state.source, carried: m.state, governorConfig, patchLevel: PATCH_LEVEL });
     }
 
-    const wakeAt = m.nextWakeMs(Date.now(), revivingKnown);
+    const wakeAt = m.nextWakeMs(Date.now(), revivingKnown ? probed() : undefined);
     dirty = false;
     if (wakeAt === undefined) await condition(() => dirty);
     else await condition(() => dirty, Math.max(1, wakeAt - Date.now()));

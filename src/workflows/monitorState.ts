@@ -371,10 +371,10 @@ export class MonitorModel {
     return grants;
   }
 
-  /** When the loop must wake even without a message; `watch`: also to look after its batches (lostBatches.ts). */
-  nextWakeMs(nowMs: number, watch = false): number | undefined {
+  /** When the loop must wake even without a message; `watched`: also to look after these batches (lostBatches.ts). */
+  nextWakeMs(nowMs: number, watched?: readonly BatchEntry[]): number | undefined {
     const times: number[] = [];
-    const watchAt = watch && this.watchingBatches() ? nextWatchMs(this.state.batches) : undefined;
+    const watchAt = watched && this.watchingBatches() ? nextWatchMs(watched) : undefined;
     if (watchAt !== undefined) times.push(watchAt);
     const timed = this.governor.nextTimedChangeMs(nowMs);
     if (timed !== undefined) times.push(timed);

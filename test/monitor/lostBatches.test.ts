@@ -23,12 +23,18 @@ describe('crawl monitor: lost batches (time-skipping server)', () => {
       return { lost: lost.status.name, latest: latest.status.name, newRun: latest.runId !== runId };
     };
   };
-  const pingsTo = async (monitorId: string, batchId: string) => {
-    const events = (await env.client.workflow.getHandle(monitorId).fetchHistory()).events ?? [];
-    const sent = events.filter((e) => e.signalExternalWorkflowExecutionInitiatedEventAttributes?.signalName === 'ping'
-      && e.signalExternalWorkflowExecutionInitiatedEventAttributes.workflowExecution?.workflowId === batchId);
-    const failed = events.filter((e) => e.signalExternalWorkflowExecutionFailedEventAttributes?.workflowExecution?.workflowId === batchId);
-    return { sent: sent.length, failed: failed.length };
+  /** Pings the monitor sent to a batch, and how many failed, over all its runs (continue-as-new). */
+  const pingsTo = async (monitorId: string, firstRunId: string, batchId: string) => {
+    let sent = 0;
+    let failed = 0;
+    for (let runId: string | null | undefined = firstRunId; runId;) {
+      const events = (await env.client.workflow.getHandle(monitorId, runId).fetchHistory()).events ?? [];
+      sent += events.filter((e) => e.signalExternalWorkflowExecutionInitiatedEventAttributes?.signalName === 'ping'
+        && e.signalExternalWorkflowExecutionInitiatedEventAttributes.workflowExecution?.workflowId === batchId).length;
+      failed += events.filter((e) => e.signalExternalWorkflowExecutionFailedEventAttributes?.workflowExecution?.workflowId === batchId).length;
+      runId = events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId;
+    }
+    return { sent, failed };
   };
 
   it('starts again a batch an operator terminated mid-crawl: every URL recorded once and counted once, none counted finished uncrawled', async () => {
@@ -70,7 +76,7 @@ describe('crawl monitor: lost batches (time-skipping server)', () => {
     });
   }, 180_000);
 
-  it('asks a batch silent for 5 minutes whether it still runs, and starts it again when it has gone (terminated during a Retry-After hold)', async () => {
+  it('probes a silent batch started before a continue-as-new, and starts it again when it has gone (terminated during a Retry-After hold)', async () => {
     const { taskQueue, workflowId } = ids();
     // The first answer of the source is a 429 asking for 10 minutes: no grant goes out until then.
     let throttled = false;
@@ -82,17 +88,20 @@ describe('crawl monitor: lost batches (time-skipping server)', () => {
     const worker = await monitorWorker(env, taskQueue, acts);
     await worker.runUntil(async () => {
       const handle = await env.client.workflow.start(crawlMonitorWorkflow, {
-        taskQueue, workflowId, args: [{ source: 'held.test', config: { rate: 2 }, work: chunksOf('held.test', 40, 20) }],
+        taskQueue, workflowId, args: [{ source: 'held.test', config: { rate: 2 }, work: chunksOf('held.test', 40, 20), options: { maxHistoryEvents: 40 } }],
       });
       await env.sleep(20_000);
-      expect((await handle.query(statsQuery)).retryAfterUntil).not.toBeNull();
+      const current = env.client.workflow.getHandle(workflowId);
+      expect((await current.query(statsQuery)).retryAfterUntil).not.toBeNull();
+      // The batches were started by an earlier run of the monitor: none of its closing events reach this one.
+      expect((await current.describe()).runId).not.toBe(handle.firstExecutionRunId);
       const runs = await terminate(`${workflowId}/batch:c20`);
       const final = await handle.result();
       expect(final.urls).toMatchObject({ total: 40, finished: 40 });
       expect(new Set(records.map((r) => r.url)).size).toBe(40);
       expect(records).toHaveLength(40);
-      // Found by its probe (no grant went to it during the hold), not by a grant that failed.
-      expect(await pingsTo(workflowId, `${workflowId}/batch:c20`)).toEqual({ sent: 1, failed: 1 });
+      // Found by a probe (no grant went to it during the hold), not by a grant that failed.
+      expect(await pingsTo(workflowId, handle.firstExecutionRunId, `${workflowId}/batch:c20`)).toEqual({ sent: 1, failed: 1 });
       expect(await runs()).toEqual({ lost: 'TERMINATED', latest: 'COMPLETED', newRun: true });
     });
   }, 180_000);
