@@ -34,7 +34,8 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
   const m = MonitorModel.fromInput(input, Date.now());
   const patched = patchesOf(input.patchLevel);
   // Asked only where a lost batch would change what the monitor does (lostBatches.ts). Its
-  // timers, which a history from before it lacks, wait for that answer unless the level gives it.
+  // timers, which a history from before it lacks, wait for that answer unless the level gives it
+  // (a monitor started by hand without a level times no probes until it has asked).
   let revivingKnown = inLevel(input.patchLevel, 'revive-lost-batches');
   const reviving = () => (revivingKnown ||= patched('revive-lost-batches'));
   const heard = (batchId: string) => {
@@ -46,15 +47,18 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
    * timers or signals. Batches of an earlier run are probed when silent (lostBatches.ts).
    */
   const startedHere = new Set<string>();
+  /** A batch on the books found ended: it is started again a minute later (lostBatches.ts). */
+  const lose = (b: BatchEntry, how: string) => {
+    log.warn('batch ended without finishing its chunk; it starts again in a minute', { batchId: b.batchId, how });
+    markLost(b, Date.now());
+    wake();
+  };
   const watchEnd = (batchId: string, child: { result(): Promise<unknown> }) => {
     startedHere.add(batchId);
     child.result().catch((err) => {
       const b = m.batch(batchId);
       // A stopped crawl takes its batches off the books before it cancels them.
-      if (!b || m.state.governor.mode === 'stopped' || !reviving()) return;
-      log.warn('batch ended without finishing its chunk; it starts again shortly', { batchId, error: String(err) });
-      markLost(b, Date.now());
-      wake();
+      if (b && m.state.governor.mode !== 'stopped' && reviving()) lose(b, String(err));
     });
   };
   /** Batches to look after with probes and timers: lost ones, and those this run did not start. */
@@ -129,10 +133,7 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
     // Cancelled from outside (`temporal workflow cancel` on the batch), not by a stop of the
     // crawl, which takes its batches off the books first: lost, and started again.
     const b = m.batch(batchId);
-    if (b && m.state.governor.mode !== 'stopped' && reviving()) {
-      markLost(b, Date.now());
-      wake();
-    }
+    if (b && m.state.governor.mode !== 'stopped' && reviving()) lose(b, 'cancelled');
   });
 
   // Histories from before it replay the old resume, which ended a temporary halt.
@@ -282,24 +283,16 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
       }
     }
 
-    // Batches that ended without finishing their chunks start again; silent ones are asked
-    // whether they still run. Not while the source is paused or halted: nothing is lost waiting.
-    // Asked as soon as batches run, so that a monitor started by hand (no patch level) has the
-    // probes' timers too; a history from before it answers no and replays as it was.
-    const watching = () => m.state.batches.length > 0 && m.watchingBatches() && reviving();
-    for (const b of watching() ? dueForRevival(m.state.batches, now) : []) {
+    // Batches that ended without finishing their chunks start again; silent ones of an earlier
+    // run are asked whether they still run. Not while the source is paused or halted: nothing
+    // is lost waiting. (Only a batch found lost, which asked patched(), is due.)
+    for (const b of m.watchingBatches() ? dueForRevival(m.state.batches, now) : []) {
       if (!m.watchingBatches()) break;
       await revive(b);
     }
-    for (const b of watching() ? silentBatches(probed(), now) : []) {
-      if (!m.watchingBatches()) break;
-      await getExternalWorkflowHandle(b.batchId).signal(pingSignal).then(
-        () => heardFrom(b, Date.now()),
-        (err) => {
-          log.warn('batch has ended without finishing its chunk; it starts again shortly', { batchId: b.batchId, error: String(err) });
-          markLost(b, Date.now());
-        },
-      );
+    for (const b of m.watchingBatches() ? silentBatches(probed(), now) : []) {
+      if (!m.watchingBatches() || !reviving()) break;
+      await getExternalWorkflowHandle(b.batchId).signal(pingSignal).then(() => heardFrom(b, Date.now()), (err) => lose(b, `a ping did not reach it: ${String(err)}`));
     }
 
     if (!alone) grants = planGrants();
@@ -312,10 +305,8 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
         // Gone without finishing its chunk: before, its chunk counted as finished, none of what
         // it had left crawled. Histories from before replay that.
         const b = m.batch(g.batchId);
-        if (b && reviving()) {
-          log.warn('grant not delivered: the batch has ended without finishing its chunk; it starts again shortly', { batchId: g.batchId, error: String(err) });
-          markLost(b, now);
-        } else {
+        if (b && reviving()) lose(b, `a grant did not reach it: ${String(err)}`);
+        else {
           log.warn('grant not delivered; batch gone', { batchId: g.batchId, error: String(err) });
           m.onBatchFinished({ batchId: g.batchId, chunkId: '', urls: 0 });
         }

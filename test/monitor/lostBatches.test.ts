@@ -1,4 +1,5 @@
 import { ApplicationFailure } from '@temporalio/common';
+import type { temporal } from '@temporalio/proto';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { createTimeSkippingEnv } from '../support/temporal';
 import { chunksOf, indexOf, monitorWorker, scriptedActivities } from '../support/monitorHarness';
@@ -28,7 +29,7 @@ describe('crawl monitor: lost batches (time-skipping server)', () => {
     let sent = 0;
     let failed = 0;
     for (let runId: string | null | undefined = firstRunId; runId;) {
-      const events = (await env.client.workflow.getHandle(monitorId, runId).fetchHistory()).events ?? [];
+      const events: temporal.api.history.v1.IHistoryEvent[] = (await env.client.workflow.getHandle(monitorId, runId).fetchHistory()).events ?? [];
       sent += events.filter((e) => e.signalExternalWorkflowExecutionInitiatedEventAttributes?.signalName === 'ping'
         && e.signalExternalWorkflowExecutionInitiatedEventAttributes.workflowExecution?.workflowId === batchId).length;
       failed += events.filter((e) => e.signalExternalWorkflowExecutionFailedEventAttributes?.workflowExecution?.workflowId === batchId).length;

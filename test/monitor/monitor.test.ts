@@ -138,7 +138,7 @@ describe('crawl monitor (time-skipping server)', () => {
     };
     // Started without a level (by hand, or by code from before levels): patched() as before.
     const unlevelled = await crawl();
-    expect(patchEvents(unlevelled.monitor)).toBe(16); // 8 patches: a marker and an upsert each
+    expect(patchEvents(unlevelled.monitor)).toBe(14); // 7 patches: a marker and an upsert each
     // Its batch is a new workflow, started by this code at this code's level.
     expect(patchEvents(unlevelled.batch)).toBe(0);
     const levelled = await crawl(PATCH_LEVEL);
