@@ -86,6 +86,17 @@ describe('the status table', () => {
     expect(monitoringUpdate([waiting]).sources.s).toMatchObject({ storeRetryAt: '2026-11-23T12:01:00.000Z', storeError: 'ENOSPC: no space left on device', retryAfterUntil: null });
   });
 
+  it('says when a batch ended without finishing its chunk and is being started again, in the table and once in run\'s notes', () => {
+    const r = running(3);
+    const lost = (n: number): SourceStatus => ({ ...r, stats: { ...r.stats!, batches: { active: 2, finished: 0, lost: n } } });
+    expect(statusTable([lost(1)]).split('\n')[1]).toMatch(/a batch ended without finishing its chunk: started again within a minute/);
+    expect(statusTable([lost(2)]).split('\n')[1]).toMatch(/2 batches ended without finishing their chunks/);
+    expect(statusTable([lost(0)]).split('\n')[1]).not.toMatch(/ended without/);
+    const notes = new SourceNotes();
+    expect(notes.changed([lost(1)])).toEqual([{ source: 's', note: expect.stringMatching(/^a batch ended without finishing its chunk/) }]);
+    expect(notes.changed([lost(1)])).toEqual([]);
+  });
+
   it('says when an unreadable robots.txt holds a source, and when it is asked again', () => {
     const r = running(3);
     const waiting: SourceStatus = { ...r, stats: { ...r.stats!, robotsRetryAt: '2026-11-23T12:05:00.000Z' } };

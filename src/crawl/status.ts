@@ -217,6 +217,12 @@ export function hostWaitNote(st: MonitorStats): string | undefined {
   return w ? `one host's robots.txt unavailable (${w.error}): its URLs wait until ${w.until}, the other hosts go on` : undefined;
 }
 
+/** Batches that ended without finishing their chunks (an operator terminated one, say): the monitor starts them again. */
+export function lostBatchesNote(st: MonitorStats): string | undefined {
+  const lost = st.batches?.lost ?? 0;
+  return lost > 0 ? `${lost === 1 ? 'a batch' : `${lost} batches`} ended without finishing ${lost === 1 ? 'its chunk' : 'their chunks'}: started again within a minute (recent events in the Web UI)` : undefined;
+}
+
 /** Each source's latest reason to wait or halt, to be told once when it changes. */
 export class SourceNotes {
   private readonly last = new Map<string, string>();
@@ -225,7 +231,7 @@ export class SourceNotes {
     const out: { source: string; note: string }[] = [];
     for (const s of statuses) {
       const st = s.workflowStatus === 'RUNNING' ? s.stats : null;
-      const note = st?.haltReason ? `HALTED: ${st.haltReason}` : st ? waitingFor(st) ?? hostWaitNote(st) : undefined;
+      const note = st?.haltReason ? `HALTED: ${st.haltReason}` : st ? waitingFor(st) ?? hostWaitNote(st) ?? lostBatchesNote(st) : undefined;
       if (note && note !== this.last.get(s.source)) out.push({ source: s.source, note });
       if (note) this.last.set(s.source, note);
       else this.last.delete(s.source);
@@ -242,7 +248,7 @@ export function statusTable(statuses: SourceStatus[]): string {
     const u = s.unanswered;
     const note = state === 'stopped' ? `stopped by an operator${st?.haltReason ? ` (was halted: ${st.haltReason})` : ''}`
       : state === 'paused' && !st?.haltReason ? `paused by an operator${st?.coolingUntil ? `; its temporary halt lasts until ${st.coolingUntil}` : ''}`
-      : st?.haltReason ?? (st && (waitingFor(st) ?? (s.workflowStatus === 'RUNNING' ? hostWaitNote(st) : undefined)))
+      : st?.haltReason ?? (st && (waitingFor(st) ?? (s.workflowStatus === 'RUNNING' ? hostWaitNote(st) ?? lostBatchesNote(st) : undefined)))
         ?? (st?.siteMaxRate != null ? `robots.txt Crawl-delay: at most ${st.siteMaxRate}/s${st.crawlDelayUntil ? `, next request not before ${st.crawlDelayUntil}` : ''}` : u?.note ?? s.ended ?? '');
     rows.push([s.source, state, String(st?.rate ?? u?.rate ?? ''), String(st?.target ?? ''), st ? `${st.urls.finished}/${st.urls.total}` : '', String(st?.counts.done ?? u?.done ?? ''),
       String(st?.counts.linkrot ?? ''), String(st?.counts.content ?? ''), String(st?.counts.robots ?? ''), String(st?.counts.error ?? u?.errors ?? ''), note]);

@@ -127,7 +127,8 @@ export interface MonitorStats {
   haltReason: string | null;
   counts: Counts;
   urls: { total: number; finished: number; queuedChunks: number; inBatches: number };
-  batches: { active: number; finished: number };
+  /** `lost`: batches that ended without finishing their chunks, to be started again (lostBatches.ts); absent from monitors of older builds. */
+  batches: { active: number; finished: number; lost?: number };
   /**
    * `missed`: slots that served no URL: the worker was too busy to send in time (add workers if high), or robots.txt took the slot.
    * `leadMs`: how far ahead of its issue a grant's window starts, learnt from how long grants take to reach their activity (300 on an idle worker).
@@ -442,7 +443,7 @@ export class MonitorModel {
         queuedChunks: this.queuedChunks(),
         inBatches: this.state.batches.reduce((s, b) => s + b.urls, 0),
       },
-      batches: { active: this.state.batches.length, finished: this.state.finishedBatches },
+      batches: { active: this.state.batches.length, finished: this.state.finishedBatches, lost: this.state.batches.filter((b) => b.lostMs !== undefined).length },
       tokens: {
         granted: this.state.grantedSlots,
         unused: this.state.unusedSlots,
