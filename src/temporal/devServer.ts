@@ -110,7 +110,11 @@ async function stopOrphan(pid: number, markerFile: string): Promise<void> {
   try {
     process.kill(pid, 'SIGTERM');
     for (let waited = 0; waited < 10_000 && running(pid); waited += 100) await new Promise((r) => setTimeout(r, 100));
-    if (running(pid)) process.kill(pid, 'SIGKILL');
+    if (running(pid)) {
+      process.kill(pid, 'SIGKILL');
+      // Gone before the caller goes on: it may start another server on the same SQLite file.
+      for (let waited = 0; waited < 2_000 && running(pid); waited += 50) await new Promise((r) => setTimeout(r, 50));
+    }
   } catch {
     // Gone already.
   }
