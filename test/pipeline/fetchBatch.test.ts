@@ -502,16 +502,22 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
   }
 
   it('spends a new host\'s first slot on robots.txt and gives the image a later slot of the grant', async () => {
-    const fresh = await withFreshRobotsCache('spool2');
-    const before = origin.requests.length;
-    const grant = input(['/good.png']); // three slots
-    const { value: result, sends } = await recordingSends(async () => (await new MockActivityEnvironment().run(fresh.fetchBatch, grant)) as FetchBatchResult);
-    expect(result.outcomes.map((o) => o.cls)).toEqual(['done']);
-    expect(result.unused).toEqual([]);
-    expect(origin.requests.slice(before).map((r) => r.path)).toEqual(['/robots.txt', '/good.png']);
-    const sent = sends.filter((r) => r.path === '/robots.txt' || r.path === '/good.png');
-    expect(sent.map((r) => r.path)).toEqual(['/robots.txt', '/good.png']);
-    expect(sent[1]!.atMs - sent[0]!.atMs).toBeGreaterThanOrEqual(grant.schedule.intervalMs - 15);
+    // A loaded machine can wake too late for the grant's 10 ms slots and hand the image back
+    // unsent (a fresh-clone CI run, session 34): tried again, up to three times, until it went out.
+    for (let attempt = 1; ; attempt++) {
+      const fresh = await withFreshRobotsCache(`spool2-${attempt}`);
+      const before = origin.requests.length;
+      const grant = input(['/good.png']); // three slots
+      const { value: result, sends } = await recordingSends(async () => (await new MockActivityEnvironment().run(fresh.fetchBatch, grant)) as FetchBatchResult);
+      if (result.outcomes.length === 0 && attempt < 3) continue;
+      expect(result.outcomes.map((o) => o.cls)).toEqual(['done']);
+      expect(result.unused).toEqual([]);
+      expect(origin.requests.slice(before).map((r) => r.path)).toEqual(['/robots.txt', '/good.png']);
+      const sent = sends.filter((r) => r.path === '/robots.txt' || r.path === '/good.png');
+      expect(sent.map((r) => r.path)).toEqual(['/robots.txt', '/good.png']);
+      expect(sent[1]!.atMs - sent[0]!.atMs).toBeGreaterThanOrEqual(grant.schedule.intervalMs - 15);
+      break;
+    }
   });
 
   it('hands the image back unsent when robots.txt took the grant\'s only slot', async () => {
