@@ -267,7 +267,7 @@ export class MonitorModel {
     if (asked) asked.unassigned = 0;
     if (!grant) return;
     // planGrants counted the grant on the first entry of that id.
-    const b = this.state.batches.find((x) => x.batchId === batchId);
+    const b = this.batch(batchId);
     if (!b) return;
     b.grantsSent -= 1;
     b.unseen = b.unseen.filter(([seq]) => seq <= b.grantsSent);
@@ -275,7 +275,7 @@ export class MonitorModel {
   }
 
   onTokenRequest(req: TokenRequest): void {
-    const b = this.state.batches.find((x) => x.batchId === req.batchId);
+    const b = this.batch(req.batchId);
     if (!b) return;
     b.unassigned = req.unassigned;
     b.unseen = b.unseen.filter(([seq]) => seq > req.grantsSeen);
@@ -364,7 +364,7 @@ export class MonitorModel {
     };
     const grants = Object.keys(extra).length ? planned.map((g) => ({ ...g, ...extra })) : planned;
     for (const g of grants) {
-      const b = this.state.batches.find((x) => x.batchId === g.batchId)!;
+      const b = this.batch(g.batchId)!;
       b.grantsSent += 1;
       b.unseen.push([b.grantsSent, g.slots]);
       this.state.grantedSlots += g.slots;
