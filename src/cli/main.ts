@@ -15,7 +15,7 @@ import { runCrawl } from '../crawl/run';
 import { continuesNote, downloadedBeforeNote, duplicatesNote, emptyManifest, invalidRetryAfterCap, maxRateSetting, maxRetryAfterSetting, startCrawl, startWarnings } from '../crawl/start';
 import { callSignal } from '../shared/callSignal';
 import { forEachLimit } from '../shared/concurrency';
-import { describeMonitor, DoneRate, listSources, monitoringUpdate, sourceStatus, statusTable, stopMonitor, type Answered } from '../crawl/status';
+import { describeMonitor, DoneRate, listClosedSince, listSources, monitoringUpdate, sourceStatus, statusTable, stopMonitor, type Answered } from '../crawl/status';
 import { StatusPoller } from '../crawl/statusPoller';
 import { startDemoSite } from '../demo/demo';
 import { storeFromEnv } from '../pipeline/store';
@@ -257,7 +257,11 @@ export function buildProgram(): Command {
       const doneRate = new DoneRate();
       // A watch asks each running monitor in turn, 20 a second, as `run` does: every status
       // query is CPU a worker takes from crawling (~3 ms each).
-      const poller = new StatusPoller(names, (s) => sourceStatus(client, s), Math.max(20, Math.round(20 * opts.interval)));
+      const poller = new StatusPoller(names, (s) => sourceStatus(client, s), {
+        perPoll: Math.max(20, Math.round(20 * opts.interval)),
+        // A table or --json shows every source as asked; a watch notices closes at once.
+        ...(opts.watch ? { closedSince: (sinceMs: number) => listClosedSince(client, sinceMs) } : {}),
+      });
       for (;;) {
         const statuses = await poller.poll();
         const update = monitoringUpdate(statuses, doneRate.baseline());

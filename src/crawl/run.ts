@@ -15,7 +15,7 @@ import { exportRecordsToFile } from './exportRecords';
 import { FailureTally } from './failureTally';
 import { checkManifest, manifestHasContent } from './manifest';
 import { continuesNote, downloadedBeforeNote, duplicatesNote, emptyManifest, nothingToCrawl, startCrawl, startWarnings, type StartSummary } from './start';
-import { DoneRate, monitoringUpdate, sourceStatus, statusTable, SourceNotes, stopMonitor, type SourceStatus } from './status';
+import { DoneRate, listClosedSince, monitoringUpdate, sourceStatus, statusTable, SourceNotes, stopMonitor, type SourceStatus } from './status';
 import { StatusPoller } from './statusPoller';
 import { envText } from '../shared/env';
 import { forEachLimit, fulfilsWithin } from '../shared/concurrency';
@@ -141,7 +141,10 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
     let lastLine = 0;
     // A status query waits for a worker to answer it: without one, Ctrl-C must not wait too.
     let roundSignal = interrupt.nextAbortSignal();
-    const poller = new StatusPoller(sources, (s) => sourceStatus(client, s, { signal: roundSignal }));
+    const poller = new StatusPoller(sources, (s) => sourceStatus(client, s, { signal: roundSignal }), {
+      closedSince: (sinceMs) => listClosedSince(client, sinceMs, roundSignal),
+      expectedUrls: (s) => summary.sources.get(s)?.urls,
+    });
     while (!interrupt.signal && !interrupt.failure) {
       roundSignal = interrupt.nextAbortSignal();
       // Not waiting for a round that an interrupt cut short: a call to a dead server may not end for ~20 s.

@@ -11,8 +11,11 @@ export interface SourceStatus {
   source: string;
   workflowStatus: string;
   stats: MonitorStats | null;
-  /** A running monitor that did not answer its status query: what its search attributes last said, and why. */
-  unanswered?: { note: string; state?: string; rate?: number; done?: number; errors?: number };
+  /**
+   * A running monitor that did not answer its status query: what its search attributes last
+   * said, and why. One not asked yet (StatusPoller) has only `total`, the URLs this run gave it.
+   */
+  unanswered?: { note: string; state?: string; rate?: number; done?: number; errors?: number; total?: number };
   /** Why a monitor that did not complete ended: its failure (a start input it could not use), or a termination's reason. */
   ended?: string;
 }
@@ -107,12 +110,29 @@ function whyEnded(err: unknown): string | undefined {
   return err instanceof Error ? err.message : undefined;
 }
 
+const MONITOR_ID_PREFIX = /^crawl-monitor:/;
+
+/**
+ * The sources whose monitors closed after `sinceMs` (a continue-as-new is no close), from the
+ * server's visibility listing: a few rows a poll, where listing every running monitor cost the
+ * embedded server ~2 ms each (StatusPoller).
+ */
+export async function listClosedSince(client: Client, sinceMs: number, signal?: AbortSignal): Promise<Set<string>> {
+  const list = async () => {
+    const out = new Set<string>();
+    const query = `WorkflowType = 'crawlMonitorWorkflow' AND CloseTime > '${new Date(sinceMs).toISOString()}' AND ExecutionStatus != 'ContinuedAsNew'`;
+    for await (const wf of client.workflow.list({ query, pageSize: 1000 })) out.add(wf.workflowId.replace(MONITOR_ID_PREFIX, ''));
+    return out;
+  };
+  return signal ? client.withAbortSignal(signal, list) : list();
+}
+
 /** Every crawl monitor the server knows (running first), via the visibility store. */
 export async function listSources(client: Client, opts: { running?: boolean } = {}): Promise<string[]> {
   const names = new Set<string>();
   const query = `WorkflowType = 'crawlMonitorWorkflow'${opts.running ? ` AND ExecutionStatus = 'Running'` : ''}`;
   for await (const wf of client.workflow.list({ query })) {
-    names.add(wf.workflowId.replace(/^crawl-monitor:/, ''));
+    names.add(wf.workflowId.replace(MONITOR_ID_PREFIX, ''));
   }
   return [...names].sort();
 }
@@ -157,8 +177,9 @@ export function monitoringUpdate(statuses: SourceStatus[], previous?: { atMs: nu
       const u = s.unanswered;
       done += u?.done ?? 0;
       errors += u?.errors ?? 0;
+      total += u?.total ?? 0;
       sources[s.source] = {
-        state, rate: u?.rate ?? 0, target: 0, done: u?.done ?? 0, errors: u?.errors ?? 0, linkrot: 0, content: 0, robots: 0, refused: 0, finished: 0, total: 0,
+        state, rate: u?.rate ?? 0, target: 0, done: u?.done ?? 0, errors: u?.errors ?? 0, linkrot: 0, content: 0, robots: 0, refused: 0, finished: 0, total: u?.total ?? 0,
         breaker: '', retryAfterUntil: null, crawlDelayUntil: null, robotsRetryAt: null, robotsError: null, robotsHostWait: null, storeRetryAt: null, storeError: null, ...(u ? { note: u.note } : s.ended ? { note: s.ended } : {}),
       };
       continue;

@@ -9,7 +9,7 @@ describe('StatusPoller', () => {
     const poller = new StatusPoller(sources, async (source) => {
       asked.push(source);
       return { source, workflowStatus: finished.has(source) ? 'COMPLETED' : 'RUNNING', stats: null } as SourceStatus;
-    }, 3);
+    }, { perPoll: 3 });
     expect((await poller.poll()).map((s) => s.source)).toEqual(sources);
     expect(asked.sort()).toEqual([...sources].sort());
     // Eight running: three per poll, in turn, so each is asked again within three polls.
@@ -43,5 +43,82 @@ describe('StatusPoller', () => {
     expect(s).toMatchObject({ stats: { urls: { finished: 2, total: 3 } }, unanswered: { note: 'no worker answered within 10 s' } });
     answer = true;
     expect((await poller.poll())[0]!.unanswered).toBeUndefined();
+  });
+
+  describe('with a listing of the monitors that closed', () => {
+    const statsOf = (done: number, state = 'running') => ({ state, counts: { done, error: 0 }, urls: { finished: 0, total: 1 } }) as unknown as NonNullable<SourceStatus['stats']>;
+    function setUp(n: number) {
+      const sources = Array.from({ length: n }, (_, i) => `s${i}`);
+      const answers = new Map(sources.map((s) => [s, { source: s, workflowStatus: 'RUNNING', stats: statsOf(0) } as SourceStatus]));
+      const closedAt = new Map<string, number>();
+      const asked: string[] = [];
+      const since: number[] = [];
+      let nowMs = 1_000_000;
+      const poller = new StatusPoller(sources, async (source) => {
+        asked.push(source);
+        return answers.get(source)!;
+      }, {
+        perPoll: 2, firstAsksPerPoll: 5, expectedUrls: () => 7, now: () => nowMs,
+        closedSince: async (sinceMs) => {
+          since.push(sinceMs);
+          return new Set([...closedAt].filter(([, at]) => at > sinceMs).map(([s]) => s));
+        },
+      });
+      const close = (s: string, atMs: number) => {
+        closedAt.set(s, atMs);
+        answers.set(s, { source: s, workflowStatus: 'COMPLETED', stats: statsOf(1, 'finished') });
+      };
+      return { asked, since, poller, close, tick: (ms: number) => (nowMs += ms), now: () => nowMs };
+    }
+
+    it('shows every source from the first poll while asking only a few of them', async () => {
+      const { asked, poller, tick } = setUp(100);
+      const statuses = await poller.poll();
+      expect(asked.length).toBe(5);
+      expect(statuses).toHaveLength(100);
+      expect(statuses.find((s) => !asked.includes(s.source))).toMatchObject({ workflowStatus: 'RUNNING', stats: null, unanswered: { note: 'not asked yet', total: 7 } });
+      // 5 new a poll and 2 in turn: all 100 asked within 20 polls.
+      for (let i = 0; i < 19; i++) {
+        tick(1000);
+        await poller.poll();
+      }
+      expect(new Set(asked).size).toBe(100);
+    });
+
+    it('asks a source that closed at the next poll, and never again', async () => {
+      const { asked, since, poller, close, tick, now } = setUp(50);
+      for (let i = 0; i < 10; i++) {
+        tick(1000);
+        await poller.poll();
+      }
+      // Closed just before the last poll began: a listing reaches back past it.
+      close('s40', now() - 2000);
+      tick(1000);
+      asked.length = 0;
+      await poller.poll();
+      expect(since.at(-1)).toBe(now() - 1000 - 5000);
+      expect(asked).toContain('s40');
+      expect(poller.statuses().find((s) => s.source === 's40')!.workflowStatus).toBe('COMPLETED');
+      asked.length = 0;
+      for (let i = 0; i < 30; i++) {
+        tick(1000);
+        await poller.poll();
+      }
+      expect(asked).not.toContain('s40');
+    });
+
+    it('finds a close the listing missed by the turns', async () => {
+      const { asked, poller, close, tick } = setUp(10);
+      await poller.poll();
+      await poller.poll();
+      // Closed long before any listing reaches: never listed.
+      close('s7', 0);
+      asked.length = 0;
+      for (let i = 0; i < 5; i++) {
+        tick(1000);
+        await poller.poll();
+      }
+      expect(poller.statuses().find((s) => s.source === 's7')!.workflowStatus).toBe('COMPLETED');
+    });
   });
 });
