@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { startCrawl } from '../../src/crawl/start';
+import { listClosedSince } from '../../src/crawl/status';
 import { Origin } from '../../src/demo/origin';
 import { startOriginProcess, type OriginArrival } from '../../src/demo/startOriginProcess';
 import { LocalStore } from '../../src/pipeline/store';
@@ -68,6 +69,7 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
       const taskQueue = 'e2e';
       const deps = defaultDeps({ dataDir, allowNetworks: ['127.0.0.0/8'] });
       const worker = await createCrawlWorker({ connection: env.nativeConnection, taskQueue, deps });
+      const startedMs = Date.now();
       await worker.runUntil(async () => {
         const bad: number[] = [];
         const summary = await startCrawl({ client: env.client, store: new LocalStore(path.join(dataDir, 'store')), manifest, catalog, taskQueue, chunkSize: 25, onBadLine: (l) => bad.push(l.line) });
@@ -75,6 +77,15 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
         expect([...summary.sources.keys()].sort()).toEqual([a, c, 'fast'].sort());
         const results = await Promise.all([...summary.sources.keys()].map((s) => env.client.workflow.getHandle(monitorWorkflowId(s)).result() as Promise<MonitorStats>));
         expect(results.map((r) => r.urls.finished).reduce((x, y) => x + y, 0)).toBe(111);
+        // How `run` learns of closes (StatusPoller): the server's listing names them, and only
+        // those closed after the time asked (the listing's query is ours, not the SDK's).
+        let closed = new Set<string>();
+        for (let i = 0; i < 50 && closed.size < 3; i++) {
+          closed = await listClosedSince(env.client, startedMs);
+          if (closed.size < 3) await new Promise((r) => setTimeout(r, 100));
+        }
+        expect([...closed].sort()).toEqual([...summary.sources.keys()].sort());
+        expect((await listClosedSince(env.client, Date.now() + 60_000)).size).toBe(0);
       });
     } finally {
       arrivals = await sites.stop();
