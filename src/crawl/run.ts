@@ -15,7 +15,7 @@ import { exportRecordsToFile } from './exportRecords';
 import { FailureTally } from './failureTally';
 import { checkManifest, manifestHasContent } from './manifest';
 import { continuesNote, downloadedBeforeNote, duplicatesNote, emptyManifest, nothingToCrawl, startCrawl, startWarnings, type StartSummary } from './start';
-import { DoneRate, listClosedSince, monitoringUpdate, sourceStatus, statusTable, SourceNotes, stopMonitor, type SourceStatus } from './status';
+import { ChangedSources, DoneRate, listClosedSince, monitoringUpdate, sourceStatus, statusTable, SourceNotes, stopMonitor, type SourceStatus } from './status';
 import { StatusPoller } from './statusPoller';
 import { envText } from '../shared/env';
 import { forEachLimit, fulfilsWithin } from '../shared/concurrency';
@@ -138,6 +138,7 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
     let statuses: SourceStatus[] = [];
     const doneRate = new DoneRate();
     const notes = new SourceNotes();
+    const changedSources = new ChangedSources();
     let lastLine = 0;
     // A status query waits for a worker to answer it: without one, Ctrl-C must not wait too.
     let roundSignal = interrupt.nextAbortSignal();
@@ -169,7 +170,7 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
         for (const n of changed) out.write(`${JSON.stringify({ event: 'source_note', time: update.time, ...n })}\n`);
         if (Date.now() - lastLine >= 5_000) {
           lastLine = Date.now();
-          out.write(`${JSON.stringify(update)}\n`);
+          out.write(`${JSON.stringify(changedSources.line(update))}\n`);
         }
       }
       doneRate.record(Date.now(), update.global.done);

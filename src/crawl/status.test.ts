@@ -1,5 +1,5 @@
 import type { MonitorStats } from '../workflows/monitorState';
-import { DoneRate, monitoringUpdate, SourceNotes, statusTable, type SourceStatus } from './status';
+import { ChangedSources, DoneRate, monitoringUpdate, SourceNotes, statusTable, type SourceStatus } from './status';
 
 function running(done: number): SourceStatus {
   const counts = { done, linkrot: 0, robots: 0, content: 0, refused: 0, error: 0, retries: 0, requests: done };
@@ -150,5 +150,22 @@ describe('notes while crawl run shows its bar', () => {
     // A completed monitor says nothing more; a paused one is the operator's doing.
     expect(notes.changed([{ ...halted, workflowStatus: 'COMPLETED' }])).toEqual([]);
     expect(notes.changed([{ ...r, stats: { ...r.stats!, state: 'paused', retryAfterUntil: '2026-11-23T12:05:00.000Z' } }])).toEqual([]);
+  });
+});
+
+describe('crawl run\'s monitoring_update lines in a log', () => {
+  it('carry every source in the first line, then only those whose entry changed, counting the rest', () => {
+    const named = (source: string, done: number): SourceStatus => ({ ...running(done), source });
+    const lines = new ChangedSources();
+    const first = lines.line(monitoringUpdate([named('a', 1), named('b', 1), named('c', 1)]));
+    expect(Object.keys(first.sources)).toEqual(['a', 'b', 'c']);
+    expect(first.unchangedSources).toBe(0);
+    const second = lines.line(monitoringUpdate([named('a', 1), named('b', 4), named('c', 1)]));
+    expect(second.sources).toEqual({ b: expect.objectContaining({ done: 4 }) });
+    expect(second.unchangedSources).toBe(2);
+    // The global figures are whole in every line.
+    expect(second.global).toMatchObject({ sources: 3, done: 6 });
+    const third = lines.line(monitoringUpdate([named('a', 1), named('b', 4), named('c', 2)]));
+    expect(Object.keys(third.sources)).toEqual(['c']);
   });
 });

@@ -220,6 +220,31 @@ export function monitoringUpdate(statuses: SourceStatus[], previous?: { atMs: nu
 }
 
 /**
+ * A `monitoring_update` line for a log that keeps every line (`crawl run` not on a terminal):
+ * `sources` holds only the sources whose entry changed since the previous line (all of them in
+ * the first), and `unchangedSources` counts the rest. With every source in every line, a
+ * 3,000-source crawl wrote 51 MB of progress in 9.5 minutes, ~7.7 GB a day.
+ */
+export class ChangedSources {
+  private readonly last = new Map<string, string>();
+
+  line(update: MonitoringUpdate): MonitoringUpdate & { unchangedSources: number } {
+    const sources: MonitoringUpdate['sources'] = {};
+    let unchanged = 0;
+    for (const [name, entry] of Object.entries(update.sources)) {
+      const text = JSON.stringify(entry);
+      if (this.last.get(name) === text) {
+        unchanged++;
+        continue;
+      }
+      this.last.set(name, text);
+      sources[name] = entry;
+    }
+    return { ...update, sources, unchangedSources: unchanged };
+  }
+}
+
+/**
  * Why a source that is neither halted nor paused sends nothing right now, when something holds
  * it (the site's Retry-After, robots.txt it cannot read, a failing store, a temporary halt).
  */
