@@ -127,21 +127,6 @@ describe('the status table', () => {
     expect(update.global).toMatchObject({ running: 3, paused: 1, waiting: 1, ratePerS: r.stats!.rate });
     expect(monitoringUpdate([paused]).global).toMatchObject({ paused: 1, ratePerS: 0 });
   });
-
-  it('leaves sources with nothing left to send out of the global rate: every URL granted, the last window over', () => {
-    const nowMs = Date.parse('2026-11-26T12:00:00.000Z');
-    const withTokens = (source: string, wanted: number, nextWindowAt: string | null, queuedChunks = 0): SourceStatus => {
-      const r = running(0);
-      const st = r.stats!;
-      return { ...r, source, stats: { ...st, urls: { ...st.urls, queuedChunks }, tokens: { granted: 1, unused: 0, missed: 0, wanted, nextWindowAt, leadMs: 0 } } };
-    };
-    const sent = withTokens('sent', 0, '2026-11-26T11:59:50.000Z');
-    expect(monitoringUpdate([sent], undefined, nowMs).global).toMatchObject({ running: 1, ratePerS: 0 });
-    // Still sending: a window open, URLs wanting slots, or chunks waiting for a batch.
-    for (const busy of [withTokens('open', 0, '2026-11-26T12:00:10.000Z'), withTokens('wants', 3, null), withTokens('queued', 0, null, 2)]) {
-      expect(monitoringUpdate([sent, busy], undefined, nowMs).global.ratePerS).toBe(2);
-    }
-  });
 });
 
 describe('notes while crawl run shows its bar', () => {

@@ -188,9 +188,8 @@ export function monitoringUpdate(statuses: SourceStatus[], previous?: { atMs: nu
     const held = live && waitingFor(st) !== undefined;
     if (held) waiting++;
     if (live && st.state === 'paused') paused++;
-    // What is being sent now: a paused, halted, cooling or held source sends nothing, whatever
-    // its rate, and neither does one whose every URL was granted (it waits for the last to end).
-    rate += live && st.state === 'running' && !held && hasWorkToSend(st, nowMs) ? st.rate : 0;
+    // What is being sent now: a paused, halted, cooling or held source sends nothing, whatever its rate.
+    rate += live && st.state === 'running' && !held ? st.rate : 0;
     target += live ? st.target : 0;
     done += st.counts.done;
     errors += st.counts.error;
@@ -243,18 +242,6 @@ export class ChangedSources {
     }
     return { ...update, sources, unchangedSources: unchanged };
   }
-}
-
-/**
- * Whether a running source has requests still to send: URLs wanting slots, chunks queued, or a
- * granted window still open. With 3,000 one-URL sources, `ratePerS` had added up 1,564/s while
- * the site saw 8/s: most sources had sent their URL and waited for its batch to end.
- */
-function hasWorkToSend(st: MonitorStats, nowMs: number): boolean {
-  // Stats from a monitor too old to tell.
-  if (!st.tokens) return true;
-  const windowOpen = st.tokens.nextWindowAt !== null && Date.parse(st.tokens.nextWindowAt) > nowMs;
-  return st.tokens.wanted > 0 || st.urls.queuedChunks > 0 || windowOpen;
 }
 
 /**
