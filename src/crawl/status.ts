@@ -2,6 +2,7 @@ import type { Client, WorkflowExecutionDescription, WorkflowHandle } from '@temp
 import { WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import { CRAWL_DONE, CRAWL_ERRORS, CRAWL_RATE, CRAWL_STATE } from '../temporal/searchAttributes';
 import { callSignal } from '../shared/callSignal';
+import { errorText } from '../shared/errorText';
 import { STOPPED_BATCHES_WAIT_MS } from '../shared/heartbeat';
 import { statsQuery, stopUpdate } from '../workflows/messages';
 import { monitorWorkflowId, type MonitorStats } from '../workflows/monitorState';
@@ -125,6 +126,11 @@ export async function listClosedSince(client: Client, sinceMs: number, signal?: 
     return out;
   };
   return signal ? client.withAbortSignal(signal, list) : list();
+}
+
+/** What `run` and `status --watch` say once when listClosedSince fails (StatusPoller goes on without it). */
+export function closedListingWarning(err: unknown): string {
+  return `crawl: cannot list the monitors that closed (${errorText(err)}); finished sources are noticed in turn instead\n`;
 }
 
 /** Every crawl monitor the server knows (running first), via the visibility store. */

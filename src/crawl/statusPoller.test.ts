@@ -107,6 +107,22 @@ describe('StatusPoller', () => {
       expect(asked).not.toContain('s40');
     });
 
+    it('goes on without a listing the server refuses, saying so, and finds closes by the turns', async () => {
+      const sources = ['a', 'b', 'c'];
+      const answers = new Map(sources.map((s) => [s, { source: s, workflowStatus: 'RUNNING', stats: statsOf(0) } as SourceStatus]));
+      const errors: unknown[] = [];
+      const poller = new StatusPoller(sources, async (s) => answers.get(s)!, {
+        perPoll: 1,
+        closedSince: async () => { throw new Error('operator CloseTime not supported'); },
+        onListingError: (err) => errors.push(err),
+      });
+      await poller.poll();
+      answers.set('b', { source: 'b', workflowStatus: 'COMPLETED', stats: statsOf(1, 'finished') });
+      for (let i = 0; i < 3; i++) await poller.poll();
+      expect(errors).toHaveLength(3);
+      expect(poller.statuses().map((s) => s.workflowStatus)).toEqual(['RUNNING', 'COMPLETED', 'RUNNING']);
+    });
+
     it('finds a close the listing missed by the turns', async () => {
       const { asked, poller, close, tick } = setUp(10);
       await poller.poll();

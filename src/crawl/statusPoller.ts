@@ -14,6 +14,8 @@ export interface StatusPollerOptions {
    */
   closedSince?: (sinceMs: number) => Promise<Set<string>>;
   firstAsksPerPoll?: number;
+  /** Told when a listing of closes fails; the poll goes on without it. */
+  onListingError?: (err: unknown) => void;
   /** The URLs a source was given, shown as its total until it is asked. */
   expectedUrls?: (source: string) => number | undefined;
   now?: () => number;
@@ -54,8 +56,14 @@ export class StatusPoller {
     this.polls += 1;
     const nowMs = (this.opts.now ?? Date.now)();
     const listing = this.opts.closedSince;
-    // The first poll has nobody known to have closed: it lists nothing.
-    const closed = listing && this.lastPollMs !== undefined ? await listing(this.lastPollMs - CLOSE_LISTING_OVERLAP_MS) : new Set<string>();
+    // The first poll has nobody known to have closed: it lists nothing. A listing the server
+    // refuses (a visibility store without these queries) leaves the closes to the turns.
+    const closed = listing && this.lastPollMs !== undefined
+      ? await listing(this.lastPollMs - CLOSE_LISTING_OVERLAP_MS).catch((err: unknown) => {
+        this.opts.onListingError?.(err);
+        return new Set<string>();
+      })
+      : new Set<string>();
     this.lastPollMs = nowMs;
     const ask = new Set<string>();
     const firstAsks = listing ? this.opts.firstAsksPerPoll ?? 64 : Infinity;
