@@ -15,7 +15,7 @@ import { runCrawl } from '../crawl/run';
 import { continuesNote, downloadedBeforeNote, duplicatesNote, emptyManifest, invalidRetryAfterCap, maxRateSetting, maxRetryAfterSetting, startCrawl, startWarnings } from '../crawl/start';
 import { callSignal } from '../shared/callSignal';
 import { forEachLimit } from '../shared/concurrency';
-import { closedListingWarning, describeMonitor, DoneRate, listClosedSince, listSources, monitoringUpdate, sourceStatus, statusTable, stopMonitor, type Answered } from '../crawl/status';
+import { closedListingWarner, describeMonitor, DoneRate, listClosedSince, listSources, monitoringUpdate, sourceStatus, statusTable, stopMonitor, type Answered } from '../crawl/status';
 import { StatusPoller } from '../crawl/statusPoller';
 import { startDemoSite } from '../demo/demo';
 import { storeFromEnv } from '../pipeline/store';
@@ -257,16 +257,12 @@ export function buildProgram(): Command {
       const doneRate = new DoneRate();
       // A watch asks each running monitor in turn, 20 a second, as `run` does: every status
       // query is CPU a worker takes from crawling (~3 ms each).
-      let listingFailed = false;
       const poller = new StatusPoller(names, (s) => sourceStatus(client, s), {
         perPoll: Math.max(20, Math.round(20 * opts.interval)),
         // A table or --json shows every source as asked; a watch notices closes at once.
         ...(opts.watch ? {
           closedSince: (sinceMs: number) => listClosedSince(client, sinceMs),
-          onListingError: (err: unknown) => {
-            if (!listingFailed) process.stderr.write(closedListingWarning(err));
-            listingFailed = true;
-          },
+          onListingError: closedListingWarner(),
         } : {}),
       });
       for (;;) {

@@ -15,7 +15,7 @@ import { exportRecordsToFile } from './exportRecords';
 import { FailureTally } from './failureTally';
 import { checkManifest, manifestHasContent } from './manifest';
 import { continuesNote, downloadedBeforeNote, duplicatesNote, emptyManifest, nothingToCrawl, startCrawl, startWarnings, type StartSummary } from './start';
-import { ChangedSources, closedListingWarning, DoneRate, listClosedSince, monitoringUpdate, sourceStatus, statusTable, SourceNotes, stopMonitor, type SourceStatus } from './status';
+import { ChangedSources, closedListingWarner, DoneRate, listClosedSince, monitoringUpdate, sourceStatus, statusTable, SourceNotes, stopMonitor, type SourceStatus } from './status';
 import { StatusPoller } from './statusPoller';
 import { envText } from '../shared/env';
 import { forEachLimit, fulfilsWithin } from '../shared/concurrency';
@@ -142,14 +142,10 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
     let lastLine = 0;
     // A status query waits for a worker to answer it: without one, Ctrl-C must not wait too.
     let roundSignal = interrupt.nextAbortSignal();
-    let listingFailed = false;
+    const warnListing = closedListingWarner();
     const poller = new StatusPoller(sources, (s) => sourceStatus(client, s, { signal: roundSignal }), {
       closedSince: (sinceMs) => listClosedSince(client, sinceMs, roundSignal),
-      onListingError: (err) => {
-        if (listingFailed || interrupt.signal) return;
-        listingFailed = true;
-        process.stderr.write(closedListingWarning(err));
-      },
+      onListingError: (err) => { if (!interrupt.signal) warnListing(err); },
       expectedUrls: (s) => summary.sources.get(s)?.urls,
     });
     while (!interrupt.signal && !interrupt.failure) {

@@ -128,9 +128,14 @@ export async function listClosedSince(client: Client, sinceMs: number, signal?: 
   return signal ? client.withAbortSignal(signal, list) : list();
 }
 
-/** What `run` and `status --watch` say once when listClosedSince fails (StatusPoller goes on without it). */
-export function closedListingWarning(err: unknown): string {
-  return `crawl: cannot list the monitors that closed (${errorText(err)}); finished sources are noticed in turn instead\n`;
+/** For `run` and `status --watch`: says once on stderr that listClosedSince failed (StatusPoller goes on without it). */
+export function closedListingWarner(): (err: unknown) => void {
+  let told = false;
+  return (err) => {
+    if (told) return;
+    told = true;
+    process.stderr.write(`crawl: cannot list the monitors that closed (${errorText(err)}); finished sources are noticed in turn instead\n`);
+  };
 }
 
 /** Every crawl monitor the server knows (running first), via the visibility store. */

@@ -42,15 +42,12 @@ export class StatusPoller {
   private readonly askedAt = new Map<string, number>();
   private polls = 0;
   private lastPollMs?: number;
-  private readonly perPoll: number;
 
   constructor(
     private readonly sources: readonly string[],
     private readonly fetch: (source: string) => Promise<SourceStatus>,
     private readonly opts: StatusPollerOptions = {},
-  ) {
-    this.perPoll = opts.perPoll ?? 20;
-  }
+  ) {}
 
   async poll(): Promise<SourceStatus[]> {
     this.polls += 1;
@@ -75,7 +72,7 @@ export class StatusPoller {
     }
     const live = this.sources.filter((s) => this.known.get(s)?.workflowStatus === 'RUNNING' && !ask.has(s));
     live.sort((a, b) => this.askedAt.get(a)! - this.askedAt.get(b)!);
-    for (const s of live.slice(0, this.perPoll)) ask.add(s);
+    for (const s of live.slice(0, this.opts.perPoll ?? 20)) ask.add(s);
     await forEachLimit([...ask], 16, async (s) => {
       this.askedAt.set(s, this.polls);
       this.known.set(s, keepLastKnown(this.known.get(s), await this.fetch(s)));

@@ -105,15 +105,19 @@ function zombie(pid: number): boolean {
   }
 }
 
+async function untilGone(pid: number, maxMs: number): Promise<void> {
+  for (let waited = 0; waited < maxMs && running(pid); waited += 50) await new Promise((r) => setTimeout(r, 50));
+}
+
 /** Stops a server this process did not start (its starter died): SIGTERM, then SIGKILL after 10 s. */
 async function stopOrphan(pid: number, markerFile: string): Promise<void> {
   try {
     process.kill(pid, 'SIGTERM');
-    for (let waited = 0; waited < 10_000 && running(pid); waited += 100) await new Promise((r) => setTimeout(r, 100));
+    await untilGone(pid, 10_000);
     if (running(pid)) {
       process.kill(pid, 'SIGKILL');
       // Gone before the caller goes on: it may start another server on the same SQLite file.
-      for (let waited = 0; waited < 2_000 && running(pid); waited += 50) await new Promise((r) => setTimeout(r, 50));
+      await untilGone(pid, 2_000);
     }
   } catch {
     // Gone already.
