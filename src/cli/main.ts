@@ -15,7 +15,7 @@ import { runCrawl } from '../crawl/run';
 import { continuesNote, downloadedBeforeNote, duplicatesNote, emptyManifest, invalidRetryAfterCap, maxRateSetting, maxRetryAfterSetting, startCrawl, startWarnings } from '../crawl/start';
 import { callSignal } from '../shared/callSignal';
 import { forEachLimit } from '../shared/concurrency';
-import { closedListingWarner, describeMonitor, DoneRate, listClosedSince, listSources, monitoringUpdate, sourceStatus, statusTable, stopMonitor, type Answered } from '../crawl/status';
+import { closedListingWarner, describeMonitor, DoneRate, listClosedSince, listedStatus, listMonitors, listSources, monitoringUpdate, sourceStatus, statusTable, stopMonitor, type Answered } from '../crawl/status';
 import { StatusPoller } from '../crawl/statusPoller';
 import { startDemoSite } from '../demo/demo';
 import { storeFromEnv } from '../pipeline/store';
@@ -50,6 +50,12 @@ function parseRetryAfterCap(value: string): number {
 function parseInterval(value: string): number {
   const n = Number(value);
   if (!Number.isFinite(n) || n < 1 || n > 3600) throw new InvalidArgumentError('interval must be a number of seconds from 1 to 3600');
+  return n;
+}
+
+function parseWithin(value: string): number {
+  const n = Number(value);
+  if (!Number.isFinite(n) || n < 1 || n > 86_400) throw new InvalidArgumentError('must be a number of seconds from 1 to 86400');
   return n;
 }
 
@@ -251,25 +257,41 @@ export function buildProgram(): Command {
     .option('--json', 'one JSON object')
     .option('--watch', 'print a monitoring_update JSON line every --interval seconds until Ctrl-C')
     .option('--interval <seconds>', 'watch interval', parseInterval, 5)
-    .action(async (sources: string[], opts: { json?: boolean; watch?: boolean; interval: number }) => {
+    .option('--within <seconds>', 'a table or --json: running monitors not asked by then show what their search attributes say', parseWithin, 30)
+    .action(async (sources: string[], opts: { json?: boolean; watch?: boolean; interval: number; within: number }) => {
       const client = await connectClient();
-      const names = sources.length ? sources : await listSources(client);
+      // Sources named are described one by one (an unknown one is an error); all of them come
+      // with their status and search attributes from one listing.
+      const listed = sources.length ? undefined : await listMonitors(client);
+      const names = listed ? [...listed.keys()].sort() : sources;
+      const notAskedNote = opts.watch ? 'not asked yet' : `not asked within --within ${opts.within} s`;
       const doneRate = new DoneRate();
       // A watch asks each running monitor in turn, 20 a second, as `run` does: every status
       // query is CPU a worker takes from crawling (~3 ms each).
-      const poller = new StatusPoller(names, (s) => sourceStatus(client, s), {
+      // The listing stands in for a describe at a source's first ask only: a watch asks again
+      // later, when its monitor may have closed.
+      const firstAsk = new Set(names);
+      const poller = new StatusPoller(names, (s) => sourceStatus(client, s, { listed: firstAsk.delete(s) ? listed?.get(s) : undefined }), {
         perPoll: Math.max(20, Math.round(20 * opts.interval)),
-        // A table or --json shows every source as asked; a watch notices closes at once.
+        placeholder: (s) => {
+          const info = listed?.get(s);
+          return info && listedStatus(s, info, notAskedNote);
+        },
+        // A table or --json asks every source, for a while; a watch notices closes at once.
         ...(opts.watch ? {
           closedSince: (sinceMs: number) => listClosedSince(client, sinceMs),
           onListingError: closedListingWarner(),
-        } : {}),
+        } : { askWithinMs: opts.within * 1000 }),
       });
       for (;;) {
         const statuses = await poller.poll();
         const update = monitoringUpdate(statuses, doneRate.baseline());
         if (opts.watch) process.stdout.write(`${JSON.stringify(update)}\n`);
         else process.stdout.write(opts.json ? `${JSON.stringify({ sources: statuses }, null, 2)}\n` : `${statusTable(statuses)}\n`);
+        if (!opts.watch && poller.notAsked) {
+          process.stderr.write(`crawl: ${poller.notAsked} monitor(s) not asked within ${opts.within} s (each answer waits its turn behind the worker's workflow tasks); ` +
+            `their rows show what their search attributes say (state, rate, done, errors). Name sources to see them in full, or give --within a longer time.\n`);
+        }
         // Its reader gone (`--watch | head`), a watch has no one left to tell.
         if (!opts.watch || !process.stdout.writable) break;
         doneRate.record(Date.now(), update.global.done);

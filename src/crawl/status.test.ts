@@ -1,5 +1,8 @@
+import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
+import { TypedSearchAttributes } from '@temporalio/common';
+import { monitorSearchAttributes } from '../temporal/searchAttributes';
 import type { MonitorStats } from '../workflows/monitorState';
-import { ChangedSources, DoneRate, monitoringUpdate, SourceNotes, statusTable, type SourceStatus } from './status';
+import { ChangedSources, DoneRate, listedStatus, listMonitors, monitoringUpdate, SourceNotes, statusTable, type SourceStatus } from './status';
 
 function running(done: number): SourceStatus {
   const counts = { done, linkrot: 0, robots: 0, content: 0, refused: 0, error: 0, retries: 0, requests: done };
@@ -46,6 +49,17 @@ describe('the status table', () => {
     expect(second).toMatch(/^fine\s+finished\s/);
     expect(monitoringUpdate([done]).sources.fine!.state).toBe('finished');
     expect(monitoringUpdate([stopped]).sources.s!.state).toBe('stopped');
+  });
+
+  it('shows a monitor not asked as its search attributes say, a stopped one as stopped', () => {
+    const attrs = (state: string) => new TypedSearchAttributes(monitorSearchAttributes({ source: 'x', state, rate: 1.5, done: 12, errors: 3 }));
+    const note = 'not asked within --within 30 s';
+    const [, live, stopped] = statusTable([
+      listedStatus('live', { status: { code: 1, name: 'RUNNING' }, typedSearchAttributes: attrs('paused') }, note),
+      listedStatus('gone', { status: { code: 2, name: 'COMPLETED' }, typedSearchAttributes: attrs('stopped') }, note),
+    ]).split('\n');
+    expect(live).toMatch(/^live\s+paused \(last known\)\s+1\.5\s+12\s+3\s+not asked within --within 30 s$/);
+    expect(stopped).toMatch(/^gone\s+stopped\s+1\.5\s+12\s+3\s+stopped by an operator$/);
   });
 
   it('says why a monitor failed or was terminated (a start input written by hand that it could not use)', () => {
@@ -167,5 +181,24 @@ describe('crawl run\'s monitoring_update lines in a log', () => {
     expect(second.global).toMatchObject({ sources: 3, done: 6 });
     const third = lines.line(monitoringUpdate([named('a', 1), named('b', 4), named('c', 2)]));
     expect(Object.keys(third.sources)).toEqual(['c']);
+  });
+});
+
+describe('the listing of monitors', () => {
+  it('gives each source its current run: the one that did not continue as new, else the latest', async () => {
+    const row = (id: string, name: string, startMs: number) => ({ workflowId: `crawl-monitor:${id}`, status: { name }, startTime: new Date(startMs) }) as WorkflowExecutionInfo;
+    const rows = [
+      row('a', 'RUNNING', 3), row('a', 'CONTINUED_AS_NEW', 1), row('a', 'CONTINUED_AS_NEW', 2),
+      row('b', 'CONTINUED_AS_NEW', 5), row('b', 'COMPLETED', 6),
+      // Its successor not listed yet: the source is still there.
+      row('c', 'CONTINUED_AS_NEW', 1), row('c', 'CONTINUED_AS_NEW', 4),
+      // Started again after it completed: the later run.
+      row('d', 'COMPLETED', 1), row('d', 'RUNNING', 9),
+    ];
+    const client = { workflow: { list: async function* () { yield* rows; } } } as unknown as Client;
+    const listed = await listMonitors(client);
+    expect(Object.fromEntries([...listed].map(([s, wf]) => [s, `${wf.status.name}@${wf.startTime.getTime()}`]))).toEqual({
+      a: 'RUNNING@3', b: 'COMPLETED@6', c: 'CONTINUED_AS_NEW@4', d: 'RUNNING@9',
+    });
   });
 });

@@ -45,6 +45,41 @@ describe('StatusPoller', () => {
     expect((await poller.poll())[0]!.unanswered).toBeUndefined();
   });
 
+  it('asks within askWithinMs, running monitors first, leaving the rest as the listing showed them', async () => {
+    // 40 sources, every fourth listed as closed; each answer moves the clock on by 250 ms.
+    const sources = Array.from({ length: 40 }, (_, i) => `s${String(i).padStart(2, '0')}`);
+    const listedClosed = (s: string) => Number(s.slice(1)) % 4 === 0;
+    const listed = (s: string): SourceStatus => ({
+      source: s, workflowStatus: listedClosed(s) ? 'COMPLETED' : 'RUNNING', stats: null, unanswered: { note: 'not asked within --within 3 s', state: 'running', done: 4 },
+    });
+    let nowMs = 0;
+    const asked: string[] = [];
+    const poller = new StatusPoller(sources, async (source) => {
+      asked.push(source);
+      await Promise.resolve();
+      nowMs += 250;
+      return { source, workflowStatus: listedClosed(source) ? 'COMPLETED' : 'RUNNING', stats: { state: 'running', counts: { done: 9 } } as unknown as NonNullable<SourceStatus['stats']> };
+    }, { askWithinMs: 3000, placeholder: listed, now: () => nowMs });
+    const statuses = await poller.poll();
+    // 16 at a time: the first 16 begin at once, and by the time they have answered (4 s) the time is up.
+    expect(asked.length).toBe(16);
+    expect(asked.every((s) => !listedClosed(s))).toBe(true);
+    expect(poller.notAsked).toBe(40 - asked.length);
+    expect(statuses.map((s) => s.source)).toEqual(sources);
+    for (const s of statuses) {
+      if (asked.includes(s.source)) expect(s).toMatchObject({ stats: { counts: { done: 9 } } });
+      else expect(s).toEqual(listed(s.source));
+    }
+    // Without a limit, every one is asked: running first, then the closed.
+    const all: string[] = [];
+    await new StatusPoller(sources, async (source) => {
+      all.push(source);
+      return listed(source);
+    }, { placeholder: listed }).poll();
+    expect(all.slice(0, 30).every((s) => !listedClosed(s))).toBe(true);
+    expect(all.slice(30).every(listedClosed)).toBe(true);
+  });
+
   describe('with a listing of the monitors that closed', () => {
     const statsOf = (done: number, state = 'running') => ({ state, counts: { done, error: 0 }, urls: { finished: 0, total: 1 } }) as unknown as NonNullable<SourceStatus['stats']>;
     function setUp(n: number) {

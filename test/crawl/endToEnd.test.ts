@@ -408,6 +408,30 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
     expect(status.stdout).toMatch(/no worker answered within 10 s: is a crawl worker running on task queue interrupt-test\?/);
   });
 
+  it('answers `crawl status` within --within when monitors do not answer, showing the rest as their search attributes say', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'within-'));
+    const manifest = path.join(dataDir, 'manifest.ndjson');
+    const sources = Array.from({ length: 18 }, (_, i) => `within-${String(i).padStart(2, '0')}.test`);
+    fs.writeFileSync(manifest, sources.map((source, i) => JSON.stringify({ url: origins[0]!.url(`/within/${i}.jpg`), source })).join('\n'));
+    // No worker serves this task queue: every status query waits its 10 s and goes unanswered.
+    const childEnv = { TEMPORAL_ADDRESS: env.address, CRAWL_DATA_DIR: dataDir, CRAWL_TASK_QUEUE: 'within-test', CRAWL_LOG_LEVEL: 'warn' };
+    try {
+      expect((await runCli(['start', manifest], childEnv)).code).toBe(0);
+      const status = await runCli(['status', '--within', '1'], childEnv);
+      expect(status.code).toBe(0);
+      // 16 queries at a time: at most 16 monitors are asked in the first second, the others not at all.
+      const notAsked = Number(/crawl: (\d+) monitor\(s\) not asked within 1 s .*Name sources to see them in full, or give --within a longer time/.exec(status.stderr)?.[1]);
+      expect(notAsked).toBeGreaterThanOrEqual(2);
+      const rows = status.stdout.split('\n').filter((l) => l.startsWith('within-'));
+      expect(rows).toHaveLength(18);
+      // Each shows its state and rate as the start set them in its search attributes.
+      for (const row of rows) expect(row).toMatch(/^within-\d\d\.test\s+running \(last known\)\s+1\s+0\s+0\s+(no worker answered within 10 s: is a crawl worker running on task queue within-test\?|not asked within --within 1 s)$/);
+      expect(rows.filter((r) => r.endsWith('not asked within --within 1 s')).length).toBeGreaterThanOrEqual(2);
+    } finally {
+      await Promise.all(sources.map((s) => env.client.workflow.getHandle(monitorWorkflowId(s)).terminate('test over').catch(() => undefined)));
+    }
+  });
+
   it('gives up on a dead host as CRAWL_ROBOTS_TRIES says; `crawl run` says why the source waits, and ends by saying why its URLs are not done', async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'dead-host-'));
     // A port nothing listens on: every connection is refused, robots.txt included.
