@@ -1,4 +1,4 @@
-import { checkMonitorInput, checkWorkItems } from './inputChecks';
+import { checkMonitorInput, checkWorkItems, monitorIdProblem } from './inputChecks';
 import { PATCH_LEVEL } from './patchLevel';
 
 const problemOf = (input: unknown) => {
@@ -39,6 +39,13 @@ describe('a monitor start input written by hand', () => {
     [['m'], /the input must be an object/],
   ])('%j is refused, saying why', (input, why) => {
     expect(problemOf(input)).toMatch(why);
+  });
+
+  it('must come to the workflow id its source derives from, unless crawl start or a continue-as-new wrote it', () => {
+    expect(monitorIdProblem({ source: 'museum' }, 'crawl-monitor:museum')).toBeUndefined();
+    expect(monitorIdProblem({ source: 'museum' }, 'crawl-monitor:museum.example')).toBe(
+      'the workflow id of source "museum"\'s monitor must be crawl-monitor:museum, not crawl-monitor:museum.example: a source has one monitor, which `crawl` commands find by that id');
+    expect(monitorIdProblem({ source: 'museum', patchLevel: PATCH_LEVEL }, 'elsewhere')).toBeUndefined();
   });
 
   it('takes fields it does not know from input that carries a patch level (a newer build, during a rollback)', () => {

@@ -6,7 +6,7 @@ import { SOURCE_CONFIG_FIELDS, invalidRate, invalidSourceConfig } from '../polit
 import { isChunkRange } from '../shared/chunkRanges';
 import { isPlainObject } from '../shared/plainObject';
 import type { WorkChunk, WorkItem } from '../shared/types';
-import { DEFAULT_MONITOR_OPTIONS, type MonitorInput } from './monitorState';
+import { DEFAULT_MONITOR_OPTIONS, monitorWorkflowId, type MonitorInput } from './monitorState';
 
 /**
  * Checks of what a monitor is given from outside: its start input and addWork's chunks. `crawl
@@ -147,6 +147,20 @@ function prefixed(where: string, problem: string | undefined): string | undefine
 }
 
 /** The input a monitor can start from (chunks as checkWorkItems keeps them), or why it cannot. */
+/**
+ * A monitor started with input written by hand must have the workflow id its source derives
+ * from: one started as `crawl-monitor:x` for source "y" was out of reach of every `crawl`
+ * command for "y", and `crawl start` would have started a second monitor for "y", sending to
+ * the same site at a second rate. (`crawl start` and a continue-as-new always use the id.)
+ */
+export function monitorIdProblem(input: MonitorInput, workflowId: string): string | undefined {
+  const handWritten = input.patchLevel === undefined && input.carried === undefined;
+  const id = monitorWorkflowId(input.source);
+  return handWritten && workflowId !== id
+    ? `the workflow id of source ${JSON.stringify(input.source)}'s monitor must be ${id}, not ${workflowId}: a source has one monitor, which \`crawl\` commands find by that id`
+    : undefined;
+}
+
 export function checkMonitorInput(input: unknown): { input: MonitorInput } | { problem: string } {
   if (!isPlainObject(input)) return { problem: `the input must be an object such as {"source": "museum", "config": {"rate": 2}, "work": [${CHUNK_EXAMPLE}]}` };
   const strict = input.patchLevel === undefined && input.carried === undefined;

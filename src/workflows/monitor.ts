@@ -1,5 +1,5 @@
 import {
-  ApplicationFailure, ParentClosePolicy, allHandlersFinished, condition, continueAsNew, getExternalWorkflowHandle, log, setHandler,
+  ApplicationFailure, ParentClosePolicy, allHandlersFinished, condition, continueAsNew, getExternalWorkflowHandle, log, patched as markedPatch, setHandler,
   setCurrentDetails, startChild, upsertSearchAttributes, workflowInfo, WorkflowIdReusePolicy,
 } from '@temporalio/workflow';
 import type { PolicyEvent } from '../politeness/governor';
@@ -16,7 +16,7 @@ import { MonitorModel, shownOf, type MonitorInput, type MonitorStats } from './m
 import { PATCH_LEVEL, inLevel, patchesOf } from './patchLevel';
 import { MAX_REVIVALS, dueForRevival, heardFrom, markLost, markRevived, silentBatches } from './lostBatches';
 import type { BatchEntry } from './monitorState';
-import { checkMonitorInput, checkWorkItems } from './inputChecks';
+import { checkMonitorInput, checkWorkItems, monitorIdProblem } from './inputChecks';
 
 /** How much later a batch's first grant may slide when the batch starts late (see the main loop). */
 const START_FLOAT_MS = 15_000;
@@ -31,6 +31,10 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
   const checked = checkMonitorInput(given);
   if ('problem' in checked) throw ApplicationFailure.nonRetryable(`invalid monitor input: ${checked.problem}`, 'InvalidMonitorInput');
   const input = checked.input;
+  // Asked only of a monitor that would fail (no marker otherwise): one started by hand under
+  // another id before this check replays as it ran.
+  const idProblem = monitorIdProblem(input, workflowInfo().workflowId);
+  if (idProblem && markedPatch('monitor-id-from-source')) throw ApplicationFailure.nonRetryable(`invalid monitor input: ${idProblem}`, 'InvalidMonitorInput');
   const m = MonitorModel.fromInput(input, Date.now());
   const patched = patchesOf(input.patchLevel);
   // Asked only where a lost batch would change what the monitor does (lostBatches.ts). Its

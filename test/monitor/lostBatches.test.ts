@@ -4,6 +4,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { createTimeSkippingEnv } from '../support/temporal';
 import { chunksOf, indexOf, monitorWorker, scriptedActivities } from '../support/monitorHarness';
 import { crawlMonitorWorkflow } from '../../src/workflows/monitor';
+import { monitorWorkflowId } from '../../src/workflows/monitorState';
 import { resumeUpdate, statsQuery } from '../../src/workflows/messages';
 import type { FetchBatchInput, FetchBatchResult, WorkChunk } from '../../src/shared/types';
 
@@ -14,7 +15,7 @@ describe('crawl monitor: lost batches (time-skipping server)', () => {
   afterEach(async () => { await env?.teardown(); });
 
   let n = 0;
-  const ids = () => { n += 1; return { taskQueue: `lost-${n}`, workflowId: `crawl-monitor:lost-${n}` }; };
+  const ids = (source: string) => { n += 1; return { taskQueue: `lost-${n}`, workflowId: monitorWorkflowId(source) }; };
   /** Terminates a batch's current run; then the statuses of that run and of the id's latest one. */
   const terminate = async (batchId: string) => {
     const runId = (await env.client.workflow.getHandle(batchId).describe()).runId;
@@ -39,7 +40,7 @@ describe('crawl monitor: lost batches (time-skipping server)', () => {
   };
 
   it('starts again a batch an operator terminated mid-crawl: every URL recorded once and counted once, none counted finished uncrawled', async () => {
-    const { taskQueue, workflowId } = ids();
+    const { taskQueue, workflowId } = ids('lost.test');
     const base = scriptedActivities(() => ({ cls: 'done', status: 200 }), { rememberRecords: true });
     // c0's second grant records its URLs and reports none of them (all unused): the records a
     // run terminated after writing them and before its report leaves. (Terminated with its
@@ -78,7 +79,7 @@ describe('crawl monitor: lost batches (time-skipping server)', () => {
   }, 180_000);
 
   it('probes a silent batch started before a continue-as-new, and starts it again when it has gone (terminated during a Retry-After hold)', async () => {
-    const { taskQueue, workflowId } = ids();
+    const { taskQueue, workflowId } = ids('held.test');
     // The first answer of the source is a 429 asking for 10 minutes: no grant goes out until then.
     let throttled = false;
     const { records, acts } = scriptedActivities(() => {
@@ -108,7 +109,7 @@ describe('crawl monitor: lost batches (time-skipping server)', () => {
   }, 180_000);
 
   it('halts the source, naming the batch, when a batch keeps failing; the other chunks finish, and resume tries it again', async () => {
-    const { taskQueue, workflowId } = ids();
+    const { taskQueue, workflowId } = ids('bug.test');
     const base = scriptedActivities(() => ({ cls: 'done', status: 200 }));
     let broken = true;
     let reads = 0;
@@ -130,7 +131,7 @@ describe('crawl monitor: lost batches (time-skipping server)', () => {
         stats = await handle.query(statsQuery);
       }
       expect(stats.state).toBe('halted');
-      expect(stats.haltReason).toMatch(/batch crawl-monitor:lost-\d+\/batch:c10 ended 4 times without finishing its chunk/);
+      expect(stats.haltReason).toMatch(/batch crawl-monitor:bug\.test\/batch:c10 ended 4 times without finishing its chunk/);
       // Started once and again three times; the source's other URLs were all crawled.
       expect(reads).toBe(4);
       expect(base.records.map((r) => indexOf(r.url as string)).sort((a, b) => a - b)).toEqual([...Array.from({ length: 10 }, (_, i) => i), ...Array.from({ length: 10 }, (_, i) => 20 + i)]);

@@ -13,7 +13,7 @@ import { crawlBatchWorkflow } from '../../src/workflows/batch';
 import { crawlMonitorWorkflow } from '../../src/workflows/monitor';
 import { addWorkSignal, pauseUpdate, resumeUpdate, setMaxRateUpdate, setRateUpdate, statsQuery, stopUpdate } from '../../src/workflows/messages';
 import { CRAWL_DONE, CRAWL_SOURCE, CRAWL_STATE, FINISHED, monitorSearchAttributes } from '../../src/temporal/searchAttributes';
-import { MonitorModel, shownOf } from '../../src/workflows/monitorState';
+import { MonitorModel, monitorWorkflowId, shownOf } from '../../src/workflows/monitorState';
 import { WORKFLOWS_PATH } from '../../src/workers/worker';
 import { PATCH_LEVEL } from '../../src/workflows/patchLevel';
 import { CHUNK_UNREADABLE } from '../../src/shared/storeOutage';
@@ -28,7 +28,8 @@ describe('crawl monitor (time-skipping server)', () => {
   afterEach(async () => { await env?.teardown(); });
 
   let n = 0;
-  const ids = () => { n += 1; return { taskQueue: `monitor-${n}`, workflowId: `crawl-monitor:test-${n}` }; };
+  // A monitor started by hand must have its source's id (monitorIdProblem).
+  const ids = (source: string) => { n += 1; return { taskQueue: `monitor-${n}`, workflowId: monitorWorkflowId(source) }; };
   /** The signals a workflow sent, by name, in order. */
   const signalsSent = (h: temporal.api.history.v1.IHistory) => (h.events ?? []).flatMap((e) => (e.signalExternalWorkflowExecutionInitiatedEventAttributes ? [e.signalExternalWorkflowExecutionInitiatedEventAttributes.signalName] : []));
   /** A history's events of one kind. */
@@ -41,7 +42,7 @@ describe('crawl monitor (time-skipping server)', () => {
   };
 
   it('pauses granting for 60 s when more than 10% of a minute\'s requests fail, then resumes at a reduced rate', async () => {
-    const { taskQueue, workflowId } = ids();
+    const { taskQueue, workflowId } = ids('ten-percent.test');
     // One first attempt in 8 fails (retries succeed): ~11% of requests, whatever the grant sizes.
     const { grants, acts } = scriptedActivities((url, attempt) => (indexOf(url) % 8 === 7 && attempt === 1 ? { cls: 'error', status: 500 } : { cls: 'done', status: 200 }));
     const worker = await monitorWorker(env, taskQueue, acts);
@@ -58,7 +59,7 @@ describe('crawl monitor (time-skipping server)', () => {
   });
 
   it('keeps a temporary halt through an operator\'s pause and resume (crawl pause --all, then resume --all)', async () => {
-    const { taskQueue, workflowId } = ids();
+    const { taskQueue, workflowId } = ids('paused-cooling.test');
     const { grants, acts } = scriptedActivities((url, attempt) => (indexOf(url) % 8 === 7 && attempt === 1 ? { cls: 'error', status: 500 } : { cls: 'done', status: 200 }));
     const worker = await monitorWorker(env, taskQueue, acts);
     await worker.runUntil(async () => {
@@ -95,6 +96,13 @@ describe('crawl monitor (time-skipping server)', () => {
     await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, history('batch-of-paused-cooling.before-patch.bin'), 'crawl-monitor:paused-cooling.test/batch:c0');
   });
 
+  it('replays a monitor started by hand under another id than its source\'s before that was refused', async () => {
+    // Recorded with the earlier code (`temporal workflow start --workflow-id crawl-monitor:museum.example`
+    // for source "museum", one URL crawled): it runs on as it did rather than failing on replay.
+    const history = temporal.api.history.v1.History.decode(fs.readFileSync(path.join(__dirname, 'histories', 'misnamed-monitor.before-check.bin')));
+    await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, history, 'crawl-monitor:museum.example');
+  });
+
   it('replays a source whose last grant was planned before last grants had spare slots for a late start', async () => {
     // Recorded with the earlier code: one chunk of 12 URLs at 1 req/s whose second grant (3 URLs,
     // two spares) missed a slot, so a third grant followed it at the end of the second's window.
@@ -106,7 +114,7 @@ describe('crawl monitor (time-skipping server)', () => {
   });
 
   it('gives a source\'s last grant spare slots for a start up to 5 s late', async () => {
-    const { taskQueue, workflowId } = ids();
+    const { taskQueue, workflowId } = ids('tail-slack.test');
     const { grants, acts } = scriptedActivities(() => ({ cls: 'done', status: 200 }));
     const worker = await monitorWorker(env, taskQueue, acts);
     const stats = await worker.runUntil(env.client.workflow.execute(crawlMonitorWorkflow, {
@@ -123,11 +131,12 @@ describe('crawl monitor (time-skipping server)', () => {
     const patchEvents = (h: temporal.api.history.v1.IHistory) => (h.events ?? []).filter((e) =>
       e.markerRecordedEventAttributes?.markerName === 'core_patch' || e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields?.TemporalChangeVersion).length;
     const crawl = async (patchLevel?: number) => {
-      const { taskQueue, workflowId } = ids();
+      const source = `levels-${patchLevel ?? 'none'}.test`;
+      const { taskQueue, workflowId } = ids(source);
       const { grants, acts } = scriptedActivities(() => ({ cls: 'done', status: 200 }));
       const worker = await monitorWorker(env, taskQueue, acts);
       const stats = await worker.runUntil(env.client.workflow.execute(crawlMonitorWorkflow, {
-        taskQueue, workflowId, args: [{ source: 'levels.test', config: { rate: 1 }, work: chunksOf('levels.test', 12, 12), ...(patchLevel === undefined ? {} : { patchLevel }) }],
+        taskQueue, workflowId, args: [{ source, config: { rate: 1 }, work: chunksOf(source, 12, 12), ...(patchLevel === undefined ? {} : { patchLevel }) }],
       }));
       expect(stats.counts.done).toBe(12);
       const monitor = await env.client.workflow.getHandle(workflowId).fetchHistory();
@@ -152,7 +161,7 @@ describe('crawl monitor (time-skipping server)', () => {
   });
 
   it('ends a batch with its last report (finished, after the done-marker), not a batchFinished signal of its own', async () => {
-    const { taskQueue, workflowId } = ids();
+    const { taskQueue, workflowId } = ids('finish.test');
     const { grants, doneMarkers, acts } = scriptedActivities(() => ({ cls: 'done', status: 200 }));
     const worker = await monitorWorker(env, taskQueue, acts);
     const stats = await worker.runUntil(env.client.workflow.execute(crawlMonitorWorkflow, {
@@ -179,7 +188,7 @@ describe('crawl monitor (time-skipping server)', () => {
   });
 
   it('starts a batch with its first grant in its input: no token request, no grant signal, a third fewer history events', async () => {
-    const { taskQueue, workflowId } = ids();
+    const { taskQueue, workflowId } = ids('first.test');
     const { grants, doneMarkers, acts } = scriptedActivities(() => ({ cls: 'done', status: 200 }));
     const worker = await monitorWorker(env, taskQueue, acts);
     const source = 'first.test';
@@ -221,7 +230,7 @@ describe('crawl monitor (time-skipping server)', () => {
   });
 
   it('writes its final search attributes once: not again when the loop has just written the same values', async () => {
-    const { taskQueue, workflowId } = ids();
+    const { taskQueue, workflowId } = ids('long.test');
     const { acts } = scriptedActivities(() => ({ cls: 'done', status: 200 }));
     const worker = await monitorWorker(env, taskQueue, acts);
     const source = 'long.test';
@@ -246,12 +255,13 @@ describe('crawl monitor (time-skipping server)', () => {
 
   it('opens the next window one spacing after a finished grant\'s last request, not after the spare slots it left', async () => {
     const grantsFor = async (reportLastSend: boolean) => {
-      const { taskQueue, workflowId } = ids();
+      const source = `tail-${reportLastSend}.test`;
+      const { taskQueue, workflowId } = ids(source);
       // URL 0 fails its first try: it needs a second grant, after the first grant's activity has returned.
       const { grants, acts } = scriptedActivities((url, attempt) => (indexOf(url) === 0 && attempt === 1 ? { cls: 'error', status: 500 } : { cls: 'done', status: 200 }), { reportLastSend });
       const worker = await monitorWorker(env, taskQueue, acts);
       const stats = await worker.runUntil(env.client.workflow.execute(crawlMonitorWorkflow, {
-        taskQueue, workflowId, args: [{ source: 'tail.test', config: { rate: 1 }, work: chunksOf('tail.test', 3, 3), patchLevel: PATCH_LEVEL }],
+        taskQueue, workflowId, args: [{ source, config: { rate: 1 }, work: chunksOf(source, 3, 3), patchLevel: PATCH_LEVEL }],
       }));
       expect(stats.counts.done).toBe(3);
       await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, await env.client.workflow.getHandle(workflowId).fetchHistory(), workflowId);
@@ -275,7 +285,7 @@ describe('crawl monitor (time-skipping server)', () => {
   });
 
   it('keeps granting at 9% errors', async () => {
-    const { taskQueue, workflowId } = ids();
+    const { taskQueue, workflowId } = ids('nine-percent.test');
     // Errors spread evenly: every prefix of the crawl has at most 9% errors.
     const isError = (i: number) => Math.floor((i + 1) * 0.09) > Math.floor(i * 0.09);
     const { grants, acts } = scriptedActivities((url, attempt) => (isError(indexOf(url)) && attempt === 1 ? { cls: 'error', status: 500 } : { cls: 'done', status: 200 }));
@@ -290,7 +300,7 @@ describe('crawl monitor (time-skipping server)', () => {
   });
 
   it('halts after 50 consecutive failures, loses nothing pending, and resume finishes the crawl', async () => {
-    const { taskQueue, workflowId } = ids();
+    const { taskQueue, workflowId } = ids('down.test');
     let siteDown = true;
     const { grants, records, acts } = scriptedActivities(() => (siteDown ? { cls: 'error', status: 502 } : { cls: 'done', status: 200 }));
     const worker = await monitorWorker(env, taskQueue, acts);
@@ -331,7 +341,7 @@ describe('crawl monitor (time-skipping server)', () => {
 
   it('resumes or stops, for `crawl run --resume-halted / --stop-halted`, a source an earlier run left halted', async () => {
     for (const action of ['stop', 'resume'] as const) {
-      const { taskQueue, workflowId } = ids();
+      const { taskQueue, workflowId } = ids(`halted-${action}.test`);
       const source = workflowId.slice('crawl-monitor:'.length);
       let siteDown = true;
       const { records, acts } = scriptedActivities(() => (siteDown ? { cls: 'error', status: 502 } : { cls: 'done', status: 200 }));
@@ -361,7 +371,7 @@ describe('crawl monitor (time-skipping server)', () => {
   });
 
   it('holds every grant for a 429 Retry-After of 120 s, then ramps back gradually to the target', async () => {
-    const { taskQueue, workflowId } = ids();
+    const { taskQueue, workflowId } = ids('throttle.test');
     let throttledOnce = false;
     const { grants, acts } = scriptedActivities((url) => {
       if (!throttledOnce && indexOf(url) === 100) { throttledOnce = true; return { cls: 'error', status: 429, retryAfterMs: 120_000 }; }
@@ -393,7 +403,7 @@ describe('crawl monitor (time-skipping server)', () => {
   });
 
   it('waits for an unreadable robots.txt to be asked again (5 min) without halving the rate or spending attempts', async () => {
-    const { taskQueue, workflowId } = ids();
+    const { taskQueue, workflowId } = ids('robots.test');
     const { grants, acts } = scriptedActivities(() => ({ cls: 'done', status: 200 }));
     let firstAt: number | undefined;
     const worker = await monitorWorker(env, taskQueue, {
@@ -421,7 +431,7 @@ describe('crawl monitor (time-skipping server)', () => {
   });
 
   it('holds a source for a minute when the store fails, and its URLs keep their attempts', async () => {
-    const { taskQueue, workflowId } = ids();
+    const { taskQueue, workflowId } = ids('store.test');
     const { grants, acts } = scriptedActivities(() => ({ cls: 'done', status: 200 }));
     let failedGrant: string | undefined;
     let failedAt = 0;
@@ -457,7 +467,7 @@ describe('crawl monitor (time-skipping server)', () => {
   });
 
   it('holds a source whose chunk file the workers\' store does not have, says why, and crawls it once the file is there', async () => {
-    const { taskQueue, workflowId } = ids();
+    const { taskQueue, workflowId } = ids('chunk.test');
     const { grants, acts } = scriptedActivities(() => ({ cls: 'done', status: 200 }));
     let reads = 0;
     let firstReadAt = 0;
@@ -494,7 +504,7 @@ describe('crawl monitor (time-skipping server)', () => {
   });
 
   it('waits for a store that takes longer than ten tries to write the final records of failed URLs, and loses none', async () => {
-    const { taskQueue, workflowId } = ids();
+    const { taskQueue, workflowId } = ids('records-late.test');
     const { acts, records } = scriptedActivities(() => ({ cls: 'done', status: 200 }));
     let recordTries = 0;
     const worker = await monitorWorker(env, taskQueue, {
@@ -521,7 +531,7 @@ describe('crawl monitor (time-skipping server)', () => {
   });
 
   it.each([1, 7.5, 40])('keeps grants under the 1 s and 10 s ceilings at rate %p over 10 simulated minutes', async (rate) => {
-    const { taskQueue, workflowId } = ids();
+    const { taskQueue, workflowId } = ids(`ceiling-${rate}.test`);
     const { grants, acts } = scriptedActivities(() => ({ cls: 'done', status: 200 }));
     const worker = await monitorWorker(env, taskQueue, acts);
     const total = Math.ceil(rate * 600);
@@ -539,7 +549,7 @@ describe('crawl monitor (time-skipping server)', () => {
   });
 
   it('keeps a batch alive and signalling while its monitor cannot be found', async () => {
-    const { taskQueue, workflowId } = ids();
+    const { taskQueue, workflowId } = ids('gone.test');
     const { acts } = scriptedActivities(() => ({ cls: 'done', status: 200 }));
     const worker = await monitorWorker(env, taskQueue, acts);
     const [chunk] = chunksOf('gone.test', 3, 3);
@@ -565,7 +575,7 @@ describe('crawl monitor (time-skipping server)', () => {
   });
 
   it('continues-as-new in the middle of a crawl without losing state or a URL', async () => {
-    const { taskQueue, workflowId } = ids();
+    const { taskQueue, workflowId } = ids('can.test');
     const { records, acts } = scriptedActivities((url, attempt) => (indexOf(url) % 20 === 3 && attempt === 1 ? { cls: 'error', status: 500 } : indexOf(url) % 11 === 5 ? { cls: 'linkrot', status: 404 } : { cls: 'done', status: 200 }));
     const worker = await monitorWorker(env, taskQueue, acts);
     await worker.runUntil(async () => {
@@ -620,7 +630,7 @@ describe('crawl monitor (time-skipping server)', () => {
   }, 240_000); // 36 s alone on 2 cores; a loaded CI run took longer than the default 120 s
 
   it('hands a URL part-way through its redirects to its next grant with where it had got to', async () => {
-    const { taskQueue, workflowId } = ids();
+    const { taskQueue, workflowId } = ids('hops.test');
     const base = scriptedActivities(() => ({ cls: 'done', status: 200 }));
     const tried: BatchItem[] = [];
     const midway: RedirectHop = { url: 'https://hops.test/next/7.jpg', redirects: 2 };
@@ -652,7 +662,7 @@ describe('crawl monitor (time-skipping server)', () => {
   });
 
   it('stop ends the source\'s batches too: none is left waiting for a monitor that has gone', async () => {
-    const { taskQueue, workflowId } = ids();
+    const { taskQueue, workflowId } = ids('stopped.test');
     const { grants, acts } = scriptedActivities(() => ({ cls: 'done', status: 200 }));
     const worker = await monitorWorker(env, taskQueue, acts);
     await worker.runUntil(async () => {
@@ -697,7 +707,7 @@ describe('crawl monitor (time-skipping server)', () => {
   });
 
   it('rejects bad operator input with a clear message', async () => {
-    const { taskQueue, workflowId } = ids();
+    const { taskQueue, workflowId } = ids('validate.test');
     const { acts } = scriptedActivities(() => ({ cls: 'done', status: 200 }));
     const worker = await monitorWorker(env, taskQueue, acts);
     await worker.runUntil(async () => {
@@ -719,7 +729,7 @@ describe('crawl monitor (time-skipping server)', () => {
   });
 
   it('keeps a batch\'s chunk reading, record listing and done-marker out of the task queue (local activities)', async () => {
-    const { taskQueue, workflowId } = ids();
+    const { taskQueue, workflowId } = ids('small.test');
     // A fetch activity that does not leave the done-marker (an older worker's): the batch does.
     const { grants, doneMarkers, acts } = scriptedActivities(() => ({ cls: 'done', status: 200 }), { ignoreMarkDone: true });
     const worker = await monitorWorker(env, taskQueue, acts);
@@ -739,7 +749,7 @@ describe('crawl monitor (time-skipping server)', () => {
   });
 
   it('gives batches more URLs than slots once robots.txt rules most of them out, so a disallowing site ends in a few windows', async () => {
-    const { taskQueue, workflowId } = ids();
+    const { taskQueue, workflowId } = ids('disallowing.test');
     const { acts } = scriptedActivities(() => ({ cls: 'done', status: 200 }));
     const calls: { batchId: string; items: number; slots: number; sent: number; startMs: number }[] = [];
     // Like the real activity: a URL robots.txt rules out (all but every 50th) is settled without
@@ -784,7 +794,7 @@ describe('crawl monitor (time-skipping server)', () => {
   });
 
   it('makes a slow source\'s first window 10 s, so its first report (and progress) comes after ~10 s, not ~40 s', async () => {
-    const { taskQueue, workflowId } = ids();
+    const { taskQueue, workflowId } = ids('first-window.test');
     const { grants, acts } = scriptedActivities(() => ({ cls: 'done', status: 200 }));
     const worker = await monitorWorker(env, taskQueue, acts);
     const stats = await worker.runUntil(env.client.workflow.execute(crawlMonitorWorkflow, {
@@ -803,7 +813,7 @@ describe('crawl monitor (time-skipping server)', () => {
   });
 
   it('replays its own recorded history deterministically', async () => {
-    const { taskQueue, workflowId } = ids();
+    const { taskQueue, workflowId } = ids('replay.test');
     const { acts } = scriptedActivities((url) => (indexOf(url) % 5 === 0 ? { cls: 'error', status: 503, retryAfterMs: 3_000 } : { cls: 'done', status: 200 }));
     const worker = await monitorWorker(env, taskQueue, acts);
     await worker.runUntil(env.client.workflow.execute(crawlMonitorWorkflow, {
@@ -814,7 +824,7 @@ describe('crawl monitor (time-skipping server)', () => {
   });
 
   it('fails a start input it cannot use, saying why; says what addWork ignored; and says when a chunk id names work done before', async () => {
-    const { taskQueue, workflowId } = ids();
+    const { taskQueue, workflowId } = ids('hand.test');
     const { grants, acts } = scriptedActivities(() => ({ cls: 'done', status: 200 }));
     const worker = await monitorWorker(env, taskQueue, acts);
     const sent = () => grants.reduce((n, g) => n + g.sent, 0);
@@ -824,6 +834,11 @@ describe('crawl monitor (time-skipping server)', () => {
       const failure = await bad.result().then(() => undefined, (err: WorkflowFailedError) => err.cause);
       expect(failure).toBeInstanceOf(ApplicationFailure);
       expect(failure!.message).toBe('invalid monitor input: config: rate must be a finite number of requests per second');
+      // Under another source's id: `crawl` commands could not find it, and `crawl start` would start a second monitor for the site.
+      const misnamed = await env.client.workflow.start(crawlMonitorWorkflow, { taskQueue, workflowId: monitorWorkflowId('museum.example'), args: [{ source: 'museum', config: { rate: 1 } }] });
+      const why = await misnamed.result().then(() => undefined, (err: WorkflowFailedError) => err.cause);
+      expect(why?.message).toBe('invalid monitor input: the workflow id of source "museum"\'s monitor must be crawl-monitor:museum, not crawl-monitor:museum.example: a source has one monitor, which `crawl` commands find by that id');
+      expect(grants).toHaveLength(0);
 
       const url = (n: number) => `https://hand.test/img/${n}.jpg`;
       const handle = await env.client.workflow.start(crawlMonitorWorkflow, {
