@@ -15,7 +15,7 @@ import { runCrawl } from '../crawl/run';
 import { continuesNote, downloadedBeforeNote, duplicatesNote, emptyManifest, invalidRetryAfterCap, maxRateSetting, maxRetryAfterSetting, startCrawl, startWarnings } from '../crawl/start';
 import { callSignal } from '../shared/callSignal';
 import { forEachLimit } from '../shared/concurrency';
-import { closedListingWarner, describeMonitor, DoneRate, listClosedSince, listedStatus, listMonitors, listSources, monitoringUpdate, sourceStatus, statusTable, stopMonitor, type Answered } from '../crawl/status';
+import { closedListingWarner, DoneRate, listClosedSince, listedStatus, listMonitors, monitorOf, monitoringUpdate, sourceStatus, statusTable, stopMonitor, type Answered } from '../crawl/status';
 import { StatusPoller } from '../crawl/statusPoller';
 import { startDemoSite } from '../demo/demo';
 import { storeFromEnv } from '../pipeline/store';
@@ -77,11 +77,13 @@ async function onMonitors(sources: string[], all: boolean | undefined, update: (
   if (!all && !sources.length) throw new InvalidArgumentError('name at least one source (`crawl status` lists them), or use --all');
   const client = await connectClient();
   try {
-    const targets = all ? await listSources(client, { running: true }) : [...new Set(sources)];
+    // With --all, the listing's rows stand in for a describe of each monitor.
+    const listed = all ? await listMonitors(client, { running: true }) : undefined;
+    const targets = listed ? [...listed.keys()].sort() : [...new Set(sources)];
     if (all && targets.length === 0) process.stdout.write('no running crawl monitors\n');
     await forEachLimit(targets, 16, async (source) => {
       try {
-        const { handle, status, description } = await describeMonitor(client, source);
+        const { handle, status, description } = await monitorOf(client, source, listed?.get(source));
         if (status !== 'RUNNING') throw new Error(`the monitor of "${source}" is ${status.toLowerCase()}; nothing to change`);
         // An update waits for a worker to run it: with none, it would wait for ever.
         const answered: Answered = async (call) => {

@@ -31,6 +31,16 @@ export class UnknownSourceError extends Error {
   }
 }
 
+/**
+ * A source's monitor and its workflow status, from listMonitors' row when there is one (no call
+ * to the server), else described; an unknown source is a clear error. A run that continued as
+ * new has a successor the listing may not show yet: that one is described.
+ */
+export async function monitorOf(client: Client, source: string, listed?: WorkflowExecutionInfo): Promise<{ handle: WorkflowHandle; status: string; description: Pick<WorkflowExecutionInfo, 'status' | 'taskQueue' | 'typedSearchAttributes'> }> {
+  if (!listed || listed.status.name === 'CONTINUED_AS_NEW') return describeMonitor(client, source);
+  return { handle: client.workflow.getHandle(monitorWorkflowId(source)), status: listed.status.name, description: listed };
+}
+
 /** A source's monitor and its workflow status; an unknown source is a clear error. */
 export async function describeMonitor(client: Client, source: string): Promise<{ handle: WorkflowHandle; status: string; description: WorkflowExecutionDescription }> {
   const handle = client.workflow.getHandle(monitorWorkflowId(source));
@@ -83,10 +93,7 @@ async function statusOf(client: Client, source: string, opts: SourceStatusOption
   // The client cancels a call when its signal aborts, but one made on a signal aborted already
   // runs on, retrying a dead server until its deadline (~20 s).
   opts.signal?.throwIfAborted();
-  // A run that continued as new has a successor the listing may not show yet: ask the server.
-  const { handle, status, description } = opts.listed && opts.listed.status.name !== 'CONTINUED_AS_NEW'
-    ? { handle: client.workflow.getHandle(monitorWorkflowId(source)), status: opts.listed.status.name as string, description: opts.listed }
-    : await describeMonitor(client, source);
+  const { handle, status, description } = await monitorOf(client, source, opts.listed);
   opts.signal?.throwIfAborted();
   let stats: MonitorStats | null = null;
   if (status === 'RUNNING') {
@@ -162,11 +169,6 @@ export async function listMonitors(client: Client, opts: { running?: boolean } =
 function later(a: WorkflowExecutionInfo, b: WorkflowExecutionInfo): boolean {
   const [aGone, bGone] = [a.status.name === 'CONTINUED_AS_NEW', b.status.name === 'CONTINUED_AS_NEW'];
   return aGone !== bGone ? bGone : a.startTime > b.startTime;
-}
-
-/** The sources of every crawl monitor the server knows, sorted. */
-export async function listSources(client: Client, opts: { running?: boolean } = {}): Promise<string[]> {
-  return [...(await listMonitors(client, opts)).keys()].sort();
 }
 
 /** A monitor not asked (or not answering): its status, and the figures its search attributes last had. */
