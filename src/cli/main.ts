@@ -269,9 +269,8 @@ export function buildProgram(): Command {
       const notAskedNote = opts.watch ? 'not asked yet' : `not asked within --within ${opts.within} s`;
       const doneRate = new DoneRate();
       // A watch asks each running monitor in turn, 20 a second, as `run` does: every status
-      // query is CPU a worker takes from crawling (~3 ms each).
-      // The listing stands in for a describe at a source's first ask only: a watch asks again
-      // later, when its monitor may have closed.
+      // query is CPU a worker takes from crawling (~3 ms each). The listing stands in for a
+      // describe at a source's first ask only: a watch asks again when the monitor may have closed.
       const firstAsk = new Set(names);
       const poller = new StatusPoller(names, (s) => sourceStatus(client, s, { listed: firstAsk.delete(s) ? listed?.get(s) : undefined }), {
         perPoll: Math.max(20, Math.round(20 * opts.interval)),
