@@ -6,7 +6,7 @@ import { connectClient, connectWorker, ensureSearchAttributes, TASK_QUEUE } from
 import { errorText } from '../shared/errorText';
 import { usableCpus } from '../shared/usableCpus';
 import { checkWorkerConfig, createCrawlWorker, defaultDeps } from '../workers/worker';
-import type { WorkflowHandle } from '@temporalio/client';
+import { WorkflowNotFoundError, type WorkflowHandle } from '@temporalio/client';
 import { readCatalog } from '../crawl/catalog';
 import { exportRecords, exportRecordsToFile, type ExportSummary } from '../crawl/exportRecords';
 import { FailureTally } from '../crawl/failureTally';
@@ -101,6 +101,16 @@ async function onMonitors(sources: string[], all: boolean | undefined, update: (
         try {
           process.stdout.write(`${source}: ${await update(handle, answered)}\n`);
         } catch (err) {
+          // Running when looked up, gone now: it finished (or was stopped) in between. With --all
+          // and thousands of sources, 158 of 2,861 did so during one pause and read as failures.
+          if (err instanceof WorkflowNotFoundError) {
+            const ended = `${source}: its monitor ended before the request reached it; nothing to change (\`crawl status ${source}\` says how it ended)`;
+            if (all) {
+              process.stdout.write(`${ended}\n`);
+              return;
+            }
+            throw new Error(ended);
+          }
           const cause = (err as { cause?: Error }).cause;
           throw new Error(`${source}: ${cause?.message ?? (err as Error).message}`);
         }
