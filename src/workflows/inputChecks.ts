@@ -146,7 +146,6 @@ function prefixed(where: string, problem: string | undefined): string | undefine
   return problem && `${where}: ${problem}`;
 }
 
-/** The input a monitor can start from (chunks as checkWorkItems keeps them), or why it cannot. */
 /**
  * A monitor started with input written by hand must have the workflow id its source derives
  * from: one started as `crawl-monitor:x` for source "y" was out of reach of every `crawl`
@@ -161,6 +160,7 @@ export function monitorIdProblem(input: MonitorInput, workflowId: string): strin
     : undefined;
 }
 
+/** The input a monitor can start from (chunks as checkWorkItems keeps them), or why it cannot. */
 export function checkMonitorInput(input: unknown): { input: MonitorInput } | { problem: string } {
   if (!isPlainObject(input)) return { problem: `the input must be an object such as {"source": "museum", "config": {"rate": 2}, "work": [${CHUNK_EXAMPLE}]}` };
   const strict = input.patchLevel === undefined && input.carried === undefined;
