@@ -146,6 +146,11 @@ function prefixed(where: string, problem: string | undefined): string | undefine
   return problem && `${where}: ${problem}`;
 }
 
+/** Input neither `crawl start` (which gives its patch level) nor a continue-as-new (its carried state) wrote. */
+function handWritten(input: { patchLevel?: unknown; carried?: unknown }): boolean {
+  return input.patchLevel === undefined && input.carried === undefined;
+}
+
 /**
  * A monitor started with input written by hand must have the workflow id its source derives
  * from: one started as `crawl-monitor:x` for source "y" was out of reach of every `crawl`
@@ -153,9 +158,8 @@ function prefixed(where: string, problem: string | undefined): string | undefine
  * the same site at a second rate. (`crawl start` and a continue-as-new always use the id.)
  */
 export function monitorIdProblem(input: MonitorInput, workflowId: string): string | undefined {
-  const handWritten = input.patchLevel === undefined && input.carried === undefined;
   const id = monitorWorkflowId(input.source);
-  return handWritten && workflowId !== id
+  return handWritten(input) && workflowId !== id
     ? `the workflow id of source ${JSON.stringify(input.source)}'s monitor must be ${id}, not ${workflowId}: a source has one monitor, which \`crawl\` commands find by that id`
     : undefined;
 }
@@ -163,7 +167,7 @@ export function monitorIdProblem(input: MonitorInput, workflowId: string): strin
 /** The input a monitor can start from (chunks as checkWorkItems keeps them), or why it cannot. */
 export function checkMonitorInput(input: unknown): { input: MonitorInput } | { problem: string } {
   if (!isPlainObject(input)) return { problem: `the input must be an object such as {"source": "museum", "config": {"rate": 2}, "work": [${CHUNK_EXAMPLE}]}` };
-  const strict = input.patchLevel === undefined && input.carried === undefined;
+  const strict = handWritten(input);
   const { source, config, work, options, governorConfig } = input;
   if (typeof source !== 'string' || source === '') return { problem: '"source" (the source\'s name, a non-empty string) is required' };
   const problem = (strict ? unknownFields(input, INPUT_FIELDS, 'the input') : undefined)
