@@ -1,4 +1,4 @@
-import type { Client, WorkflowExecutionDescription, WorkflowExecutionInfo, WorkflowHandle } from '@temporalio/client';
+import type { Client, WorkflowExecutionInfo, WorkflowHandle } from '@temporalio/client';
 import { WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import { CRAWL_DONE, CRAWL_ERRORS, CRAWL_RATE, CRAWL_STATE } from '../temporal/searchAttributes';
 import { callSignal } from '../shared/callSignal';
@@ -37,13 +37,8 @@ export class UnknownSourceError extends Error {
  * new has a successor the listing may not show yet: that one is described.
  */
 export async function monitorOf(client: Client, source: string, listed?: WorkflowExecutionInfo): Promise<{ handle: WorkflowHandle; status: string; description: Pick<WorkflowExecutionInfo, 'status' | 'taskQueue' | 'typedSearchAttributes'> }> {
-  if (!listed || listed.status.name === 'CONTINUED_AS_NEW') return describeMonitor(client, source);
-  return { handle: client.workflow.getHandle(monitorWorkflowId(source)), status: listed.status.name, description: listed };
-}
-
-/** A source's monitor and its workflow status; an unknown source is a clear error. */
-export async function describeMonitor(client: Client, source: string): Promise<{ handle: WorkflowHandle; status: string; description: WorkflowExecutionDescription }> {
   const handle = client.workflow.getHandle(monitorWorkflowId(source));
+  if (listed && listed.status.name !== 'CONTINUED_AS_NEW') return { handle, status: listed.status.name, description: listed };
   try {
     const description = await handle.describe();
     return { handle, status: description.status.name, description };

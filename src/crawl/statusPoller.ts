@@ -56,12 +56,18 @@ export class StatusPoller {
   private lastPollMs?: number;
   /** Sources the last poll meant to ask but left for want of time (askWithinMs). */
   notAsked = 0;
+  /** The sources in the order given, except that those listed as closed come last (see `placeholder`). */
+  private readonly askOrder: readonly string[];
 
   constructor(
     private readonly sources: readonly string[],
     private readonly fetch: (source: string) => Promise<SourceStatus>,
     private readonly opts: StatusPollerOptions = {},
-  ) {}
+  ) {
+    const placeholder = opts.placeholder;
+    const listedClosed = (s: string) => (placeholder?.(s)?.workflowStatus ?? 'RUNNING') !== 'RUNNING';
+    this.askOrder = placeholder ? [...sources.filter((s) => !listedClosed(s)), ...sources.filter(listedClosed)] : sources;
+  }
 
   async poll(): Promise<SourceStatus[]> {
     this.polls += 1;
@@ -80,7 +86,7 @@ export class StatusPoller {
     const ask = new Set<string>();
     const firstAsks = listing ? this.opts.firstAsksPerPoll ?? 64 : Infinity;
     let first = 0;
-    for (const s of this.listedClosedLast()) {
+    for (const s of this.askOrder) {
       const k = this.known.get(s);
       if (k && k.workflowStatus !== 'RUNNING') continue;
       if (k ? closed.has(s) : first++ < firstAsks) ask.add(s);
@@ -99,14 +105,6 @@ export class StatusPoller {
       this.known.set(s, keepLastKnown(this.known.get(s), await this.fetch(s)));
     });
     return this.statuses();
-  }
-
-  /** The sources in the order given, except that those never asked and listed as closed come last. */
-  private listedClosedLast(): readonly string[] {
-    const placeholder = this.opts.placeholder;
-    if (!placeholder) return this.sources;
-    const listedClosed = (s: string) => !this.known.has(s) && (placeholder(s)?.workflowStatus ?? 'RUNNING') !== 'RUNNING';
-    return [...this.sources.filter((s) => !listedClosed(s)), ...this.sources.filter(listedClosed)];
   }
 
   /** The latest status of every source, in the order given; one not asked yet as its placeholder, or with the URLs it was given. */
