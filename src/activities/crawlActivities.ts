@@ -312,7 +312,8 @@ export function createCrawlActivities(deps: CrawlDeps) {
     const index = chunkIndexKey(chunk.spool);
     if (index) {
       const downloaded = [...(await chunkRecords(chunkRecordFilesIn(index.segment, chunk.chunkId)))].flatMap(([url, outcome]) => (outcome === 'done' ? [url] : []));
-      if (downloaded.length > 0) await deps.store.put(index.key, encodeFingerprints(downloaded), 'application/octet-stream');
+      // Written when empty too: beside the chunk's `.queued` marker it says the chunk is finished.
+      await deps.store.put(index.key, encodeFingerprints(downloaded), 'application/octet-stream');
     }
     await deps.store.put(chunkDoneKey(chunk.spool), new Date().toISOString(), 'text/plain');
   }

@@ -12,7 +12,7 @@ import { exportRecords, exportRecordsToFile, type ExportSummary } from '../crawl
 import { FailureTally } from '../crawl/failureTally';
 import { checkManifest } from '../crawl/manifest';
 import { runCrawl } from '../crawl/run';
-import { continuesNote, downloadedBeforeNote, duplicatesNote, emptyManifest, invalidRetryAfterCap, maxRateSetting, maxRetryAfterSetting, startCrawl, startWarnings } from '../crawl/start';
+import { continuesNote, downloadedBeforeNote, duplicatesNote, emptyManifest, queuedElsewhereNote, invalidRetryAfterCap, maxRateSetting, maxRetryAfterSetting, startCrawl, startWarnings } from '../crawl/start';
 import { callSignal } from '../shared/callSignal';
 import { forEachLimit } from '../shared/concurrency';
 import { closedListingWarner, DoneRate, listClosedSince, listedStatus, listMonitors, monitorOf, monitoringUpdate, sourceStatus, statusTable, stopMonitor, type Answered } from '../crawl/status';
@@ -245,7 +245,7 @@ export function buildProgram(): Command {
       });
       const continues = continuesNote(summary, manifest);
       if (continues) process.stdout.write(`${continues}\n`);
-      for (const [name, s] of summary.sources) process.stdout.write(`${name}: ${s.urls} URLs in ${s.chunks} chunk(s)${s.alreadyDone ? `, ${s.alreadyDone} already crawled` : ''}${s.downloadedBefore ? `, ${s.downloadedBefore} downloaded under another manifest` : ''}\n`);
+      for (const [name, s] of summary.sources) process.stdout.write(`${name}: ${s.urls} URLs in ${s.chunks} chunk(s)${s.alreadyDone ? `, ${s.alreadyDone} already crawled` : ''}${s.downloadedBefore ? `, ${s.downloadedBefore} downloaded under another manifest` : ''}${s.queuedElsewhere ? `, ${s.queuedElsewhere} queued under another manifest` : ''}\n`);
       const empty = emptyManifest(summary, manifest);
       if (empty && 'error' in empty) {
         process.stderr.write(`crawl: ${empty.error}\n`);
@@ -256,8 +256,7 @@ export function buildProgram(): Command {
       if (summary.badLines) process.stdout.write(`${summary.badLines} bad line(s) skipped\n`);
       const duplicates = duplicatesNote(summary);
       if (duplicates) process.stdout.write(`${duplicates}\n`);
-      const downloaded = downloadedBeforeNote(summary);
-      if (downloaded) process.stdout.write(`${downloaded}\n`);
+      for (const note of [downloadedBeforeNote(summary), queuedElsewhereNote(summary)]) if (note) process.stdout.write(`${note}\n`);
       for (const warning of startWarnings(summary)) process.stderr.write(`crawl: ${warning}\n`);
       await client.connection.close();
     });

@@ -1,33 +1,65 @@
-import { addFingerprints, downloadedIndexPrefix, isIndexFileName } from '../pipeline/downloadedIndex';
+import { addFingerprints, downloadedIndexPrefix, encodeFingerprints, isIndexFileName, queuedChunkOf } from '../pipeline/downloadedIndex';
 import { sourceSegment } from '../pipeline/keys';
 import type { ObjectStore } from '../pipeline/store';
-import { doneChunkNumber } from '../shared/chunkRanges';
+import { chunkDoneKey, doneChunkNumber } from '../shared/chunkRanges';
 import { forEachLimit } from '../shared/concurrency';
 import { SeenUrls } from '../shared/seenUrls';
 
 /**
  * What the store holds already for one source of one manifest portion (see manifestPortions):
- * the chunks finished by an earlier start of it, and the URLs the source downloaded under other
- * manifests, which this portion leaves out.
+ * the chunks finished by an earlier start of it, the URLs the source downloaded under other
+ * manifests, and the URLs other manifests' unfinished chunks hold; this portion leaves out both.
  *
  * Chunk n of a portion must hold the same URLs on every start (its done-marker speaks for them),
  * so what is left out is fixed when the portion's first chunk for the source is written: the
- * index files read then are named in `downloaded-before.json` beside the chunks, and later starts
- * read exactly those. A portion whose chunks were written before there was an index (or with
- * nothing downloaded before) leaves nothing out, as it did then.
+ * index files and queued chunks read then are named in `downloaded-before.json` beside the
+ * chunks, and later starts read exactly those. A portion whose chunks were written before there
+ * was an index (or with nothing to leave out) leaves nothing out, as it did then.
  */
 export interface PriorWork {
   /** Chunk numbers with a done-marker. */
   done: Set<number>;
   /** URLs downloaded under other manifests, left out of this portion's chunks. */
   downloaded?: SeenUrls;
+  /**
+   * URLs in chunks of other manifests that were not finished when this portion's chunks were
+   * first written, left out too: they are crawled once, in those chunks.
+   */
+  queued?: QueuedElsewhere;
+}
+
+export interface QueuedElsewhere {
+  urls: SeenUrls;
+  chunks: QueuedChunk[];
+}
+
+/** A chunk of another manifest, not finished when this portion's chunks were first written. */
+export interface QueuedChunk {
+  /** The other manifest portion's id and the chunk's number in it. */
+  portion: string;
+  n: number;
+  /** Its `.queued` marker's name in the source's index. */
+  marker: string;
+  count: number;
+  /** Its URLs' fingerprints, 8 bytes each (see SeenUrls). */
+  fingerprints: Buffer;
+  /**
+   * Still without a done-marker at this start: the start adds it to the source's monitor with
+   * its own chunks when they share URLs, so that a crawl of the other manifest stopped before it
+   * came to them does not leave them uncrawled.
+   */
+  undone: boolean;
 }
 
 const BEFORE_FILE = 'downloaded-before.json';
-/** Index files read at once: against S3 each is a round trip. */
+/** Index files and chunks read at once: against S3 each is a round trip. */
 const READ_CONCURRENCY = 16;
 
-export async function loadPriorWork(store: ObjectStore, portionDir: string, chunkPrefix: string, source: string): Promise<PriorWork> {
+/**
+ * @param ownPortions the portions of the manifest being started: their chunks are its own, not
+ * another manifest's queued work.
+ */
+export async function loadPriorWork(store: ObjectStore, portionDir: string, chunkPrefix: string, source: string, ownPortions: ReadonlySet<string> = new Set()): Promise<PriorWork> {
   const done = new Set<number>();
   let chunksWritten = false;
   let beforeFile = false;
@@ -37,7 +69,8 @@ export async function loadPriorWork(store: ObjectStore, portionDir: string, chun
     else if (key.startsWith(chunkPrefix)) chunksWritten = true;
     else if (key === portionDir + BEFORE_FILE) beforeFile = true;
   }
-  const indexPrefix = downloadedIndexPrefix(sourceSegment(source));
+  const segment = sourceSegment(source);
+  const indexPrefix = downloadedIndexPrefix(segment);
   /** Reads index files: their URLs, and the names of those that are missing or damaged. */
   const read = async (names: string[]): Promise<{ downloaded: SeenUrls; bad: Set<string> }> => {
     const downloaded = new SeenUrls();
@@ -48,41 +81,96 @@ export async function loadPriorWork(store: ObjectStore, portionDir: string, chun
     });
     return { downloaded, bad };
   };
+  /** Reads queued chunks (by their `.queued` marker names): those whose URL list is missing are left out of the result. */
+  const readQueued = async (names: string[]): Promise<{ queued: QueuedElsewhere; missing: string[] }> => {
+    const queued: QueuedElsewhere = { urls: new SeenUrls(), chunks: [] };
+    const missing: string[] = [];
+    await forEachLimit(names, READ_CONCURRENCY, async (name) => {
+      const c = queuedChunkOf(segment, name)!;
+      const [body, marker] = await Promise.all([store.get(c.spool), store.get(chunkDoneKey(c.spool))]);
+      if (!body) {
+        missing.push(name);
+        return;
+      }
+      const fingerprints = encodeFingerprints(body.toString('utf8').split('\n').map((l) => l.trim()).filter(Boolean));
+      addFingerprints(fingerprints, queued.urls);
+      queued.chunks.push({ portion: c.portion, n: c.n, marker: name, count: fingerprints.length / 8, fingerprints, undone: marker === undefined });
+    });
+    queued.chunks.sort((a, b) => (a.portion < b.portion ? -1 : a.portion > b.portion ? 1 : a.n - b.n));
+    return { queued, missing };
+  };
   if (beforeFile) {
-    const names = parseBeforeFile(await store.get(portionDir + BEFORE_FILE), portionDir + BEFORE_FILE);
-    if (names.length === 0) return { done };
-    const { downloaded, bad: [bad] } = await read(names);
-    // Read without it, this portion's chunks would hold other URLs than they did when first
-    // written, and a chunk's done-marker would pass over URLs never crawled.
-    if (bad !== undefined) {
-      throw new Error(`the index file ${indexPrefix}${bad} named in ${portionDir}${BEFORE_FILE} is missing or damaged in the ${store.description}: ` +
-        `this manifest's chunks of ${JSON.stringify(source)} cannot be made again as they were without it; restore it, or start the manifest into another store`);
+    const path = portionDir + BEFORE_FILE;
+    const before = parseBeforeFile(await store.get(path), path, segment);
+    const prior: PriorWork = { done };
+    if (before.indexFiles.length > 0) {
+      const { downloaded, bad: [bad] } = await read(before.indexFiles);
+      // Read without it, this portion's chunks would hold other URLs than they did when first
+      // written, and a chunk's done-marker would pass over URLs never crawled.
+      if (bad !== undefined) {
+        throw new Error(`the index file ${indexPrefix}${bad} named in ${path} is missing or damaged in the ${store.description}: ` +
+          `this manifest's chunks of ${JSON.stringify(source)} cannot be made again as they were without it; restore it, or start the manifest into another store`);
+      }
+      prior.downloaded = downloaded;
     }
-    return { done, downloaded };
+    if (before.queuedChunks.length > 0) {
+      const { queued, missing: [missing] } = await readQueued(before.queuedChunks);
+      if (missing !== undefined) {
+        throw new Error(`the chunk ${queuedChunkOf(segment, missing)!.spool} of another manifest, named in ${path}, is missing in the ${store.description}: ` +
+          `this manifest's chunks of ${JSON.stringify(source)} cannot be made again as they were without it; restore it, or start the manifest into another store`);
+      }
+      prior.queued = queued;
+    }
+    return prior;
   }
   if (chunksWritten) return { done };
   const listed: string[] = [];
+  const marked: string[] = [];
   for await (const key of store.list(indexPrefix)) {
     const name = key.slice(indexPrefix.length);
     if (isIndexFileName(name)) listed.push(name);
+    else if (queuedChunkOf(segment, name)) marked.push(name);
   }
+  const finished = new Set(listed);
+  const unfinished = marked.filter((name) => {
+    const c = queuedChunkOf(segment, name)!;
+    return !finished.has(c.indexName) && !ownPortions.has(c.portion);
+  });
   // A damaged file is passed over (its URLs are downloaded again), not made part of this
-  // manifest for good.
-  if (listed.length === 0) return { done };
-  const { downloaded, bad } = await read(listed);
-  const names = listed.filter((n) => !bad.has(n)).sort();
-  if (names.length === 0) return { done };
+  // manifest for good; so is a queued chunk whose URL list is gone, or that finished meanwhile.
+  const [{ downloaded, bad }, { queued }] = await Promise.all([read(listed), readQueued(unfinished)]);
+  queued.chunks = queued.chunks.filter((c) => c.undone);
+  const indexFiles = listed.filter((n) => !bad.has(n)).sort();
+  const queuedChunks = queued.chunks.map((c) => c.marker);
+  if (indexFiles.length === 0 && queuedChunks.length === 0) return { done };
   // Written only when it leaves something out: without it a later start leaves nothing out,
   // which is what this one does then.
-  await store.put(portionDir + BEFORE_FILE, `${JSON.stringify({ indexFiles: names })}\n`, 'application/json');
-  return { done, downloaded };
+  await store.put(portionDir + BEFORE_FILE, `${JSON.stringify({ indexFiles, queuedChunks })}\n`, 'application/json');
+  if (queuedChunks.length === 0) return { done, downloaded };
+  // Only the chunks still unfinished count, as a later start will read them.
+  const urls = new SeenUrls();
+  for (const c of queued.chunks) addFingerprints(c.fingerprints, urls);
+  return { done, ...(indexFiles.length > 0 ? { downloaded } : {}), queued: { urls, chunks: queued.chunks } };
 }
 
-function parseBeforeFile(body: Buffer | undefined, key: string): string[] {
+/** Whether the chunk holds any of `urls`. */
+export function sharesUrls(chunk: QueuedChunk, urls: SeenUrls): boolean {
+  for (let at = 0; at < chunk.fingerprints.length; at += 8) {
+    if (urls.hasFingerprint(chunk.fingerprints.readUInt32BE(at), chunk.fingerprints.readUInt32BE(at + 4))) return true;
+  }
+  return false;
+}
+
+function parseBeforeFile(body: Buffer | undefined, key: string, segment: string): { indexFiles: string[]; queuedChunks: string[] } {
   try {
-    const parsed = JSON.parse(body?.toString('utf8') ?? '') as { indexFiles?: unknown };
+    const parsed = JSON.parse(body?.toString('utf8') ?? '') as { indexFiles?: unknown; queuedChunks?: unknown };
     const names = parsed.indexFiles;
-    if (Array.isArray(names) && names.every((n) => typeof n === 'string' && isIndexFileName(n))) return names as string[];
+    // Files written before queued chunks were left out have none.
+    const queued = parsed.queuedChunks ?? [];
+    if (Array.isArray(names) && names.every((n) => typeof n === 'string' && isIndexFileName(n))
+      && Array.isArray(queued) && queued.every((n) => typeof n === 'string' && queuedChunkOf(segment, n) !== undefined)) {
+      return { indexFiles: names as string[], queuedChunks: queued as string[] };
+    }
   } catch {
     // reported below
   }

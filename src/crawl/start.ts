@@ -15,7 +15,8 @@ import { monitorSearchAttributes } from '../temporal/searchAttributes';
 import type { Catalog } from './catalog';
 import { checkManifest, readManifest } from './manifest';
 import { identifyManifest, type ManifestIdentity } from './manifestPortions';
-import { loadPriorWork, type PriorWork } from './priorWork';
+import { loadPriorWork, sharesUrls, type PriorWork } from './priorWork';
+import { chunkQueuedKey } from '../pipeline/downloadedIndex';
 import { SeenUrls } from '../shared/seenUrls';
 
 /**
@@ -39,18 +40,30 @@ export interface StartSummary {
   manifestId: string;
   /** The earlier manifest this one begins with: its lines are split as they were then. */
   continues?: ManifestIdentity['continues'];
-  sources: Map<string, { urls: number; chunks: number; alreadyDone: number; downloadedBefore: number }>;
+  sources: Map<string, SourceSummary>;
   badLines: number;
   /** Lines whose URL an earlier line had listed already: each URL is crawled once. */
   duplicates: number;
   /** URLs left out because their source downloaded them under another manifest (see PriorWork). */
   downloadedBefore: number;
+  /** URLs left out because another manifest's unfinished chunks hold them (see PriorWork). */
+  queuedElsewhere: number;
   /** Catalogue entries no source of the manifest is called by: most likely a misspelt name. */
   unusedCatalogEntries: string[];
   /** Hosts whose URLs are in more than one source: each source sends at its own rate. */
   sharedHosts: Map<string, Set<string>>;
   /** Hosts whose URLs are sources of their own both with and without `www.` (the bare names). */
   wwwTwins: string[];
+}
+
+export interface SourceSummary {
+  urls: number;
+  chunks: number;
+  alreadyDone: number;
+  downloadedBefore: number;
+  queuedElsewhere: number;
+  /** Unfinished chunks of other manifests holding URLs of this one, added to the source's monitor. */
+  chunksOfOthers: number;
 }
 
 /**
@@ -90,6 +103,16 @@ export function downloadedBeforeNote(summary: StartSummary): string | undefined 
   if (!n) return undefined;
   return `${n} URL(s) left out: their sources downloaded them under another manifest started into this store ` +
     '(their records stand: `crawl export`); each image is downloaded once';
+}
+
+/** How many URLs were left out as queued under another manifest, or undefined when none were. */
+export function queuedElsewhereNote(summary: StartSummary): string | undefined {
+  const n = summary.queuedElsewhere;
+  if (!n) return undefined;
+  const chunks = [...summary.sources.values()].reduce((sum, s) => sum + s.chunksOfOthers, 0);
+  return `${n} URL(s) left out: another manifest started into this store has them queued, not yet crawled; ` +
+    `they are crawled once, under it (its ${chunks} chunk(s) holding them are added to their sources' monitors too, ` +
+    'in case its crawl was stopped before it came to them)';
 }
 
 /** A warning naming catalogue entries that matched no source, or undefined when all matched. */
@@ -244,7 +267,7 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
   const buffers = new Map<string, string[]>();
   /** Per source: ranges not yet sent to its monitor. */
   const refs = new Map<string, ChunkRange[]>();
-  const summary: StartSummary = { manifestId: id, ...(identity.continues ? { continues: identity.continues } : {}), sources: new Map(), badLines: 0, duplicates: 0, downloadedBefore: 0, unusedCatalogEntries: [], sharedHosts: new Map(), wwwTwins: [] };
+  const summary: StartSummary = { manifestId: id, ...(identity.continues ? { continues: identity.continues } : {}), sources: new Map(), badLines: 0, duplicates: 0, downloadedBefore: 0, queuedElsewhere: 0, unusedCatalogEntries: [], sharedHosts: new Map(), wwwTwins: [] };
   /**
    * Host -> the named source its URLs are in. Only for sources with a name of their own: a
    * source without one is its host (summary.sources has it), so a manifest of millions of hosts
@@ -272,13 +295,16 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
   const priors = new Map<string, Map<string, PriorEntry>>();
   // A manifest of a million small sources would otherwise have thousands of listings in flight.
   const priorReads = new WeightedBudget(PRIOR_READ_CONCURRENCY);
+  const ownPortions = new Set(portions.map((p) => p.id));
+  /** Per source: its URLs that other manifests' unfinished chunks hold (see PriorWork.queued). */
+  const queuedShared = new Map<string, SeenUrls>();
   const priorOf = (portionId: string, source: string): PriorEntry => {
     let bySource = priors.get(portionId);
     if (!bySource) priors.set(portionId, bySource = new Map());
     let p = bySource.get(source);
     if (!p) {
       const entry: PriorEntry = {
-        promise: priorReads.use(1, () => loadPriorWork(opts.store, chunkDir(portionId, source), chunkPrefix(portionId, source), source)),
+        promise: priorReads.use(1, () => loadPriorWork(opts.store, chunkDir(portionId, source), chunkPrefix(portionId, source), source, ownPortions)),
       };
       entry.promise.then((v) => { entry.value = v; }, (err: unknown) => { entry.error = err; });
       bySource.set(source, p = entry);
@@ -344,7 +370,11 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
     const prior = priorOf(at, source).promise;
     const job = writeSlots.use(1, async (): Promise<ChunkWritten> => {
       if ((await prior).done.has(n)) return { portion: at, n, count: urls.length, done: true };
-      await opts.store.put(keys.urls, urls.join('\n') + '\n', 'text/plain');
+      await Promise.all([
+        opts.store.put(keys.urls, urls.join('\n') + '\n', 'text/plain'),
+        // Tells a manifest started while this chunk waits to leave its URLs to it.
+        opts.store.put(chunkQueuedKey(keys.urls)!, '', 'text/plain'),
+      ]);
       return { portion: at, n, count: urls.length, done: false };
     });
     // Awaited below or in settle(); until then a failure must not count as unhandled.
@@ -371,10 +401,40 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
   const ready: string[] = [];
   /** Whether `url` goes into its source's chunk, or is counted as downloaded before. */
   const keep = (source: string, url: string, prior: PriorWork): boolean => {
-    if (!prior.downloaded?.has(url)) return true;
-    summary.sources.get(source)!.downloadedBefore++;
-    summary.downloadedBefore++;
-    return false;
+    if (prior.downloaded?.has(url)) {
+      summary.sources.get(source)!.downloadedBefore++;
+      summary.downloadedBefore++;
+      return false;
+    }
+    if (prior.queued?.urls.has(url)) {
+      summary.sources.get(source)!.queuedElsewhere++;
+      summary.queuedElsewhere++;
+      let shared = queuedShared.get(source);
+      if (!shared) queuedShared.set(source, shared = new SeenUrls());
+      shared.add(url);
+      return false;
+    }
+    return true;
+  };
+  /**
+   * Adds the unfinished chunks of other manifests that hold URLs this one left out to the
+   * source's next signal: a monitor that has them ignores them, and one whose crawl was stopped
+   * crawls them now (skipping what they recorded) instead of never.
+   */
+  const addChunksOfOthers = (source: string) => {
+    const shared = queuedShared.get(source);
+    if (!shared) return;
+    const added = new Set<string>();
+    for (const bySource of priors.values()) {
+      for (const c of bySource.get(source)?.value?.queued?.chunks ?? []) {
+        if (!c.undone || added.has(c.marker) || !sharesUrls(c, shared)) continue;
+        added.add(c.marker);
+        const pending = refs.get(source) ?? [];
+        refs.set(source, pending);
+        appendRange(pending, { idPrefix: `${c.portion}-`, spoolPrefix: chunkPrefix(c.portion, source), first: c.n, last: c.n, chunkSize: c.count, lastCount: c.count });
+      }
+    }
+    summary.sources.get(source)!.chunksOfOthers = added.size;
   };
   /** Adds `url` to its source's next chunk; true when that chunk is full. */
   const buffer = (source: string, url: string): boolean => {
@@ -440,7 +500,7 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
     } else if (!summary.sources.has(entry.source) && namedHostSource.has(entry.origin)) {
       share(entry.origin, namedHostSource.get(entry.origin)!, entry.source);
     }
-    if (!summary.sources.has(entry.source)) summary.sources.set(entry.source, { urls: 0, chunks: 0, alreadyDone: 0, downloadedBefore: 0 });
+    if (!summary.sources.has(entry.source)) summary.sources.set(entry.source, { urls: 0, chunks: 0, alreadyDone: 0, downloadedBefore: 0, queuedElsewhere: 0, chunksOfOthers: 0 });
     summary.sources.get(entry.source)!.urls++;
     if (admit(entry.source, entry.url)) await flush(entry.source);
     if (ready.length > 0) await releaseReady();
@@ -454,6 +514,7 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
     // A chunk cut short by an abort must not be written: the next start writes it whole.
     if (!opts.signal?.aborted) await flush(source);
     await settle(source);
+    addChunksOfOthers(source);
     await send(source);
   });
   for (const source of summary.sources.keys()) {

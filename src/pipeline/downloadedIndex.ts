@@ -1,3 +1,4 @@
+import { chunkSpoolKey } from '../shared/chunkRanges';
 import { fingerprint, type SeenUrls } from '../shared/seenUrls';
 
 /**
@@ -8,10 +9,16 @@ import { fingerprint, type SeenUrls } from '../shared/seenUrls';
  * per downloaded URL (see SeenUrls): a start reads a source's whole index in one listing and at
  * 8 bytes per URL (80 MB for 10 million), where reading the source's records back would be
  * ~60 times more.
+ *
+ * Beside them, each chunk written by `crawl start` leaves an empty `<portion>-<n>.queued` marker,
+ * and a finished chunk always leaves its `.fp64` (empty when nothing was downloaded): a `.queued`
+ * without its `.fp64` is a chunk not yet crawled. A manifest started meanwhile leaves its URLs
+ * out instead of downloading them a second time beside it (see priorWork).
  */
 
 const CHUNK_SPOOL = /^work\/([0-9a-f]{16})\/([^/]+)\/chunk-(\d+)\.txt$/;
 const INDEX_FILE = /^[0-9a-f]{16}-\d+\.fp64$/;
+const QUEUED_FILE = /^([0-9a-f]{16})-(\d+)\.queued$/;
 
 export function downloadedIndexPrefix(segment: string): string {
   return `index/${segment}/`;
@@ -20,6 +27,23 @@ export function downloadedIndexPrefix(segment: string): string {
 /** Whether `name`, listed under downloadedIndexPrefix(), is an index file. */
 export function isIndexFileName(name: string): boolean {
   return INDEX_FILE.test(name);
+}
+
+/** The chunk's queued marker, or undefined for a chunk not split by `crawl start`. */
+export function chunkQueuedKey(spool: string): string | undefined {
+  const index = chunkIndexKey(spool);
+  return index && index.key.replace(/\.fp64$/, '.queued');
+}
+
+/** The chunk a name listed under downloadedIndexPrefix(segment) marks as queued, or undefined for any other name. */
+export function queuedChunkOf(segment: string, name: string): { portion: string; n: number; spool: string; indexName: string } | undefined {
+  const m = QUEUED_FILE.exec(name);
+  if (!m) return undefined;
+  const n = Number(m[2]);
+  const spool = chunkSpoolKey(`work/${m[1]}/${segment}/chunk-`, n);
+  // Only the spelling the start writes: "-007" would name chunk 7 a second time.
+  if (chunkQueuedKey(spool) !== `${downloadedIndexPrefix(segment)}${name}`) return undefined;
+  return { portion: m[1]!, n, spool, indexName: name.replace(/\.queued$/, '.fp64') };
 }
 
 /** The chunk's index file and its source's key segment, or undefined for a chunk not split by `crawl start`. */

@@ -39,8 +39,13 @@ export class SeenUrls {
   /** Whether `url` was added (or a URL with its fingerprint). */
   has(url: string): boolean {
     hash(url);
-    const lo = hashHi === 0 && hashLo === 0 ? 1 : hashLo;
-    return !isFree(this.table, slot(this.table, hashHi, lo));
+    return this.hasFingerprint(hashHi, hashLo);
+  }
+
+  /** Whether a URL with this fingerprint (see fingerprint()) was added. */
+  hasFingerprint(hi: number, lo: number): boolean {
+    if (hi === 0 && lo === 0) lo = 1;
+    return !isFree(this.table, slot(this.table, hi, lo));
   }
 
   private insert(table: Uint32Array, hi: number, lo: number): boolean {

@@ -191,6 +191,47 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
     expect(records.map((r) => r.url).sort()).toEqual(Array.from({ length: 11 }, (_, i) => url(i)).sort());
   });
 
+  it('downloads an image once when a manifest listing it is started while another still crawls it, or was stopped before it', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'queued-elsewhere-'));
+    const o = origins[2]!;
+    const url = (dir: string, i: number) => o.url(`/${dir}/${i}.jpg`);
+    const write = (name: string, source: string, dir: string, ids: number[]) => {
+      const file = path.join(dataDir, name);
+      fs.writeFileSync(file, ids.map((i) => `${JSON.stringify({ url: url(dir, i), source })}\n`).join(''));
+      return file;
+    };
+    const store = new LocalStore(path.join(dataDir, 'store'));
+    const catalog = new Map([['queued-running', { rate: 4 }], ['queued-stopped', { rate: 4 }]]);
+    const taskQueue = 'queued-elsewhere';
+    const worker = await createCrawlWorker({ connection: env.nativeConnection, taskQueue, deps: defaultDeps({ dataDir, allowNetworks: ['127.0.0.0/8'] }) });
+    const handle = (source: string) => env.client.workflow.getHandle(monitorWorkflowId(source));
+    const fetched = (dir: string) => o.requests.filter((r) => r.path.startsWith(`/${dir}/`)).map((r) => r.path);
+    await worker.runUntil(async () => {
+      // The second manifest, re-sorted with new URLs among the first's, is started at once: the
+      // first's chunk (12 URLs at 4/s) is still being crawled.
+      await startCrawl({ client: env.client, store, manifest: write('running-1.ndjson', 'queued-running', 'qr', Array.from({ length: 12 }, (_, i) => i)), catalog, taskQueue });
+      const second = await startCrawl({ client: env.client, store, manifest: write('running-2.ndjson', 'queued-running', 'qr', [11, 3, 12, 5, 13]), catalog, taskQueue });
+      expect(second.sources.get('queued-running')).toMatchObject({ queuedElsewhere: 3, chunksOfOthers: 1 });
+      expect(((await handle('queued-running').result()) as MonitorStats).urls).toMatchObject({ total: 14, finished: 14 });
+
+      // A crawl stopped part-way: a manifest started later into the store leaves the first's
+      // URLs to its chunk and starts that chunk again, so they are neither lost nor fetched twice.
+      await startCrawl({ client: env.client, store, manifest: write('stopped-1.ndjson', 'queued-stopped', 'qs', Array.from({ length: 40 }, (_, i) => i)), catalog, taskQueue });
+      const deadline = Date.now() + 60_000;
+      while (fetched('qs').length < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      expect(await handle('queued-stopped').executeUpdate(stopUpdate)).toBe('stopped');
+      expect(((await handle('queued-stopped').result()) as MonitorStats).urls.finished).toBeLessThan(40);
+      const later = await startCrawl({ client: env.client, store, manifest: write('stopped-2.ndjson', 'queued-stopped', 'qs', [39, 38, 40]), catalog, taskQueue });
+      expect(later.sources.get('queued-stopped')).toMatchObject({ queuedElsewhere: 2, chunksOfOthers: 1 });
+      expect(((await handle('queued-stopped').result()) as MonitorStats).counts.done).toBe(41);
+    });
+    for (const [dir, n] of [['qr', 14], ['qs', 41]] as const) {
+      expect(fetched(dir).sort()).toEqual(Array.from({ length: n }, (_, i) => `/${dir}/${i}.jpg`).sort());
+      const records = readRecords(dataDir).filter((r) => r.url.includes(`/${dir}/`));
+      expect(records.map((r) => r.url).sort()).toEqual(Array.from({ length: n }, (_, i) => url(dir, i)).sort());
+    }
+  });
+
   // SIGTERM is a deploy's rolling restart: the worker cancels its fetch activities, each of which
   // lets a request on the wire finish and heartbeats what it has done, and exits; the next worker
   // takes over without asking the site for anything twice.

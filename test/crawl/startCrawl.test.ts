@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import type { Client } from '@temporalio/client';
-import { chunkKeys, continuesNote, downloadedBeforeNote, startCrawl, sharedHostsWarning, unusedCatalogWarning, wwwTwinsWarning } from '../../src/crawl/start';
+import { chunkKeys, continuesNote, downloadedBeforeNote, queuedElsewhereNote, startCrawl, sharedHostsWarning, unusedCatalogWarning, wwwTwinsWarning } from '../../src/crawl/start';
 import { createCrawlActivities, type UrlProcessor } from '../../src/activities/crawlActivities';
 import { StoreRecorder } from '../../src/activities/storeRecorder';
 import { LocalStore, type ObjectStore } from '../../src/pipeline/store';
@@ -133,7 +133,7 @@ describe('startCrawl', () => {
     });
     expect(urlsOf('a.example', first.sent)).toEqual(lines.filter((l) => l.includes('a.example')));
     expect(urlsOf('b.example', first.sent)).toEqual(lines.filter((l) => l.includes('b.example')));
-    expect(summary.sources.get('a.example')).toEqual({ urls: 2_003, chunks: 201, alreadyDone: 0, downloadedBefore: 0 });
+    expect(summary.sources.get('a.example')).toEqual({ urls: 2_003, chunks: 201, alreadyDone: 0, downloadedBefore: 0, queuedElsewhere: 0, chunksOfOthers: 0 });
 
     // Chunks 0-49 and 120 of a finished meanwhile: a second start announces only the others.
     const { manifestId } = summary;
@@ -451,10 +451,12 @@ describe('startCrawl', () => {
         '(their records stand: `crawl export`); each image is downloaded once');
 
       // Its first chunk is crawled; meanwhile a third manifest downloads a(31), which the second
-      // one's unfinished chunk holds. Started again, the second keeps its chunks as they were:
-      // chunk 0's done-marker speaks for a(30) and a(5) only.
+      // one's unfinished chunk holds (as when the second was started by an earlier version,
+      // which marked no chunk as queued). Started again, the second keeps its chunks as they
+      // were: chunk 0's done-marker speaks for a(30) and a(5) only.
       const firstChunkOnly = new Map([['a.example', [{ ...second.sent.get('a.example')![0]!, last: second.sent.get('a.example')![0]!.first, lastCount: 2 }]]]);
       await crawl(store, firstChunkOnly, (url) => (url === a(5) ? 'linkrot' : 'done'));
+      for await (const key of store.list('index/')) if (key.endsWith('.queued')) fs.rmSync(path.join(dir, 'store', key));
       const third = recordingClient();
       await startCrawl({ client: third.client, store, manifest: writeFile(dir, 'c.txt', [a(31)]), taskQueue: 'q' });
       await crawl(store, third.sent, () => 'done');
@@ -490,6 +492,56 @@ describe('startCrawl', () => {
       const d = await startCrawl({ client: other.client, store, manifest: writeFile(dir, 'd.txt', [a(1), a(3)]), taskQueue: 'q' });
       expect(d.downloadedBefore).toBe(0);
       expect(await urlsIn(store, other.sent, 'a.example')).toEqual([a(1), a(3)]);
+    });
+
+    it('leaves URLs that another manifest\'s unfinished chunks hold to those chunks, and adds the chunks to its monitor', async () => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'start-queued-'));
+      const store = new LocalStore(path.join(dir, 'store'));
+      const first = recordingClient();
+      const a15 = Array.from({ length: 15 }, (_, i) => a(i));
+      const started = await startCrawl({ client: first.client, store, manifest: writeFile(dir, 'a.txt', a15), taskQueue: 'q', chunkSize: 5 });
+      const chunksA = announcedChunks(first.sent, 'a.example');
+      // Chunk 0 is crawled; chunks 1 (a5-a9) and 2 (a10-a14) are still waiting or running.
+      await crawl(store, new Map([['a.example', [{ ...first.sent.get('a.example')![0]!, last: 0, lastCount: 5 }]]]), () => 'done');
+
+      const manifestB = writeFile(dir, 'b.txt', [a(7), a(2), a(20), a(8)]);
+      const second = recordingClient();
+      const summary = await startCrawl({ client: second.client, store, manifest: manifestB, taskQueue: 'q' });
+      expect(summary.sources.get('a.example')).toMatchObject({ urls: 4, chunks: 1, downloadedBefore: 1, queuedElsewhere: 2, chunksOfOthers: 1 });
+      expect(summary.queuedElsewhere).toBe(2);
+      expect(queuedElsewhereNote(summary)).toBe('2 URL(s) left out: another manifest started into this store has them queued, not yet crawled; ' +
+        'they are crawled once, under it (its 1 chunk(s) holding them are added to their sources\' monitors too, in case its crawl was stopped before it came to them)');
+      // Its own chunk holds only the new URL; the first manifest's chunk 1, which holds a7 and
+      // a8, goes to the monitor with it (chunk 2 shares nothing and does not).
+      const announced = announcedChunks(second.sent, 'a.example');
+      expect(announced.map((c) => c.chunkId)).toEqual([`${summary.manifestId}-0`, chunksA[1]!.chunkId]);
+      expect(announced[1]).toEqual(chunksA[1]);
+      expect(await urlsIn(store, new Map([['a.example', second.sent.get('a.example')!.slice(0, 1)]]), 'a.example')).toEqual([a(20)]);
+
+      // Chunk 1 finishes, every URL failing: its (empty) index file says it is finished, and
+      // a manifest started now tries a7 itself. Started again, the second keeps its chunks as
+      // they were and adds no finished chunk.
+      await crawl(store, new Map([['a.example', [{ ...first.sent.get('a.example')![0]!, first: 1, last: 1, lastCount: 5 }]]]), () => 'error');
+      const third = recordingClient();
+      const c = await startCrawl({ client: third.client, store, manifest: writeFile(dir, 'c.txt', [a(7), a(12), a(30)]), taskQueue: 'q' });
+      expect(c.sources.get('a.example')).toMatchObject({ downloadedBefore: 0, queuedElsewhere: 1, chunksOfOthers: 1 });
+      expect(announcedChunks(third.sent, 'a.example').map((k) => k.chunkId)).toEqual([`${c.manifestId}-0`, chunksA[2]!.chunkId]);
+      const again = recordingClient();
+      const restarted = await startCrawl({ client: again.client, store, manifest: manifestB, taskQueue: 'q' });
+      expect(restarted.sources.get('a.example')).toMatchObject({ downloadedBefore: 1, queuedElsewhere: 2, chunksOfOthers: 0 });
+      expect(announcedChunks(again.sent, 'a.example').map((k) => k.chunkId)).toEqual([`${summary.manifestId}-0`]);
+
+      // The manifest's own unfinished chunks are not another's: started again, it announces them as before.
+      const self = recordingClient();
+      const same = await startCrawl({ client: self.client, store, manifest: path.join(dir, 'a.txt'), taskQueue: 'q', chunkSize: 5 });
+      expect(same.manifestId).toBe(started.manifestId);
+      expect(same.sources.get('a.example')).toMatchObject({ alreadyDone: 10, queuedElsewhere: 0, chunksOfOthers: 0 });
+      expect(announcedChunks(self.sent, 'a.example').map((k) => k.chunkId)).toEqual([chunksA[2]!.chunkId]);
+
+      // The list of a chunk the second manifest left URLs to is gone: its chunks cannot be made again.
+      fs.rmSync(path.join(dir, 'store', chunksA[1]!.spool!));
+      await expect(startCrawl({ client: recordingClient().client, store, manifest: manifestB, taskQueue: 'q' }))
+        .rejects.toThrow(/the chunk work\/.*chunk-000001\.txt of another manifest, named in .*downloaded-before\.json, is missing/);
     });
   });
 });
