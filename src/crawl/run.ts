@@ -331,12 +331,15 @@ export async function actOnHalted(client: Client, sources: string[], action: 're
 
 /**
  * The sources whose monitors `run` follows: every source of the manifest, except one with
- * nothing new to crawl (its URLs all done before, or downloaded under other manifests into a
- * store this server has not crawled into) and no monitor here to report on it.
+ * nothing new to crawl (its URLs all done before, or downloaded or queued under other manifests
+ * into a store this server has not crawled into) and no monitor here to report on it.
  */
 export async function sourcesToFollow(client: Client, summary: StartSummary): Promise<string[]> {
   const idle = new Set<string>();
-  for (const [name, s] of summary.sources) if (s.urls === s.alreadyDone + s.downloadedBefore) idle.add(name);
+  for (const [name, s] of summary.sources) {
+    // Left to another manifest's chunks that finished since this one's first start: none sent.
+    if (s.urls === s.alreadyDone + s.downloadedBefore + s.queuedElsewhere && s.chunksOfOthers === 0) idle.add(name);
+  }
   const missing = new Set<string>();
   await forEachLimit([...idle], 16, async (name) => {
     try {

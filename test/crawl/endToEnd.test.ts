@@ -227,7 +227,7 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
     });
     for (const [dir, n] of [['qr', 14], ['qs', 41]] as const) {
       expect(fetched(dir).sort()).toEqual(Array.from({ length: n }, (_, i) => `/${dir}/${i}.jpg`).sort());
-      const records = readRecords(dataDir).filter((r) => r.url.includes(`/${dir}/`));
+      const records = readRecords(dataDir).filter((r) => String(r.url).includes(`/${dir}/`));
       expect(records.map((r) => r.url).sort()).toEqual(Array.from({ length: n }, (_, i) => url(dir, i)).sort());
     }
   });

@@ -7,11 +7,14 @@ describe('sourcesToFollow (crawl run)', () => {
   it('drops a source with nothing new to crawl only when this server has no monitor of it', async () => {
     const summary = {
       sources: new Map([
-        ['all-done', { urls: 3, chunks: 1, alreadyDone: 3, downloadedBefore: 0 }],
-        ['all-downloaded', { urls: 2, chunks: 0, alreadyDone: 0, downloadedBefore: 2 }],
-        ['both', { urls: 4, chunks: 1, alreadyDone: 1, downloadedBefore: 3 }],
-        ['new-work', { urls: 5, chunks: 1, alreadyDone: 1, downloadedBefore: 1 }],
-        ['idle-with-monitor', { urls: 1, chunks: 1, alreadyDone: 1, downloadedBefore: 0 }],
+        ['all-done', { urls: 3, chunks: 1, alreadyDone: 3, downloadedBefore: 0, queuedElsewhere: 0, chunksOfOthers: 0 }],
+        ['all-downloaded', { urls: 2, chunks: 0, alreadyDone: 0, downloadedBefore: 2, queuedElsewhere: 0, chunksOfOthers: 0 }],
+        ['both', { urls: 4, chunks: 1, alreadyDone: 1, downloadedBefore: 3, queuedElsewhere: 0, chunksOfOthers: 0 }],
+        // Left to another manifest's chunks, finished by now (none sent), or not (sent with it).
+        ['queued-finished', { urls: 4, chunks: 1, alreadyDone: 1, downloadedBefore: 1, queuedElsewhere: 2, chunksOfOthers: 0 }],
+        ['queued-sent', { urls: 2, chunks: 0, alreadyDone: 0, downloadedBefore: 0, queuedElsewhere: 2, chunksOfOthers: 1 }],
+        ['new-work', { urls: 5, chunks: 1, alreadyDone: 1, downloadedBefore: 1, queuedElsewhere: 0, chunksOfOthers: 0 }],
+        ['idle-with-monitor', { urls: 1, chunks: 1, alreadyDone: 1, downloadedBefore: 0, queuedElsewhere: 0, chunksOfOthers: 0 }],
       ]),
     } as unknown as StartSummary;
     const described: string[] = [];
@@ -26,13 +29,13 @@ describe('sourcesToFollow (crawl run)', () => {
         }),
       },
     } as unknown as Client;
-    expect(await sourcesToFollow(client, summary)).toEqual(['new-work', 'idle-with-monitor']);
+    expect(await sourcesToFollow(client, summary)).toEqual(['queued-sent', 'new-work', 'idle-with-monitor']);
     // A source with work to do is followed without asking: its monitor was just signalled.
-    expect(described.sort()).toEqual(['all-done', 'all-downloaded', 'both', 'idle-with-monitor'].map(monitorWorkflowId).sort());
+    expect(described.sort()).toEqual(['all-done', 'all-downloaded', 'both', 'queued-finished', 'idle-with-monitor'].map(monitorWorkflowId).sort());
   });
 
   it('fails on any other error than a missing monitor, rather than hide a source', async () => {
-    const summary = { sources: new Map([['s', { urls: 1, chunks: 1, alreadyDone: 1, downloadedBefore: 0 }]]) } as unknown as StartSummary;
+    const summary = { sources: new Map([['s', { urls: 1, chunks: 1, alreadyDone: 1, downloadedBefore: 0, queuedElsewhere: 0, chunksOfOthers: 0 }]]) } as unknown as StartSummary;
     const client = { workflow: { getHandle: () => ({ describe: async () => { throw new Error('connection refused'); } }) } } as unknown as Client;
     await expect(sourcesToFollow(client, summary)).rejects.toThrow('connection refused');
   });
