@@ -12,7 +12,7 @@ import { exportRecords, exportRecordsToFile, type ExportSummary } from '../crawl
 import { FailureTally } from '../crawl/failureTally';
 import { checkManifest } from '../crawl/manifest';
 import { runCrawl } from '../crawl/run';
-import { continuesNote, downloadedBeforeNote, duplicatesNote, emptyManifest, queuedElsewhereNote, invalidRetryAfterCap, maxRateSetting, maxRetryAfterSetting, startCrawl, startWarnings } from '../crawl/start';
+import { continuesNote, downloadedBeforeNote, duplicatesNote, emptyManifest, grewNote, queuedElsewhereNote, invalidRetryAfterCap, maxRateSetting, maxRetryAfterSetting, startCrawl, startWarnings } from '../crawl/start';
 import { callSignal } from '../shared/callSignal';
 import { forEachLimit } from '../shared/concurrency';
 import { closedListingWarner, DoneRate, listClosedSince, listedStatus, listMonitors, monitorOf, monitoringUpdate, sourceStatus, statusTable, stopMonitor, type Answered } from '../crawl/status';
@@ -243,8 +243,7 @@ export function buildProgram(): Command {
         catalog: opts.catalog ? await readCatalog(opts.catalog) : undefined,
         onBadLine: (b) => process.stderr.write(`crawl: ${manifest} line ${b.line}: ${b.error} (skipped)\n`),
       });
-      const continues = continuesNote(summary, manifest);
-      if (continues) process.stdout.write(`${continues}\n`);
+      for (const note of [continuesNote(summary, manifest), grewNote(summary, manifest)]) if (note) process.stdout.write(`${note}\n`);
       for (const [name, s] of summary.sources) process.stdout.write(`${name}: ${s.urls} URLs in ${s.chunks} chunk(s)${s.alreadyDone ? `, ${s.alreadyDone} already crawled` : ''}${s.downloadedBefore ? `, ${s.downloadedBefore} downloaded under another manifest` : ''}${s.queuedElsewhere ? `, ${s.queuedElsewhere} queued under another manifest` : ''}\n`);
       const empty = emptyManifest(summary, manifest);
       if (empty && 'error' in empty) {

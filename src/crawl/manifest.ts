@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import { readLines } from './lineReader';
-import { assertTextManifest, manifestBytes, manifestCompression } from './manifestBytes';
+import { assertTextManifest, firstBytes, manifestBytes, manifestCompression } from './manifestBytes';
 
 /**
  * Manifests are streamed line by line, never loaded whole. Formats: NDJSON ({"url", "source"?}),
@@ -245,13 +245,18 @@ function throwColumns(path: string, first: { line: number; text: string; separat
     'what follows the blank space would be part of each URL. Write CSV with a header line (such as url,source) or NDJSON, or leave only the URLs');
 }
 
-export async function* readManifest(path: string): AsyncGenerator<ManifestEntry> {
+/**
+ * @param upTo read only the first `bytes` bytes of text (those a manifest's id is of); `onMore`
+ * hears when the file has more by now (it is still being written: see firstBytes).
+ */
+export async function* readManifest(path: string, upTo?: { bytes: number; lastBreak: number; onMore: () => void }): AsyncGenerator<ManifestEntry> {
   let format: ManifestFormat | undefined;
   let urlCol = -1;
   let sourceCol = -1;
   let columns = 0;
   let separator = ',';
-  for await (const batch of readLines(manifestBytes(path), MAX_LINE_CHARS)) for (const read of batch) {
+  const bytes = upTo ? firstBytes(manifestBytes(path), upTo.bytes, upTo.lastBreak, path, upTo.onMore) : manifestBytes(path);
+  for await (const batch of readLines(bytes, MAX_LINE_CHARS)) for (const read of batch) {
     const { line } = read;
     if ('tooLong' in read) {
       const array = read.tooLong.head.trimStart().startsWith('[') ? '; a JSON array is not a manifest: write one JSON object per line (NDJSON)' : '';

@@ -103,6 +103,29 @@ export async function* manifestBytes(file: string): AsyncGenerator<Buffer> {
   }
 }
 
+/**
+ * The first `limit` bytes of `bytes`, of which those after `lastBreak` (the end of the last line
+ * break in them) are a last line without its line break. `onMore` hears when there were more
+ * bytes: the file is still being written, so that last line is left out, as the rest of it is
+ * yet to come. Fewer bytes is an error: the file changed since it was first read.
+ */
+export async function* firstBytes(bytes: AsyncIterable<Buffer>, limit: number, lastBreak: number, file: string, onMore: () => void): AsyncGenerator<Buffer> {
+  let at = 0;
+  const tail: Buffer[] = [];
+  for await (const chunk of bytes) {
+    const end = at + chunk.length;
+    if (at < lastBreak) yield chunk.subarray(0, Math.min(chunk.length, lastBreak - at));
+    if (end > lastBreak) tail.push(chunk.subarray(Math.max(0, lastBreak - at), Math.max(0, Math.min(chunk.length, limit - at))));
+    at = end;
+    if (at > limit) {
+      onMore();
+      return;
+    }
+  }
+  if (at < limit) throw new Error(`manifest ${file} is shorter than when it was first read a moment ago (replaced or truncated while being started): start it again once nothing writes to it`);
+  if (tail.length > 0) yield Buffer.concat(tail);
+}
+
 async function* asUtf8(bytes: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
   let decoder: TextDecoder | undefined;
   // A lone surrogate or an odd last byte becomes U+FFFD, which makes its line a bad one.

@@ -50,6 +50,14 @@ export interface ManifestIdentity {
   portions: ManifestPortion[];
   /** The earlier manifest this one continues, when it does. */
   continues?: { lines: number; path: string };
+  /**
+   * How many bytes of text (see manifestBytes) the id is of, and their line breaks: a file still
+   * being written has more by the time its lines are read, and those are not this manifest's.
+   */
+  bytes: number;
+  lines: number;
+  /** Where the last line break in those bytes ends (0 without one). */
+  lastBreak: number;
 }
 
 interface ManifestRecord {
@@ -120,9 +128,14 @@ export async function identifyManifest(file: string, store: ObjectStore): Promis
   let base: { key: string; lines: number } | undefined;
   const text = new StringDecoder('utf8');
   let notUtf8 = false;
+  let lastBreak = 0;
+  let taken = 0;
   const take = (part: Buffer) => {
     hash.update(part);
     lineBreaks += count(part);
+    const last = part.lastIndexOf(0x0a);
+    if (last >= 0) lastBreak = taken + last + 1;
+    taken += part.length;
     if (!notUtf8 && text.write(part).includes('\ufffd')) notUtf8 = true;
   };
   /** The id of what has been hashed: of the bytes so far, as a manifest of its own. */
@@ -149,7 +162,7 @@ export async function identifyManifest(file: string, store: ObjectStore): Promis
     const body = await store.get(ownKey);
     if (body) {
       const record = parseRecord(body.toString('utf8'), ownKey);
-      return { id, portions: record.portions, ...(record.continues ? { continues: record.continues } : {}) };
+      return { id, portions: record.portions, ...(record.continues ? { continues: record.continues } : {}), bytes: read, lines: lineBreaks, lastBreak };
     }
   }
   let portions: ManifestPortion[] = [{ id, lastLine: null }];
@@ -164,7 +177,7 @@ export async function identifyManifest(file: string, store: ObjectStore): Promis
   }
   const record: ManifestRecord = { id, bytes: read, lines: lineBreaks, path: path.resolve(file), portions, ...(continues ? { continues } : {}) };
   await store.put(ownKey, `${JSON.stringify(record)}\n`, 'application/json');
-  return { id, portions, ...(continues ? { continues } : {}) };
+  return { id, portions, ...(continues ? { continues } : {}), bytes: read, lines: lineBreaks, lastBreak };
 }
 
 function count(buf: Buffer): number {

@@ -14,7 +14,7 @@ import { readCatalog } from './catalog';
 import { exportRecordsToFile } from './exportRecords';
 import { FailureTally } from './failureTally';
 import { checkManifest, manifestHasContent } from './manifest';
-import { continuesNote, downloadedBeforeNote, duplicatesNote, emptyManifest, queuedElsewhereNote, nothingToCrawl, startCrawl, startWarnings, type StartSummary } from './start';
+import { continuesNote, downloadedBeforeNote, duplicatesNote, emptyManifest, grewNote, queuedElsewhereNote, nothingToCrawl, startCrawl, startWarnings, type StartSummary } from './start';
 import { ChangedSources, closedListingWarner, DoneRate, listClosedSince, monitoringUpdate, sourceStatus, statusTable, SourceNotes, stopMonitor, type SourceStatus } from './status';
 import { StatusPoller } from './statusPoller';
 import { envText } from '../shared/env';
@@ -125,8 +125,7 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
     out.write((sources.length ? `crawling ${sources.length} source(s) from ${opts.manifest}` : `nothing new to crawl in ${opts.manifest}: every URL was crawled before into this store`) +
       `${summary.badLines ? ` (${summary.badLines} bad line(s) skipped)` : ''}` +
       `${duplicates ? ` (${duplicates})` : ''}; Web UI: ${server.uiUrl ?? 'see your Temporal UI'}\n`);
-    const continues = continuesNote(summary, opts.manifest);
-    if (continues) out.write(`${continues}\n`);
+    for (const note of [continuesNote(summary, opts.manifest), grewNote(summary, opts.manifest)]) if (note) out.write(`${note}\n`);
     for (const note of [downloadedBeforeNote(summary), queuedElsewhereNote(summary)]) if (note) out.write(`${note}\n`);
     for (const warning of startWarnings(summary)) process.stderr.write(`crawl: ${warning}\n`);
     if (opts.halted) await actOnHalted(client, sources, opts.halted, out);

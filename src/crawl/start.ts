@@ -42,6 +42,11 @@ export interface StartSummary {
   continues?: ManifestIdentity['continues'];
   sources: Map<string, SourceSummary>;
   badLines: number;
+  /**
+   * The file had grown by the time its lines were read (it is still being written): only the
+   * lines it had when first read were started, as this manifest.
+   */
+  grew?: { lines: number };
   /** Lines whose URL an earlier line had listed already: each URL is crawled once. */
   duplicates: number;
   /** URLs left out because their source downloaded them under another manifest (see PriorWork). */
@@ -103,6 +108,13 @@ export function downloadedBeforeNote(summary: StartSummary): string | undefined 
   if (!n) return undefined;
   return `${n} URL(s) left out: their sources downloaded them under another manifest started into this store ` +
     '(their records stand: `crawl export`); each image is downloaded once';
+}
+
+/** Said when the file grew while it was being started: the lines added were not read. */
+export function grewNote(summary: StartSummary, manifest: string): string | undefined {
+  if (!summary.grew) return undefined;
+  return `${manifest} grew while it was being started (is something still writing it?): its first ${summary.grew.lines} line(s), ` +
+    'as it was when first read, are started; start it again once it is complete, and only the lines added since are crawled';
 }
 
 /** How many URLs were left out as queued under another manifest, or undefined when none were. */
@@ -472,7 +484,8 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
     while (ready.length > 0) await release(ready.shift()!);
   };
 
-  for await (const entry of readManifest(opts.manifest)) {
+  const upTo = { bytes: identity.bytes, lastBreak: identity.lastBreak, onMore: () => { summary.grew = { lines: identity.lines }; } };
+  for await (const entry of readManifest(opts.manifest, upTo)) {
     if (opts.signal?.aborted) break;
     while (portion.lastLine !== null && entry.line > portion.lastLine) {
       // The end of an earlier manifest's lines: its last chunks end here, as they did in its own start.

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import type { Client } from '@temporalio/client';
-import { chunkKeys, continuesNote, downloadedBeforeNote, queuedElsewhereNote, startCrawl, sharedHostsWarning, unusedCatalogWarning, wwwTwinsWarning } from '../../src/crawl/start';
+import { chunkKeys, continuesNote, downloadedBeforeNote, grewNote, queuedElsewhereNote, startCrawl, sharedHostsWarning, unusedCatalogWarning, wwwTwinsWarning } from '../../src/crawl/start';
 import { createCrawlActivities, type UrlProcessor } from '../../src/activities/crawlActivities';
 import { StoreRecorder } from '../../src/activities/storeRecorder';
 import { LocalStore, type ObjectStore } from '../../src/pipeline/store';
@@ -266,6 +266,48 @@ describe('startCrawl', () => {
     };
     const a = (i: number) => `https://a.example/${i}.jpg`;
     const b = (i: number) => `https://b.example/${i}.jpg`;
+
+    it('starts only the whole lines a file had when first read when it grows meanwhile (still being written), and refuses one cut short', async () => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'start-growing-'));
+      const manifest = path.join(dir, 'm.txt');
+      // The writer has got part-way through line 11.
+      fs.writeFileSync(manifest, `${Array.from({ length: 10 }, (_, i) => a(i)).join('\n')}\nhttps://a.exa`);
+      /** Changes the manifest the first time its id is recorded, between the start's two reads of it. */
+      class GrowingStore extends SlowStore {
+        constructor(private change?: () => void) { super(); }
+        override async put(key: string, body: Buffer | string): Promise<void> {
+          if (key.startsWith('work/manifests/')) this.change?.();
+          this.change = undefined;
+          await super.put(key, body);
+        }
+      }
+      const store = new GrowingStore(() => fs.appendFileSync(manifest, `mple/10.jpg\n${a(11)}\n`));
+      const one = recordingClient();
+      const first = await startCrawl({ client: one.client, store, manifest, taskQueue: 'q', chunkSize: 4 });
+      expect(first.grew).toEqual({ lines: 10 });
+      expect(grewNote(first, 'm.txt')).toBe('m.txt grew while it was being started (is something still writing it?): its first 10 line(s), ' +
+        'as it was when first read, are started; start it again once it is complete, and only the lines added since are crawled');
+      expect(urlsIn(store, one.sent, 'a.example')).toEqual(Array.from({ length: 10 }, (_, i) => a(i)));
+      expect(first.sources.get('a.example')).toMatchObject({ urls: 10, chunks: 3 });
+
+      // Complete, it is a new manifest (its first one ended part-way through a line): what the
+      // first start queued is left to its chunks, and only the new URLs are the new manifest's.
+      const two = recordingClient();
+      const second = await startCrawl({ client: two.client, store, manifest, taskQueue: 'q', chunkSize: 4 });
+      expect(second.grew).toBeUndefined();
+      expect(second.sources.get('a.example')).toMatchObject({ urls: 12, queuedElsewhere: 10 });
+      expect(announcedChunks(two.sent, 'a.example').filter((c) => c.chunkId.startsWith(second.manifestId)).flatMap((c) => store.objects.get(c.spool!)!.trim().split('\n')))
+        .toEqual([a(10), a(11)]);
+
+      // Cut short between the two reads (replaced by a shorter file): refused, nothing announced.
+      const cut = path.join(dir, 'cut.txt');
+      fs.writeFileSync(cut, `${a(20)}\n${a(21)}\n`);
+      const shrinking = new GrowingStore(() => fs.writeFileSync(cut, `${a(20)}\n`));
+      const three = recordingClient();
+      await expect(startCrawl({ client: three.client, store: shrinking, manifest: cut, taskQueue: 'q' }))
+        .rejects.toThrow(`manifest ${cut} is shorter than when it was first read a moment ago (replaced or truncated while being started): start it again once nothing writes to it`);
+      expect(three.sent.size).toBe(0);
+    });
 
     it('crawls only the lines appended to it, and its earlier lines keep their chunks', async () => {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'start-grown-'));
