@@ -105,7 +105,7 @@ describe('S3 store against a real S3-protocol server (moto_server on 127.0.0.1)'
     expect(summary).toEqual({ records: 3, units: 2, sourcesWithoutRecords: [] });
   });
 
-  it('keeps each finished chunk\'s downloaded URLs, so that another manifest started into the bucket leaves them out', async () => {
+  it('keeps each finished chunk\'s downloaded URLs and marks unfinished ones as queued, so that another manifest started into the bucket leaves them out', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 's3-index-'));
     const url = (i: number) => `https://index.example/${i}.jpg`;
     const start = async (name: string, ids: number[]) => {
@@ -128,6 +128,18 @@ describe('S3 store against a real S3-protocol server (moto_server on 127.0.0.1)'
     expect(second.summary.downloadedBefore).toBe(2);
     const urls = (await Promise.all(second.chunks.map(async (c) => (await store.get(c.spool!))!.toString().trim().split('\n')))).flat();
     expect(urls).toEqual([url(2), url(3)]);
+
+    // The second's chunk is not crawled yet: a third manifest leaves url(3) to it and sends it along.
+    const third = await start('third.txt', [3, 4]);
+    expect(third.summary.queuedElsewhere).toBe(1);
+    expect(third.chunks.map((c) => c.chunkId)).toEqual([`${third.summary.manifestId}-0`, second.chunks[0]!.chunkId]);
+    // Finished with nothing downloaded, it leaves an empty index object, and is no longer queued.
+    await recorder.write('index.example', recordFile(batchRunUnit(second.chunks[0]!.chunkId, '0123456789ab'), 'b', 'g1'),
+      [{ url: url(2), outcome: 'linkrot' }, { url: url(3), outcome: 'error' }]);
+    await acts.markChunkDone(second.chunks[0]!);
+    const fourth = await start('fourth.txt', [3, 5]);
+    expect([fourth.summary.downloadedBefore, fourth.summary.queuedElsewhere]).toEqual([0, 0]);
+    expect(fourth.chunks.map((c) => c.chunkId)).toEqual([`${fourth.summary.manifestId}-0`]);
   });
 
   it('lists the keys under a prefix past one page of results, relative to its own prefix', async () => {
