@@ -123,8 +123,8 @@ export function queuedElsewhereNote(summary: StartSummary): string | undefined {
   if (!n) return undefined;
   const chunks = [...summary.sources.values()].reduce((sum, s) => sum + s.chunksOfOthers, 0);
   return `${n} URL(s) left out: another manifest started into this store has them queued, not yet crawled; ` +
-    `they are crawled once, under it (its ${chunks} chunk(s) holding them are added to their sources' monitors too, ` +
-    'in case its crawl was stopped before it came to them)';
+    `they are crawled once, under it (the ${chunks} chunk(s) holding them go to their sources' monitors too, ` +
+    'in case that crawl was stopped before it came to them)';
 }
 
 /** A warning naming catalogue entries that matched no source, or undefined when all matched. */

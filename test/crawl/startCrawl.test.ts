@@ -552,7 +552,7 @@ describe('startCrawl', () => {
       expect(summary.sources.get('a.example')).toMatchObject({ urls: 4, chunks: 1, downloadedBefore: 1, queuedElsewhere: 2, chunksOfOthers: 1 });
       expect(summary.queuedElsewhere).toBe(2);
       expect(queuedElsewhereNote(summary)).toBe('2 URL(s) left out: another manifest started into this store has them queued, not yet crawled; ' +
-        'they are crawled once, under it (its 1 chunk(s) holding them are added to their sources\' monitors too, in case its crawl was stopped before it came to them)');
+        'they are crawled once, under it (the 1 chunk(s) holding them go to their sources\' monitors too, in case that crawl was stopped before it came to them)');
       // Its own chunk holds only the new URL; the first manifest's chunk 1, which holds a7 and
       // a8, goes to the monitor with it (chunk 2 shares nothing and does not).
       const announced = announcedChunks(second.sent, 'a.example');
