@@ -59,7 +59,7 @@ const READ_CONCURRENCY = 16;
  * @param ownPortions the portions of the manifest being started: their chunks are its own, not
  * another manifest's queued work.
  */
-export async function loadPriorWork(store: ObjectStore, portionDir: string, chunkPrefix: string, source: string, ownPortions: ReadonlySet<string> = new Set()): Promise<PriorWork> {
+export async function loadPriorWork(store: ObjectStore, portionDir: string, chunkPrefix: string, source: string, ownPortions: ReadonlySet<string>): Promise<PriorWork> {
   const done = new Set<number>();
   let chunksWritten = false;
   let beforeFile = false;
@@ -81,23 +81,29 @@ export async function loadPriorWork(store: ObjectStore, portionDir: string, chun
     });
     return { downloaded, bad };
   };
-  /** Reads queued chunks (by their `.queued` marker names): those whose URL list is missing are left out of the result. */
-  const readQueued = async (names: string[]): Promise<{ queued: QueuedElsewhere; missing: string[] }> => {
-    const queued: QueuedElsewhere = { urls: new SeenUrls(), chunks: [] };
+  /**
+   * Reads queued chunks (by their `.queued` marker names), passing over those finished by now
+   * when `unfinishedOnly`: those whose URL list is missing are left out of the result.
+   */
+  const readQueued = async (names: string[], unfinishedOnly: boolean): Promise<{ queued: QueuedElsewhere; missing: string[] }> => {
+    const chunks: QueuedChunk[] = [];
     const missing: string[] = [];
     await forEachLimit(names, READ_CONCURRENCY, async (name) => {
       const c = queuedChunkOf(segment, name)!;
-      const [body, marker] = await Promise.all([store.get(c.spool), store.get(chunkDoneKey(c.spool))]);
+      const undone = (await store.get(chunkDoneKey(c.spool))) === undefined;
+      if (unfinishedOnly && !undone) return;
+      const body = await store.get(c.spool);
       if (!body) {
         missing.push(name);
         return;
       }
       const fingerprints = encodeFingerprints(body.toString('utf8').split('\n').map((l) => l.trim()).filter(Boolean));
-      addFingerprints(fingerprints, queued.urls);
-      queued.chunks.push({ portion: c.portion, n: c.n, marker: name, count: fingerprints.length / 8, fingerprints, undone: marker === undefined });
+      chunks.push({ portion: c.portion, n: c.n, marker: name, count: fingerprints.length / 8, fingerprints, undone });
     });
-    queued.chunks.sort((a, b) => (a.portion < b.portion ? -1 : a.portion > b.portion ? 1 : a.n - b.n));
-    return { queued, missing };
+    chunks.sort((a, b) => (a.portion < b.portion ? -1 : a.portion > b.portion ? 1 : a.n - b.n));
+    const urls = new SeenUrls();
+    for (const c of chunks) addFingerprints(c.fingerprints, urls);
+    return { queued: { urls, chunks }, missing };
   };
   if (beforeFile) {
     const path = portionDir + BEFORE_FILE;
@@ -114,7 +120,7 @@ export async function loadPriorWork(store: ObjectStore, portionDir: string, chun
       prior.downloaded = downloaded;
     }
     if (before.queuedChunks.length > 0) {
-      const { queued, missing: [missing] } = await readQueued(before.queuedChunks);
+      const { queued, missing: [missing] } = await readQueued(before.queuedChunks, false);
       if (missing !== undefined) {
         throw new Error(`the chunk ${queuedChunkOf(segment, missing)!.spool} of another manifest, named in ${path}, is missing in the ${store.description}: ` +
           `this manifest's chunks of ${JSON.stringify(source)} cannot be made again as they were without it; restore it, or start the manifest into another store`);
@@ -132,14 +138,14 @@ export async function loadPriorWork(store: ObjectStore, portionDir: string, chun
     else if (queuedChunkOf(segment, name)) marked.push(name);
   }
   const finished = new Set(listed);
+  // Of other manifests, and without an index file: not finished when listed.
   const unfinished = marked.filter((name) => {
     const c = queuedChunkOf(segment, name)!;
     return !finished.has(c.indexName) && !ownPortions.has(c.portion);
   });
   // A damaged file is passed over (its URLs are downloaded again), not made part of this
   // manifest for good; so is a queued chunk whose URL list is gone, or that finished meanwhile.
-  const [{ downloaded, bad }, { queued }] = await Promise.all([read(listed), readQueued(unfinished)]);
-  queued.chunks = queued.chunks.filter((c) => c.undone);
+  const [{ downloaded, bad }, { queued }] = await Promise.all([read(listed), readQueued(unfinished, true)]);
   const indexFiles = listed.filter((n) => !bad.has(n)).sort();
   const queuedChunks = queued.chunks.map((c) => c.marker);
   if (indexFiles.length === 0 && queuedChunks.length === 0) return { done };
@@ -147,10 +153,7 @@ export async function loadPriorWork(store: ObjectStore, portionDir: string, chun
   // which is what this one does then.
   await store.put(portionDir + BEFORE_FILE, `${JSON.stringify({ indexFiles, queuedChunks })}\n`, 'application/json');
   if (queuedChunks.length === 0) return { done, downloaded };
-  // Only the chunks still unfinished count, as a later start will read them.
-  const urls = new SeenUrls();
-  for (const c of queued.chunks) addFingerprints(c.fingerprints, urls);
-  return { done, ...(indexFiles.length > 0 ? { downloaded } : {}), queued: { urls, chunks: queued.chunks } };
+  return { done, ...(indexFiles.length > 0 ? { downloaded } : {}), queued };
 }
 
 /** Whether the chunk holds any of `urls`. */
