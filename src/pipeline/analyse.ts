@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import sharp from 'sharp';
 import { estimateJpegQuality } from './jpegQuality';
+import { jpegDecodeWork, maxBlockPasses } from './jpegStructure';
 import { readExifRights } from './exifRights';
 import { readIptcRights } from './iptcRights';
 import { readXmpRights } from './xmpRights';
@@ -97,6 +98,7 @@ export async function analyse(body: Buffer, maxPixels: number): Promise<Analysis
   const h = meta.height ?? 0;
   if (!w || !h) throw new ContentError(`undecodable ${format}: no dimensions`);
   if (w * h > maxPixels) throw new ContentError(`image of ${w}x${h} pixels exceeds the ${maxPixels}-pixel limit`);
+  if (format === 'jpeg') refuseCostlyScans(body);
   const orientation = meta.orientation ?? null;
   const rotated = orientation !== null && orientation >= 5 && orientation <= 8;
   // Broken metadata does not make the image unusable: its fields stay empty.
@@ -119,6 +121,15 @@ export async function analyse(body: Buffer, maxPixels: number): Promise<Analysis
     copyright,
     licenseUrl: clean(xmp?.licenseUrl),
   };
+}
+
+/** Refuses a JPEG whose scans would take the decoder far longer than its pixels (see jpegDecodeWork). */
+function refuseCostlyScans(body: Buffer): void {
+  const work = jpegDecodeWork(body);
+  if (!work || work.blockPasses <= maxBlockPasses(work.blocks)) return;
+  throw new ContentError(`JPEG of ${work.width}x${work.height} pixels in ${work.scans} scans: decoding it would take ` +
+    `${work.blockPasses.toLocaleString('en-US')} passes over 8x8 blocks (at most ${maxBlockPasses(work.blocks).toLocaleString('en-US')}), ` +
+    'the pattern of a progressive-JPEG decompression bomb; not decoded');
 }
 
 function clean(v: unknown): string | null {

@@ -1,3 +1,5 @@
+import { jpegSegments } from './jpegStructure';
+
 /**
  * JPEG quality estimated from the quantisation tables, the way ImageMagick's estimate works
  * in spirit: compare the file's luminance table with the IJG/Annex K base table scaled to each
@@ -13,33 +15,22 @@ const ANNEX_K_LUMA = [
 /** Reads the quantisation tables (id -> 64 values) from JPEG bytes; stops at the first scan. */
 export function readQuantTables(buf: Buffer): Map<number, number[]> {
   const tables = new Map<number, number[]>();
-  if (buf.length < 4 || buf[0] !== 0xff || buf[1] !== 0xd8) return tables;
-  let p = 2;
-  while (p + 4 <= buf.length) {
-    if (buf[p] !== 0xff) { p++; continue; }
-    const marker = buf[p + 1]!;
-    if (marker === 0xff) { p++; continue; }
-    if (marker === 0xd8 || (marker >= 0xd0 && marker <= 0xd7) || marker === 0x01) { p += 2; continue; }
-    if (marker === 0xda || marker === 0xd9) break;
-    const len = buf.readUInt16BE(p + 2);
-    const end = p + 2 + len;
-    if (len < 2 || end > buf.length) break;
-    if (marker === 0xdb) {
-      let q = p + 4;
-      while (q < end) {
-        const pq = buf[q]! >> 4;
-        const id = buf[q]! & 0x0f;
-        q += 1;
-        const values: number[] = [];
-        // A 16-bit entry needs both its bytes inside the segment: a hostile file ends one short.
-        for (let i = 0; i < 64 && q + (pq ? 1 : 0) < end; i++) {
-          values.push(pq ? buf.readUInt16BE(q) : buf[q]!);
-          q += pq ? 2 : 1;
-        }
-        if (values.length === 64) tables.set(id, values);
+  for (const { marker, start, end } of jpegSegments(buf)) {
+    if (marker === 0xda) break;
+    if (marker !== 0xdb) continue;
+    let q = start;
+    while (q < end) {
+      const pq = buf[q]! >> 4;
+      const id = buf[q]! & 0x0f;
+      q += 1;
+      const values: number[] = [];
+      // A 16-bit entry needs both its bytes inside the segment: a hostile file ends one short.
+      for (let i = 0; i < 64 && q + (pq ? 1 : 0) < end; i++) {
+        values.push(pq ? buf.readUInt16BE(q) : buf[q]!);
+        q += pq ? 2 : 1;
       }
+      if (values.length === 64) tables.set(id, values);
     }
-    p = end;
   }
   return tables;
 }

@@ -1,6 +1,7 @@
 import { analyse, ContentError, sniffImageType, thumbnail } from '../../src/pipeline/analyse';
 import { estimateJpegQuality } from '../../src/pipeline/jpegQuality';
-import { bombPng, exifBombJpeg, iptcJpeg, jpeg, png, rotatedJpeg, xmpJpeg } from '../support/images';
+import sharp from 'sharp';
+import { bombPng, exifBombJpeg, gradient, iptcJpeg, jpeg, png, rotatedJpeg, scanBombJpeg, xmpJpeg } from '../support/images';
 
 describe('image analysis (real sharp)', () => {
   it.each([50, 75, 90])('estimates JPEG quality %p within +-5', async (q) => {
@@ -82,6 +83,16 @@ describe('image analysis (real sharp)', () => {
     await expect(analyse(bombPng(), 100_000_000)).rejects.toThrow(ContentError);
     await expect(analyse(bombPng(), 100_000_000)).rejects.toThrow(/pixel limit|exceeds/);
     expect(Date.now() - started).toBeLessThan(1_000);
+  });
+
+  it('refuses a progressive JPEG whose scans would take the decoder seconds (a scan bomb), before decoding, and analyses a usual one', async () => {
+    const started = Date.now();
+    // Decoded, this 350 KB file took 24 s of CPU in sharp (a timeout does not stop it).
+    await expect(analyse(scanBombJpeg(9984), 100_000_000)).rejects.toThrow(new ContentError('JPEG of 9984x9984 pixels in 883 scans: decoding it would take '
+      + '1,375,276,032 passes over 8x8 blocks (at most 200,000,000), the pattern of a progressive-JPEG decompression bomb; not decoded'));
+    expect(Date.now() - started).toBeLessThan(1_000);
+    const usual = await sharp(await gradient(1600, 1200)).jpeg({ progressive: true }).toBuffer();
+    expect(await analyse(usual, 100_000_000)).toMatchObject({ format: 'jpeg', width: 1600, height: 1200 });
   });
 
   it('calls a truncated JPEG a content error when its pixels are decoded', async () => {

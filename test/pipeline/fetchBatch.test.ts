@@ -16,7 +16,7 @@ import { chunkDoneKey, chunkSpoolKey } from '../../src/shared/chunkRanges';
 import { Spool } from '../../src/pipeline/spool';
 import { LocalStore } from '../../src/pipeline/store';
 import type { FetchBatchInput, FetchBatchResult, RedirectHop, RequestOutcome } from '../../src/shared/types';
-import { bombPng, jpeg, png, rotatedJpeg } from '../support/images';
+import { bombPng, jpeg, png, rotatedJpeg, scanBombJpeg } from '../support/images';
 import { drip, Origin, redirect } from '../support/origin';
 import { recordingSends } from '../support/sends';
 
@@ -52,6 +52,7 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
       .serve('/truncated.jpg', big.subarray(0, Math.floor(big.length / 2)))
       .serve('/page.jpg', '<!doctype html><html><body>not an image</body></html>', 'image/jpeg')
       .serve('/bomb.png', bombPng(), 'image/png')
+      .serve('/scan-bomb.jpg', scanBombJpeg(5000))
       .serve('/huge.jpg', Buffer.alloc(300_000, 1))
       .serve('/private/secret.jpg', big)
       .route('/gone.jpg', (_q, r) => { r.writeHead(410); r.end(); })
@@ -111,7 +112,7 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
   }
 
   it('gives every URL the right outcome and reason, and loses none of the batch', async () => {
-    const paths = ['/good.jpg', '/good.png', '/rotated.jpg', '/truncated.jpg', '/page.jpg', '/bomb.png', '/huge.jpg',
+    const paths = ['/good.jpg', '/good.png', '/rotated.jpg', '/truncated.jpg', '/page.jpg', '/bomb.png', '/scan-bomb.jpg', '/huge.jpg',
       '/gone.jpg', '/missing.jpg', '/r1', '/loop', '/to-internal', '/bad-redirect', '/drip.jpg', '/private/secret.jpg',
       '/hinted.png', '/processing.png', '/continue.png', '/partial.jpg', '/no-location'];
     const { result, by } = await run(paths);
@@ -125,6 +126,7 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
       '/truncated.jpg': expect.stringMatching(/^content: cannot decode/),
       '/page.jpg': 'content: not an image: an HTML page',
       '/bomb.png': expect.stringMatching(/^content: .*(pixel limit|exceeds)/),
+      '/scan-bomb.jpg': expect.stringMatching(/^content: JPEG of 5000x5000 pixels in 883 scans: .* decompression bomb; not decoded$/),
       '/huge.jpg': expect.stringMatching(/^content: content-length 300000 exceeds/),
       '/gone.jpg': 'linkrot: http 410',
       '/missing.jpg': 'linkrot: http 404',

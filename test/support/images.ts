@@ -115,3 +115,73 @@ export function bombPng(side = 30_000): Buffer {
     chunk('IHDR', ihdr), chunk('IDAT', idat), chunk('IEND', Buffer.alloc(0)),
   ]);
 }
+
+/** Bits written MSB first, with JPEG's 0x00 stuffed after each 0xFF byte. */
+class EntropyBits {
+  private bytes: number[] = [];
+  private acc = 0;
+  private n = 0;
+
+  put(value: number, length: number): void {
+    for (let i = length - 1; i >= 0; i--) {
+      this.acc = (this.acc << 1) | ((value >> i) & 1);
+      if (++this.n === 8) {
+        this.bytes.push(this.acc);
+        if (this.acc === 0xff) this.bytes.push(0);
+        this.acc = 0;
+        this.n = 0;
+      }
+    }
+  }
+
+  /** Pads the last byte with 1-bits, as the standard asks. */
+  end(): Buffer {
+    while (this.n !== 0) this.put(1, 1);
+    return Buffer.from(this.bytes);
+  }
+}
+
+/**
+ * A valid progressive greyscale JPEG of side x side pixels, all coefficients zero, in as many
+ * scans as the standard allows one component (a DC scan, then each AC coefficient on its own in
+ * 14 successive-approximation scans: 883), each AC scan a few end-of-band runs over every
+ * block: libjpeg-turbo's LJT-01-003. At 9984 pixels, 350 KB took sharp 24 s of CPU to decode.
+ */
+export function scanBombJpeg(side: number): Buffer {
+  const blocks = Math.ceil(side / 8) ** 2;
+  const parts: Buffer[] = [Buffer.from([0xff, 0xd8])];
+  const segment = (marker: number, body: number[]) => {
+    parts.push(Buffer.from([0xff, marker, (body.length + 2) >> 8, (body.length + 2) & 0xff, ...body]));
+  };
+  segment(0xdb, [0, ...new Array<number>(64).fill(1)]);
+  segment(0xc2, [8, side >> 8, side & 0xff, side >> 8, side & 0xff, 1, 1, 0x11, 0]);
+  // DC table 0: one code (length 1) for difference category 0. AC table 0: the 15 end-of-band
+  // run symbols (r << 4), 4 bits each.
+  const dcCounts = new Array<number>(16).fill(0);
+  dcCounts[0] = 1;
+  const acCounts = new Array<number>(16).fill(0);
+  acCounts[3] = 15;
+  segment(0xc4, [0x00, ...dcCounts, 0, 0x10, ...acCounts, ...Array.from({ length: 15 }, (_, r) => r << 4)]);
+  const scan = (ss: number, se: number, ah: number, al: number, data: Buffer) => {
+    segment(0xda, [1, 1, 0x00, ss, se, (ah << 4) | al]);
+    parts.push(data);
+  };
+  const dc = new EntropyBits();
+  for (let i = 0; i < blocks; i++) dc.put(0, 1);
+  scan(0, 0, 0, 0, dc.end());
+  const runs = new EntropyBits();
+  for (let left = blocks; left > 0;) {
+    const run = Math.min(left, 32767);
+    const r = Math.floor(Math.log2(run));
+    runs.put(r, 4);
+    runs.put(run - (1 << r), r);
+    left -= run;
+  }
+  const ac = runs.end();
+  for (let k = 1; k <= 63; k++) {
+    scan(k, k, 0, 13, ac);
+    for (let ah = 13; ah >= 1; ah--) scan(k, k, ah, ah - 1, ac);
+  }
+  parts.push(Buffer.from([0xff, 0xd9]));
+  return Buffer.concat(parts);
+}
