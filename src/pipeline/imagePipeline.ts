@@ -4,6 +4,7 @@ import type { ProcessedUrl, UrlProcessor } from '../activities/crawlActivities';
 import type { RedirectHop } from '../shared/types';
 import { analyse, ContentError, thumbnail } from './analyse';
 import type { PipelineConfig } from './config';
+import { decodeWeight } from './decodeMemory';
 import { Fetcher, FetchError, type FetcherOptions, validateUrl } from './fetcher';
 import { thumbnailKey } from './keys';
 import { RobotsCache, type RobotsVerdict } from './robots';
@@ -157,7 +158,7 @@ export class ImagePipeline implements UrlProcessor {
     try {
       const { analysis, thumb } = await this.imageSlots.use(1, async () => {
         const analysis = await analyse(body, this.cfg.maxPixels);
-        const thumb = await this.decodeBudget.use(analysis.width * analysis.height, () =>
+        const thumb = await this.decodeBudget.use(decodeWeight(body, analysis), () =>
           thumbnail(body, { maxPixels: this.cfg.maxPixels, maxSide: this.cfg.thumbnailMaxSide, quality: this.cfg.thumbnailQuality }));
         return { analysis, thumb };
       });

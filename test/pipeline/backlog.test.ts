@@ -5,7 +5,8 @@ import { type PipelineConfig, pipelineConfigFromEnv } from '../../src/pipeline/c
 import { ImagePipeline } from '../../src/pipeline/imagePipeline';
 import { Spool } from '../../src/pipeline/spool';
 import { LocalStore } from '../../src/pipeline/store';
-import { jpeg } from '../support/images';
+import sharp from 'sharp';
+import { gradient, jpeg } from '../support/images';
 import { Origin } from '../support/origin';
 
 // A worker that cannot analyse as fast as its slots come must not keep downloading: the bytes
@@ -63,18 +64,18 @@ const ctx = { source: 's', attempt: 1, signal: new AbortController().signal };
  * For one describe block: an origin serving `count` identical JPEGs (robots.txt already fetched)
  * and a pipeline with `overrides`.
  */
-function imagesAndPipeline(count: number, width: number, height: number, overrides: Partial<PipelineConfig>) {
+function imagesAndPipeline(count: number, width: number, height: number, overrides: Partial<PipelineConfig>, format: 'jpg' | 'avif' = 'jpg') {
   const origin = new Origin();
   const env = { pipeline: undefined as unknown as ImagePipeline, urls: [] as string[] };
   beforeAll(async () => {
-    const img = await jpeg(width, height, 80);
+    const img = format === 'jpg' ? await jpeg(width, height, 80) : await sharp(await gradient(width, height)).avif().toBuffer();
     origin.serve('/robots.txt', 'User-agent: *\nAllow: /\n', 'text/plain');
-    for (let n = 1; n <= count; n++) origin.serve(`/${n}.jpg`, img);
+    for (let n = 1; n <= count; n++) origin.serve(`/${n}.${format}`, img, `image/${format === 'jpg' ? 'jpeg' : format}`);
     await origin.start();
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'pipeline-'));
     env.pipeline = new ImagePipeline(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'], ...overrides }),
       new LocalStore(path.join(dir, 'store')), new Spool(path.join(dir, 'spool')));
-    env.urls = Array.from({ length: count }, (_, i) => origin.url(`/${i + 1}.jpg`));
+    env.urls = Array.from({ length: count }, (_, i) => origin.url(`/${i + 1}.${format}`));
     await env.pipeline.process(origin.url('/robots.txt'), ctx);
   });
   afterAll(async () => { await env.pipeline.close(); await origin.stop(); });
@@ -98,6 +99,27 @@ describe('ImagePipeline decode budget (real undici, sharp, local store)', () => 
     expect(results.map((r) => r.outcome.cls)).toEqual(['done', 'done', 'done']);
     expect(weights).toEqual([480_000, 480_000, 480_000]);
     expect(most).toBe(480_000); // one at a time: two would be 960,000 > 500,000
+  });
+});
+
+// An AVIF's decode holds ~19 bytes a pixel, not 4: a source of large AVIFs at four 100-megapixel
+// decodes at once took a worker to 6.5 GB.
+describe('ImagePipeline decode budget for AVIF (real undici, sharp, local store)', () => {
+  const env = imagesAndPipeline(2, 400, 300, { maxDecodePixels: 1_000_000 }, 'avif');
+
+  it('weighs an AVIF thumbnail at five times its pixels, so that two of these are decoded one at a time', async () => {
+    const { pipeline } = env;
+    const weights: number[] = [];
+    let most = 0;
+    const use = pipeline.decodeBudget.use.bind(pipeline.decodeBudget);
+    jest.spyOn(pipeline.decodeBudget, 'use').mockImplementation((w, fn) => {
+      weights.push(w);
+      return use(w, async () => { most = Math.max(most, pipeline.decodeBudget.inUse); return fn(); });
+    });
+    const results = await Promise.all(env.urls.map((url) => pipeline.process(url, ctx)));
+    expect(results.map((r) => r.outcome.cls)).toEqual(['done', 'done']);
+    expect(weights).toEqual([600_000, 600_000]);
+    expect(most).toBe(600_000);
   });
 });
 
