@@ -62,6 +62,47 @@ export interface JpegDecodeWork {
   blockPasses: number;
 }
 
+export interface JpegFrame {
+  width: number;
+  height: number;
+  progressive: boolean;
+  /** Component id -> its 8x8 blocks. */
+  blocks: Map<number, number>;
+  /** 8x8 blocks of all components. */
+  total: number;
+}
+
+/** The frame header's size, coding and blocks per component. */
+function readFrame(buf: Buffer, s: JpegSegment): JpegFrame {
+  const height = buf.readUInt16BE(s.start + 1);
+  const width = buf.readUInt16BE(s.start + 3);
+  const count = buf[s.start + 5]!;
+  const comps: { id: number; h: number; v: number }[] = [];
+  for (let i = 0, at = s.start + 6; i < count && at + 3 <= s.end; i++, at += 3) {
+    comps.push({ id: buf[at]!, h: Math.max(1, buf[at + 1]! >> 4), v: Math.max(1, buf[at + 1]! & 15) });
+  }
+  const hMax = Math.max(1, ...comps.map((c) => c.h));
+  const vMax = Math.max(1, ...comps.map((c) => c.v));
+  const blocks = new Map<number, number>();
+  let total = 0;
+  for (const c of comps) {
+    const n = Math.ceil(Math.ceil((width * c.h) / hMax) / 8) * Math.ceil(Math.ceil((height * c.v) / vMax) / 8);
+    blocks.set(c.id, n);
+    total += n;
+  }
+  return { width, height, progressive: PROGRESSIVE_FRAMES.has(s.marker), blocks, total };
+}
+
+function isReadableFrame(s: JpegSegment): boolean {
+  return isFrameHeader(s.marker) && s.end - s.start >= 6;
+}
+
+/** The JPEG's frame header, or undefined without one; reads no further. */
+export function jpegFrame(buf: Buffer): JpegFrame | undefined {
+  for (const s of jpegSegments(buf)) if (isReadableFrame(s)) return readFrame(buf, s);
+  return undefined;
+}
+
 /**
  * The decode work a JPEG's headers promise, or undefined without a frame header. A progressive
  * JPEG can hold hundreds of scans that each cover every block of a large image in a few bytes
@@ -69,28 +110,12 @@ export interface JpegDecodeWork {
  * pixel: 350 KB of them took 24 s of CPU in sharp, which no timeout interrupts.
  */
 export function jpegDecodeWork(buf: Buffer): JpegDecodeWork | undefined {
-  let frame: { width: number; height: number; progressive: boolean; blocks: Map<number, number>; total: number } | undefined;
+  let frame: JpegFrame | undefined;
   let scans = 0;
   let blockPasses = 0;
   for (const s of jpegSegments(buf)) {
-    if (isFrameHeader(s.marker) && !frame && s.end - s.start >= 6) {
-      const height = buf.readUInt16BE(s.start + 1);
-      const width = buf.readUInt16BE(s.start + 3);
-      const count = buf[s.start + 5]!;
-      const comps: { id: number; h: number; v: number }[] = [];
-      for (let i = 0, at = s.start + 6; i < count && at + 3 <= s.end; i++, at += 3) {
-        comps.push({ id: buf[at]!, h: Math.max(1, buf[at + 1]! >> 4), v: Math.max(1, buf[at + 1]! & 15) });
-      }
-      const hMax = Math.max(1, ...comps.map((c) => c.h));
-      const vMax = Math.max(1, ...comps.map((c) => c.v));
-      const blocks = new Map<number, number>();
-      let total = 0;
-      for (const c of comps) {
-        const n = Math.ceil(Math.ceil((width * c.h) / hMax) / 8) * Math.ceil(Math.ceil((height * c.v) / vMax) / 8);
-        blocks.set(c.id, n);
-        total += n;
-      }
-      frame = { width, height, progressive: PROGRESSIVE_FRAMES.has(s.marker), blocks, total };
+    if (!frame && isReadableFrame(s)) {
+      frame = readFrame(buf, s);
     } else if (s.marker === 0xda && frame && s.end > s.start) {
       scans++;
       const count = buf[s.start]!;
