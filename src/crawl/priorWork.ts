@@ -19,6 +19,13 @@ import { SeenUrls } from '../shared/seenUrls';
 export interface PriorWork {
   /** Chunk numbers with a done-marker. */
   done: Set<number>;
+  /**
+   * No start had split this portion for the source before: what it leaves out may be read
+   * afresh. Otherwise only what the first start named is (see loadDownloadedUnder).
+   */
+  fresh?: boolean;
+  /** Other sources' segments -> the file naming their index files this portion leaves out. */
+  under?: Map<string, string>;
   /** URLs downloaded under other manifests, left out of this portion's chunks. */
   downloaded?: SeenUrls;
   /**
@@ -63,24 +70,28 @@ export async function loadPriorWork(store: ObjectStore, portionDir: string, chun
   const done = new Set<number>();
   let chunksWritten = false;
   let beforeFile = false;
+  const under = new Map<string, string>();
   for await (const key of store.list(portionDir)) {
     const n = doneChunkNumber(chunkPrefix, key);
     if (n !== undefined) done.add(n);
     else if (key.startsWith(chunkPrefix)) chunksWritten = true;
     else if (key === portionDir + BEFORE_FILE) beforeFile = true;
+    else {
+      const other = underFileSource(portionDir, key);
+      if (other !== undefined) under.set(other, key);
+    }
   }
+  const own = await loadOwnPriorWork(store, portionDir, source, ownPortions, { done, chunksWritten, beforeFile });
+  return { ...own, ...(under.size > 0 ? { under } : {}), ...(!chunksWritten && !beforeFile && under.size === 0 ? { fresh: true } : {}) };
+}
+
+/** The source's own index and other manifests' queued chunks of it, as PriorWork describes. */
+async function loadOwnPriorWork(store: ObjectStore, portionDir: string, source: string, ownPortions: ReadonlySet<string>,
+  portion: { done: Set<number>; chunksWritten: boolean; beforeFile: boolean }): Promise<PriorWork> {
+  const { done, chunksWritten, beforeFile } = portion;
   const segment = sourceSegment(source);
   const indexPrefix = downloadedIndexPrefix(segment);
-  /** Reads index files: their URLs, and the names of those that are missing or damaged. */
-  const read = async (names: string[]): Promise<{ downloaded: SeenUrls; bad: Set<string> }> => {
-    const downloaded = new SeenUrls();
-    const bad = new Set<string>();
-    await forEachLimit(names, READ_CONCURRENCY, async (name) => {
-      const body = await store.get(indexPrefix + name);
-      if (!body || !addFingerprints(body, downloaded)) bad.add(name);
-    });
-    return { downloaded, bad };
-  };
+  const read = (names: string[]) => readIndexFiles(store, indexPrefix, names);
   /**
    * Reads queued chunks (by their `.queued` marker names), passing over those finished by now
    * when `unfinishedOnly`: those whose URL list is missing are left out of the result.
@@ -154,6 +165,72 @@ export async function loadPriorWork(store: ObjectStore, portionDir: string, chun
   await store.put(portionDir + BEFORE_FILE, `${JSON.stringify({ indexFiles, queuedChunks })}\n`, 'application/json');
   if (queuedChunks.length === 0) return { done, downloaded };
   return { done, ...(indexFiles.length > 0 ? { downloaded } : {}), queued };
+}
+
+const UNDER_FILE = /^downloaded-under-(.+)\.json$/;
+
+/** The other source's segment a key listed in a portion's directory is the under-file of, if it is one. */
+function underFileSource(portionDir: string, key: string): string | undefined {
+  const m = UNDER_FILE.exec(key.slice(portionDir.length));
+  return m && !m[1]!.includes('/') ? m[1] : undefined;
+}
+
+/** Another source's index as a first start finds it: its finished index files, and their URLs. */
+export interface SourceIndex {
+  names: string[];
+  downloaded: SeenUrls;
+}
+
+/** Lists and reads a source's index (by its key segment); a damaged file is passed over. */
+export async function readSourceIndex(store: ObjectStore, segment: string): Promise<SourceIndex> {
+  const prefix = downloadedIndexPrefix(segment);
+  const listed: string[] = [];
+  for await (const key of store.list(prefix)) {
+    const name = key.slice(prefix.length);
+    if (isIndexFileName(name)) listed.push(name);
+  }
+  const { downloaded, bad } = await readIndexFiles(store, prefix, listed);
+  return { names: listed.filter((n) => !bad.has(n)).sort(), downloaded };
+}
+
+/**
+ * The URLs another source (by its key segment) downloaded that this portion of a source leaves
+ * out: a URL listed under a source name of its own and, in an earlier manifest, without one
+ * (under its host), or the other way round, is one image. Fixed like the source's own index (see
+ * PriorWork): read afresh only by the portion's first start, which names the files read in
+ * `downloaded-under-<other>.json` beside its chunks when there are any and before a URL is left
+ * out for them; later starts read exactly those files, or leave nothing out for that source.
+ *
+ * @param current the other source's index now (read once per start, whichever sources need it)
+ */
+export async function loadDownloadedUnder(store: ObjectStore, portionDir: string, source: string, other: string, prior: PriorWork,
+  current: (segment: string) => Promise<SourceIndex>): Promise<SeenUrls | undefined> {
+  const file = prior.under?.get(other);
+  if (file !== undefined) {
+    const names = parseBeforeFile(await store.get(file), file, other).indexFiles;
+    const { downloaded, bad: [bad] } = await readIndexFiles(store, downloadedIndexPrefix(other), names);
+    if (bad !== undefined) {
+      throw new Error(`the index file ${downloadedIndexPrefix(other)}${bad} named in ${file} is missing or damaged in the ${store.description}: ` +
+        `this manifest's chunks of ${JSON.stringify(source)} cannot be made again as they were without it; restore it, or start the manifest into another store`);
+    }
+    return downloaded;
+  }
+  if (!prior.fresh) return undefined;
+  const { names, downloaded } = await current(other);
+  if (names.length === 0) return undefined;
+  await store.put(`${portionDir}downloaded-under-${other}.json`, `${JSON.stringify({ indexFiles: names })}\n`, 'application/json');
+  return downloaded;
+}
+
+/** Reads index files: their URLs, and the names of those that are missing or damaged. */
+async function readIndexFiles(store: ObjectStore, indexPrefix: string, names: string[]): Promise<{ downloaded: SeenUrls; bad: Set<string> }> {
+  const downloaded = new SeenUrls();
+  const bad = new Set<string>();
+  await forEachLimit(names, READ_CONCURRENCY, async (name) => {
+    const body = await store.get(indexPrefix + name);
+    if (!body || !addFingerprints(body, downloaded)) bad.add(name);
+  });
+  return { downloaded, bad };
 }
 
 /** Whether the chunk holds any of `urls`. */

@@ -15,8 +15,8 @@ import { monitorSearchAttributes } from '../temporal/searchAttributes';
 import type { Catalog } from './catalog';
 import { checkManifest, readManifest } from './manifest';
 import { identifyManifest, type ManifestIdentity } from './manifestPortions';
-import { loadPriorWork, sharesUrls, type PriorWork } from './priorWork';
-import { chunkQueuedKey } from '../pipeline/downloadedIndex';
+import { loadDownloadedUnder, loadPriorWork, readSourceIndex, sharesUrls, type PriorWork, type SourceIndex } from './priorWork';
+import { chunkQueuedKey, hostSourceKey, readHostSources } from '../pipeline/downloadedIndex';
 import { SeenUrls } from '../shared/seenUrls';
 
 /**
@@ -51,6 +51,8 @@ export interface StartSummary {
   duplicates: number;
   /** URLs left out because their source downloaded them under another manifest (see PriorWork). */
   downloadedBefore: number;
+  /** Of those, URLs downloaded under another source name (see loadDownloadedUnder). */
+  downloadedUnderOtherSource: number;
   /** URLs left out because another manifest's unfinished chunks hold them (see PriorWork). */
   queuedElsewhere: number;
   /** Catalogue entries no source of the manifest is called by: most likely a misspelt name. */
@@ -106,7 +108,9 @@ export function duplicatesNote(summary: StartSummary): string | undefined {
 export function downloadedBeforeNote(summary: StartSummary): string | undefined {
   const n = summary.downloadedBefore;
   if (!n) return undefined;
-  return `${n} URL(s) left out: their sources downloaded them under another manifest started into this store ` +
+  const other = summary.downloadedUnderOtherSource;
+  const renamed = other ? ` (${other} of them under another source name: a line without a "source" is under its URL's host)` : '';
+  return `${n} URL(s) left out: their sources downloaded them under another manifest started into this store${renamed} ` +
     '(their records stand: `crawl export`); each image is downloaded once';
 }
 
@@ -258,6 +262,21 @@ interface PriorEntry {
   error?: unknown;
 }
 
+/** What other sources downloaded of a host's URLs (see loadDownloadedUnder), being read, and once read. */
+interface UnderEntry {
+  promise: Promise<SeenUrls[]>;
+  value?: SeenUrls[];
+  error?: unknown;
+}
+
+/** A source's URLs held in manifest order until what they are checked against has arrived. */
+interface HeldUrls {
+  urls: { url: string; under: UnderEntry | undefined }[];
+  /** What they wait for, and how much of it has not arrived yet. */
+  waitingFor: Set<PriorEntry | UnderEntry>;
+  pending: number;
+}
+
 interface ChunkWritten {
   /** The manifest portion's id (see manifestPortions). */
   portion: string;
@@ -279,7 +298,7 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
   const buffers = new Map<string, string[]>();
   /** Per source: ranges not yet sent to its monitor. */
   const refs = new Map<string, ChunkRange[]>();
-  const summary: StartSummary = { manifestId: id, ...(identity.continues ? { continues: identity.continues } : {}), sources: new Map(), badLines: 0, duplicates: 0, downloadedBefore: 0, queuedElsewhere: 0, unusedCatalogEntries: [], sharedHosts: new Map(), wwwTwins: [] };
+  const summary: StartSummary = { manifestId: id, ...(identity.continues ? { continues: identity.continues } : {}), sources: new Map(), badLines: 0, duplicates: 0, downloadedBefore: 0, downloadedUnderOtherSource: 0, queuedElsewhere: 0, unusedCatalogEntries: [], sharedHosts: new Map(), wwwTwins: [] };
   /**
    * Host -> the named source its URLs are in. Only for sources with a name of their own: a
    * source without one is its host (summary.sources has it), so a manifest of millions of hosts
@@ -324,6 +343,56 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
     return p;
   };
 
+  /** Host segment -> named sources with URLs of it, as this start found them (see hostSourceKey). */
+  const hostSources = await readHostSources(opts.store);
+  /** Host and source pairs this start has marked (see hostSourceKey), and the writes in flight. */
+  const marked = new Set<string>();
+  const marking: Promise<void>[] = [];
+  const markHostSource = (home: string, source: string) => {
+    const key = hostSourceKey(sourceSegment(home), sourceSegment(source));
+    if (marked.has(key)) return;
+    marked.add(key);
+    const write = writeSlots.use(1, () => opts.store.put(key, '', 'text/plain'));
+    write.catch(() => undefined);
+    marking.push(write);
+  };
+  /** Other sources' indexes as this start found them, each read once (see loadDownloadedUnder). */
+  const indexesNow = new Map<string, Promise<SourceIndex>>();
+  const indexNow = (segment: string): Promise<SourceIndex> => {
+    let p = indexesNow.get(segment);
+    if (!p) indexesNow.set(segment, p = readSourceIndex(opts.store, segment));
+    return p;
+  };
+  /** Per portion, source and URL host: what other sources that may hold the host's URLs downloaded. */
+  const undersByKey = new Map<string, UnderEntry>();
+  /**
+   * The other sources whose downloads a URL of `home` under `source` is checked against, or
+   * undefined when there are none: the host itself when the URL is under a source name of its
+   * own, and the named sources that have URLs of it.
+   */
+  const underOf = (portionId: string, source: string, home: string): UnderEntry | undefined => {
+    if (source === home && hostSources.size === 0) return undefined;
+    const key = `${portionId}\n${source}\n${home}`;
+    const known = undersByKey.get(key);
+    if (known) return known;
+    const own = sourceSegment(source);
+    const others = new Set(hostSources.get(sourceSegment(home)) ?? []);
+    if (source !== home) others.add(sourceSegment(home));
+    others.delete(own);
+    if (others.size === 0) return undefined;
+    const entry: UnderEntry = {
+      promise: (async () => {
+        const prior = await priorOf(portionId, source).promise;
+        const sets = await Promise.all([...others].map((other) => priorReads.use(1, () =>
+          loadDownloadedUnder(opts.store, chunkDir(portionId, source), source, other, prior, indexNow))));
+        return sets.filter((set): set is SeenUrls => set !== undefined);
+      })(),
+    };
+    entry.promise.then((v) => { entry.value = v; }, (err: unknown) => { entry.error = err; });
+    undersByKey.set(key, entry);
+    return entry;
+  };
+
   const governorConfig = opts.maxRate !== undefined || opts.maxRetryAfterMs !== undefined ? {
     governorConfig: {
       ...(opts.maxRate !== undefined ? { globalCeiling: opts.maxRate } : {}),
@@ -334,6 +403,8 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
     const list = refs.get(source) ?? [];
     if (list.length === 0) return;
     refs.delete(source);
+    // Before any of its URLs is crawled, so that a later manifest listing them under their host finds them.
+    await Promise.all(marking);
     const config: SourceConfig = opts.catalog?.get(source) ?? {};
     const input: MonitorInput = {
       source, config, options: { taskQueue: opts.taskQueue, ...(opts.monitorOptions ?? {}) },
@@ -407,15 +478,17 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
    * the manifest goes on streaming meanwhile, as a million new sources cannot each wait for a
    * listing in turn.
    */
-  const held = new Map<string, string[]>();
+  const held = new Map<string, HeldUrls>();
   let heldUrls = 0;
   /** Held sources whose prior work has arrived. */
   const ready: string[] = [];
   /** Whether `url` goes into its source's chunk, or is counted as downloaded before. */
-  const keep = (source: string, url: string, prior: PriorWork): boolean => {
-    if (prior.downloaded?.has(url)) {
+  const keep = (source: string, url: string, prior: PriorWork, under: SeenUrls[] | undefined): boolean => {
+    const otherSource = under?.some((set) => set.has(url)) ?? false;
+    if (prior.downloaded?.has(url) || otherSource) {
       summary.sources.get(source)!.downloadedBefore++;
       summary.downloadedBefore++;
+      if (otherSource && !prior.downloaded?.has(url)) summary.downloadedUnderOtherSource++;
       return false;
     }
     if (prior.queued?.urls.has(url)) {
@@ -455,30 +528,42 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
     buf.push(url);
     return buf.length >= chunkSize;
   };
-  const take = async (source: string, url: string, prior: PriorWork) => {
-    if (keep(source, url, prior) && buffer(source, url)) await flush(source);
+  const take = async (source: string, url: string, prior: PriorWork, under: SeenUrls[] | undefined) => {
+    if (keep(source, url, prior, under) && buffer(source, url)) await flush(source);
   };
-  /** Takes the URL at once when its source's prior work is known (true when its chunk is full); holds it otherwise. */
-  const admit = (source: string, url: string): boolean => {
+  /**
+   * Takes the URL at once when what its source leaves out is known (true when its chunk is full);
+   * holds it otherwise, with the source's later URLs, in manifest order.
+   */
+  const admit = (source: string, url: string, home: string): boolean => {
     const prior = priorOf(portion.id, source);
-    if (prior.value && !held.has(source)) return keep(source, url, prior.value) && buffer(source, url);
+    const under = underOf(portion.id, source, home);
+    if (prior.value && (!under || under.value) && !held.has(source)) return keep(source, url, prior.value, under?.value) && buffer(source, url);
     if (prior.error) throw prior.error;
-    let urls = held.get(source);
-    if (!urls) {
-      held.set(source, urls = []);
-      prior.promise.then(() => ready.push(source), () => ready.push(source));
+    if (under?.error) throw under.error;
+    let h = held.get(source);
+    if (!h) held.set(source, h = { urls: [], waitingFor: new Set(), pending: 0 });
+    const hold = h;
+    for (const entry of [prior, under]) {
+      if (!entry || entry.value || hold.waitingFor.has(entry)) continue;
+      hold.waitingFor.add(entry);
+      hold.pending++;
+      // Ready once everything its URLs wait for has arrived, so that releasing it never waits.
+      const arrived = () => { if (--hold.pending === 0) ready.push(source); };
+      entry.promise.then(arrived, arrived);
     }
-    urls.push(url);
+    hold.urls.push({ url, under });
     heldUrls++;
     return false;
   };
   const release = async (source: string) => {
-    const urls = held.get(source);
-    if (!urls) return;
+    const h = held.get(source);
+    if (!h) return;
     const prior = await priorOf(portion.id, source).promise;
+    for (const { under } of h.urls) if (under) await under.promise;
     held.delete(source);
-    heldUrls -= urls.length;
-    for (const url of urls) await take(source, url, prior);
+    heldUrls -= h.urls.length;
+    for (const { url, under } of h.urls) await take(source, url, prior, under?.value);
   };
   const releaseReady = async () => {
     while (ready.length > 0) await release(ready.shift()!);
@@ -515,7 +600,8 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
     }
     if (!summary.sources.has(entry.source)) summary.sources.set(entry.source, { urls: 0, chunks: 0, alreadyDone: 0, downloadedBefore: 0, queuedElsewhere: 0, chunksOfOthers: 0 });
     summary.sources.get(entry.source)!.urls++;
-    if (admit(entry.source, entry.url)) await flush(entry.source);
+    if (entry.source !== entry.origin) markHostSource(entry.origin, entry.source);
+    if (admit(entry.source, entry.url, entry.origin)) await flush(entry.source);
     if (ready.length > 0) await releaseReady();
     while (heldUrls > MAX_HELD_URLS) await release(held.keys().next().value!);
   }

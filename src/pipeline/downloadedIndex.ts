@@ -69,3 +69,27 @@ export function addFingerprints(body: Buffer, into: SeenUrls): boolean {
   for (let at = 0; at < body.length; at += 8) into.addFingerprint(body.readUInt32BE(at), body.readUInt32BE(at + 4));
   return true;
 }
+
+/**
+ * Sources named in manifests (not their URLs' hosts) leave one empty marker per host they have
+ * URLs of, `index-hosts/<host segment>/<source segment>`: a later manifest listing such a URL
+ * without a source (under its host) finds the named source's index there.
+ */
+const HOST_SOURCES = 'index-hosts/';
+
+export function hostSourceKey(hostSegment: string, sourceSegment: string): string {
+  return `${HOST_SOURCES}${hostSegment}/${sourceSegment}`;
+}
+
+/** Host segment -> the segments of the named sources with URLs of it, from one listing. */
+export async function readHostSources(store: { list(prefix: string): AsyncIterable<string> }): Promise<Map<string, Set<string>>> {
+  const found = new Map<string, Set<string>>();
+  for await (const key of store.list(HOST_SOURCES)) {
+    const [host, source, ...rest] = key.slice(HOST_SOURCES.length).split('/');
+    if (!host || !source || rest.length > 0) continue;
+    let set = found.get(host);
+    if (!set) found.set(host, set = new Set());
+    set.add(source);
+  }
+  return found;
+}

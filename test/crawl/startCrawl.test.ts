@@ -143,8 +143,8 @@ describe('startCrawl', () => {
     store.lists = 0;
     const again = await startCrawl({ client: second.client, store, manifest, taskQueue: 'q', chunkSize: 10 });
     // One listing of done-markers per source, not a look-up per chunk (and one of the earlier
-    // manifests, one read of this manifest's own record).
-    expect({ gets: store.gets, lists: store.lists }).toEqual({ gets: 1, lists: 3 });
+    // manifests, one of the hosts of named sources, one read of this manifest's own record).
+    expect({ gets: store.gets, lists: store.lists }).toEqual({ gets: 1, lists: 4 });
     expect(again.sources.get('a.example')!.alreadyDone).toBe(510);
     expect(announced(second.sent, 'a.example').map((c) => Number(c.chunkId.split('-')[1]))).toEqual(
       Array.from({ length: 201 }, (_, k) => k).filter((n) => n >= 50 && n !== 120));
@@ -511,6 +511,53 @@ describe('startCrawl', () => {
       const fourth = recordingClient();
       await startCrawl({ client: fourth.client, store, manifest: writeFile(dir, 'd.txt', [a(30), a(31), a(33), a(5)]), taskQueue: 'q' });
       expect(await urlsIn(store, fourth.sent, 'a.example')).toEqual([a(33), a(5)]);
+    });
+
+    it('leaves out URLs downloaded under another source name: under their host, or under a name of their own before a manifest lists them without one', async () => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'start-renamed-'));
+      const store = new LocalStore(path.join(dir, 'store'));
+      const named = (name: string, source: string, urls: string[]) => {
+        const file = path.join(dir, name);
+        fs.writeFileSync(file, urls.map((url) => `${JSON.stringify({ url, source })}\n`).join(''));
+        return file;
+      };
+      // Crawled first as a plain URL list: the host is the source.
+      const first = recordingClient();
+      await startCrawl({ client: first.client, store, manifest: writeFile(dir, 'a.txt', [0, 1, 2, 3].map(a)), taskQueue: 'q' });
+      await crawl(store, first.sent, (url) => (url === a(3) ? 'linkrot' : 'done'));
+
+      // Then under a source name of its own (a catalogue's rates, say): only what is new, and a(3), which was no download.
+      const second = recordingClient();
+      const b = await startCrawl({ client: second.client, store, manifest: named('b.ndjson', 'shop', [a(0), a(1), a(3), a(4)]), taskQueue: 'q' });
+      expect(await urlsIn(store, second.sent, 'shop')).toEqual([a(3), a(4)]);
+      expect(b.sources.get('shop')).toMatchObject({ urls: 4, downloadedBefore: 2 });
+      expect({ before: b.downloadedBefore, underOther: b.downloadedUnderOtherSource }).toEqual({ before: 2, underOther: 2 });
+      expect(downloadedBeforeNote(b)).toBe('2 URL(s) left out: their sources downloaded them under another manifest started into this store ' +
+        '(2 of them under another source name: a line without a "source" is under its URL\'s host) (their records stand: `crawl export`); each image is downloaded once');
+      await crawl(store, second.sent, () => 'done');
+
+      // Without a name again, and under a third name: what "shop" downloaded is left out too.
+      const third = recordingClient();
+      const c = await startCrawl({ client: third.client, store, manifest: writeFile(dir, 'c.txt', [a(4), a(5), a(1)]), taskQueue: 'q' });
+      expect(await urlsIn(store, third.sent, 'a.example')).toEqual([a(5)]);
+      expect(c.downloadedUnderOtherSource).toBe(1);
+      const fourth = recordingClient();
+      await startCrawl({ client: fourth.client, store, manifest: named('d.ndjson', 'shop-eu', [a(4), a(0), a(6)]), taskQueue: 'q' });
+      expect(await urlsIn(store, fourth.sent, 'shop-eu')).toEqual([a(6)]);
+
+      // What a manifest leaves out for another source is fixed at its first start: started again
+      // after a(7) was downloaded under the host, its chunk still holds a(7).
+      const fifth = recordingClient();
+      const e = named('e.ndjson', 'shop-us', [a(2), a(7), a(8)]);
+      await startCrawl({ client: fifth.client, store, manifest: e, taskQueue: 'q' });
+      expect(await urlsIn(store, fifth.sent, 'shop-us')).toEqual([a(7), a(8)]);
+      const sixth = recordingClient();
+      await startCrawl({ client: sixth.client, store, manifest: writeFile(dir, 'f.txt', [a(7)]), taskQueue: 'q' });
+      await crawl(store, sixth.sent, () => 'done');
+      const again = recordingClient();
+      const restarted = await startCrawl({ client: again.client, store, manifest: e, taskQueue: 'q' });
+      expect(await urlsIn(store, again.sent, 'shop-us')).toEqual([a(7), a(8)]);
+      expect(restarted.downloadedUnderOtherSource).toBe(1);
     });
 
     it('passes over a damaged index file at a first start, and refuses to make chunks again without one it used', async () => {
