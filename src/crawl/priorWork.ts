@@ -20,12 +20,12 @@ export interface PriorWork {
   /** Chunk numbers with a done-marker. */
   done: Set<number>;
   /**
-   * No start had split this portion for the source before: what it leaves out may be read
-   * afresh. Otherwise only what the first start named is (see loadDownloadedUnder).
+   * No chunk of this portion was written for the source before: nothing it leaves out is fixed
+   * yet, so what other sources downloaded may be read afresh (see loadDownloadedUnder).
    */
   fresh?: boolean;
-  /** Other sources' segments -> the file naming their index files this portion leaves out. */
-  under?: Map<string, string>;
+  /** Hosts (by key segment) whose downloads under any source this portion leaves out (see useHostDownloads). */
+  underHosts?: Set<string>;
   /** URLs downloaded under other manifests, left out of this portion's chunks. */
   downloaded?: SeenUrls;
   /**
@@ -70,19 +70,16 @@ export async function loadPriorWork(store: ObjectStore, portionDir: string, chun
   const done = new Set<number>();
   let chunksWritten = false;
   let beforeFile = false;
-  const under = new Map<string, string>();
+  const underHosts = new Set<string>();
   for await (const key of store.list(portionDir)) {
     const n = doneChunkNumber(chunkPrefix, key);
     if (n !== undefined) done.add(n);
     else if (key.startsWith(chunkPrefix)) chunksWritten = true;
     else if (key === portionDir + BEFORE_FILE) beforeFile = true;
-    else {
-      const other = underFileSource(portionDir, key);
-      if (other !== undefined) under.set(other, key);
-    }
+    else if (key.startsWith(portionDir + UNDER_HOST)) underHosts.add(key.slice(portionDir.length + UNDER_HOST.length));
   }
   const own = await loadOwnPriorWork(store, portionDir, source, ownPortions, { done, chunksWritten, beforeFile });
-  return { ...own, ...(under.size > 0 ? { under } : {}), ...(!chunksWritten && !beforeFile && under.size === 0 ? { fresh: true } : {}) };
+  return { ...own, ...(underHosts.size > 0 ? { underHosts } : {}), ...(!chunksWritten ? { fresh: true } : {}) };
 }
 
 /** The source's own index and other manifests' queued chunks of it, as PriorWork describes. */
@@ -167,64 +164,108 @@ async function loadOwnPriorWork(store: ObjectStore, portionDir: string, source: 
   return { done, ...(indexFiles.length > 0 ? { downloaded } : {}), queued };
 }
 
-const UNDER_FILE = /^downloaded-under-(.+)\.json$/;
+/** Beside a source's chunks: the portion's record of a host's downloads is part of what they leave out. */
+const UNDER_HOST = 'under-host-';
 
-/** The other source's segment a key listed in a portion's directory is the under-file of, if it is one. */
-function underFileSource(portionDir: string, key: string): string | undefined {
-  const m = UNDER_FILE.exec(key.slice(portionDir.length));
-  return m && !m[1]!.includes('/') ? m[1] : undefined;
-}
-
-/** Another source's index as a first start finds it: its finished index files, and their URLs. */
-export interface SourceIndex {
-  names: string[];
-  downloaded: SeenUrls;
-}
-
-/** Lists and reads a source's index (by its key segment); a damaged file is passed over. */
-export async function readSourceIndex(store: ObjectStore, segment: string): Promise<SourceIndex> {
+/** A source's finished index files (by its key segment), from one listing. */
+export async function listSourceIndex(store: ObjectStore, segment: string): Promise<string[]> {
   const prefix = downloadedIndexPrefix(segment);
-  const listed: string[] = [];
+  const names: string[] = [];
   for await (const key of store.list(prefix)) {
     const name = key.slice(prefix.length);
-    if (isIndexFileName(name)) listed.push(name);
+    if (isIndexFileName(name)) names.push(name);
   }
-  const { downloaded, bad } = await readIndexFiles(store, prefix, listed);
-  return { names: listed.filter((n) => !bad.has(n)).sort(), downloaded };
+  return names.sort();
+}
+
+/** What all sources had downloaded of one host's URLs, and whether a portion's record said so. */
+export interface HostDownloads {
+  downloaded: SeenUrls;
+  recorded: boolean;
 }
 
 /**
- * The URLs another source (by its key segment) downloaded that this portion of a source leaves
- * out: a URL listed under a source name of its own and, in an earlier manifest, without one
- * (under its host), or the other way round, is one image. Fixed like the source's own index (see
- * PriorWork): read afresh only by the portion's first start, which names the files read in
- * `downloaded-under-<other>.json` beside its chunks when there are any and before a URL is left
- * out for them; later starts read exactly those files, or leave nothing out for that source.
+ * What the sources that may hold a host's URLs downloaded of them (the host as a source of its
+ * own, and the named sources that have URLs of it), for one manifest portion: a URL listed
+ * under a source name of its own and, in an earlier manifest, without one (under its host), or
+ * the other way round, is one image. Read once per portion, when a first source needs it, and
+ * recorded in `work/<portion>/~hosts/<host>.json` (the index files read, per source) when there
+ * is anything; a later start of the portion reads exactly those files. Undefined when nothing
+ * was downloaded. (`~` is in no safe source segment, and hashed ones end in hex.)
  *
- * @param current the other source's index now (read once per start, whichever sources need it)
+ * @param listIndex a source's index files now (listed once per start, whichever hosts need it)
  */
-export async function loadDownloadedUnder(store: ObjectStore, portionDir: string, source: string, other: string, prior: PriorWork,
-  current: (segment: string) => Promise<SourceIndex>): Promise<SeenUrls | undefined> {
-  const file = prior.under?.get(other);
-  if (file !== undefined) {
-    const names = parseBeforeFile(await store.get(file), file, other).indexFiles;
-    const { downloaded, bad: [bad] } = await readIndexFiles(store, downloadedIndexPrefix(other), names);
-    if (bad !== undefined) {
-      throw new Error(`the index file ${downloadedIndexPrefix(other)}${bad} named in ${file} is missing or damaged in the ${store.description}: ` +
-        `this manifest's chunks of ${JSON.stringify(source)} cannot be made again as they were without it; restore it, or start the manifest into another store`);
+export async function loadHostDownloads(store: ObjectStore, portionRoot: string, host: string, sources: ReadonlySet<string>,
+  listIndex: (segment: string) => Promise<string[]>): Promise<HostDownloads | undefined> {
+  const key = `${portionRoot}~hosts/${host}.json`;
+  const body = await store.get(key);
+  if (body) {
+    const recorded = parseHostFile(body, key);
+    const downloaded = new SeenUrls();
+    for (const [segment, names] of Object.entries(recorded)) {
+      const { bad: [bad] } = await readIndexFiles(store, downloadedIndexPrefix(segment), names, downloaded);
+      if (bad !== undefined) {
+        throw new Error(`the index file ${downloadedIndexPrefix(segment)}${bad} named in ${key} is missing or damaged in the ${store.description}: ` +
+          'this manifest\'s chunks cannot be made again as they were without it; restore it, or start the manifest into another store');
+      }
     }
-    return downloaded;
+    return { downloaded, recorded: true };
   }
-  if (!prior.fresh) return undefined;
-  const { names, downloaded } = await current(other);
-  if (names.length === 0) return undefined;
-  await store.put(`${portionDir}downloaded-under-${other}.json`, `${JSON.stringify({ indexFiles: names })}\n`, 'application/json');
-  return downloaded;
+  const downloaded = new SeenUrls();
+  const found = new Map<string, string[]>();
+  // A host of a shared CDN can be in thousands of named sources: listed side by side.
+  await forEachLimit([...sources], READ_CONCURRENCY, async (segment) => {
+    const names = await listIndex(segment);
+    if (names.length === 0) return;
+    // A damaged file is passed over (its URLs are downloaded again), not recorded.
+    const { bad } = await readIndexFiles(store, downloadedIndexPrefix(segment), names, downloaded);
+    const good = names.filter((n) => !bad.has(n));
+    if (good.length > 0) found.set(segment, good);
+  });
+  if (found.size === 0) return undefined;
+  const record = Object.fromEntries([...found].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)));
+  await store.put(key, `${JSON.stringify({ sources: record })}\n`, 'application/json');
+  return { downloaded, recorded: false };
 }
 
-/** Reads index files: their URLs, and the names of those that are missing or damaged. */
-async function readIndexFiles(store: ObjectStore, indexPrefix: string, names: string[]): Promise<{ downloaded: SeenUrls; bad: Set<string> }> {
-  const downloaded = new SeenUrls();
+/**
+ * The host's downloads (see loadHostDownloads) as one source of a portion leaves them out: read
+ * afresh until the source has chunks in the portion, and marked beside them (`under-host-<host>`)
+ * before a URL is left out for them; a source with chunks and no mark for the host made them
+ * leaving nothing out for it, and goes on so.
+ */
+export async function useHostDownloads(store: ObjectStore, portionDir: string, source: string, host: string, prior: PriorWork,
+  load: () => Promise<HostDownloads | undefined>): Promise<SeenUrls | undefined> {
+  const marked = prior.underHosts?.has(host) ?? false;
+  if (!marked && !prior.fresh) return undefined;
+  const found = await load();
+  if (marked) {
+    if (!found?.recorded) {
+      throw new Error(`${portionDir}${UNDER_HOST}${host} names a record of what was downloaded of ${host}'s URLs that is missing from the ${store.description}: ` +
+        `this manifest's chunks of ${JSON.stringify(source)} cannot be made again as they were without it; restore it, or start the manifest into another store`);
+    }
+    return found.downloaded;
+  }
+  if (!found) return undefined;
+  await store.put(`${portionDir}${UNDER_HOST}${host}`, '', 'text/plain');
+  return found.downloaded;
+}
+
+function parseHostFile(body: Buffer, key: string): Record<string, string[]> {
+  try {
+    const sources = (JSON.parse(body.toString('utf8')) as { sources?: unknown }).sources;
+    if (sources && typeof sources === 'object' && !Array.isArray(sources)
+      && Object.values(sources).every((names) => Array.isArray(names) && names.every((n) => typeof n === 'string' && isIndexFileName(n)))) {
+      return sources as Record<string, string[]>;
+    }
+  } catch {
+    // reported below
+  }
+  throw new Error(`${key} in the store is not valid: it names the URLs an earlier start left out of this manifest's chunks`);
+}
+
+/** Reads index files (into `downloaded` when given): their URLs, and the names of those that are missing or damaged. */
+async function readIndexFiles(store: ObjectStore, indexPrefix: string, names: string[], downloaded = new SeenUrls()): Promise<{ downloaded: SeenUrls; bad: Set<string> }> {
   const bad = new Set<string>();
   await forEachLimit(names, READ_CONCURRENCY, async (name) => {
     const body = await store.get(indexPrefix + name);

@@ -15,7 +15,7 @@ import { monitorSearchAttributes } from '../temporal/searchAttributes';
 import type { Catalog } from './catalog';
 import { checkManifest, readManifest } from './manifest';
 import { identifyManifest, type ManifestIdentity } from './manifestPortions';
-import { loadDownloadedUnder, loadPriorWork, readSourceIndex, sharesUrls, type PriorWork, type SourceIndex } from './priorWork';
+import { listSourceIndex, loadHostDownloads, loadPriorWork, sharesUrls, useHostDownloads, type HostDownloads, type PriorWork } from './priorWork';
 import { chunkQueuedKey, hostSourceKey, readHostSources } from '../pipeline/downloadedIndex';
 import { SeenUrls } from '../shared/seenUrls';
 
@@ -262,10 +262,10 @@ interface PriorEntry {
   error?: unknown;
 }
 
-/** What other sources downloaded of a host's URLs (see loadDownloadedUnder), being read, and once read. */
+/** What a source leaves out of a host's downloads (see useHostDownloads), being read, and once read. */
 interface UnderEntry {
-  promise: Promise<SeenUrls[]>;
-  value?: SeenUrls[];
+  promise: Promise<SeenUrls | undefined>;
+  value?: { downloaded?: SeenUrls };
   error?: unknown;
 }
 
@@ -345,50 +345,53 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
 
   /** Host segment -> named sources with URLs of it, as this start found them (see hostSourceKey). */
   const hostSources = await readHostSources(opts.store);
-  /** Host and source pairs this start has marked (see hostSourceKey), and the writes in flight. */
+  /** Host and source pairs this start has marked (see hostSourceKey), and all its marker writes. */
   const marked = new Set<string>();
-  const marking: Promise<void>[] = [];
+  let marking: Promise<unknown> = Promise.resolve();
   const markHostSource = (home: string, source: string) => {
-    const key = hostSourceKey(sourceSegment(home), sourceSegment(source));
-    if (marked.has(key)) return;
-    marked.add(key);
-    const write = writeSlots.use(1, () => opts.store.put(key, '', 'text/plain'));
-    write.catch(() => undefined);
-    marking.push(write);
+    const pair = `${home}\n${source}`;
+    if (marked.has(pair)) return;
+    marked.add(pair);
+    const write = writeSlots.use(1, () => opts.store.put(hostSourceKey(sourceSegment(home), sourceSegment(source)), '', 'text/plain'));
+    marking = Promise.all([marking, write]);
+    // Awaited by the next signal; until then a failure must not count as unhandled.
+    marking.catch(() => undefined);
   };
-  /** Other sources' indexes as this start found them, each read once (see loadDownloadedUnder). */
-  const indexesNow = new Map<string, Promise<SourceIndex>>();
-  const indexNow = (segment: string): Promise<SourceIndex> => {
-    let p = indexesNow.get(segment);
-    if (!p) indexesNow.set(segment, p = readSourceIndex(opts.store, segment));
+  /** Sources' index files as this start found them, each listed once (see loadHostDownloads). */
+  const indexLists = new Map<string, Promise<string[]>>();
+  const listIndex = (segment: string): Promise<string[]> => {
+    let p = indexLists.get(segment);
+    if (!p) indexLists.set(segment, p = listSourceIndex(opts.store, segment));
     return p;
   };
-  /** Per portion, source and URL host: what other sources that may hold the host's URLs downloaded. */
+  /** Per portion and host: what the sources that may hold its URLs downloaded of them. */
+  const hostDownloads = new Map<string, Promise<HostDownloads | undefined>>();
+  /** Per portion, source and URL host: what the source leaves out of those downloads. */
   const undersByKey = new Map<string, UnderEntry>();
   /**
-   * The other sources whose downloads a URL of `home` under `source` is checked against, or
-   * undefined when there are none: the host itself when the URL is under a source name of its
-   * own, and the named sources that have URLs of it.
+   * What a URL of `home` under `source` is checked against besides its source's own index, or
+   * undefined when nothing: the downloads of the host as a source of its own and of the named
+   * sources that have URLs of it.
    */
   const underOf = (portionId: string, source: string, home: string): UnderEntry | undefined => {
     if (source === home && hostSources.size === 0) return undefined;
     const key = `${portionId}\n${source}\n${home}`;
     const known = undersByKey.get(key);
     if (known) return known;
-    const own = sourceSegment(source);
-    const others = new Set(hostSources.get(sourceSegment(home)) ?? []);
-    if (source !== home) others.add(sourceSegment(home));
-    others.delete(own);
-    if (others.size === 0) return undefined;
-    const entry: UnderEntry = {
-      promise: (async () => {
-        const prior = await priorOf(portionId, source).promise;
-        const sets = await Promise.all([...others].map((other) => priorReads.use(1, () =>
-          loadDownloadedUnder(opts.store, chunkDir(portionId, source), source, other, prior, indexNow))));
-        return sets.filter((set): set is SeenUrls => set !== undefined);
-      })(),
+    const host = sourceSegment(home);
+    const sources = new Set(hostSources.get(host) ?? []).add(host);
+    // The source alone: its own index is left out already.
+    if (sources.size === 1 && sources.has(sourceSegment(source))) return undefined;
+    const load = () => {
+      const at = `${portionId}\n${host}`;
+      let p = hostDownloads.get(at);
+      if (!p) hostDownloads.set(at, p = priorReads.use(1, () => loadHostDownloads(opts.store, `work/${portionId}/`, host, sources, listIndex)));
+      return p;
     };
-    entry.promise.then((v) => { entry.value = v; }, (err: unknown) => { entry.error = err; });
+    const entry: UnderEntry = {
+      promise: (async () => useHostDownloads(opts.store, chunkDir(portionId, source), source, host, await priorOf(portionId, source).promise, load))(),
+    };
+    entry.promise.then((downloaded) => { entry.value = { downloaded }; }, (err: unknown) => { entry.error = err; });
     undersByKey.set(key, entry);
     return entry;
   };
@@ -404,7 +407,7 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
     if (list.length === 0) return;
     refs.delete(source);
     // Before any of its URLs is crawled, so that a later manifest listing them under their host finds them.
-    await Promise.all(marking);
+    await marking;
     const config: SourceConfig = opts.catalog?.get(source) ?? {};
     const input: MonitorInput = {
       source, config, options: { taskQueue: opts.taskQueue, ...(opts.monitorOptions ?? {}) },
@@ -483,8 +486,8 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
   /** Held sources whose prior work has arrived. */
   const ready: string[] = [];
   /** Whether `url` goes into its source's chunk, or is counted as downloaded before. */
-  const keep = (source: string, url: string, prior: PriorWork, under: SeenUrls[] | undefined): boolean => {
-    const otherSource = under?.some((set) => set.has(url)) ?? false;
+  const keep = (source: string, url: string, prior: PriorWork, under: SeenUrls | undefined): boolean => {
+    const otherSource = under?.has(url) ?? false;
     if (prior.downloaded?.has(url) || otherSource) {
       summary.sources.get(source)!.downloadedBefore++;
       summary.downloadedBefore++;
@@ -528,7 +531,7 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
     buf.push(url);
     return buf.length >= chunkSize;
   };
-  const take = async (source: string, url: string, prior: PriorWork, under: SeenUrls[] | undefined) => {
+  const take = async (source: string, url: string, prior: PriorWork, under: SeenUrls | undefined) => {
     if (keep(source, url, prior, under) && buffer(source, url)) await flush(source);
   };
   /**
@@ -538,7 +541,7 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
   const admit = (source: string, url: string, home: string): boolean => {
     const prior = priorOf(portion.id, source);
     const under = underOf(portion.id, source, home);
-    if (prior.value && (!under || under.value) && !held.has(source)) return keep(source, url, prior.value, under?.value) && buffer(source, url);
+    if (prior.value && (!under || under.value) && !held.has(source)) return keep(source, url, prior.value, under?.value?.downloaded) && buffer(source, url);
     if (prior.error) throw prior.error;
     if (under?.error) throw under.error;
     let h = held.get(source);
@@ -563,7 +566,7 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
     for (const { under } of h.urls) if (under) await under.promise;
     held.delete(source);
     heldUrls -= h.urls.length;
-    for (const { url, under } of h.urls) await take(source, url, prior, under?.value);
+    for (const { url, under } of h.urls) await take(source, url, prior, under?.value?.downloaded);
   };
   const releaseReady = async () => {
     while (ready.length > 0) await release(ready.shift()!);
