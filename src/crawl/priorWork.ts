@@ -21,7 +21,7 @@ export interface PriorWork {
   done: Set<number>;
   /**
    * No chunk of this portion was written for the source before: nothing it leaves out is fixed
-   * yet, so what other sources downloaded may be read afresh (see loadDownloadedUnder).
+   * yet, so what other sources downloaded may be read afresh (see useHostDownloads).
    */
   fresh?: boolean;
   /** Hosts (by key segment) whose downloads under any source this portion leaves out (see useHostDownloads). */
@@ -255,7 +255,8 @@ function parseHostFile(body: Buffer, key: string): Record<string, string[]> {
   try {
     const sources = (JSON.parse(body.toString('utf8')) as { sources?: unknown }).sources;
     if (sources && typeof sources === 'object' && !Array.isArray(sources)
-      && Object.values(sources).every((names) => Array.isArray(names) && names.every((n) => typeof n === 'string' && isIndexFileName(n)))) {
+      && Object.entries(sources).every(([segment, names]) => !segment.includes('/') && Array.isArray(names)
+        && names.every((n) => typeof n === 'string' && isIndexFileName(n)))) {
       return sources as Record<string, string[]>;
     }
   } catch {

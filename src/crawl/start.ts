@@ -51,7 +51,7 @@ export interface StartSummary {
   duplicates: number;
   /** URLs left out because their source downloaded them under another manifest (see PriorWork). */
   downloadedBefore: number;
-  /** Of those, URLs downloaded under another source name (see loadDownloadedUnder). */
+  /** Of those, URLs downloaded under another source name (see loadHostDownloads). */
   downloadedUnderOtherSource: number;
   /** URLs left out because another manifest's unfinished chunks hold them (see PriorWork). */
   queuedElsewhere: number;
@@ -487,11 +487,11 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
   const ready: string[] = [];
   /** Whether `url` goes into its source's chunk, or is counted as downloaded before. */
   const keep = (source: string, url: string, prior: PriorWork, under: SeenUrls | undefined): boolean => {
-    const otherSource = under?.has(url) ?? false;
-    if (prior.downloaded?.has(url) || otherSource) {
+    const own = prior.downloaded?.has(url) ?? false;
+    if (own || under?.has(url)) {
       summary.sources.get(source)!.downloadedBefore++;
       summary.downloadedBefore++;
-      if (otherSource && !prior.downloaded?.has(url)) summary.downloadedUnderOtherSource++;
+      if (!own) summary.downloadedUnderOtherSource++;
       return false;
     }
     if (prior.queued?.urls.has(url)) {
@@ -562,8 +562,8 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
   const release = async (source: string) => {
     const h = held.get(source);
     if (!h) return;
+    for (const entry of h.waitingFor) await entry.promise;
     const prior = await priorOf(portion.id, source).promise;
-    for (const { under } of h.urls) if (under) await under.promise;
     held.delete(source);
     heldUrls -= h.urls.length;
     for (const { url, under } of h.urls) await take(source, url, prior, under?.value?.downloaded);

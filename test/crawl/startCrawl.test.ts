@@ -558,6 +558,13 @@ describe('startCrawl', () => {
       const restarted = await startCrawl({ client: again.client, store, manifest: e, taskQueue: 'q' });
       expect(await urlsIn(store, again.sent, 'shop-us')).toEqual([a(7), a(8)]);
       expect(restarted.downloadedUnderOtherSource).toBe(1);
+      // One record per host and manifest, whatever the sources sharing it; without it the chunks cannot be made again.
+      const keys: string[] = [];
+      for await (const k of store.list(`work/${restarted.manifestId}/`)) if (!/chunk-/.test(k)) keys.push(k.slice(`work/${restarted.manifestId}/`.length));
+      expect(keys.sort()).toEqual(['shop-us/under-host-a.example', '~hosts/a.example.json']);
+      fs.rmSync(path.join(dir, 'store', 'work', restarted.manifestId, '~hosts', 'a.example.json'));
+      await expect(startCrawl({ client: recordingClient().client, store, manifest: e, taskQueue: 'q' }))
+        .rejects.toThrow(/under-host-a\.example names a record of what was downloaded of a\.example's URLs that is missing .*restore it, or start the manifest into another store/);
     });
 
     it('passes over a damaged index file at a first start, and refuses to make chunks again without one it used', async () => {
