@@ -9,7 +9,7 @@ import { Fetcher, FetchError, type FetcherOptions, validateUrl } from './fetcher
 import { thumbnailKey } from './keys';
 import { RobotsCache, type RobotsVerdict } from './robots';
 import type { Spool } from './spool';
-import { WeightedBudget } from '../shared/concurrency';
+import { FairSlots, WeightedBudget } from '../shared/concurrency';
 import type { ObjectStore } from './store';
 import { describeStoreError } from './storeError';
 
@@ -29,14 +29,22 @@ export class ImagePipeline implements UrlProcessor {
   /** Downloaded bodies not yet through analysis and storage (see PipelineConfig.maxBacklog). */
   private backlog = 0;
   private backlogBytes = 0;
+  /**
+   * Pixels being decoded for thumbnails (PipelineConfig.maxDecodePixels, see decodeWeight), in
+   * two parts: a tenth for small images (each under a hundredth of the whole: most web images),
+   * the rest for larger ones, so that a small image never waits behind a large one that takes
+   * the budget alone (a site of 100-megapixel AVIFs held every other source's thumbnails for 40 s).
+   */
   readonly decodeBudget: WeightedBudget;
-  /** Images in sharp at once (PipelineConfig.imageConcurrency): a count, each weighs 1. */
-  readonly imageSlots: WeightedBudget;
+  readonly smallDecodeBudget: WeightedBudget;
+  /** Images in sharp at once (PipelineConfig.imageConcurrency), shared fairly between sources. */
+  readonly imageSlots: FairSlots;
 
   constructor(private readonly cfg: PipelineConfig, private readonly store: ObjectStore, private readonly spool: Spool, fetcherOptions?: FetcherOptions) {
     this.fetcher = new Fetcher(cfg, fetcherOptions);
-    this.decodeBudget = new WeightedBudget(cfg.maxDecodePixels);
-    this.imageSlots = new WeightedBudget(cfg.imageConcurrency);
+    this.smallDecodeBudget = new WeightedBudget(Math.ceil(cfg.maxDecodePixels / 10));
+    this.decodeBudget = new WeightedBudget(cfg.maxDecodePixels - this.smallDecodeBudget.capacity);
+    this.imageSlots = new FairSlots(cfg.imageConcurrency);
     this.robots = new RobotsCache(this.fetcher, cfg);
   }
 
@@ -156,12 +164,12 @@ export class ImagePipeline implements UrlProcessor {
     this.backlog += 1;
     this.backlogBytes += held;
     try {
-      const { analysis, thumb } = await this.imageSlots.use(1, async () => {
-        const analysis = await analyse(body, this.cfg.maxPixels);
-        const thumb = await this.decodeBudget.use(decodeWeight(body, analysis), () =>
-          thumbnail(body, { maxPixels: this.cfg.maxPixels, maxSide: this.cfg.thumbnailMaxSide, quality: this.cfg.thumbnailQuality }));
-        return { analysis, thumb };
-      });
+      const analysis = await this.imageSlots.use(ctx.source, () => analyse(body, this.cfg.maxPixels));
+      const weight = decodeWeight(body, analysis);
+      const budget = weight <= this.cfg.maxDecodePixels / 100 ? this.smallDecodeBudget : this.decodeBudget;
+      // The slot is taken once the memory is: an image waiting for memory holds no slot another source could use.
+      const thumb = await budget.use(weight, () => this.imageSlots.use(ctx.source, () =>
+        thumbnail(body, { maxPixels: this.cfg.maxPixels, maxSide: this.cfg.thumbnailMaxSide, quality: this.cfg.thumbnailQuality })));
       const key = thumbnailKey(url);
       try {
         await this.store.put(key, thumb, 'image/jpeg');

@@ -1,4 +1,4 @@
-import { forEachLimit, fulfilsWithin, WeightedBudget } from './concurrency';
+import { FairSlots, forEachLimit, fulfilsWithin, WeightedBudget } from './concurrency';
 
 describe('forEachLimit', () => {
   it('runs every item with at most `limit` in flight', async () => {
@@ -60,6 +60,55 @@ describe('WeightedBudget', () => {
     await expect(budget.use(50, async () => { throw new Error('decode failed'); })).rejects.toThrow('decode failed');
     expect(budget.inUse).toBe(0);
     await budget.use(100, async () => { expect(budget.inUse).toBe(100); });
+  });
+});
+
+describe('FairSlots', () => {
+  /** A job that runs until the test ends it. */
+  function jobs(slots: FairSlots) {
+    const started: string[] = [];
+    const ends = new Map<string, () => void>();
+    const run = (key: string, name: string) => slots.use(key, () => new Promise<void>((end) => { started.push(name); ends.set(name, end); }));
+    const end = async (name: string) => { ends.get(name)!(); await new Promise((r) => setImmediate(r)); };
+    return { started, run, end };
+  }
+
+  it('gives a freed slot to the waiting key with the fewest in use, not to the one that queued first', async () => {
+    const slots = new FairSlots(2);
+    const { started, run, end } = jobs(slots);
+    // A site of slow images queues four, then a site of quick ones two.
+    const all = [run('slow', 's1'), run('slow', 's2'), run('slow', 's3'), run('slow', 's4'), run('quick', 'q1'), run('quick', 'q2')];
+    await new Promise((r) => setImmediate(r));
+    expect(started).toEqual(['s1', 's2']);
+    await end('s1');
+    expect(started).toEqual(['s1', 's2', 'q1']); // first come first served would have started s3
+    await end('q1');
+    expect(started).toEqual(['s1', 's2', 'q1', 'q2']);
+    await end('q2');
+    // Only the slow site waits now: it gets every free slot.
+    expect(started).toEqual(['s1', 's2', 'q1', 'q2', 's3']);
+    await end('s2');
+    expect(started).toEqual(['s1', 's2', 'q1', 'q2', 's3', 's4']);
+    expect(slots.inUse).toBe(2);
+    await end('s3');
+    await end('s4');
+    await Promise.all(all);
+    expect(slots.inUse).toBe(0);
+  });
+
+  it('takes equal waiters in arrival order, and frees the slot when fn throws', async () => {
+    const slots = new FairSlots(1);
+    const { started, run, end } = jobs(slots);
+    const all = [run('a', 'a1'), run('b', 'b1'), run('c', 'c1'), run('a', 'a2')];
+    await new Promise((r) => setImmediate(r));
+    await end('a1');
+    await end('b1');
+    await end('c1');
+    await end('a2');
+    await Promise.all(all);
+    expect(started).toEqual(['a1', 'b1', 'c1', 'a2']);
+    await expect(slots.use('a', async () => { throw new Error('decode failed'); })).rejects.toThrow('decode failed');
+    expect(slots.inUse).toBe(0);
   });
 });
 

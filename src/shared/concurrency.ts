@@ -67,3 +67,65 @@ export async function fulfilsWithin(p: Promise<unknown>, ms: number): Promise<bo
     clearTimeout(timer);
   }
 }
+
+/**
+ * `capacity` slots shared by keys (sources): `use(key, fn)` runs at once while a slot is free;
+ * when none is, a freed slot goes to the waiting key with the fewest slots in use (the earliest
+ * waiter among equals). First come first served would let one key with slow work (a site of
+ * huge images) take every slot and hold up every other key's quick work behind it; this gives
+ * each waiting key an equal share, and all of them to a key alone.
+ */
+export class FairSlots {
+  private running = new Map<string, number>();
+  private waiting = new Map<string, { seq: number; start(): void }[]>();
+  private used = 0;
+  private seq = 0;
+
+  constructor(readonly capacity: number) {}
+
+  get inUse(): number {
+    return this.used;
+  }
+
+  async use<T>(key: string, fn: () => Promise<T>): Promise<T> {
+    if (this.used < this.capacity && this.waiting.size === 0) this.take(key);
+    else await new Promise<void>((start) => this.queueOf(key).push({ seq: this.seq++, start }));
+    try {
+      return await fn();
+    } finally {
+      this.used--;
+      const left = this.running.get(key)! - 1;
+      if (left === 0) this.running.delete(key);
+      else this.running.set(key, left);
+      this.admit();
+    }
+  }
+
+  private take(key: string): void {
+    this.used++;
+    this.running.set(key, (this.running.get(key) ?? 0) + 1);
+  }
+
+  private queueOf(key: string): { seq: number; start(): void }[] {
+    let q = this.waiting.get(key);
+    if (!q) this.waiting.set(key, q = []);
+    return q;
+  }
+
+  private admit(): void {
+    while (this.used < this.capacity && this.waiting.size > 0) {
+      let best: string | undefined;
+      for (const [key, q] of this.waiting) {
+        if (best === undefined) { best = key; continue; }
+        const a = this.running.get(key) ?? 0;
+        const b = this.running.get(best) ?? 0;
+        if (a < b || (a === b && q[0]!.seq < this.waiting.get(best)![0]!.seq)) best = key;
+      }
+      const q = this.waiting.get(best!)!;
+      const next = q.shift()!;
+      if (q.length === 0) this.waiting.delete(best!);
+      this.take(best!);
+      next.start();
+    }
+  }
+}
