@@ -29,6 +29,8 @@ export class ImagePipeline implements UrlProcessor {
   /** Downloaded bodies not yet through analysis and storage (see PipelineConfig.maxBacklog). */
   private backlog = 0;
   private backlogBytes = 0;
+  /** The backlog per source: one source may hold at most three quarters of it (see busy()). */
+  private readonly backlogOf = new Map<string, { count: number; bytes: number }>();
   /**
    * Pixels being decoded for thumbnails (PipelineConfig.maxDecodePixels, see decodeWeight), in
    * two parts: a tenth for small images (each under a hundredth of the whole: most web images),
@@ -134,9 +136,8 @@ export class ImagePipeline implements UrlProcessor {
       if (unfetchable) return unfetchable;
 
       if (tooLate()) return late;
-      if (this.backlog >= this.cfg.maxBacklog || this.backlogBytes >= this.cfg.maxBacklogBytes) {
-        return { outcome: { ...base, cls: 'error', reason: 'worker busy: analysis backlog full' }, requeue: true };
-      }
+      const busy = this.busy(ctx.source);
+      if (busy) return { outcome: { ...base, cls: 'error', reason: `worker busy: ${busy}` }, requeue: true };
       const res = await this.fetcher.fetch(target, { signal: ctx.signal, sendBy: ctx.sendBy, mayGoLate: ctx.mayGoLate, followRedirects: false });
       if (res.failure === 'late') return late;
       timing = { status: res.status, ttfbMs: res.ttfbMs, totalMs: res.totalMs, sent: res.sent };
@@ -163,6 +164,10 @@ export class ImagePipeline implements UrlProcessor {
     const held = body.length;
     this.backlog += 1;
     this.backlogBytes += held;
+    const mine = this.backlogOf.get(ctx.source) ?? { count: 0, bytes: 0 };
+    this.backlogOf.set(ctx.source, mine);
+    mine.count += 1;
+    mine.bytes += held;
     try {
       const analysis = await this.imageSlots.use(ctx.source, () => analyse(body, this.cfg.maxPixels));
       const weight = decodeWeight(body, analysis);
@@ -190,7 +195,24 @@ export class ImagePipeline implements UrlProcessor {
     } finally {
       this.backlog -= 1;
       this.backlogBytes -= held;
+      mine.count -= 1;
+      mine.bytes -= held;
+      if (mine.count === 0) this.backlogOf.delete(ctx.source);
     }
+  }
+
+  /**
+   * Why the source is to send nothing now, or undefined. Beside the worker's whole backlog, a
+   * quarter of it is kept from any one source: a site of slow images at a high rate would
+   * otherwise fill it alone, and every other source would be refused until those were through.
+   */
+  private busy(source: string): string | undefined {
+    if (this.backlog >= this.cfg.maxBacklog || this.backlogBytes >= this.cfg.maxBacklogBytes) return 'analysis backlog full';
+    const mine = this.backlogOf.get(source);
+    if (mine && (mine.count >= (this.cfg.maxBacklog * 3) / 4 || mine.bytes >= (this.cfg.maxBacklogBytes * 3) / 4)) {
+      return 'this source has three quarters of the analysis backlog';
+    }
+    return undefined;
   }
 }
 

@@ -60,6 +60,46 @@ describe.each([
 
 const ctx = { source: 's', attempt: 1, signal: new AbortController().signal };
 
+// A site of slow images at a high rate must not fill the worker's backlog alone.
+describe('ImagePipeline analysis backlog between sources (real undici, sharp, local store)', () => {
+  const origin = new Origin();
+  let pipeline: ImagePipeline;
+
+  beforeAll(async () => {
+    const img = await jpeg(200, 100, 80);
+    origin.serve('/robots.txt', 'User-agent: *\nAllow: /\n', 'text/plain');
+    for (const name of ['a1', 'a2', 'a3', 'a4', 'b1']) origin.serve(`/${name}.jpg`, img);
+    await origin.start();
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'backlog-shared-'));
+    pipeline = new ImagePipeline(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'], maxBacklog: 4 }),
+      new LocalStore(path.join(dir, 'store')), new Spool(path.join(dir, 'spool')));
+    await pipeline.process(origin.url('/robots.txt'), ctx);
+  });
+  afterAll(async () => { await pipeline.close(); await origin.stop(); });
+
+  it('refuses a source holding three quarters of it, and takes another source\'s image meanwhile', async () => {
+    let open!: () => void;
+    const gate = new Promise<void>((r) => { open = r; });
+    let waiting = 0;
+    const use = pipeline.imageSlots.use.bind(pipeline.imageSlots);
+    // Source a's images stay in the backlog (as slow images do) until the test lets them go.
+    jest.spyOn(pipeline.imageSlots, 'use').mockImplementation(async (source, fn) => {
+      if (source === 'a') { waiting++; await gate; }
+      return use(source, fn);
+    });
+    const held = ['/a1.jpg', '/a2.jpg', '/a3.jpg'].map((p) => pipeline.process(origin.url(p), { ...ctx, source: 'a' }));
+    while (waiting < 3) await new Promise((r) => setTimeout(r, 5));
+    // Admitted, it would wait behind the gate too: a time limit makes that a failure, not a hang.
+    const refused = await Promise.race([pipeline.process(origin.url('/a4.jpg'), { ...ctx, source: 'a' }), new Promise((r) => setTimeout(() => r('admitted'), 3_000))]);
+    expect(refused).toMatchObject({ requeue: true, outcome: { sent: false, reason: 'worker busy: this source has three quarters of the analysis backlog' } });
+    expect(origin.hits('/a4.jpg')).toHaveLength(0);
+    expect((await pipeline.process(origin.url('/b1.jpg'), { ...ctx, source: 'b' })).outcome.cls).toBe('done');
+    open();
+    expect((await Promise.all(held)).map((r) => r.outcome.cls)).toEqual(['done', 'done', 'done']);
+    expect((await pipeline.process(origin.url('/a4.jpg'), { ...ctx, source: 'a' })).outcome.cls).toBe('done');
+  });
+});
+
 /**
  * For one describe block: an origin serving `count` identical JPEGs (robots.txt already fetched)
  * and a pipeline with `overrides`.
