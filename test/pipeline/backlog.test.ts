@@ -122,24 +122,29 @@ function imagesAndPipeline(count: number, width: number, height: number, overrid
   return env;
 }
 
+/** Records the weight of each decode that waits for the budget for larger images, and the most of it in use. */
+function watchDecodes(pipeline: ImagePipeline): { weights: number[]; most: number } {
+  const seen = { weights: [] as number[], most: 0 };
+  const use = pipeline.decodeBudget.use.bind(pipeline.decodeBudget);
+  jest.spyOn(pipeline.decodeBudget, 'use').mockImplementation((w, fn) => {
+    seen.weights.push(w);
+    return use(w, async () => { seen.most = Math.max(seen.most, pipeline.decodeBudget.inUse); return fn(); });
+  });
+  return seen;
+}
+
 // Decoding for thumbnails is bounded by pixels across the worker (memory), not by image count.
 describe('ImagePipeline decode budget (real undici, sharp, local store)', () => {
   const env = imagesAndPipeline(3, 800, 600, { maxDecodePixels: 500_000 });
 
   it('weighs each thumbnail by its pixels and decodes no more at once than the budget', async () => {
     const { pipeline } = env;
-    const weights: number[] = [];
-    let most = 0;
-    const use = pipeline.decodeBudget.use.bind(pipeline.decodeBudget);
-    jest.spyOn(pipeline.decodeBudget, 'use').mockImplementation((w, fn) => {
-      weights.push(w);
-      return use(w, async () => { most = Math.max(most, pipeline.decodeBudget.inUse); return fn(); });
-    });
+    const decodes = watchDecodes(pipeline);
     const results = await Promise.all(env.urls.map((url) => pipeline.process(url, ctx)));
     expect(results.map((r) => r.outcome.cls)).toEqual(['done', 'done', 'done']);
-    expect(weights).toEqual([480_000, 480_000, 480_000]);
+    expect(decodes.weights).toEqual([480_000, 480_000, 480_000]);
     // One at a time in the nine tenths of the budget kept for larger images (450,000): two would be 960,000.
-    expect(most).toBe(450_000);
+    expect(decodes.most).toBe(450_000);
   });
 });
 
@@ -150,17 +155,11 @@ describe('ImagePipeline decode budget for AVIF (real undici, sharp, local store)
 
   it('weighs an AVIF thumbnail at five times its pixels, so that two of these are decoded one at a time', async () => {
     const { pipeline } = env;
-    const weights: number[] = [];
-    let most = 0;
-    const use = pipeline.decodeBudget.use.bind(pipeline.decodeBudget);
-    jest.spyOn(pipeline.decodeBudget, 'use').mockImplementation((w, fn) => {
-      weights.push(w);
-      return use(w, async () => { most = Math.max(most, pipeline.decodeBudget.inUse); return fn(); });
-    });
+    const decodes = watchDecodes(pipeline);
     const results = await Promise.all(env.urls.map((url) => pipeline.process(url, ctx)));
     expect(results.map((r) => r.outcome.cls)).toEqual(['done', 'done']);
-    expect(weights).toEqual([600_000, 600_000]);
-    expect(most).toBe(600_000);
+    expect(decodes.weights).toEqual([600_000, 600_000]);
+    expect(decodes.most).toBe(600_000);
   });
 });
 
