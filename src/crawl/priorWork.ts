@@ -119,19 +119,15 @@ async function loadOwnPriorWork(store: ObjectStore, portionDir: string, source: 
     const prior: PriorWork = { done };
     if (before.indexFiles.length > 0) {
       const { downloaded, bad: [bad] } = await read(before.indexFiles);
-      // Read without it, this portion's chunks would hold other URLs than they did when first
-      // written, and a chunk's done-marker would pass over URLs never crawled.
       if (bad !== undefined) {
-        throw new Error(`the index file ${indexPrefix}${bad} named in ${path} is missing or damaged in the ${store.description}: ` +
-          `this manifest's chunks of ${JSON.stringify(source)} cannot be made again as they were without it; restore it, or start the manifest into another store`);
+        throw cannotRemake(`the index file ${indexPrefix}${bad} named in ${path} is missing or damaged in the ${store.description}`, source);
       }
       prior.downloaded = downloaded;
     }
     if (before.queuedChunks.length > 0) {
       const { queued, missing: [missing] } = await readQueued(before.queuedChunks, false);
       if (missing !== undefined) {
-        throw new Error(`the chunk ${queuedChunkOf(segment, missing)!.spool} of another manifest, named in ${path}, is missing in the ${store.description}: ` +
-          `this manifest's chunks of ${JSON.stringify(source)} cannot be made again as they were without it; restore it, or start the manifest into another store`);
+        throw cannotRemake(`the chunk ${queuedChunkOf(segment, missing)!.spool} of another manifest, named in ${path}, is missing in the ${store.description}`, source);
       }
       prior.queued = queued;
     }
@@ -205,8 +201,7 @@ export async function loadHostDownloads(store: ObjectStore, portionRoot: string,
     for (const [segment, names] of Object.entries(recorded)) {
       const { bad: [bad] } = await readIndexFiles(store, downloadedIndexPrefix(segment), names, downloaded);
       if (bad !== undefined) {
-        throw new Error(`the index file ${downloadedIndexPrefix(segment)}${bad} named in ${key} is missing or damaged in the ${store.description}: ` +
-          'this manifest\'s chunks cannot be made again as they were without it; restore it, or start the manifest into another store');
+        throw cannotRemake(`the index file ${downloadedIndexPrefix(segment)}${bad} named in ${key} is missing or damaged in the ${store.description}`);
       }
     }
     return { downloaded, recorded: true };
@@ -241,14 +236,23 @@ export async function useHostDownloads(store: ObjectStore, portionDir: string, s
   const found = await load();
   if (marked) {
     if (!found?.recorded) {
-      throw new Error(`${portionDir}${UNDER_HOST}${host} names a record of what was downloaded of ${host}'s URLs that is missing from the ${store.description}: ` +
-        `this manifest's chunks of ${JSON.stringify(source)} cannot be made again as they were without it; restore it, or start the manifest into another store`);
+      throw cannotRemake(`${portionDir}${UNDER_HOST}${host} names a record of what was downloaded of ${host}'s URLs that is missing from the ${store.description}`, source);
     }
     return found.downloaded;
   }
   if (!found) return undefined;
   await store.put(`${portionDir}${UNDER_HOST}${host}`, '', 'text/plain');
   return found.downloaded;
+}
+
+/**
+ * A file that fixed what a portion's chunks leave out is gone or damaged: read without it, they
+ * would hold other URLs than when first written, and a chunk's done-marker would pass over URLs
+ * never crawled.
+ */
+function cannotRemake(problem: string, source?: string): Error {
+  const chunks = source === undefined ? "this manifest's chunks" : `this manifest's chunks of ${JSON.stringify(source)}`;
+  return new Error(`${problem}: ${chunks} cannot be made again as they were without it; restore it, or start the manifest into another store`);
 }
 
 function parseHostFile(body: Buffer, key: string): Record<string, string[]> {

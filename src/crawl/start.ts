@@ -367,7 +367,8 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
   /** Per portion and host: what the sources that may hold its URLs downloaded of them. */
   const hostDownloads = new Map<string, Promise<HostDownloads | undefined>>();
   /** Per portion, source and URL host: what the source leaves out of those downloads. */
-  const undersByKey = new Map<string, UnderEntry>();
+  /** Null when a URL of that host is checked against nothing more: decided once, not per URL. */
+  const undersByKey = new Map<string, UnderEntry | null>();
   /**
    * What a URL of `home` under `source` is checked against besides its source's own index, or
    * undefined when nothing: the downloads of the host as a source of its own and of the named
@@ -377,11 +378,14 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
     if (source === home && hostSources.size === 0) return undefined;
     const key = `${portionId}\n${source}\n${home}`;
     const known = undersByKey.get(key);
-    if (known) return known;
+    if (known !== undefined) return known ?? undefined;
     const host = sourceSegment(home);
     const sources = new Set(hostSources.get(host) ?? []).add(host);
     // The source alone: its own index is left out already.
-    if (sources.size === 1 && sources.has(sourceSegment(source))) return undefined;
+    if (sources.size === 1 && sources.has(sourceSegment(source))) {
+      undersByKey.set(key, null);
+      return undefined;
+    }
     const load = () => {
       const at = `${portionId}\n${host}`;
       let p = hostDownloads.get(at);

@@ -39,10 +39,6 @@ export function* jpegSegments(buf: Buffer): Generator<JpegSegment> {
   }
 }
 
-/** Start-of-frame markers: C0-CF but DHT (C4), JPG (C8) and DAC (CC). */
-function isFrameHeader(marker: number): boolean {
-  return marker >= 0xc0 && marker <= 0xcf && marker !== 0xc4 && marker !== 0xc8 && marker !== 0xcc;
-}
 
 /** SOF2, SOF6, SOF10, SOF14: progressive, Huffman or arithmetic coded, with or without hierarchy. */
 const PROGRESSIVE_FRAMES = new Set([0xc2, 0xc6, 0xca, 0xce]);
@@ -93,8 +89,10 @@ function readFrame(buf: Buffer, s: JpegSegment): JpegFrame {
   return { width, height, progressive: PROGRESSIVE_FRAMES.has(s.marker), blocks, total };
 }
 
+/** A start-of-frame segment (C0-CF but DHT C4, JPG C8 and DAC CC) long enough to read. */
 function isReadableFrame(s: JpegSegment): boolean {
-  return isFrameHeader(s.marker) && s.end - s.start >= 6;
+  const m = s.marker;
+  return m >= 0xc0 && m <= 0xcf && m !== 0xc4 && m !== 0xc8 && m !== 0xcc && s.end - s.start >= 6;
 }
 
 /** The JPEG's frame header, or undefined without one; reads no further. */
