@@ -55,7 +55,6 @@ const bookkeepingOptions = {
   retry: { initialInterval: '1 second', maximumInterval: '1 minute' },
 } as const;
 const remoteBookkeeping = proxyActivities<CrawlActivities>(bookkeepingOptions);
-const { recordFinal } = remoteBookkeeping;
 /**
  * Reading the chunk, listing what earlier runs recorded and leaving the done-marker are short
  * store calls. As local activities they run inside the batch's workflow task: one marker event
@@ -96,8 +95,49 @@ async function signalMonitor<T extends unknown[]>(monitorId: string, def: Signal
   }
 }
 
+/**
+ * How a batch and its monitor reach each other: signals for a batch that is a child workflow,
+ * calls within the workflow for one its monitor runs itself (monitor.ts: a small source).
+ */
+export interface MonitorLink {
+  /** Delivers a message to the monitor, trying again while it cannot be reached. */
+  send<T extends unknown[]>(def: SignalDefinition<T>, ...args: T): Promise<void>;
+  /** Delivers a message once, without retries: a monitor that no longer listens has completed. */
+  sendOnce<T extends unknown[]>(def: SignalDefinition<T>, ...args: T): Promise<void>;
+  /** Where the monitor's grants and revocations reach the batch from now on. */
+  listen(handlers: { grant(g: Grant): void; revoke(reason: string): void }): void;
+}
+
+/** What a run of a batch is: its id, its run (record files are per run), and where its activities go. */
+export interface BatchRun {
+  batchId: string;
+  runId: string;
+  link: MonitorLink;
+  /** The task queue of its activities; by default the workflow's own. */
+  taskQueue?: string;
+}
+
+/** The link of a batch that is a child workflow: signals by the monitor's workflow id. */
+function signalLink(monitorId: string): MonitorLink {
+  return {
+    send: (def, ...args) => signalMonitor(monitorId, def, ...args),
+    sendOnce: (def, ...args) => getExternalWorkflowHandle(monitorId).signal(def, ...args).catch(() => undefined),
+    listen: ({ grant, revoke }) => {
+      setHandler(pingSignal, () => undefined);
+      setHandler(grantSignal, grant);
+      setHandler(revokeGrantsSignal, ({ reason }) => revoke(reason));
+    },
+  };
+}
+
 export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult> {
-  const batchId = workflowInfo().workflowId;
+  const info = workflowInfo();
+  return runBatch(input, { batchId: info.workflowId, runId: info.runId, link: signalLink(input.monitorId) });
+}
+
+/** The batch's work, in whichever workflow runs it (see MonitorLink). */
+export async function runBatch(input: BatchInput, run: BatchRun): Promise<BatchResult> {
+  const { batchId, link } = run;
   const patched = patchesOf(input.patchLevel);
   // Cancelled (its crawl was stopped), a batch ends only once its fetch activities have: one
   // learns of the cancellation at its next heartbeat and records what it finished by then. Had
@@ -107,7 +147,9 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
   const stopping = () => waitsForFetches && CancellationScope.current().consideredCancelled;
   /** Fetch activities under way. */
   let running = 0;
-  const { loadChunk, recordedUrls, chunkWork, markChunkDone } = patched('batch-bookkeeping-local-activities') ? bookkeeping.local : bookkeeping.remote;
+  const remote = run.taskQueue ? proxyActivities<CrawlActivities>({ ...bookkeepingOptions, taskQueue: run.taskQueue }) : bookkeeping.remote;
+  const { recordFinal } = remote;
+  const { loadChunk, recordedUrls, chunkWork, markChunkDone } = patched('batch-bookkeeping-local-activities') ? bookkeeping.local : remote;
   try {
     // A chunk file the workers' store does not have: the source is held, as for a failing store
     // (`crawl status` says why), and the chunk read again until it is there. Before, the batch
@@ -122,7 +164,7 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
           const failure = err instanceof ActivityFailure ? err.cause : err;
           if (!(failure instanceof ApplicationFailure && failure.type === CHUNK_UNREADABLE)) throw err;
           log.warn('chunk unreadable; the source is held and the chunk read again', { batchId, error: failure.message });
-          await signalMonitor(input.monitorId, reportOutcomesSignal, { batchId, grantId: 0, outcomes: [], unused: 0, storeRetryMs: STORE_RETRY_MS, storeError: failure.message });
+          await link.send(reportOutcomesSignal, { batchId, grantId: 0, outcomes: [], unused: 0, storeRetryMs: STORE_RETRY_MS, storeError: failure.message });
           await sleep(STORE_RETRY_MS);
         }
       }
@@ -146,7 +188,7 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
     // Record files of this run of the chunk's batch. Batches started before there were runs in
     // the name keep writing under the batch id (same files as their earlier attempts).
     const byRun = patched('record-units-by-batch-run');
-    const unit = byRun ? batchRunUnit(input.chunk.chunkId, workflowInfo().runId) : undefined;
+    const unit = byRun ? batchRunUnit(input.chunk.chunkId, run.runId) : undefined;
     // A chunk crawled again after its crawl was stopped: what an earlier run recorded is done.
     const recorded = new Map((work ? work.recorded : byRun ? await recordedUrls({ source: input.source, chunkId: input.chunk.chunkId }) : []).map((r) => [r.url, r.outcome]));
     urls.forEach((url, i) => { finals[i] = recorded.get(url) ?? null; });
@@ -165,24 +207,25 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
       return { unassigned: pending.length, grantsSeen };
     };
 
-    setHandler(pingSignal, () => undefined);
-    setHandler(grantSignal, (g) => {
-      grants.push(g);
-      grantsSeen += 1;
-    });
     /** Scopes of the fetch activities under way, by grant: a revoke cancels them. */
     const grantScopes = new Map<number, CancellationScope>();
     /** Grants revoked before they were acted on: handed back unused. */
     const revokedUnstarted: Grant[] = [];
-    // The monitor stopped granting: its grants are void. An activity learns of its cancellation
-    // at its next heartbeat, stops sending and returns what it did and what it did not send.
-    // Only batches whose activities can be waited for (the cancellation type below): an older
-    // one would lose the grant's outcomes.
-    setHandler(revokeGrantsSignal, ({ reason }) => {
-      if (!waitsForFetches) return;
-      if (grantScopes.size > 0 || grants.length > 0) log.info('grants revoked', { batchId, reason, running: grantScopes.size, unstarted: grants.length });
-      revokedUnstarted.push(...grants.splice(0));
-      for (const scope of grantScopes.values()) scope.cancel();
+    link.listen({
+      grant: (g) => {
+        grants.push(g);
+        grantsSeen += 1;
+      },
+      // The monitor stopped granting: its grants are void. An activity learns of its cancellation
+      // at its next heartbeat, stops sending and returns what it did and what it did not send.
+      // Only batches whose activities can be waited for (the cancellation type below): an older
+      // one would lose the grant's outcomes.
+      revoke: (reason) => {
+        if (!waitsForFetches) return;
+        if (grantScopes.size > 0 || grants.length > 0) log.info('grants revoked', { batchId, reason, running: grantScopes.size, unstarted: grants.length });
+        revokedUnstarted.push(...grants.splice(0));
+        for (const scope of grantScopes.values()) scope.cancel();
+      },
     });
 
     /** The done-marker is written and the monitor told, with the last grant's report. */
@@ -192,7 +235,7 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
 
     /** A grant of which `unused` slots served nothing goes back: the monitor re-plans them. */
     const handBack = (g: Grant, unused: number) =>
-      signalMonitor(input.monitorId, reportOutcomesSignal, { batchId, grantId: g.grantId, outcomes: [], unused, tokens: tokens() });
+      link.send(reportOutcomesSignal, { batchId, grantId: g.grantId, outcomes: [], unused, tokens: tokens() });
 
     const finish = (index: number, cls: OutcomeClass) => {
       if (finals[index] !== null) return;
@@ -207,6 +250,7 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
       // done-marker (a chunk given inline has none to leave).
       const mayFinish = remaining === indices.length && pending.length === 0 && running === 1 && input.chunk.spool !== undefined && markerWithLastFetch;
       const { fetchBatch } = proxyActivities<CrawlActivities>({
+        ...(run.taskQueue ? { taskQueue: run.taskQueue } : {}),
         startToCloseTimeout: Math.max(1_000, g.endMs - Date.now()) + REQUEST_TAIL_MS,
         heartbeatTimeout: HEARTBEAT_TIMEOUT_MS,
         ...(waitsForFetches ? { cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED } : {}),
@@ -243,7 +287,7 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
           // The store would not take the records: not the URLs' fault. They go back with their
           // attempts (those already fetched are asked for again later), and the monitor holds.
           pending.push(...indices);
-          await signalMonitor(input.monitorId, reportOutcomesSignal, {
+          await link.send(reportOutcomesSignal, {
             batchId, grantId: g.grantId, outcomes: [], unused: indices.length, storeRetryMs: STORE_RETRY_MS, storeError: err.cause.message.replace(/^the store failed /, ''), tokens: tokens(),
           });
           return;
@@ -262,7 +306,7 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
           if (o.final) finish(i, o.cls);
           else pending.push(i);
         }
-        await signalMonitor(input.monitorId, reportOutcomesSignal, { batchId, grantId: g.grantId, outcomes, unused: 0, tokens: tokens() });
+        await link.send(reportOutcomesSignal, { batchId, grantId: g.grantId, outcomes, unused: 0, tokens: tokens() });
         return;
       } finally {
         grantScopes.delete(g.grantId);
@@ -274,7 +318,7 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
         // Once, without retries: a monitor that gave up waiting has completed.
         if (patched('report-grant-finished-after-stop')) {
           const outcomes = result.outcomes.filter((o) => o.final).map((o) => ({ ...o, url: '' }));
-          await CancellationScope.nonCancellable(() => getExternalWorkflowHandle(input.monitorId).signal(reportOutcomesSignal, { batchId, grantId: g.grantId, outcomes, unused: 0 }).catch(() => undefined));
+          await CancellationScope.nonCancellable(() => link.sendOnce(reportOutcomesSignal, { batchId, grantId: g.grantId, outcomes, unused: 0 }));
         }
         return;
       }
@@ -301,7 +345,7 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
       }
       // Outcomes go to the monitor without the URL text: it needs classes and timings, and
       // history stays small.
-      await signalMonitor(input.monitorId, reportOutcomesSignal, {
+      await link.send(reportOutcomesSignal, {
         // Slots the grant did not use: a grant can carry more URLs than slots (grantItemCount).
         batchId, grantId: g.grantId, unused: Math.min(g.slots, result.unused.length), retryAfterMs: result.retryAfterMs, crawlDelayMs: result.crawlDelayMs, robotsRetryMs: result.robotsRetryMs, robotsError: result.robotsError,
         ...(result.robotsHostWait ? { robotsHostWait: result.robotsHostWait } : {}),
@@ -328,11 +372,11 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
         }
         return [{ url: '', cls, sent: false, final: true, attempt: 0 }];
       });
-      await signalMonitor(input.monitorId, reportOutcomesSignal, { batchId, grantId: 0, outcomes, unused: 0, tokens: tokens() });
+      await link.send(reportOutcomesSignal, { batchId, grantId: 0, outcomes, unused: 0, tokens: tokens() });
     }
     while (remaining > 0) {
       if (pending.length > 0 && ask() !== lastAsk) {
-        await signalMonitor(input.monitorId, requestTokensSignal, { batchId, ...tokens() });
+        await link.send(requestTokensSignal, { batchId, ...tokens() });
       }
       const seenBefore = grantsSeen;
       const pendingBefore = pending.length;
@@ -373,7 +417,7 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
     if (!finishReported) {
       // Grants that ended together, a chunk an earlier run had finished, or a history from before.
       await markChunkDoneIfAny();
-      await signalMonitor(input.monitorId, batchFinishedSignal, { batchId, chunkId: input.chunk.chunkId, urls: urls.length });
+      await link.send(batchFinishedSignal, { batchId, chunkId: input.chunk.chunkId, urls: urls.length });
     }
     return { batchId, counts, urls: urls.length };
   } catch (err) {
@@ -381,7 +425,7 @@ export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult
       await CancellationScope.nonCancellable(async () => {
         await condition(() => running === 0);
         // Once: a monitor that has completed already (or never waits) needs no retries.
-        await getExternalWorkflowHandle(input.monitorId).signal(batchStoppedSignal, { batchId }).catch(() => undefined);
+        await link.sendOnce(batchStoppedSignal, { batchId });
       });
     }
     throw err;

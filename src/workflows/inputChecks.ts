@@ -23,7 +23,7 @@ import { DEFAULT_MONITOR_OPTIONS, monitorWorkflowId, type MonitorInput } from '.
 const CHUNK_FIELDS = ['chunkId', 'count', 'urls', 'spool'];
 const RANGE_NUMBERS = ['first', 'last', 'chunkSize', 'lastCount'] as const;
 const INPUT_FIELDS = ['source', 'config', 'work', 'options', 'governorConfig', 'carried', 'patchLevel'];
-const OPTION_FIELDS = [...Object.keys(DEFAULT_MONITOR_OPTIONS), 'taskQueue'];
+const OPTION_FIELDS = [...Object.keys(DEFAULT_MONITOR_OPTIONS), 'taskQueue', 'smallSourceUrls'];
 const GOVERNOR_PARTS: Record<string, readonly string[]> = {
   adaptive: Object.keys(DEFAULT_ADAPTIVE), breaker: Object.keys(DEFAULT_BREAKER), latency: Object.keys(DEFAULT_LATENCY),
 };
@@ -114,6 +114,7 @@ function optionsProblem(options: unknown, strict: boolean): string | undefined {
   const bad = ['maxBatches', 'maxAttempts', 'maxHistoryEvents'].find((k) => options[k] !== undefined && !isCount(options[k], 1));
   if (bad) return `options.${bad} must be a whole number >= 1`;
   if (options.searchAttributeIntervalMs !== undefined && !isCount(options.searchAttributeIntervalMs, 0)) return 'options.searchAttributeIntervalMs must be a whole number >= 0';
+  if (options.smallSourceUrls !== undefined && !isCount(options.smallSourceUrls, 0)) return 'options.smallSourceUrls must be a whole number >= 0';
   return undefined;
 }
 

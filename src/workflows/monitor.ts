@@ -1,13 +1,13 @@
 import {
-  ApplicationFailure, ParentClosePolicy, allHandlersFinished, condition, continueAsNew, getExternalWorkflowHandle, log, patched as markedPatch, setHandler,
-  setCurrentDetails, startChild, upsertSearchAttributes, workflowInfo, WorkflowIdReusePolicy,
+  ApplicationFailure, CancellationScope, ParentClosePolicy, allHandlersFinished, condition, continueAsNew, getExternalWorkflowHandle, isCancellation, log, patched as markedPatch, setHandler,
+  setCurrentDetails, startChild, upsertSearchAttributes, workflowInfo, WorkflowIdReusePolicy, type SignalDefinition,
 } from '@temporalio/workflow';
 import type { PolicyEvent } from '../politeness/governor';
 import { STOPPED_BATCHES_WAIT_MS } from '../shared/heartbeat';
 import { invalidBurst, invalidRate } from '../politeness/targetRate';
 import { FINISHED, monitorSearchAttributes, shownBy, shownKey } from '../temporal/searchAttributes';
-import type { WorkChunk, WorkItem } from '../shared/types';
-import { crawlBatchWorkflow } from './batch';
+import type { Grant, WorkChunk, WorkItem } from '../shared/types';
+import { crawlBatchWorkflow, runBatch, type MonitorLink } from './batch';
 import {
   addWorkSignal, batchFinishedSignal, batchStoppedSignal, grantSignal, pauseUpdate, pingSignal, reportOutcomesSignal, requestTokensSignal, resumeUpdate, revokeGrantsSignal,
   setMaxRateUpdate, setRateUpdate, statsQuery, stopUpdate, type ResumeInput, type SetMaxRateInput, type SetRateInput,
@@ -110,8 +110,14 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
     const added = m.addWork(checked.items, (chunkId) => m.alert(`addWork ignored: chunk ${JSON.stringify(chunkId)} was added before and is not crawled again. ${NEW_CHUNK_ID}`, Date.now()));
     if (added || checked.problems.length) wake();
   });
-  setHandler(requestTokensSignal, (req) => { heard(req.batchId); m.onTokenRequest(req); wake(); });
-  setHandler(reportOutcomesSignal, (report) => {
+  /** The batch traffic handlers, also called directly by the batches this monitor runs itself. */
+  const ownHandlers = new Map<string, (arg: never) => void>();
+  const onBatchMessage = <T>(def: SignalDefinition<[T]>, handler: (arg: T) => void) => {
+    setHandler(def, handler);
+    ownHandlers.set(def.name, handler as (arg: never) => void);
+  };
+  onBatchMessage(requestTokensSignal, (req) => { heard(req.batchId); m.onTokenRequest(req); wake(); });
+  onBatchMessage(reportOutcomesSignal, (report) => {
     heard(report.batchId);
     // Only activities of this version report a Crawl-delay; a history from before it replays without.
     if (report.crawlDelayMs !== undefined && !patched('honour-crawl-delay')) report = { ...report, crawlDelayMs: undefined };
@@ -129,10 +135,10 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
     }
     if (report.tokens) wake();
   });
-  setHandler(batchFinishedSignal, (done) => { m.onBatchFinished(done); wake(); });
+  onBatchMessage(batchFinishedSignal, (done) => { m.onBatchFinished(done); wake(); });
   /** Cancelled batches whose fetch activities have ended (see the stop below). */
   const stoppedBatches = new Set<string>();
-  setHandler(batchStoppedSignal, ({ batchId }) => {
+  onBatchMessage(batchStoppedSignal, ({ batchId }) => {
     stoppedBatches.add(batchId);
     // Cancelled from outside (`temporal workflow cancel` on the batch), not by a stop of the
     // crawl, which takes its batches off the books first: lost, and started again.
@@ -185,6 +191,50 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
   // an upsert of the same values would cost a history event and a visibility write. Asked
   // only then, so that a monitor started by hand (without them) records no patch marker.
   const startedWith = shownBy(workflowInfo().typedSearchAttributes);
+  /**
+   * Batches this monitor runs itself (a small source, see SMALL_SOURCE_URLS): what the monitor
+   * sends them goes to these handlers; until the batch listens it waits, as a signal would.
+   */
+  const ownBatches = new Map<string, { scope: CancellationScope; deliver(message: OwnBatchMessage): void }>();
+  const runOwnBatch = (batchId: string, chunk: WorkChunk, firstGrant: Grant | undefined) => {
+    const waiting: OwnBatchMessage[] = [];
+    let listener: ((message: OwnBatchMessage) => void) | undefined;
+    const link: MonitorLink = {
+      send: async (def, ...args) => { ownHandlers.get(def.name)!(args[0] as never); },
+      sendOnce: async (def, ...args) => { ownHandlers.get(def.name)!(args[0] as never); },
+      listen: ({ grant, revoke }) => {
+        listener = (message) => (message.kind === 'grant' ? grant(message.grant) : revoke(message.reason));
+        for (const message of waiting.splice(0)) listener(message);
+      },
+    };
+    const scope = new CancellationScope();
+    ownBatches.set(batchId, { scope, deliver: (message) => (listener ? listener(message) : waiting.push(message)) });
+    startedHere.add(batchId);
+    const info = workflowInfo();
+    const batchInput = {
+      source: m.state.source, monitorId: info.workflowId, chunk, maxAttempts: m.state.options.maxAttempts,
+      // Fixed for the run, as a child's input is: a later build replays this history at this level.
+      patchLevel: Math.max(input.patchLevel ?? 0, OWN_BATCH_LEVEL), asked: true, ...(firstGrant ? { firstGrant } : {}),
+    };
+    scope.run(() => runBatch(batchInput, { batchId, runId: info.runId, link, taskQueue: batchQueue })).then(
+      () => { ownBatches.delete(batchId); wake(); },
+      (err) => {
+        ownBatches.delete(batchId);
+        wake();
+        if (isCancellation(err)) return;
+        // As a child batch that failed: started again, as a child workflow, skipping what it recorded.
+        const b = m.batch(batchId);
+        if (b && m.state.governor.mode !== 'stopped') lose(b, String(err));
+      },
+    );
+  };
+  /** A grant for a batch: a signal to a child, a call to one of the monitor's own. */
+  const sendGrant = async (batchId: string, grant: Grant) => {
+    const own = ownBatches.get(batchId);
+    if (own) own.deliver({ kind: 'grant', grant });
+    else await getExternalWorkflowHandle(batchId).signal(grantSignal, grant);
+  };
+
   /** Starts a lost batch again under its id; its new run skips the URLs the lost one recorded. */
   const revive = async (b: BatchEntry) => {
     const nowMs = Date.now();
@@ -255,6 +305,15 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
       // Only the source's last window floats: after any other, the next is planned ahead of its end.
       const last = planned !== undefined && planned.slots >= chunk.count && m.queuedChunks() === 0;
       const firstGrant = last ? m.floatGrant(planned, START_FLOAT_MS) : planned;
+      // A source of a few URLs, all in this chunk: the monitor runs the batch itself. As a child
+      // workflow it cost 17 of a one-URL source's 33 history events, a second workflow and four of
+      // its seven workflow tasks, and the embedded server spent ~180 ms of CPU per such source
+      // (1,000 one-URL sources: 168 s, the server over a core throughout).
+      const own = alone && chunk.count <= (m.state.options.smallSourceUrls ?? SMALL_SOURCE_URLS) && m.queuedChunks() === 0 && m.state.batches.length === 1 && patched('small-source-batch-in-monitor');
+      if (own) {
+        runOwnBatch(batchId, chunk, firstGrant);
+        continue;
+      }
       try {
         const child = await startChild(crawlBatchWorkflow, {
           workflowId: batchId,
@@ -304,7 +363,7 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
       try {
         // The time of issue lets the fetch activity report how long the grant took to reach it,
         // which sets the lead of later windows (politeness/grantLead.ts).
-        await getExternalWorkflowHandle(g.batchId).signal(grantSignal, patched('adaptive-grant-lead') ? { ...g, issuedMs: now } : g);
+        await sendGrant(g.batchId, patched('adaptive-grant-lead') ? { ...g, issuedMs: now } : g);
       } catch (err) {
         // Gone without finishing its chunk: before, its chunk counted as finished, none of what
         // it had left crawled. Histories from before replay that.
@@ -327,6 +386,11 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
       const holders = m.batchesWithOpenGrants(now);
       if (holders.length > 0 && patched('revoke-grants-when-granting-stops')) {
         for (const batchId of holders) {
+          const own = ownBatches.get(batchId);
+          if (own) {
+            own.deliver({ kind: 'revoke', reason });
+            continue;
+          }
           await getExternalWorkflowHandle(batchId).signal(revokeGrantsSignal, { reason }).catch(
             (err) => log.warn('grants not revoked; batch gone', { batchId, error: String(err) }),
           );
@@ -349,6 +413,13 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
       if (mode === 'stopped') {
         const cancelled: string[] = [];
         for (const batchId of m.takeBatchesToCancel()) {
+          const own = ownBatches.get(batchId);
+          if (own) {
+            // It says when its fetch activity has ended, as a cancelled child does.
+            own.scope.cancel();
+            cancelled.push(batchId);
+            continue;
+          }
           await getExternalWorkflowHandle(batchId).cancel().then(
             () => cancelled.push(batchId),
             (err) => log.warn('batch not cancelled; gone already', { batchId, error: String(err) }),
@@ -362,6 +433,8 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
           if (!allStopped) log.warn('stopped without hearing from every cancelled batch', { waitingFor: cancelled.filter((id) => !stoppedBatches.has(id)).length });
         }
       }
+      // Its own batch ends in the activation that finished its chunk (or, stopped, with its fetch).
+      if (mode !== 'stopped') await condition(() => ownBatches.size === 0);
       await condition(allHandlersFinished);
       // The final values, whatever the interval; not again when the loop has just written them
       // (a source that ran longer than the interval wrote the same values twice). Asked only
@@ -373,7 +446,9 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
       return m.stats(Date.now());
     }
     const info = workflowInfo();
-    if (info.continueAsNewSuggested || info.historyLength > m.state.options.maxHistoryEvents) {
+    // Not while it runs a batch itself: that batch's activity and state live in this run (a
+    // small source's batch ends within a few grants).
+    if ((info.continueAsNewSuggested || info.historyLength > m.state.options.maxHistoryEvents) && ownBatches.size === 0) {
       await condition(allHandlersFinished);
       // The ceiling as it is now: setMaxRate may have changed the one the crawl started with.
       const { globalCeiling } = m.governor.cfg;
@@ -390,6 +465,13 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
 }
 
 const NEW_CHUNK_ID = 'A chunkId names its URLs for good: give other URLs a new one.';
+
+/** A source of at most this many URLs (one chunk, nothing else queued) has its batch run by its monitor. */
+export const SMALL_SOURCE_URLS = 50;
+/** The patch level that brought batches run by their monitor: such a batch runs at least at it. */
+const OWN_BATCH_LEVEL = 8;
+
+type OwnBatchMessage = { kind: 'grant'; grant: Grant } | { kind: 'revoke'; reason: string };
 
 function assertValid(message: string | undefined): void {
   if (message) throw new Error(message);

@@ -27,6 +27,8 @@ export interface MonitorOptions {
   taskQueue?: string;
   /** Minimum interval between search-attribute updates (each is a history event). */
   searchAttributeIntervalMs: number;
+  /** A source of at most this many URLs has its batch run by the monitor itself (monitor.ts; 0: never). */
+  smallSourceUrls?: number;
 }
 
 export const DEFAULT_MONITOR_OPTIONS: MonitorOptions = {
