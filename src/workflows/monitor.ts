@@ -309,7 +309,11 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
       // workflow it cost 17 of a one-URL source's 33 history events, a second workflow and four of
       // its seven workflow tasks, and the embedded server spent ~180 ms of CPU per such source
       // (1,000 one-URL sources: 168 s, the server over a core throughout).
-      const own = alone && chunk.count <= (m.state.options.smallSourceUrls ?? SMALL_SOURCE_URLS) && m.queuedChunks() === 0 && m.state.batches.length === 1 && patched('small-source-batch-in-monitor');
+      // Only a chunk in a file (as `crawl start` writes them): a later run given it again finds
+      // its URLs recorded. A chunk given inline by hand is kept from running twice by its
+      // completed batch workflow (`counts as finished`), which such a batch does not leave.
+      const own = alone && chunk.spool !== undefined && chunk.count <= (m.state.options.smallSourceUrls ?? SMALL_SOURCE_URLS) && m.queuedChunks() === 0
+        && m.state.batches.length === 1 && patched('small-source-batch-in-monitor');
       if (own) {
         runOwnBatch(batchId, chunk, firstGrant);
         continue;

@@ -11,7 +11,7 @@ import { startOriginProcess, type OriginArrival } from '../../src/demo/startOrig
 import { LocalStore } from '../../src/pipeline/store';
 import { ceilings, maxInAnyWindow } from '../../src/politeness/pacing';
 import { createCrawlWorker, defaultDeps } from '../../src/workers/worker';
-import { crawlMonitorWorkflow } from '../../src/workflows/monitor';
+import { SMALL_SOURCE_URLS, crawlMonitorWorkflow } from '../../src/workflows/monitor';
 import { HEARTBEAT_EVERY_MS } from '../../src/shared/heartbeat';
 import { statsQuery, stopUpdate } from '../../src/workflows/messages';
 import { monitorWorkflowId, type MonitorStats } from '../../src/workflows/monitorState';
@@ -113,16 +113,21 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
     expect(new Set(imagePaths).size).toBe(110);
   });
 
-  it('takes a stopped crawl up again when the same manifest is started: the rest is crawled, nothing twice', async () => {
-    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'stop-restart-'));
+  // A source of 40 URLs has its batch run by its monitor (SMALL_SOURCE_URLS): stopped, that batch's fetch stops the same way.
+  it.each([
+    ['its batch a child workflow', 'stop-restart', 120, 4],
+    ['a small source', 'stop-restart-small', 40, 2],
+  ])('takes a stopped crawl up again when the same manifest is started: the rest is crawled, nothing twice (%s)', async (_, source, total, rate) => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `${source}-`));
     const o = origins[1]!;
     const manifest = path.join(dataDir, 'manifest.ndjson');
-    fs.writeFileSync(manifest, Array.from({ length: 120 }, (_, i) => JSON.stringify({ url: o.url(`/sr/${i}.jpg`), source: 'stop-restart' })).join('\n'));
+    const dir = `/${source}/`;
+    fs.writeFileSync(manifest, Array.from({ length: total }, (_, i) => JSON.stringify({ url: o.url(`${dir}${i}.jpg`), source })).join('\n'));
     const store = new LocalStore(path.join(dataDir, 'store'));
-    const catalog = new Map([['stop-restart', { rate: 4 }]]);
-    const taskQueue = 'stop-restart';
+    const catalog = new Map([[source, { rate }]]);
+    const taskQueue = source;
     const worker = await createCrawlWorker({ connection: env.nativeConnection, taskQueue, deps: defaultDeps({ dataDir, allowNetworks: ['127.0.0.0/8'] }) });
-    const handle = () => env.client.workflow.getHandle(monitorWorkflowId('stop-restart'));
+    const handle = () => env.client.workflow.getHandle(monitorWorkflowId(source));
     await worker.runUntil(async () => {
       await startCrawl({ client: env.client, store, manifest, catalog, taskQueue });
       const deadline = Date.now() + 60_000;
@@ -137,26 +142,28 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
       const atStop = readRecords(dataDir).length;
       // Its final status counts every URL recorded, the grant that ran into the stop included.
       expect(stopped.counts.done).toBe(atStop);
-      const fetchedAtStop = o.requests.filter((r) => r.path.startsWith('/sr/')).length;
+      const fetchedAtStop = o.requests.filter((r) => r.path.startsWith(dir)).length;
       expect(atStop).toBeGreaterThanOrEqual(1);
-      expect(atStop).toBeLessThan(120);
+      expect(atStop).toBeLessThan(total);
       await new Promise((r) => setTimeout(r, 1_500));
       expect(readRecords(dataDir).length).toBe(atStop);
-      expect(o.requests.filter((r) => r.path.startsWith('/sr/')).length).toBe(fetchedAtStop);
+      expect(o.requests.filter((r) => r.path.startsWith(dir)).length).toBe(fetchedAtStop);
       // Started again at once: a new monitor, the same chunk; its batch skips what was recorded.
       await startCrawl({ client: env.client, store, manifest, catalog, taskQueue });
       const stats = (await handle().result()) as MonitorStats;
-      expect(stats.urls).toMatchObject({ total: 120, finished: 120 });
+      expect(stats.urls).toMatchObject({ total, finished: total });
       // The new monitor counts what the first crawl recorded among its own outcomes.
-      expect(stats.counts.done).toBe(120);
+      expect(stats.counts.done).toBe(total);
+      const children = (await handle().fetchHistory()).events!.filter((e) => e.startChildWorkflowExecutionInitiatedEventAttributes).length;
+      expect(children > 0).toBe(total > SMALL_SOURCE_URLS);
     });
     const records = readRecords(dataDir);
-    expect(records).toHaveLength(120);
-    expect(new Set(records.map((r) => r.url)).size).toBe(120);
-    const fetched = o.requests.filter((r) => r.path.startsWith('/sr/')).map((r) => r.path);
-    expect(new Set(fetched).size).toBe(120);
+    expect(records).toHaveLength(total);
+    expect(new Set(records.map((r) => r.url)).size).toBe(total);
+    const fetched = o.requests.filter((r) => r.path.startsWith(dir)).map((r) => r.path);
+    expect(new Set(fetched).size).toBe(total);
     // A request in flight when the stop reached the activity finished (CANCEL_GRACE_MS): none is made again.
-    expect(fetched).toHaveLength(120);
+    expect(fetched).toHaveLength(total);
   });
 
   it('downloads nothing a second time when another manifest lists images its source downloaded', async () => {
@@ -235,13 +242,14 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
   // SIGTERM is a deploy's rolling restart: the worker cancels its fetch activities, each of which
   // lets a request on the wire finish and heartbeats what it has done, and exits; the next worker
   // takes over without asking the site for anything twice.
-  it.each(['SIGKILL', 'SIGTERM'] as const)('survives a worker stopped with %s mid-crawl: every URL ends with exactly one record', async (stopWith) => {
+  // 40 URLs: a small source, whose batch its monitor runs (SMALL_SOURCE_URLS).
+  it.each([['SIGKILL', 60], ['SIGTERM', 60], ['SIGKILL', 40]] as const)('survives a worker stopped with %s mid-crawl: every URL ends with exactly one record (%i URLs)', async (stopWith, total) => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'kill-'));
     const a = origins[3]!; // a source of its own
     const manifest = path.join(dataDir, 'manifest.txt');
-    const prefix = `/${stopWith.toLowerCase()}/`;
-    fs.writeFileSync(manifest, Array.from({ length: 60 }, (_, i) => a.url(`${prefix}${i}.jpg`)).join('\n'));
-    const childEnv = { TEMPORAL_ADDRESS: env.address, CRAWL_DATA_DIR: dataDir, CRAWL_TASK_QUEUE: `kill-test-${stopWith}`, CRAWL_LOG_LEVEL: 'warn' };
+    const prefix = `/${stopWith.toLowerCase()}-${total}/`;
+    fs.writeFileSync(manifest, Array.from({ length: total }, (_, i) => a.url(`${prefix}${i}.jpg`)).join('\n'));
+    const childEnv = { TEMPORAL_ADDRESS: env.address, CRAWL_DATA_DIR: dataDir, CRAWL_TASK_QUEUE: `kill-test-${stopWith}-${total}`, CRAWL_LOG_LEVEL: 'warn' };
     const logFile = path.join(dataDir, 'worker.log');
     const startWorker = (): ChildProcess => {
       const fd = fs.openSync(logFile, 'a');
@@ -253,39 +261,42 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
       fs.writeFileSync(catalogFile, JSON.stringify([{ name: `127.0.0.4:${a.port}`, rate: 6 }]));
       const started = await runCli(['start', manifest, '--catalog', catalogFile], childEnv);
       expect(started.stderr).not.toMatch(/crawl: /);
-      expect(started.stdout).toContain('60 URLs');
+      expect(started.stdout).toContain(`${total} URLs`);
+      // Mid-crawl at the site: a grant's records are written when its activity returns, and a
+      // small source's first grant is the whole source.
+      const asked = () => a.requests.filter((r) => r.path.startsWith(prefix)).length;
       const deadline = Date.now() + 60_000;
-      while (readRecords(dataDir).length < 15 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
-      if (readRecords(dataDir).length < 15) throw new Error(`no progress; worker log:\n${fs.readFileSync(logFile, 'utf8').slice(-3000)}`);
+      while (asked() < 15 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+      if (asked() < 15) throw new Error(`no progress; worker log:\n${fs.readFileSync(logFile, 'utf8').slice(-3000)}`);
       const stoppedAt = Date.now();
       worker.kill(stopWith);
       await new Promise((r) => worker.once('exit', r));
       // Within a deploy's usual grace period (Kubernetes: 30 s), not killed at its end.
       if (stopWith === 'SIGTERM') expect(Date.now() - stoppedAt).toBeLessThan(20_000);
       const atKill = readRecords(dataDir).length;
-      expect(atKill).toBeLessThan(60);
+      expect(atKill).toBeLessThan(total);
       worker = startWorker();
       const stats = (await env.client.workflow.getHandle(monitorWorkflowId(`127.0.0.4:${a.port}`)).result()) as MonitorStats;
-      expect(stats.urls).toMatchObject({ total: 60, finished: 60 });
+      expect(stats.urls).toMatchObject({ total, finished: total });
       const records = readRecords(dataDir);
-      expect(records).toHaveLength(60);
-      expect(new Set(records.map((r) => r.url)).size).toBe(60);
+      expect(records).toHaveLength(total);
+      expect(new Set(records.map((r) => r.url)).size).toBe(total);
       expect(records.every((r) => r.outcome === 'done')).toBe(true);
       if (stopWith === 'SIGTERM') {
-        const asked = a.requests.map((r) => r.path).filter((p) => p.startsWith(prefix));
-        expect(asked).toHaveLength(60);
-        expect(new Set(asked).size).toBe(60);
+        const paths = a.requests.map((r) => r.path).filter((p) => p.startsWith(prefix));
+        expect(paths).toHaveLength(total);
+        expect(new Set(paths).size).toBe(total);
       }
       // The same records as one NDJSON stream, through the CLI.
       const exported = await runCli(['export', `127.0.0.4:${a.port}`], childEnv);
       expect(exported.code).toBe(0);
       const lines = exported.stdout.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { url: string });
-      expect(lines).toHaveLength(60);
-      expect(new Set(lines.map((l) => l.url)).size).toBe(60);
+      expect(lines).toHaveLength(total);
+      expect(new Set(lines.map((l) => l.url)).size).toBe(total);
       // Starting the same manifest again crawls nothing twice.
       const before = a.requests.length;
       const again = await runCli(['start', manifest], childEnv);
-      expect(again.stdout).toContain('60 already crawled');
+      expect(again.stdout).toContain(`${total} already crawled`);
       await new Promise((r) => setTimeout(r, 1_000));
       expect(a.requests.length).toBe(before);
       // Both worker starts ran the workflow code bundled by the build, not bundled afresh.

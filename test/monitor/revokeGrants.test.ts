@@ -19,7 +19,11 @@ describe('a monitor that stops granting revokes the grants in use (dev server, r
   beforeAll(async () => { env = await createLocalEnv(); });
   afterAll(async () => { await env?.teardown(); });
 
-  it('an operator\'s pause stops the requests of the window in use within a heartbeat; resume finishes the crawl, each URL sent once', async () => {
+  // A source of 50 URLs has its batch run by its monitor (SMALL_SOURCE_URLS); as a child batch when told so.
+  it.each<[string, string, { smallSourceUrls?: number }]>([
+    ['a child batch', 'revoke', { smallSourceUrls: 0 }],
+    ['the monitor\'s own batch', 'revoke-own', {}],
+  ])('an operator\'s pause stops the requests of the window in use within a heartbeat; resume finishes the crawl, each URL sent once (%s)', async (_, name, options) => {
     const sends: { url: string; atMs: number }[] = [];
     const { acts } = scriptedActivities(() => ({ cls: 'done', status: 200 }));
     // Like the real activity: one request per slot, never before it; cancelled, it sends nothing
@@ -40,7 +44,9 @@ describe('a monitor that stops granting revokes the grants in use (dev server, r
       }
       return { outcomes, unused };
     };
-    const taskQueue = 'revoke-pause';
+    const taskQueue = `${name}-pause`;
+    const source = `${name}.test`;
+    const workflowId = `crawl-monitor:${source}`;
     // Heartbeats (which carry a cancellation back to the activity) at most every second here; a
     // crawl worker's are every 8 s (HEARTBEAT_EVERY_MS).
     const worker = await Worker.create({
@@ -48,7 +54,7 @@ describe('a monitor that stops granting revokes the grants in use (dev server, r
     });
     await worker.runUntil(async () => {
       const handle = await env.client.workflow.start(crawlMonitorWorkflow, {
-        taskQueue, workflowId: 'crawl-monitor:revoke.test', args: [{ source: 'revoke.test', config: { rate: 2 }, work: chunksOf('revoke.test', 50, 50) }],
+        taskQueue, workflowId, args: [{ source, config: { rate: 2 }, options, work: chunksOf(source, 50, 50, { spooled: true }) }],
       });
       // Into the second window (the first is 10 s, the next 20 s).
       while (sends.length < 26) await new Promise((r) => setTimeout(r, 100));
@@ -68,7 +74,10 @@ describe('a monitor that stops granting revokes the grants in use (dev server, r
       expect(new Set(sends.map((s) => s.url)).size).toBe(50);
       expect(sends).toHaveLength(50);
       // Both sides of a revoke replay from their histories: the monitor's signals, the batch's cancellation.
-      for (const id of ['crawl-monitor:revoke.test', 'crawl-monitor:revoke.test/batch:c0']) {
+      const ownBatch = options.smallSourceUrls === undefined;
+      const batchIds = (await handle.fetchHistory()).events!.filter((e) => e.startChildWorkflowExecutionInitiatedEventAttributes).map((e) => e.startChildWorkflowExecutionInitiatedEventAttributes!.workflowId!);
+      expect(batchIds).toEqual(ownBatch ? [] : [`${workflowId}/batch:c0`]);
+      for (const id of [workflowId, ...batchIds]) {
         await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, await env.client.workflow.getHandle(id).fetchHistory(), id);
       }
     });
