@@ -307,7 +307,7 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
       const firstGrant = last ? m.floatGrant(planned, START_FLOAT_MS) : planned;
       // A source of a few URLs, all in this chunk: the monitor runs the batch itself. As a child
       // workflow it cost 17 of a one-URL source's 33 history events, a second workflow and four of
-      // its seven workflow tasks, and the embedded server spent ~180 ms of CPU per such source
+      // its six workflow tasks, and the embedded server spent ~180 ms of CPU per such source
       // (1,000 one-URL sources: 168 s, the server over a core throughout).
       // Only a chunk in a file (as `crawl start` writes them): a later run given it again finds
       // its URLs recorded. A chunk given inline by hand is kept from running twice by its
