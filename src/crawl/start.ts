@@ -366,8 +366,10 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
   };
   /** Per portion and host: what the sources that may hold its URLs downloaded of them. */
   const hostDownloads = new Map<string, Promise<HostDownloads | undefined>>();
-  /** Per portion, source and URL host: what the source leaves out of those downloads. */
-  /** Null when a URL of that host is checked against nothing more: decided once, not per URL. */
+  /**
+   * Per portion, source and URL host: what the source leaves out of those downloads; null when a
+   * URL of that host is checked against nothing more (decided once, not per URL).
+   */
   const undersByKey = new Map<string, UnderEntry | null>();
   /**
    * What a URL of `home` under `source` is checked against besides its source's own index, or

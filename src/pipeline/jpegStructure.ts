@@ -39,7 +39,6 @@ export function* jpegSegments(buf: Buffer): Generator<JpegSegment> {
   }
 }
 
-
 /** SOF2, SOF6, SOF10, SOF14: progressive, Huffman or arithmetic coded, with or without hierarchy. */
 const PROGRESSIVE_FRAMES = new Set([0xc2, 0xc6, 0xca, 0xce]);
 

@@ -113,8 +113,8 @@ function optionsProblem(options: unknown, strict: boolean): string | undefined {
   if (taskQueue !== undefined && (typeof taskQueue !== 'string' || taskQueue === '')) return 'options.taskQueue must be a non-empty string';
   const bad = ['maxBatches', 'maxAttempts', 'maxHistoryEvents'].find((k) => options[k] !== undefined && !isCount(options[k], 1));
   if (bad) return `options.${bad} must be a whole number >= 1`;
-  if (options.searchAttributeIntervalMs !== undefined && !isCount(options.searchAttributeIntervalMs, 0)) return 'options.searchAttributeIntervalMs must be a whole number >= 0';
-  if (options.smallSourceUrls !== undefined && !isCount(options.smallSourceUrls, 0)) return 'options.smallSourceUrls must be a whole number >= 0';
+  const negative = ['searchAttributeIntervalMs', 'smallSourceUrls'].find((k) => options[k] !== undefined && !isCount(options[k], 0));
+  if (negative) return `options.${negative} must be a whole number >= 0`;
   return undefined;
 }
 

@@ -13,7 +13,7 @@ import {
   setMaxRateUpdate, setRateUpdate, statsQuery, stopUpdate, type ResumeInput, type SetMaxRateInput, type SetRateInput,
 } from './messages';
 import { MonitorModel, shownOf, type MonitorInput, type MonitorStats } from './monitorState';
-import { PATCH_LEVEL, inLevel, patchesOf } from './patchLevel';
+import { PATCH_LEVEL, inLevel, levelOf, patchesOf } from './patchLevel';
 import { MAX_REVIVALS, dueForRevival, heardFrom, markLost, markRevived, silentBatches } from './lostBatches';
 import type { BatchEntry } from './monitorState';
 import { checkMonitorInput, checkWorkItems, monitorIdProblem } from './inputChecks';
@@ -195,28 +195,31 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
    * Batches this monitor runs itself (a small source, see SMALL_SOURCE_URLS): what the monitor
    * sends them goes to these handlers; until the batch listens it waits, as a signal would.
    */
-  const ownBatches = new Map<string, { scope: CancellationScope; deliver(message: OwnBatchMessage): void }>();
+  const ownBatches = new Map<string, { scope: CancellationScope; deliver(call: (to: BatchListener) => void): void }>();
   const runOwnBatch = (batchId: string, chunk: WorkChunk, firstGrant: Grant | undefined) => {
-    const waiting: OwnBatchMessage[] = [];
-    let listener: ((message: OwnBatchMessage) => void) | undefined;
+    let listener: BatchListener | undefined;
+    const waiting: ((to: BatchListener) => void)[] = [];
+    // A call reaches the monitor at once and cannot be lost: sent once or until delivered alike.
+    const toMonitor = async <T extends unknown[]>(def: SignalDefinition<T>, ...args: T) => { ownHandlers.get(def.name)!(args[0] as never); };
     const link: MonitorLink = {
-      send: async (def, ...args) => { ownHandlers.get(def.name)!(args[0] as never); },
-      sendOnce: async (def, ...args) => { ownHandlers.get(def.name)!(args[0] as never); },
-      listen: ({ grant, revoke }) => {
-        listener = (message) => (message.kind === 'grant' ? grant(message.grant) : revoke(message.reason));
-        for (const message of waiting.splice(0)) listener(message);
+      send: toMonitor,
+      sendOnce: toMonitor,
+      listen: (to) => {
+        listener = to;
+        for (const call of waiting.splice(0)) call(to);
       },
     };
     const scope = new CancellationScope();
-    ownBatches.set(batchId, { scope, deliver: (message) => (listener ? listener(message) : waiting.push(message)) });
+    ownBatches.set(batchId, { scope, deliver: (call) => (listener ? call(listener) : waiting.push(call)) });
     startedHere.add(batchId);
     const info = workflowInfo();
     const batchInput = {
       source: m.state.source, monitorId: info.workflowId, chunk, maxAttempts: m.state.options.maxAttempts,
       // Fixed for the run, as a child's input is: a later build replays this history at this level.
-      patchLevel: Math.max(input.patchLevel ?? 0, OWN_BATCH_LEVEL), asked: true, ...(firstGrant ? { firstGrant } : {}),
+      patchLevel: Math.max(input.patchLevel ?? 0, levelOf('small-source-batch-in-monitor')), asked: true, ...(firstGrant ? { firstGrant } : {}),
     };
-    scope.run(() => runBatch(batchInput, { batchId, runId: info.runId, link, taskQueue: batchQueue })).then(
+    const { taskQueue } = m.state.options;
+    scope.run(() => runBatch(batchInput, { batchId, runId: info.runId, link, ...(taskQueue ? { taskQueue } : {}) })).then(
       () => { ownBatches.delete(batchId); wake(); },
       (err) => {
         ownBatches.delete(batchId);
@@ -231,7 +234,7 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
   /** A grant for a batch: a signal to a child, a call to one of the monitor's own. */
   const sendGrant = async (batchId: string, grant: Grant) => {
     const own = ownBatches.get(batchId);
-    if (own) own.deliver({ kind: 'grant', grant });
+    if (own) own.deliver((to) => to.grant(grant));
     else await getExternalWorkflowHandle(batchId).signal(grantSignal, grant);
   };
 
@@ -392,7 +395,7 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
         for (const batchId of holders) {
           const own = ownBatches.get(batchId);
           if (own) {
-            own.deliver({ kind: 'revoke', reason });
+            own.deliver((to) => to.revoke(reason));
             continue;
           }
           await getExternalWorkflowHandle(batchId).signal(revokeGrantsSignal, { reason }).catch(
@@ -472,10 +475,8 @@ const NEW_CHUNK_ID = 'A chunkId names its URLs for good: give other URLs a new o
 
 /** A source of at most this many URLs (one chunk, nothing else queued) has its batch run by its monitor. */
 export const SMALL_SOURCE_URLS = 50;
-/** The patch level that brought batches run by their monitor: such a batch runs at least at it. */
-const OWN_BATCH_LEVEL = 8;
-
-type OwnBatchMessage = { kind: 'grant'; grant: Grant } | { kind: 'revoke'; reason: string };
+/** Where a batch run by its monitor takes the monitor's grants and revocations. */
+type BatchListener = Parameters<MonitorLink['listen']>[0];
 
 function assertValid(message: string | undefined): void {
   if (message) throw new Error(message);

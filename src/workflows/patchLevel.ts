@@ -57,6 +57,11 @@ function levelPatches(level: number | undefined): ReadonlySet<string> {
   return new Set<string>(Number.isInteger(level) && level! > 0 ? LEVELS[Math.min(level!, PATCH_LEVEL)]! : []);
 }
 
+/** The level that brought a patch: a workflow of that level or above takes it without a marker. */
+export function levelOf(id: PatchId): number {
+  return LEVELS.findIndex((level) => level.includes(id));
+}
+
 /** Whether a patch is in effect for this run, given the level its input carries. */
 export function patchesOf(level: number | undefined): (id: PatchId) => boolean {
   const inEffect = levelPatches(level);
