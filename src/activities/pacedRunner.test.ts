@@ -77,6 +77,33 @@ describe('paced runner', () => {
     expect(r.missed).toBe(3);
   });
 
+  it('with float, a late start slides the grant by up to the float; past it the slots are lost as before', async () => {
+    // A slow source's grant: one slot, the next grant a spacing (103 s) after it.
+    const slow = { startMs: 10_000, endMs: 113_000, intervalMs: 103_000, burstSlots: 0 };
+    const late = async (floatMs?: number) => runPaced({ count: 1, schedule: { ...slow, ...(floatMs !== undefined ? { floatMs } : {}) }, run: async (i) => i, shouldStop: () => false, ...fakeClock(17_000) });
+    const without = await late();
+    expect(without.sentAt).toEqual([]);
+    expect(without.missed).toBe(1);
+    expect(without.unused).toEqual([0]);
+    const floating = await late(51_500);
+    expect(floating.sentAt).toEqual([17_000]);
+    expect(floating.lastSendMs).toBe(17_000);
+    expect(floating.missed).toBe(0);
+    // Later than the float: the timeline after it is the next window's.
+    const tooLate = await late(5_000);
+    expect(tooLate.sentAt).toEqual([]);
+    expect(tooLate.missed).toBe(1);
+  });
+
+  it('with float, the whole grant moves together and its last send stays a spacing before the booked end', async () => {
+    const floatMs = 4_000;
+    const clock = fakeClock(12_500);
+    const r = await runPaced({ count: 5, schedule: { ...schedule, floatMs }, run: async (i) => i, shouldStop: () => false, ...clock });
+    expect(r.sentAt).toEqual([12_500, 13_500, 14_500, 15_500, 16_500]);
+    expect(schedule.endMs + floatMs - r.lastSendMs!).toBeGreaterThanOrEqual(schedule.intervalMs);
+    expect(r.missed).toBe(0);
+  });
+
   it('loses only the lateness of a late wake-up, not the slot', async () => {
     let t = 10_000;
     let calls = 0;

@@ -12,7 +12,8 @@ import type { PacingSchedule } from '../shared/types';
  * the lateness: the slot is used now and every later slot keeps its spacing from it. So a late
  * wake-up costs the source the lateness (tens of ms) instead of a whole slot (a second at
  * 1 req/s), and the bound above still holds: slots only ever move apart, and none moves past the
- * grant's last slot, so the next grant's first slot is still at least one spacing away. Slots
+ * grant's last slot (plus its float, when the monitor kept the timeline free that long after
+ * the window: Grant.floatMs), so the next grant's first slot is still at least one spacing away. Slots
  * pushed past the last one are lost; items left without a slot go back unused. A request that
  * could not leave within the bound (a slow step before the socket) may go late on the same
  * terms, as long as no later slot has sent yet: then the rest of the grant moves instead of the
@@ -103,7 +104,8 @@ export async function runPaced<R>(o: PacedRunOptions<R>): Promise<PacedRunResult
   let next = 0;
   let missed = 0;
   let running = 0;
-  const lastSlotMs = slotTime(o.schedule, slots - 1);
+  // The monitor keeps the timeline free for the float after the window: slots may move that much further.
+  const lastSlotMs = slotTime(o.schedule, slots - 1) + Math.max(0, o.schedule.floatMs ?? 0);
   /** How far late wake-ups have moved the grant's remaining slots. */
   let shiftMs = 0;
   const slotAt = (j: number) => slotTime(o.schedule, j) + shiftMs;

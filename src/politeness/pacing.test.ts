@@ -1,4 +1,4 @@
-import { ceilings, fairShares, floatGrant, maxInAnyWindow, newPacerState, planWindow, slotTime, windowLengthMs } from './pacing';
+import { ceilings, fairShares, floatGrant, maxInAnyWindow, newPacerState, planWindow, slotTime, slowWindowFloatMs, windowLengthMs } from './pacing';
 
 function sendTimes(grants: ReturnType<typeof planWindow>): number[] {
   return grants.flatMap((g) => Array.from({ length: g.slots }, (_, j) => slotTime(g, j)));
@@ -76,6 +76,16 @@ describe('pacing', () => {
   it('counts a window as half-open', () => {
     expect(maxInAnyWindow([0, 1_000, 2_000], 1_000)).toBe(1);
     expect(maxInAnyWindow([0, 999, 2_000], 1_000)).toBe(2);
+  });
+});
+
+describe('slowWindowFloatMs', () => {
+  it('floats only windows whose slots are more than 20 s apart, by up to half the spacing', () => {
+    expect(slowWindowFloatMs(1_031)).toBe(0); // 1 req/s
+    expect(slowWindowFloatMs(10_309)).toBe(0); // a Crawl-delay of 10
+    expect(slowWindowFloatMs(20_000)).toBe(0);
+    expect(slowWindowFloatMs(30_928)).toBeCloseTo(10_928); // a Crawl-delay of 30
+    expect(slowWindowFloatMs(103_092)).toBe(51_546); // 0.01 req/s
   });
 });
 

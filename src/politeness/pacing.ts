@@ -142,6 +142,27 @@ export function ceilings(rate: number, burst: number): { perSecond: number; perT
 }
 
 /**
+ * A report has this long to come back from a window's last slot before the next window must be
+ * planned: the longest lead (grantLead.ts MAX_LEAD_MS) and a few seconds for the trip back.
+ */
+const REPORT_ROOM_MS = 20_000;
+
+/**
+ * How much later a window whose slots are `intervalMs` apart may slide (Grant.floatMs), or 0.
+ * A slow source (a Crawl-delay of 30 s, a catalogue rate of one a minute) gets one slot per
+ * window, granted on its own trip monitor -> batch -> activity; a trip longer than the lead lost
+ * the whole window, and the next one was a full interval away: 500 sources at 0.01 req/s on a
+ * 2-core machine sent 294 requests in 5 minutes instead of ~1,500 (1,206 of 1,519 slots missed).
+ * Floating is free where the activity reports its last send before the next window is planned
+ * (the window after it then opens one spacing after that send: reclaimWindowTail), so only
+ * windows whose slots are more than REPORT_ROOM_MS apart float, by up to half the spacing: a
+ * report that never comes costs the source at most that.
+ */
+export function slowWindowFloatMs(intervalMs: number): number {
+  return Math.max(0, Math.min(intervalMs / 2, intervalMs - REPORT_ROOM_MS));
+}
+
+/**
  * A grant that may float (Grant.floatMs), moved so that its first slot is no sooner than
  * `leadMs` after `nowMs`: by at most its float, which shrinks by the move. Its window plus what
  * is left of its float end where the monitor's booking ends, so the next window is as far away.

@@ -51,9 +51,10 @@ export interface Grant {
   /** Epoch ms (workflow time) when the monitor issued the grant; absent from older grants. */
   issuedMs?: number;
   /**
-   * How much later the batch may move the whole window (a first grant that rode in its start
-   * input, the last of its window): the monitor kept the source's timeline free that long after
-   * endMs, so a batch that started late slides the window instead of missing its first slots.
+   * How much later the batch and its fetch activity may move the whole window (a first grant
+   * that rode in its start input, the last of its window; any last-planned window of a slow
+   * source: slowWindowFloatMs): the monitor kept the source's timeline free that long after
+   * endMs, so a batch or activity that started late slides the window instead of missing its slots.
    */
   floatMs?: number;
   /**
@@ -69,7 +70,7 @@ export interface Grant {
 }
 
 /** The pacing schedule handed to the fetch activity along with its URLs. */
-export type PacingSchedule = Pick<Grant, 'startMs' | 'endMs' | 'intervalMs' | 'burstSlots' | 'issuedMs'>;
+export type PacingSchedule = Pick<Grant, 'startMs' | 'endMs' | 'intervalMs' | 'burstSlots' | 'issuedMs' | 'floatMs'>;
 
 export interface TokenRequest {
   batchId: string;

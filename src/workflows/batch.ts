@@ -264,7 +264,11 @@ export async function runBatch(input: BatchInput, run: BatchRun): Promise<BatchR
         result = await scope.run(() => fetchBatch({
           source: input.source, batchId, ...(unit ? { unit } : {}), grantId: g.grantId, items, maxAttempts: input.maxAttempts,
           ...(g.maxRetryAfterMs !== undefined ? { maxRetryAfterMs: g.maxRetryAfterMs } : {}),
-          schedule: { startMs: g.startMs, endMs: g.endMs, intervalMs: g.intervalMs, burstSlots: g.burstSlots, ...(g.issuedMs !== undefined ? { issuedMs: g.issuedMs } : {}) },
+          schedule: {
+            startMs: g.startMs, endMs: g.endMs, intervalMs: g.intervalMs, burstSlots: g.burstSlots, ...(g.issuedMs !== undefined ? { issuedMs: g.issuedMs } : {}),
+            // What the batch left of it: the activity may start late too (a busy worker's queue).
+            ...(g.floatMs ? { floatMs: g.floatMs } : {}),
+          },
           // Without the URLs: the activity's input is in history, and a spooled chunk is read by its key.
           ...(mayFinish ? { markDone: { ...input.chunk, urls: undefined } } : {}),
         }));

@@ -4,6 +4,7 @@ import {
 } from '@temporalio/workflow';
 import type { PolicyEvent } from '../politeness/governor';
 import { STOPPED_BATCHES_WAIT_MS } from '../shared/heartbeat';
+import { slowWindowFloatMs } from '../politeness/pacing';
 import { invalidBurst, invalidRate } from '../politeness/targetRate';
 import { FINISHED, monitorSearchAttributes, shownBy, shownKey } from '../temporal/searchAttributes';
 import type { Grant, WorkChunk, WorkItem } from '../shared/types';
@@ -281,6 +282,16 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
     m.state.lastSearchAttributesMs = Date.now();
   }
 
+  /**
+   * A slow source's windows float (slowWindowFloatMs): each holds one slot or two, and a trip to
+   * its activity longer than the lead lost them. Asked only for such windows; patched: histories
+   * from before kept their timelines without float.
+   */
+  const slowFloat = (g: Grant): number => {
+    const f = slowWindowFloatMs(g.intervalMs);
+    return f > 0 && patched('float-slow-windows') ? f : 0;
+  };
+
   for (;;) {
     const now = Date.now();
     announce(m.governor.tick(now));
@@ -305,9 +316,11 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
       const batchId = batchIdOf(chunk);
       const planned = grants.find((g) => g.batchId === batchId);
       grants = grants.filter((g) => g !== planned);
-      // Only the source's last window floats: after any other, the next is planned ahead of its end.
+      // The source's last window floats: after any other, the next is planned ahead of its end
+      // (but for a slow source's: see slowFloat).
       const last = planned !== undefined && planned.slots >= chunk.count && m.queuedChunks() === 0;
-      const firstGrant = last ? m.floatGrant(planned, START_FLOAT_MS) : planned;
+      const float = planned ? Math.max(last ? START_FLOAT_MS : 0, slowFloat(planned)) : 0;
+      const firstGrant = planned && float > 0 ? m.floatGrant(planned, float) : planned;
       // A source of a few URLs, all in this chunk: the monitor runs the batch itself. As a child
       // workflow it cost 17 of a one-URL source's 33 history events, a second workflow and four of
       // its six workflow tasks, and the embedded server spent ~180 ms of CPU per such source
@@ -365,7 +378,7 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
       await getExternalWorkflowHandle(b.batchId).signal(pingSignal).then(() => heardFrom(b, Date.now()), (err) => lose(b, `a ping did not reach it: ${String(err)}`));
     }
 
-    if (!alone) grants = planGrants();
+    if (!alone) grants = planGrants().map((g) => { const f = slowFloat(g); return f > 0 ? m.floatGrant(g, f) : g; });
     for (const g of grants) {
       try {
         // The time of issue lets the fetch activity report how long the grant took to reach it,

@@ -46,9 +46,11 @@ const LEVEL_7 = [...LEVEL_6, 'revive-lost-batches'] as const;
 
 const LEVEL_8 = [...LEVEL_7, 'small-source-batch-in-monitor'] as const;
 
-export type PatchId = (typeof LEVEL_8)[number];
+const LEVEL_9 = [...LEVEL_8, 'float-slow-windows'] as const;
 
-const LEVELS: readonly (readonly PatchId[])[] = [[], LEVEL_1, LEVEL_2, LEVEL_3, LEVEL_4, LEVEL_5, LEVEL_6, LEVEL_7, LEVEL_8];
+export type PatchId = (typeof LEVEL_9)[number];
+
+const LEVELS: readonly (readonly PatchId[])[] = [[], LEVEL_1, LEVEL_2, LEVEL_3, LEVEL_4, LEVEL_5, LEVEL_6, LEVEL_7, LEVEL_8, LEVEL_9];
 
 /** The level of this code: what a workflow it starts puts in its input. */
 export const PATCH_LEVEL = LEVELS.length - 1;

@@ -230,6 +230,50 @@ describe('crawl monitor (time-skipping server)', () => {
     await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, batchHistory, batchId);
   });
 
+  it('lets a slow source\'s windows float: an activity that starts 20 s late still sends, and the next window opens a spacing after that send', async () => {
+    const source = 'slow.test';
+    const { taskQueue, workflowId } = ids(source);
+    const { acts } = scriptedActivities(() => ({ cls: 'done', status: 200 }));
+    const LATE_MS = 20_000;
+    const schedules: FetchBatchInput['schedule'][] = [];
+    const sends: number[] = [];
+    // As the real activity on a busy worker: it starts 20 s into its window, which it may use only
+    // when the window floats that far (runPaced); otherwise every slot is missed.
+    const late = {
+      ...acts,
+      async fetchBatch(input: FetchBatchInput): Promise<FetchBatchResult> {
+        schedules.push(input.schedule);
+        const slots = slotCount(input.schedule);
+        if ((input.schedule.floatMs ?? 0) < LATE_MS) return { outcomes: [], unused: input.items.map((_, i) => i), missedSlots: slots };
+        const atMs = input.schedule.startMs + LATE_MS;
+        sends.push(atMs);
+        const first = input.items[0]!;
+        return {
+          outcomes: [{ url: first.url, cls: 'done', status: 200, ttfbMs: 20, sent: true, final: true, attempt: first.attempt, atMs }],
+          unused: input.items.slice(1).map((_, i) => i + 1), missedSlots: 0, lastSendMs: atMs,
+        };
+      },
+    };
+    const worker = await monitorWorker(env, taskQueue, late);
+    // A child batch (smallSourceUrls: 0): the own batch's path is the same runBatch.
+    const stats = await worker.runUntil(env.client.workflow.execute(crawlMonitorWorkflow, {
+      taskQueue, workflowId, args: [{ source, config: { rate: 0.01 }, options: { smallSourceUrls: 0 }, work: chunksOf(source, 4, 4, { spooled: true }), patchLevel: PATCH_LEVEL }],
+    }));
+    expect(stats.counts.done).toBe(4);
+    expect(stats.tokens.missed).toBe(0);
+    expect(sends).toHaveLength(4);
+    const intervalMs = schedules[0]!.intervalMs;
+    expect(intervalMs).toBeGreaterThan(100_000); // 0.01 req/s, paced 3% below
+    for (const s of schedules) expect(s.floatMs).toBeGreaterThanOrEqual(LATE_MS);
+    // Never closer than a spacing, and no float's length later than needed: each window opens
+    // where the send before it leaves the timeline free (reclaimWindowTail), not where the
+    // window before it and its float would have ended.
+    for (let k = 1; k < sends.length; k++) {
+      expect(sends[k]! - sends[k - 1]!).toBeGreaterThanOrEqual(intervalMs);
+      expect(schedules[k]!.startMs - sends[k - 1]!).toBeCloseTo(intervalMs, 0);
+    }
+  });
+
   it('runs a small source\'s batch itself: one workflow of 14 history events instead of two of 33, the same grant, records and done-marker', async () => {
     const patchEvents = (h: temporal.api.history.v1.IHistory) => (h.events ?? []).filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch').length;
     const crawl = async (source: string, patchLevel?: number) => {
