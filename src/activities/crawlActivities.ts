@@ -211,7 +211,9 @@ export function createCrawlActivities(deps: CrawlDeps) {
     else ctx.cancellationSignal.addEventListener('abort', onCancel, { once: true });
     const run = await runPaced({
       count: input.items.length,
-      schedule: input.schedule,
+      // The float is for a late start. A retry cannot know whether the attempt before it sent
+      // late in it; within the float, a second request could follow that one by less than a spacing.
+      schedule: ctx.info.attempt === 1 || !input.schedule.floatMs ? input.schedule : { ...input.schedule, floatMs: 0 },
       skip: new Set(done.keys()),
       signal: ctx.cancellationSignal,
       // A URL part-way through its redirects goes next to its next hop's origin.

@@ -343,6 +343,29 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     expect(older.dispatchMs).toBeUndefined();
   });
 
+  it('sends a slow source\'s one slot late within the grant\'s float, on a first attempt only', async () => {
+    await run(['/good.png']); // robots.txt warm
+    // One slot, 2 s gone by when the activity starts; the next grant a minute later.
+    const slowGrant = (grantId: number, floatMs?: number): FetchBatchInput => {
+      const startMs = Date.now() - 2_000;
+      return {
+        ...input(['/good.png']), grantId,
+        schedule: { startMs, endMs: startMs + 60_000, intervalMs: 60_000, burstSlots: 0, ...(floatMs !== undefined ? { floatMs } : {}) },
+      };
+    };
+    const before = origin.requests.length;
+    const stiff = (await new MockActivityEnvironment().run(acts.fetchBatch, slowGrant(11))) as FetchBatchResult;
+    expect(stiff).toMatchObject({ outcomes: [], unused: [0], missedSlots: 1 });
+    const floating = (await new MockActivityEnvironment().run(acts.fetchBatch, slowGrant(12, 30_000))) as FetchBatchResult;
+    expect(floating.outcomes).toMatchObject([{ cls: 'done', status: 200 }]);
+    expect(floating.missedSlots).toBe(0);
+    expect(floating.lastSendMs).toBeGreaterThan(Date.now() - 2_000);
+    // A retry cannot tell whether the attempt before it sent late in the float: it does not.
+    const retried = (await new MockActivityEnvironment({ attempt: 2 }).run(acts.fetchBatch, slowGrant(13, 30_000))) as FetchBatchResult;
+    expect(retried).toMatchObject({ outcomes: [], unused: [0], missedSlots: 1 });
+    expect(origin.requests.length - before).toBe(1);
+  });
+
   it('stops at a 503, hands the rest of the grant back and reports the Retry-After', async () => {
     const before = origin.requests.length;
     const { result, by } = await run(['/good.png', '/busy.jpg', '/good.jpg', '/rotated.jpg']);
