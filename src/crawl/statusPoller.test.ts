@@ -31,6 +31,19 @@ describe('StatusPoller', () => {
     expect(poller.statuses().find((s) => s.source === 's2')!.workflowStatus).toBe('COMPLETED');
   });
 
+  it('counts a source that has not answered yet as holding the URLs it was given, not none', async () => {
+    let answer = false;
+    const stats = { urls: { finished: 1, total: 3 } } as unknown as NonNullable<SourceStatus['stats']>;
+    const poller = new StatusPoller(['s0', 's1'], async (source) => (answer || source === 's1'
+      ? { source, workflowStatus: 'RUNNING', stats }
+      // As statusOf falls back to the search attributes: state and counts, no URL total.
+      : { source, workflowStatus: 'RUNNING', stats: null, unanswered: { note: 'no worker answered within 10 s', state: 'running', done: 0 } }), { expectedUrls: () => 3 });
+    const first = await poller.poll();
+    expect(first[0]).toMatchObject({ stats: null, unanswered: { note: 'no worker answered within 10 s', state: 'running', total: 3 } });
+    answer = true;
+    expect((await poller.poll())[0]).toMatchObject({ stats: { urls: { total: 3 } } });
+  });
+
   it('keeps the counts a running source last answered with when a later query goes unanswered', async () => {
     const stats = { urls: { finished: 2, total: 3 } } as unknown as NonNullable<SourceStatus['stats']>;
     let answer = true;

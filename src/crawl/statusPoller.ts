@@ -102,7 +102,7 @@ export class StatusPoller {
         return;
       }
       this.askedAt.set(s, this.polls);
-      this.known.set(s, keepLastKnown(this.known.get(s), await this.fetch(s)));
+      this.known.set(s, keepLastKnown(this.known.get(s), withExpectedUrls(await this.fetch(s), this.opts.expectedUrls?.(s))));
     });
     return this.statuses();
   }
@@ -116,6 +116,16 @@ export class StatusPoller {
       return { source: s, workflowStatus: 'RUNNING', stats: null, unanswered: { note: 'not asked yet', ...(total !== undefined ? { total } : {}) } };
     });
   }
+}
+
+/**
+ * An unanswered status holds what the monitor's search attributes say, which has no URL count:
+ * a source that had not answered yet counted as holding none (`run`'s total read 999 of a
+ * 1,000-URL crawl for a few polls) where the manifest said how many it was given.
+ */
+function withExpectedUrls(status: SourceStatus, expected: number | undefined): SourceStatus {
+  if (status.stats || !status.unanswered || status.unanswered.total !== undefined || expected === undefined) return status;
+  return { ...status, unanswered: { ...status.unanswered, total: expected } };
 }
 
 /**
