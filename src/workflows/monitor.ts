@@ -283,13 +283,14 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
   }
 
   /**
-   * A slow source's windows float (slowWindowFloatMs): each holds one slot or two, and a trip to
-   * its activity longer than the lead lost them. Asked only for such windows; patched: histories
-   * from before kept their timelines without float.
+   * The grant with `atLeastMs` of float, or more for a slow source's window (slowWindowFloatMs):
+   * each holds one slot or two, and a trip to its activity longer than the lead lost them. The
+   * patch is asked only for such windows; histories from before kept their timelines without float.
    */
-  const slowFloat = (g: Grant): number => {
-    const f = slowWindowFloatMs(g.intervalMs);
-    return f > 0 && patched('float-slow-windows') ? f : 0;
+  const floated = (g: Grant, atLeastMs = 0): Grant => {
+    const slow = slowWindowFloatMs(g.intervalMs);
+    const f = Math.max(atLeastMs, slow > 0 && patched('float-slow-windows') ? slow : 0);
+    return f > 0 ? m.floatGrant(g, f) : g;
   };
 
   for (;;) {
@@ -317,10 +318,9 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
       const planned = grants.find((g) => g.batchId === batchId);
       grants = grants.filter((g) => g !== planned);
       // The source's last window floats: after any other, the next is planned ahead of its end
-      // (but for a slow source's: see slowFloat).
+      // (but for a slow source's: see floated).
       const last = planned !== undefined && planned.slots >= chunk.count && m.queuedChunks() === 0;
-      const float = planned ? Math.max(last ? START_FLOAT_MS : 0, slowFloat(planned)) : 0;
-      const firstGrant = planned && float > 0 ? m.floatGrant(planned, float) : planned;
+      const firstGrant = planned && floated(planned, last ? START_FLOAT_MS : 0);
       // A source of a few URLs, all in this chunk: the monitor runs the batch itself. As a child
       // workflow it cost 17 of a one-URL source's 33 history events, a second workflow and four of
       // its six workflow tasks, and the embedded server spent ~180 ms of CPU per such source
@@ -378,7 +378,7 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
       await getExternalWorkflowHandle(b.batchId).signal(pingSignal).then(() => heardFrom(b, Date.now()), (err) => lose(b, `a ping did not reach it: ${String(err)}`));
     }
 
-    if (!alone) grants = planGrants().map((g) => { const f = slowFloat(g); return f > 0 ? m.floatGrant(g, f) : g; });
+    if (!alone) grants = planGrants().map((g) => floated(g));
     for (const g of grants) {
       try {
         // The time of issue lets the fetch activity report how long the grant took to reach it,
