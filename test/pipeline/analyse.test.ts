@@ -109,4 +109,22 @@ describe('image analysis (real sharp)', () => {
     const turned = await sharp(await thumbnail(await rotatedJpeg(), { maxPixels: 50_000_000, maxSide: 640, quality: 80 })).metadata();
     expect([turned.width, turned.height]).toEqual([200, 400]);
   });
+
+  // One sRGB red, stored in each file's own colour space: a thumbnail shows it as the same sRGB red.
+  it.each<[string, (s: sharp.Sharp) => sharp.Sharp]>([
+    ['a 16-bit PNG with an sRGB profile (as Photoshop saves one)', (s) => s.toColourspace('rgb16').withIccProfile('srgb').png()],
+    ['a 16-bit PNG with alpha and a Display P3 profile', (s) => s.ensureAlpha().toColourspace('rgb16').withIccProfile('p3').png()],
+    ['an 8-bit PNG with a Display P3 profile', (s) => s.withIccProfile('p3').png()],
+    ['an 8-bit JPEG with a Display P3 profile', (s) => s.withIccProfile('p3').jpeg({ quality: 100 })],
+    ['a 16-bit PNG without a profile (read as sRGB)', (s) => s.toColourspace('rgb16').png()],
+  ])('makes an sRGB thumbnail from %s', async (_, encode) => {
+    const red = Buffer.alloc(32 * 32 * 3);
+    for (let i = 0; i < red.length; i += 3) red.set([200, 60, 40], i);
+    const file = await encode(sharp(red, { raw: { width: 32, height: 32, channels: 3 } })).toBuffer();
+    const thumb = await thumbnail(file, { maxPixels: 50_000_000, maxSide: 640, quality: 95 });
+    expect((await sharp(thumb).metadata()).hasProfile).toBe(false);
+    const [r, g, b] = await sharp(thumb).raw().toBuffer();
+    // Its P3 numbers read as sRGB would be about 186, 70, 48: a duller red.
+    expect(Math.max(Math.abs(r! - 200), Math.abs(g! - 60), Math.abs(b! - 40))).toBeLessThanOrEqual(4);
+  });
 });
