@@ -15,7 +15,7 @@ import { exportRecordsToFile } from './exportRecords';
 import { FailureTally } from './failureTally';
 import { checkManifest, manifestHasContent } from './manifest';
 import { continuesNote, downloadedBeforeNote, duplicatesNote, emptyManifest, grewNote, queuedElsewhereNote, nothingToCrawl, startCrawl, startWarnings, type StartSummary } from './start';
-import { ChangedSources, closedListingWarner, DoneRate, listClosedSince, monitoringUpdate, sourceStatus, statusTable, SourceNotes, stopMonitor, type SourceStatus } from './status';
+import { ChangedSources, closedListingWarner, DoneRate, listClosedSince, monitoringUpdate, sourceStatus, statusTable, SourceNotes, stopMonitor, WorkersBehindNotice, type SourceStatus } from './status';
 import { StatusPoller } from './statusPoller';
 import { envText } from '../shared/env';
 import { forEachLimit, fulfilsWithin } from '../shared/concurrency';
@@ -136,6 +136,7 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
     let statuses: SourceStatus[] = [];
     const doneRate = new DoneRate();
     const notes = new SourceNotes();
+    const behind = new WorkersBehindNotice();
     const changedSources = new ChangedSources();
     let lastLine = 0;
     // A status query waits for a worker to answer it: without one, Ctrl-C must not wait too.
@@ -160,14 +161,17 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
       // A source that waits or halts says why on a line of its own, once per new reason: with
       // counts alone, a source whose robots.txt cannot be read sat at 0 for minutes unexplained.
       const changed = notes.changed(statuses);
+      const behindLine = behind.next(update, Date.now());
       if (out.isTTY) {
         for (const n of changed) out.write(`\r\x1b[K${n.source}: ${n.note}\n`);
+        if (behindLine) out.write(`\r\x1b[K${behindLine}\n`);
         const g = update.global;
         const pct = g.totalUrls ? Math.floor((g.finishedUrls / g.totalUrls) * 100) : 100;
         const bar = '#'.repeat(Math.floor(pct / 4)).padEnd(25, '.');
         out.write(`\r[${bar}] ${pct}% ${g.finishedUrls}/${g.totalUrls} urls, ${g.done} done, ${g.errors} errors, ${g.ratePerS}/s, ${g.running} running${g.waiting ? ` (${g.waiting} waiting)` : ''}${g.paused ? ` (${g.paused} paused)` : ''}, ${g.halted} halted   `);
       } else {
         for (const n of changed) out.write(`${JSON.stringify({ event: 'source_note', time: update.time, ...n })}\n`);
+        if (behindLine) out.write(`${JSON.stringify({ event: 'workers_behind', time: update.time, sources: update.global.workersBehind, note: behindLine })}\n`);
         if (Date.now() - lastLine >= 5_000) {
           lastLine = Date.now();
           out.write(`${JSON.stringify(changedSources.line(update))}\n`);

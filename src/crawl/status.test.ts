@@ -2,7 +2,7 @@ import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { monitorSearchAttributes } from '../temporal/searchAttributes';
 import type { MonitorStats } from '../workflows/monitorState';
-import { ChangedSources, DoneRate, listedStatus, listMonitors, monitoringUpdate, SourceNotes, statusTable, type SourceStatus } from './status';
+import { ChangedSources, DoneRate, listedStatus, listMonitors, monitoringUpdate, SourceNotes, statusTable, WorkersBehindNotice, type SourceStatus } from './status';
 
 function running(done: number): SourceStatus {
   const counts = { done, linkrot: 0, robots: 0, content: 0, refused: 0, error: 0, retries: 0, requests: done };
@@ -140,6 +140,46 @@ describe('the status table', () => {
     const update = monitoringUpdate([paused, cooling, r]);
     expect(update.global).toMatchObject({ running: 3, paused: 1, waiting: 1, ratePerS: r.stats!.rate });
     expect(monitoringUpdate([paused]).global).toMatchObject({ paused: 1, ratePerS: 0 });
+  });
+});
+
+describe('sources the workers cannot keep up with', () => {
+  const missing = (missRate: number, over: Partial<MonitorStats> = {}): SourceStatus => {
+    const r = running(10);
+    return { ...r, stats: { ...r.stats!, rate: 10, tokens: { granted: 100, unused: 0, missed: 40, missRate, wanted: 0, nextWindowAt: null, leadMs: 300 }, ...over } };
+  };
+
+  it('says so in the table and counts them in monitoring_update, from 30% of recent slots missed', () => {
+    expect(statusTable([missing(0.45)]).split('\n')[1]).toMatch(/workers behind: 45% of its recent slots passed unsent, so it gets about 5\.5\/s of its 10\/s .*add workers \(crawl worker\), or lower rates$/);
+    expect(statusTable([missing(0.29)]).split('\n')[1]).not.toMatch(/workers behind/);
+    const update = monitoringUpdate([missing(0.45), { ...missing(0.1), source: 'ok' }]);
+    expect(update.global.workersBehind).toBe(1);
+    expect([update.sources.s!.workersBehind, update.sources.ok!.workersBehind]).toEqual([true, false]);
+  });
+
+  it('does not blame the workers for a source that is held, paused or finished, or from an older monitor', () => {
+    const held = missing(0.8, { retryAfterUntil: '2026-11-27T12:00:00.000Z' });
+    expect(statusTable([held]).split('\n')[1]).toMatch(/Retry-After until/);
+    const paused = missing(0.8, { state: 'paused' });
+    const finished: SourceStatus = { ...missing(0.8), workflowStatus: 'COMPLETED' };
+    const older = missing(0.8);
+    delete older.stats!.tokens.missRate;
+    for (const s of [held, paused, finished, older]) {
+      expect(statusTable([s]).split('\n')[1]).not.toMatch(/workers behind/);
+      expect(monitoringUpdate([s]).global.workersBehind).toBe(0);
+    }
+  });
+
+  it('gives crawl run one line for all of them, again every 5 minutes while it lasts, or after 30 s when they have doubled', () => {
+    const notice = new WorkersBehindNotice();
+    const update = (behind: number) => monitoringUpdate([...Array.from({ length: behind }, (_, i) => ({ ...missing(0.5), source: `b${i}` })), { ...missing(0), source: 'ok' }]);
+    expect(notice.next(update(0), 0)).toBeUndefined();
+    expect(notice.next(update(2), 1_000)).toMatch(/^workers behind: 2 of 3 running source\(s\) had 30% or more of their recent slots pass unsent/);
+    expect(notice.next(update(4), 30_000)).toBeUndefined(); // doubled, but too soon
+    expect(notice.next(update(3), 31_000)).toBeUndefined(); // not doubled
+    expect(notice.next(update(4), 31_000)).toMatch(/^workers behind: 4 of 5 /);
+    expect(notice.next(update(7), 61_000)).toBeUndefined();
+    expect(notice.next(update(7), 31_000 + 300_000)).toMatch(/^workers behind: 7 of 8 /);
   });
 });
 

@@ -133,9 +133,10 @@ export interface MonitorStats {
   batches: { active: number; finished: number; lost?: number };
   /**
    * `missed`: slots that served no URL: the worker was too busy to send in time (add workers if high), or robots.txt took the slot.
+   * `missRate`: the share of recent slots missed (a running average over reports; absent from monitors of older builds).
    * `leadMs`: how far ahead of its issue a grant's window starts, learnt from how long grants take to reach their activity (300 on an idle worker).
    */
-  tokens: { granted: number; unused: number; missed: number; wanted: number; nextWindowAt: string | null; leadMs: number };
+  tokens: { granted: number; unused: number; missed: number; missRate?: number; wanted: number; nextWindowAt: string | null; leadMs: number };
   breaker: { windowRequests: number; windowErrors: number; consecutiveErrors: number; last50: string };
   latency: { baselineMs: number | null; recentMedianMs: number | null };
   alerts: string[];
@@ -450,6 +451,7 @@ export class MonitorModel {
         granted: this.state.grantedSlots,
         unused: this.state.unusedSlots,
         missed: this.state.missedSlots,
+        missRate: Math.round(this.state.missRate * 100) / 100,
         wanted: this.wants().reduce((s, w) => s + w.wanted, 0),
         nextWindowAt: g.pacer.nextFreeMs > 0 ? new Date(g.pacer.nextFreeMs).toISOString() : null,
         leadMs: Math.round(this.governor.leadMs()),
