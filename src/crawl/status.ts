@@ -6,6 +6,7 @@ import { errorText } from '../shared/errorText';
 import { STOPPED_BATCHES_WAIT_MS } from '../shared/heartbeat';
 import { statsQuery, stopUpdate } from '../workflows/messages';
 import { monitorWorkflowId, type MonitorStats } from '../workflows/monitorState';
+import { BEHIND_MISS_RATE, workersBehindNote } from '../politeness/missedSlots';
 import { fulfilsWithin } from '../shared/concurrency';
 
 export interface SourceStatus {
@@ -311,24 +312,10 @@ export function lostBatchesNote(st: MonitorStats): string | undefined {
   return lost > 0 ? `${lost === 1 ? 'a batch' : `${lost} batches`} ended without finishing ${lost === 1 ? 'its chunk' : 'their chunks'}: started again within a minute (recent events in the Web UI)` : undefined;
 }
 
-/**
- * A share of a source's recent slots this high passed unsent: its crawl runs at about the rest
- * of its rate. Below it the miss allowance (politeness/missedSlots.ts) keeps up (300 sources at
- * 0.1 req/s missing 13% still got 0.96 of their rate); the demo's sources miss 0-2%.
- */
-export const BEHIND_MISS_RATE = 0.3;
-
-/**
- * A running source whose slots mostly pass before a worker sends in them: the workers, not the
- * site, set its pace. Nothing failed and nothing is logged as an error, so without this only
- * `stats.tokens.missed` climbing showed it (2,000 slow sources on a 2-core worker made 157
- * requests in 11 minutes).
- */
+/** A running source whose slots mostly pass before a worker sends in them (workersBehindNote). */
 export function behindNote(st: MonitorStats): string | undefined {
-  const missRate = st.tokens?.missRate; // no tokens in some hand-made stats; no missRate from monitors of older builds
-  if (st.state !== 'running' || missRate === undefined || missRate < BEHIND_MISS_RATE) return undefined;
-  return `workers behind: ${Math.round(missRate * 100)}% of its recent slots passed unsent, so it gets about ${round(st.rate * (1 - missRate))}/s of its ${st.rate}/s ` +
-    '(a busy worker CPU, or fetch activities starting late): add workers (crawl worker), or lower rates';
+  // No tokens in some hand-made stats; no missRate from monitors of older builds.
+  return st.state === 'running' ? workersBehindNote(st.rate, st.tokens?.missRate) : undefined;
 }
 
 /**

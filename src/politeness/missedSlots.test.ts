@@ -1,4 +1,4 @@
-import { slotsWithMissAllowance, tailGrantSlots, updateMissRate, windowStretch } from './missedSlots';
+import { slotsWithMissAllowance, tailGrantSlots, updateMissRate, windowStretch, workersBehindNote } from './missedSlots';
 
 describe('missed-slot allowance', () => {
   it('follows the share of slots missed, weighting recent reports', () => {
@@ -36,5 +36,13 @@ describe('missed-slot allowance', () => {
     expect(tailGrantSlots(1, 1031, 60_000)).toBe(1 + 15); // never more than the longest lead
     expect(tailGrantSlots(3, 20_000, 300)).toBe(3 + 2); // a slow source: the usual two
     expect(tailGrantSlots(0, 1031, 300)).toBe(0);
+  });
+});
+
+describe('a source the workers cannot keep up with', () => {
+  it('is told from 30% of its recent slots missed, with the rate it gets', () => {
+    expect(workersBehindNote(10, 0.29)).toBeUndefined();
+    expect(workersBehindNote(10, undefined)).toBeUndefined();
+    expect(workersBehindNote(0.5, 0.3)).toMatch(/^workers behind: 30% of its recent slots passed unsent, so it gets about 0\.35\/s of its 0\.5\/s /);
   });
 });
