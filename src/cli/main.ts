@@ -13,6 +13,7 @@ import { FailureTally } from '../crawl/failureTally';
 import { checkManifest } from '../crawl/manifest';
 import { runCrawl } from '../crawl/run';
 import { continuesNote, downloadedBeforeNote, duplicatesNote, emptyManifest, grewNote, queuedElsewhereNote, invalidRetryAfterCap, maxRateSetting, maxRetryAfterSetting, startCrawl, startWarnings } from '../crawl/start';
+import { StartProgressLine } from '../crawl/startProgress';
 import { callSignal } from '../shared/callSignal';
 import { forEachLimit } from '../shared/concurrency';
 import { closedListingWarner, DoneRate, listClosedSince, listedStatus, listMonitors, monitorOf, monitoringUpdate, sourceStatus, statusTable, stopMonitor, type Answered } from '../crawl/status';
@@ -238,11 +239,14 @@ export function buildProgram(): Command {
       // not start without them. Where registering is not allowed (the operator's job), the
       // start says what is missing itself.
       await ensureSearchAttributes(client).catch(() => undefined);
+      // On a terminal only: stdout is the command's answer, and stderr otherwise a log of JSON lines.
+      const progress = process.stderr.isTTY ? new StartProgressLine(process.stderr, manifest) : undefined;
       const summary = await startCrawl({
         client, store, manifest, taskQueue: TASK_QUEUE, maxRate, maxRetryAfterMs,
         catalog: opts.catalog ? await readCatalog(opts.catalog) : undefined,
-        onBadLine: (b) => process.stderr.write(`crawl: ${manifest} line ${b.line}: ${b.error} (skipped)\n`),
-      });
+        onBadLine: (b) => { progress?.done(); process.stderr.write(`crawl: ${manifest} line ${b.line}: ${b.error} (skipped)\n`); },
+        onProgress: progress && ((p) => progress.update(p)),
+      }).finally(() => progress?.done());
       for (const note of [continuesNote(summary, manifest), grewNote(summary, manifest)]) if (note) process.stdout.write(`${note}\n`);
       for (const [name, s] of summary.sources) process.stdout.write(`${name}: ${s.urls} URLs in ${s.chunks} chunk(s)${s.alreadyDone ? `, ${s.alreadyDone} already crawled` : ''}${s.downloadedBefore ? `, ${s.downloadedBefore} downloaded under another manifest` : ''}${s.queuedElsewhere ? `, ${s.queuedElsewhere} queued under another manifest` : ''}\n`);
       const empty = emptyManifest(summary, manifest);

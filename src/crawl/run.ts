@@ -16,6 +16,7 @@ import { FailureTally } from './failureTally';
 import { checkManifest, manifestHasContent } from './manifest';
 import { continuesNote, downloadedBeforeNote, duplicatesNote, emptyManifest, grewNote, queuedElsewhereNote, nothingToCrawl, startCrawl, startWarnings, type StartSummary } from './start';
 import { ChangedSources, closedListingWarner, DoneRate, listClosedSince, monitoringUpdate, sourceStatus, statusTable, SourceNotes, stopMonitor, WorkersBehindNotice, type SourceStatus } from './status';
+import { StartProgressLine } from './startProgress';
 import { StatusPoller } from './statusPoller';
 import { envText } from '../shared/env';
 import { forEachLimit, fulfilsWithin } from '../shared/concurrency';
@@ -107,10 +108,12 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
       worker = await createCrawlWorker({ connection: workerConnection, deps });
       workerDone = worker.run();
     }
+    const progress = new StartProgressLine(out, opts.manifest);
     const summary = await startCrawl({
       client, store, manifest: opts.manifest, catalog, taskQueue: TASK_QUEUE, monitorOptions: opts.monitorOptions, maxRate: opts.maxRate, maxRetryAfterMs: opts.maxRetryAfterMs, signal: interrupt.nextAbortSignal(),
-      onBadLine: (b) => process.stderr.write(`crawl: ${opts.manifest} line ${b.line}: ${b.error} (skipped)\n`),
-    });
+      onBadLine: (b) => { progress.done(); process.stderr.write(`crawl: ${opts.manifest} line ${b.line}: ${b.error} (skipped)\n`); },
+      onProgress: (p) => progress.update(p),
+    }).finally(() => progress.done());
     const sources = await sourcesToFollow(client, summary);
     const empty = emptyManifest(summary, opts.manifest);
     if (empty && 'error' in empty) {

@@ -5,6 +5,7 @@ import { sourceSegment } from '../pipeline/keys';
 import { invalidRate } from '../politeness/targetRate';
 import type { ObjectStore } from '../pipeline/store';
 import { forEachLimit, WeightedBudget } from '../shared/concurrency';
+import type { StartProgress } from './startProgress';
 import { appendRange, chunkDoneKey, chunkSpoolKey } from '../shared/chunkRanges';
 import type { ChunkRange, SourceConfig } from '../shared/types';
 import { addWorkSignal } from '../workflows/messages';
@@ -221,6 +222,8 @@ export interface StartOptions {
   /** The longest Retry-After (ms) the monitors this start creates honour; their default is 15 min. */
   maxRetryAfterMs?: number;
   onBadLine?: (bad: BadLine) => void;
+  /** Called every 50,000 manifest lines read, then as each source's monitor has been started or given its work. */
+  onProgress?: (progress: StartProgress) => void;
   /**
    * Stops reading the manifest (Ctrl-C): the chunks already written are still announced, the
    * chunk being filled is left out. Chunks derive from the manifest's content, so starting the
@@ -241,6 +244,9 @@ export function chunkKeys(manifestId: string, source: string, n: number): { urls
   const urls = chunkSpoolKey(chunkPrefix(manifestId, source), n);
   return { urls, done: chunkDoneKey(urls) };
 }
+
+/** Manifest lines between two progress calls while reading. */
+const PROGRESS_LINES = 50_000;
 
 /** Sources whose last chunk and monitor start are in flight at once. */
 const START_CONCURRENCY = 16;
@@ -579,8 +585,11 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
   };
 
   const upTo = { bytes: identity.bytes, lastBreak: identity.lastBreak, onMore: () => { summary.grew = { lines: identity.lines }; } };
+  let linesRead = 0;
   for await (const entry of readManifest(opts.manifest, upTo)) {
     if (opts.signal?.aborted) break;
+    linesRead = entry.line;
+    if (linesRead % PROGRESS_LINES === 0) opts.onProgress?.({ linesRead, sourcesStarted: 0, sources: null });
     while (portion.lastLine !== null && entry.line > portion.lastLine) {
       // The end of an earlier manifest's lines: its last chunks end here, as they did in its own start.
       for (const source of [...held.keys()]) await release(source);
@@ -618,12 +627,15 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
   // Many sources start at once: one by one, a few thousand sources would take minutes to start
   // (each is a store write and a signal-with-start), and the first would be crawling long
   // before the last had begun.
+  let started = 0;
+  opts.onProgress?.({ linesRead, sourcesStarted: 0, sources: summary.sources.size });
   await forEachLimit([...summary.sources.keys()], START_CONCURRENCY, async (source) => {
     // A chunk cut short by an abort must not be written: the next start writes it whole.
     if (!opts.signal?.aborted) await flush(source);
     await settle(source);
     addChunksOfOthers(source);
     await send(source);
+    opts.onProgress?.({ linesRead, sourcesStarted: ++started, sources: summary.sources.size });
   });
   for (const source of summary.sources.keys()) {
     const bare = source.startsWith('www.') ? source.slice(4) : undefined;

@@ -151,6 +151,24 @@ describe('startCrawl', () => {
     expect(announced(second.sent, 'a.example').at(-1)!.count).toBe(3);
   });
 
+  it('reports its progress: lines while reading the manifest, then each source once its monitor has its work', async () => {
+    const lines = Array.from({ length: 100_002 }, (_, i) => JSON.stringify({ url: `https://s${i % 3}.example/${i}.jpg` }));
+    const { client, sent } = recordingClient();
+    const seen: { linesRead: number; sourcesStarted: number; sources: number | null; monitorsSent: number }[] = [];
+    await startCrawl({
+      client, store: new SlowStore(), manifest: writeManifest(lines), taskQueue: 'q', chunkSize: 20_000,
+      onProgress: (p) => seen.push({ ...p, monitorsSent: sent.size }),
+    });
+    expect(seen).toEqual([
+      { linesRead: 50_000, sourcesStarted: 0, sources: null, monitorsSent: 0 },
+      { linesRead: 100_000, sourcesStarted: 0, sources: null, monitorsSent: 0 },
+      { linesRead: 100_002, sourcesStarted: 0, sources: 3, monitorsSent: 0 },
+      ...[1, 2, 3].map((n) => ({ linesRead: 100_002, sourcesStarted: n, sources: 3, monitorsSent: expect.any(Number) as number })),
+    ]);
+    // A source is counted once its monitor has been sent its chunks.
+    for (const p of seen.slice(3)) expect(p.monitorsSent).toBeGreaterThanOrEqual(p.sourcesStarted);
+  });
+
   it('keeps sources whose names differ only in characters unsafe in keys apart', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'start-'));
     const manifest = path.join(dir, 'm.ndjson');
