@@ -181,6 +181,15 @@ describe('sources the workers cannot keep up with', () => {
     expect(notice.next(update(7), 61_000)).toBeUndefined();
     expect(notice.next(update(7), 31_000 + 300_000)).toMatch(/^workers behind: 7 of 8 /);
   });
+
+  it('leaves it to crawl status when fewer than 5% of the running sources are behind', () => {
+    const update = (behind: number, ok: number) => monitoringUpdate([
+      ...Array.from({ length: behind }, (_, i) => ({ ...missing(0.3), source: `b${i}` })),
+      ...Array.from({ length: ok }, (_, i) => ({ ...missing(0), source: `ok${i}` })),
+    ]);
+    expect(new WorkersBehindNotice().next(update(2, 40), 0)).toBeUndefined();
+    expect(new WorkersBehindNotice().next(update(3, 40), 0)).toMatch(/^workers behind: 3 of 43 /);
+  });
 });
 
 describe('notes while crawl run shows its bar', () => {
