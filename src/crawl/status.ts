@@ -179,7 +179,7 @@ export function listedStatus(source: string, info: Pick<WorkflowExecutionInfo, '
 export interface MonitoringUpdate {
   event: 'monitoring_update';
   time: string;
-  /** `workersBehind`: running sources whose recent slots mostly passed unsent (see behindNote). */
+  /** `workersBehind`: running sources that missed 30% or more of their recent slots (see behindNote). */
   global: { sources: number; running: number; paused: number; halted: number; waiting: number; ratePerS: number; targetPerS: number; done: number; errors: number; finishedUrls: number; totalUrls: number; imagesPerS: number | null; workersBehind: number };
   sources: Record<string, { state: string; rate: number; target: number; done: number; errors: number; linkrot: number; content: number; robots: number; refused: number; finished: number; total: number; breaker: string; retryAfterUntil: string | null; crawlDelayUntil: string | null; robotsRetryAt: string | null; robotsError: string | null; robotsHostWait: { error: string; until: string } | null; storeRetryAt: string | null; storeError: string | null; workersBehind: boolean; note?: string }>;
 }
@@ -312,17 +312,17 @@ export function lostBatchesNote(st: MonitorStats): string | undefined {
   return lost > 0 ? `${lost === 1 ? 'a batch' : `${lost} batches`} ended without finishing ${lost === 1 ? 'its chunk' : 'their chunks'}: started again within a minute (recent events in the Web UI)` : undefined;
 }
 
-/** A running source whose slots mostly pass before a worker sends in them (workersBehindNote). */
+/** A running source whose slots pass before a worker sends in them, 30% or more (workersBehindNote). */
 export function behindNote(st: MonitorStats): string | undefined {
   // No tokens in some hand-made stats; no missRate from monitors of older builds.
   return st.state === 'running' ? workersBehindNote(st.rate, st.tokens?.missRate) : undefined;
 }
 
 /**
- * `crawl run`'s line when sources fall behind (behindNote), from 5% of the running ones on: one for all of them, again every
- * `everyMs` while it lasts, or after 30 s if their number has doubled (they cross one by one: the
- * first line of a crawl whose 4 sources all fell behind said 1); a note per source on every
- * change would be thousands of lines.
+ * `crawl run`'s line when sources fall behind (behindNote), from 5% of the running ones on: one
+ * for all of them, again every `everyMs` while it lasts, or after 30 s if their number has
+ * doubled (they cross one by one: the first line of a crawl whose 4 sources all fell behind
+ * said 1); a note per source on every change would be thousands of lines.
  */
 export class WorkersBehindNotice {
   private lastMs = -Infinity;

@@ -75,7 +75,7 @@ export function slotsWithMissAllowance(wanted: number, missRate: number): number
 export const BEHIND_MISS_RATE = 0.3;
 
 /**
- * What to tell operators of a source whose slots mostly pass unsent: the workers, not the site,
+ * What to tell operators of a source that misses that many slots: the workers, not the site,
  * set its pace. Nothing fails and nothing is logged as an error, so without this only a
  * climbing missed-slot count showed it (2,000 slow sources on a 2-core worker made 157 requests
  * in 11 minutes).
