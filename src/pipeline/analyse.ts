@@ -92,7 +92,7 @@ export async function analyse(body: Buffer, maxPixels: number): Promise<Analysis
     // metadata() reads headers only: the pixel cap is checked before anything is decoded.
     meta = await sharp(body, { limitInputPixels: maxPixels, failOn: 'error' }).metadata();
   } catch (err) {
-    throw new ContentError(`undecodable ${format}: ${(err as Error).message}`);
+    throw new ContentError(`undecodable ${format}: ${vipsMessage(err)}`);
   }
   const w = meta.width ?? 0;
   const h = meta.height ?? 0;
@@ -148,8 +148,28 @@ export async function thumbnail(body: Buffer, opts: { maxPixels: number; maxSide
     if (await processedInP3(body, opts.maxPixels)) image = image.withIccProfile('srgb', { attach: false });
     return await image.jpeg({ quality: opts.quality }).toBuffer();
   } catch (err) {
-    throw new ContentError(`cannot decode for thumbnail: ${(err as Error).message}`);
+    const message = vipsMessage(err);
+    if (sniffImageType(body) === 'heif' && NO_DECODER.test(message)) throw new ContentError(HEVC_NOT_DECODED);
+    throw new ContentError(`cannot decode for thumbnail: ${message}`);
   }
+}
+
+/**
+ * sharp's prebuilt libvips reads a HEIC's headers (size, EXIF) but has no HEVC decoder (a
+ * patented codec; a libvips built with libde265 has one), so an iPhone photo failed only at its
+ * thumbnail, with a reason in libheif's words that differed per file.
+ */
+const NO_DECODER = /compression format has not been built in|no decoding plugin installed|unsupported codec/i;
+export const HEVC_NOT_DECODED = 'a HEIC image (HEVC-coded, as iPhones save photos), which this build of sharp cannot decode: its prebuilt libvips has no HEVC decoder';
+
+/**
+ * libvips' error on one line, without the lines its loaders add while probing ("source: bad
+ * seek to 7112", a different offset in each file): reasons are grouped by their text.
+ */
+function vipsMessage(err: unknown): string {
+  return (err instanceof Error ? err.message : String(err)).split('\n')
+    .map((l) => l.replace(/\s*source: bad seek to \d+/g, '').replace(/:\s*$/, '').trim())
+    .filter((l) => l !== '').join('; ');
 }
 
 /**

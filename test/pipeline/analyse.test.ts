@@ -1,7 +1,7 @@
-import { analyse, ContentError, sniffImageType, thumbnail } from '../../src/pipeline/analyse';
+import { analyse, ContentError, HEVC_NOT_DECODED, sniffImageType, thumbnail } from '../../src/pipeline/analyse';
 import { estimateJpegQuality } from '../../src/pipeline/jpegQuality';
 import sharp from 'sharp';
-import { bombPng, exifBombJpeg, gradient, iptcJpeg, jpeg, png, rotatedJpeg, scanBombJpeg, xmpJpeg } from '../support/images';
+import { bombPng, exifBombJpeg, gradient, hevcHeic, iptcJpeg, jpeg, png, rotatedJpeg, scanBombJpeg, xmpJpeg } from '../support/images';
 
 describe('image analysis (real sharp)', () => {
   it.each([50, 75, 90])('estimates JPEG quality %p within +-5', async (q) => {
@@ -108,6 +108,20 @@ describe('image analysis (real sharp)', () => {
     expect([small.width, small.height]).toEqual([100, 50]);
     const turned = await sharp(await thumbnail(await rotatedJpeg(), { maxPixels: 50_000_000, maxSide: 640, quality: 80 })).metadata();
     expect([turned.width, turned.height]).toEqual([200, 400]);
+  });
+
+  it('says that a HEIC photo cannot be decoded by this build, the same words for every file, once its size is read', async () => {
+    const reasons = new Set<string>();
+    for (const [w, h] of [[640, 480], [4032, 3024]] as const) {
+      const file = hevcHeic(w, h);
+      const a = await analyse(file, 50_000_000);
+      expect([a.format, a.width, a.height]).toEqual(['heif', w, h]);
+      const err = await thumbnail(file, { maxPixels: 50_000_000, maxSide: 640, quality: 80 }).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(ContentError);
+      reasons.add((err as Error).message);
+    }
+    // libheif's own words named a different offset in each file ("source: bad seek to 7112").
+    expect([...reasons]).toEqual([HEVC_NOT_DECODED]);
   });
 
   // One sRGB red, stored in each file's own colour space: a thumbnail shows it as the same sRGB red.

@@ -185,3 +185,38 @@ export function scanBombJpeg(side: number): Buffer {
   parts.push(Buffer.from([0xff, 0xd9]));
   return Buffer.concat(parts);
 }
+
+/** An ISO BMFF box: size, type, then its content (a full box's version and flags included). */
+function box(type: string, ...content: Buffer[]): Buffer {
+  const body = Buffer.concat(content);
+  const head = Buffer.alloc(8);
+  head.writeUInt32BE(8 + body.length);
+  head.write(type, 4, 'latin1');
+  return Buffer.concat([head, body]);
+}
+
+const u8 = (...v: number[]) => Buffer.from(v);
+const u16 = (v: number) => { const b = Buffer.alloc(2); b.writeUInt16BE(v); return b; };
+const u32 = (v: number) => { const b = Buffer.alloc(4); b.writeUInt32BE(v); return b; };
+const fullBox = (type: string, version: number, ...content: Buffer[]) => box(type, u32(version << 24), ...content);
+
+/**
+ * A HEIC file as an iPhone saves one, as far as its headers go: one HEVC-coded image item of
+ * width x height (hvcC, ispe) whose coded data is a few meaningless bytes. A reader without an
+ * HEVC decoder (sharp's prebuilt libvips) reads its size and fails at decoding, as with a real one.
+ */
+export function hevcHeic(width: number, height: number): Buffer {
+  const ftyp = box('ftyp', Buffer.from('heic'), u32(0), Buffer.from('mif1heic'));
+  // HEVCDecoderConfigurationRecord: Main profile, level 3, 4:2:0, 8 bits, 4-byte NAL lengths, no parameter sets.
+  const hvcC = box('hvcC', u8(1, 0x01), u32(0x60000000), u8(0x90, 0, 0, 0, 0, 0), u8(90), u8(0xf0, 0), u8(0xfc, 0xfd, 0xf8, 0xf8), u16(0), u8(0x0f), u8(0));
+  const ispe = fullBox('ispe', 0, u32(width), u32(height));
+  const meta = (mdatOffset: number) => fullBox('meta', 0,
+    fullBox('hdlr', 0, u32(0), Buffer.from('pict'), Buffer.alloc(12), u8(0)),
+    fullBox('pitm', 0, u16(1)),
+    fullBox('iinf', 0, u16(1), fullBox('infe', 2, u16(1), u16(0), Buffer.from('hvc1'), u8(0))),
+    box('iprp', box('ipco', hvcC, ispe), fullBox('ipma', 0, u32(1), u16(1), u8(2, 0x81, 0x02))),
+    // Offsets and lengths of 4 bytes, no base offset: one extent, the mdat's payload.
+    fullBox('iloc', 0, u8(0x44, 0x00), u16(1), u16(1), u16(0), u16(1), u32(mdatOffset), u32(16)));
+  const payloadAt = ftyp.length + meta(0).length + 8;
+  return Buffer.concat([ftyp, meta(payloadAt), box('mdat', u32(12), Buffer.alloc(12, 0x26))]);
+}
