@@ -20,7 +20,7 @@ import { StartProgressLine } from './startProgress';
 import { StatusPoller } from './statusPoller';
 import { envText } from '../shared/env';
 import { forEachLimit, fulfilsWithin } from '../shared/concurrency';
-import { logWorkflowMessagesAt } from '../temporal/runtime';
+import { expectServerGone, logWorkflowMessagesAt } from '../temporal/runtime';
 
 export interface RunOptions {
   manifest: string;
@@ -88,6 +88,8 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
   let workerDone: Promise<void> | undefined;
   let workerConnection: NativeConnection | undefined;
   const interrupt = watchForInterrupt();
+  // Ours stops with a Ctrl-C; an external server does not, and what the worker says of it counts.
+  if (!server.external) void interrupt.stopped.then(() => { if (interrupt.signal) expectServerGone(); });
   // The server ending under us (a crash, the OOM killer) stops the run as Ctrl-C would, saying
   // so: otherwise a status query failed ~30 s later without a word of why, and a Ctrl-C
   // meanwhile waited on a worker retrying the dead server.

@@ -16,6 +16,16 @@ describe('which SDK log entries reach our log', () => {
     expect(pass('ERROR', { sdkComponent: 'workflow' })).toBe(false);
     expect(pass('ERROR', { sdkComponent: 'worker' })).toBe(true);
   });
+
+  it('keeps only the SDK\'s errors once the server is meant to be gone (crawl run interrupted)', () => {
+    let gone = false;
+    const pass = makeSdkLogFilter('WARN', () => 'INFO', () => gone);
+    expect(pass('WARN', { sdkComponent: 'core' })).toBe(true);
+    gone = true;
+    expect(pass('WARN', { sdkComponent: 'core' })).toBe(false);
+    expect(pass('ERROR', { sdkComponent: 'core' })).toBe(true);
+    expect(pass('INFO', { sdkComponent: 'workflow' })).toBe(true); // our own messages keep their level
+  });
 });
 
 describe('CRAWL_METRICS_ADDRESS', () => {

@@ -20,12 +20,25 @@ function asLevel(v: string | undefined, fallback: LogLevel): LogLevel {
  * through the SDK, tagged `sdkComponent: workflow`; at WARN a worker's log showed none of the
  * breaker's transitions, only a permanent halt. They follow `ownLevel` instead.
  */
-export function makeSdkLogFilter(sdkLevel: LogLevel, ownLevel: () => LogLevel | 'OFF'): (level: LogLevel, meta: Record<string, unknown> | undefined) => boolean {
+export function makeSdkLogFilter(sdkLevel: LogLevel, ownLevel: () => LogLevel | 'OFF', serverGone: () => boolean = () => false): (level: LogLevel, meta: Record<string, unknown> | undefined) => boolean {
   return (level, meta) => {
     const component = meta?.sdkComponent;
-    const floor = component === 'workflow' || component === 'activity' ? ownLevel() : sdkLevel;
+    const floor = component === 'workflow' || component === 'activity' ? ownLevel()
+      : serverGone() && RANK[sdkLevel] < RANK.ERROR ? 'ERROR' : sdkLevel;
     return RANK[level] >= RANK[floor];
   };
+}
+
+let serverGoneExpected = false;
+
+/**
+ * Ctrl-C stops `crawl run`'s embedded server with it (the terminal signals the server's process
+ * too), while the worker is still handing back its activities: each retry against the closed
+ * port was a warning, 42 JSON lines on the terminal after a Ctrl-C at 200 images/s. Once the
+ * server is meant to be gone, only the SDK's errors are logged.
+ */
+export function expectServerGone(): void {
+  serverGoneExpected = true;
 }
 
 /** The level of our own workflow and activity messages: WARN unless a command asks otherwise. */
@@ -70,7 +83,7 @@ export function servesMetrics(): boolean {
 export function installTemporalRuntime(level: LogLevel = asLevel(process.env.TEMPORAL_LOG_LEVEL, 'WARN'), metricsAddress?: string, forwardCoreLogs = false): void {
   if (installed) return;
   installed = true;
-  const pass = makeSdkLogFilter(level, () => ownMessagesLevel);
+  const pass = makeSdkLogFilter(level, () => ownMessagesLevel, () => serverGoneExpected);
   // The SDK drops entries below the DefaultLogger's level before they reach us; our filter
   // decides per component, so the SDK passes everything from INFO (or the lower level asked) on.
   const lowest = LEVELS[Math.min(RANK[level], RANK.INFO)]!;
