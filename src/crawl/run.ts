@@ -116,6 +116,8 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
       onBadLine: (b) => { progress.done(); process.stderr.write(`crawl: ${opts.manifest} line ${b.line}: ${b.error} (skipped)\n`); },
       onProgress: (p) => progress.update(p),
     }).finally(() => progress.done());
+    // A start cut short by Ctrl-C returns what it announced; "crawling 3000 source(s)" then misled.
+    if (interrupt.signal || interrupt.failure) throw new Error('interrupted');
     const sources = await sourcesToFollow(client, summary);
     const empty = emptyManifest(summary, opts.manifest);
     if (empty && 'error' in empty) {
