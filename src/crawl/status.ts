@@ -5,8 +5,8 @@ import { callSignal } from '../shared/callSignal';
 import { errorText } from '../shared/errorText';
 import { STOPPED_BATCHES_WAIT_MS } from '../shared/heartbeat';
 import { statsQuery, stopUpdate } from '../workflows/messages';
-import { monitorWorkflowId, type MonitorStats } from '../workflows/monitorState';
-import { BEHIND_MISS_RATE, workersBehindNote } from '../politeness/missedSlots';
+import { behindNote, monitorWorkflowId, type MonitorStats } from '../workflows/monitorState';
+import { BEHIND_MISS_RATE } from '../politeness/missedSlots';
 import { fulfilsWithin } from '../shared/concurrency';
 
 export interface SourceStatus {
@@ -227,7 +227,7 @@ export function monitoringUpdate(statuses: SourceStatus[], previous?: { atMs: nu
     const live = s.workflowStatus === 'RUNNING';
     const held = live && waitingFor(st) !== undefined;
     if (held) waiting++;
-    const slotsMissed = live && !held && behindNote(st) !== undefined;
+    const slotsMissed = live && behindNote(st) !== undefined;
     if (slotsMissed) behind++;
     if (live && st.state === 'paused') paused++;
     // What is being sent now: a paused, halted, cooling or held source sends nothing, whatever its rate.
@@ -310,12 +310,6 @@ export function hostWaitNote(st: MonitorStats): string | undefined {
 export function lostBatchesNote(st: MonitorStats): string | undefined {
   const lost = st.batches?.lost ?? 0;
   return lost > 0 ? `${lost === 1 ? 'a batch' : `${lost} batches`} ended without finishing ${lost === 1 ? 'its chunk' : 'their chunks'}: started again within a minute (recent events in the Web UI)` : undefined;
-}
-
-/** A running source whose slots pass before a worker sends in them, 30% or more (workersBehindNote). */
-export function behindNote(st: MonitorStats): string | undefined {
-  // No tokens in some hand-made stats; no missRate from monitors of older builds.
-  return st.state === 'running' ? workersBehindNote(st.rate, st.tokens?.missRate) : undefined;
 }
 
 /**

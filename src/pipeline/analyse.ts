@@ -140,16 +140,17 @@ function clean(v: unknown): string | null {
 
 /** Longest side at most maxSide, never enlarged, EXIF orientation applied, sRGB JPEG out. */
 export async function thumbnail(body: Buffer, opts: { maxPixels: number; maxSide: number; quality: number }): Promise<Buffer> {
+  const type = sniffImageType(body);
   try {
     let image = sharp(body, { limitInputPixels: opts.maxPixels, failOn: 'error' })
       .rotate()
       .resize(opts.maxSide, opts.maxSide, { fit: 'inside', withoutEnlargement: true })
       .flatten({ background: '#ffffff' });
-    if (await processedInP3(body, opts.maxPixels)) image = image.withIccProfile('srgb', { attach: false });
+    if (await processedInP3(body, type, opts.maxPixels)) image = image.withIccProfile('srgb', { attach: false });
     return await image.jpeg({ quality: opts.quality }).toBuffer();
   } catch (err) {
     const message = vipsMessage(err);
-    if (sniffImageType(body) === 'heif' && NO_DECODER.test(message)) throw new ContentError(HEVC_NOT_DECODED);
+    if (type === 'heif' && NO_DECODER.test(message)) throw new ContentError(HEVC_NOT_DECODED);
     throw new ContentError(`cannot decode for thumbnail: ${message}`);
   }
 }
@@ -181,8 +182,7 @@ function vipsMessage(err: unknown): string {
  * cost ~5 of ~14 ms per thumbnail (a transform from sRGB to itself). JPEG, WebP and GIF decode to
  * 8 bits and need no header read.
  */
-async function processedInP3(body: Buffer, maxPixels: number): Promise<boolean> {
-  const type = sniffImageType(body);
+async function processedInP3(body: Buffer, type: ImageType | undefined, maxPixels: number): Promise<boolean> {
   if (type === 'jpeg' || type === 'webp' || type === 'gif') return false;
   const meta = await sharp(body, { limitInputPixels: maxPixels, failOn: 'error' }).metadata().catch(() => undefined);
   return meta?.space === 'rgb16' && meta.hasProfile === true;

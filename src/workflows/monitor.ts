@@ -5,7 +5,6 @@ import {
 import type { PolicyEvent } from '../politeness/governor';
 import { STOPPED_BATCHES_WAIT_MS } from '../shared/heartbeat';
 import { slowWindowFloatMs } from '../politeness/pacing';
-import { workersBehindNote } from '../politeness/missedSlots';
 import { invalidBurst, invalidRate } from '../politeness/targetRate';
 import { FINISHED, monitorSearchAttributes, shownBy, shownKey } from '../temporal/searchAttributes';
 import type { Grant, WorkChunk, WorkItem } from '../shared/types';
@@ -14,7 +13,7 @@ import {
   addWorkSignal, batchFinishedSignal, batchStoppedSignal, grantSignal, pauseUpdate, pingSignal, reportOutcomesSignal, requestTokensSignal, resumeUpdate, revokeGrantsSignal,
   setMaxRateUpdate, setRateUpdate, statsQuery, stopUpdate, type ResumeInput, type SetMaxRateInput, type SetRateInput,
 } from './messages';
-import { MonitorModel, shownOf, type MonitorInput, type MonitorStats } from './monitorState';
+import { behindNote, MonitorModel, shownOf, type MonitorInput, type MonitorStats } from './monitorState';
 import { PATCH_LEVEL, inLevel, levelOf, patchesOf } from './patchLevel';
 import { MAX_REVIVALS, dueForRevival, heardFrom, markLost, markRevived, silentBatches } from './lostBatches';
 import type { BatchEntry } from './monitorState';
@@ -528,8 +527,7 @@ function detailsMarkdown(m: MonitorModel, nowMs: number, state: string): string 
   if (s.storeRetryAt) lines.push(`**store failing** (${s.storeError ?? 'no details'}): nothing sent until ${s.storeRetryAt}; URLs keep their attempts`);
   if (s.coolingUntil) lines.push(`temporary halt until ${s.coolingUntil}`);
   if (s.haltReason) lines.push(`**HALTED**: ${s.haltReason}. Resume with the \`resume\` update or \`crawl resume\`.`);
-  const held = s.retryAfterUntil || s.robotsRetryAt || s.storeRetryAt;
-  const behind = s.state === 'running' && !held ? workersBehindNote(s.rate, s.tokens.missRate) : undefined;
+  const behind = behindNote(s);
   if (behind) lines.push(`**${behind.replace(/^workers behind/, 'Workers behind**')}`);
   if (s.alerts.length) lines.push('', 'recent events:', ...s.alerts.slice(-5).map((a) => `- ${a}`));
   return lines.join('\n');

@@ -3,7 +3,7 @@ import { DEFAULT_ADAPTIVE } from '../politeness/adaptiveRate';
 import { DEFAULT_GOVERNOR, Governor, type Counts, type GovernorConfig, type GovernorMode, type GovernorState, type PolicyEvent } from '../politeness/governor';
 import { windowCounts } from '../politeness/breaker';
 import { median } from '../politeness/latency';
-import { slotsWithMissAllowance, tailGrantSlots, updateMissRate, windowStretch } from '../politeness/missedSlots';
+import { slotsWithMissAllowance, tailGrantSlots, updateMissRate, windowStretch, workersBehindNote } from '../politeness/missedSlots';
 import { ceilings } from '../politeness/pacing';
 import { addInterval, appendRange, chunkOf, isChunkRange, rangeChunks, rangeUrls, subRange, unseenParts, type Intervals } from '../shared/chunkRanges';
 import type { Grant, OutcomeClass, OutcomeReport, SourceConfig, TokenRequest, WorkChunk, WorkItem } from '../shared/types';
@@ -140,6 +140,18 @@ export interface MonitorStats {
   breaker: { windowRequests: number; windowErrors: number; consecutiveErrors: number; last50: string };
   latency: { baselineMs: number | null; recentMedianMs: number | null };
   alerts: string[];
+}
+
+/**
+ * The workers-behind note (workersBehindNote) for a source that is sending: not while a
+ * Retry-After, an unreadable robots.txt or a failing store holds it, when its miss rate is
+ * from before the hold. The table of `crawl status`, `monitoring_update` and the Web UI's
+ * details all ask here.
+ */
+export function behindNote(st: MonitorStats): string | undefined {
+  if (st.state !== 'running' || st.retryAfterUntil || st.robotsRetryAt || st.storeRetryAt) return undefined;
+  // No tokens in some hand-made stats; no missRate from monitors of older builds.
+  return workersBehindNote(st.rate, st.tokens?.missRate);
 }
 
 export function monitorWorkflowId(source: string): string {
