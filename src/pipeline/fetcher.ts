@@ -324,8 +324,8 @@ interface HopResponse {
   headersAt: number;
   /** A 2xx body, whole. */
   body?: Buffer;
-  /** A 2xx body refused part-way (the connection is closed). */
-  failure?: 'too-large' | 'too-slow';
+  /** A 2xx body refused or lost part-way (the connection is closed). */
+  failure?: FetchFailure;
   reason?: string;
   /** The body is the first maxBytes of a longer one (the connection is closed). */
   truncated?: boolean;
@@ -362,7 +362,19 @@ class CollectHandler implements Dispatcher.DispatchHandler {
     if (this.settled) return;
     this.abortReason = reason;
     this.controller?.abort(reason);
-    this.settle(undefined, reason);
+    this.failAfterHeaders(reason);
+  }
+
+  /**
+   * Once a status has arrived it is part of the answer even if the body then fails: a 200 whose
+   * body stalled is a slow site, not an unreachable one, and a 429 or 404 whose (dropped) body
+   * stalled is still a 429 or 404.
+   */
+  private failAfterHeaders(err: Error): void {
+    if (!this.res) return this.settle(undefined, err);
+    if (!this.keep) return this.settle(this.res);
+    const [failure, reason] = classifyError(err, err);
+    this.settle({ ...this.res, failure, reason });
   }
 
   private settle(res: HopResponse | undefined, err?: Error): void {
@@ -424,7 +436,7 @@ class CollectHandler implements Dispatcher.DispatchHandler {
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
-    this.settle(undefined, err);
+    this.failAfterHeaders(err);
   }
 }
 

@@ -14,6 +14,9 @@ describe('Fetcher total timeout, cancellation and malformed responses (real undi
       .serve('/ok.jpg', Buffer.from('x'))
       // Accepts the request and never answers.
       .route('/silent.jpg', () => undefined)
+      // Answers, then sends no more of the body.
+      .route('/stalls.jpg', (_q, r) => { r.writeHead(200, { 'content-type': 'image/jpeg' }); r.write(Buffer.from([0xff, 0xd8, 0xff])); })
+      .route('/429-stalls.jpg', (_q, r) => { r.writeHead(429, { 'retry-after': '30', 'content-type': 'text/html' }); r.write('<html>slow down'); })
       // A status line node:http would not write: straight onto the socket.
       .route('/status-000.jpg', (_q, r) => { r.socket?.end('HTTP/1.1 000 Zero\r\ncontent-length: 0\r\n\r\n'); });
     await origin.start();
@@ -26,6 +29,15 @@ describe('Fetcher total timeout, cancellation and malformed responses (real undi
     const res = await fetcher.fetch(origin.url('/silent.jpg'));
     expect(res).toMatchObject({ ok: false, failure: 'timeout', reason: 'total timeout', sent: true });
     expect(Date.now() - started).toBeLessThan(5_000);
+  });
+
+  it('keeps the status of a response whose body stalled', async () => {
+    expect(await fetcher.fetch(origin.url('/stalls.jpg'))).toMatchObject({ ok: false, failure: 'timeout', reason: 'total timeout', status: 200, sent: true });
+    // The body of a 429 is dropped unread: its status and Retry-After are the answer, and the
+    // activity's back-off needs them.
+    const limited = await fetcher.fetch(origin.url('/429-stalls.jpg'));
+    expect(limited).toMatchObject({ ok: false, status: 429, retryAfter: '30' });
+    expect(limited.failure).toBeUndefined();
   });
 
   it('calls a status line of 000 a malformed response, in one line', async () => {
