@@ -198,7 +198,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
         blockSource(input.source, Date.now() + hold);
       }
       done.set(i, { outcome, extra: final ? processed.record ?? {} : null });
-      if (final) deps.metrics?.finished(o.cls, typeof processed.record?.bytes === 'number' ? processed.record.bytes : undefined);
+      if (final) deps.metrics?.finished(o.cls, o.cls === 'done' && typeof processed.record?.bytes === 'number' ? processed.record.bytes : undefined);
       return 'done';
     };
     // Requests in flight are aborted only a grace after a cancellation (CANCEL_GRACE_MS).

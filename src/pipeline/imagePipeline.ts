@@ -2,7 +2,7 @@ import { classifyStatus, statusReason } from '../politeness/classify';
 import { parseRetryAfter } from '../politeness/retryAfter';
 import type { ProcessedUrl, UrlProcessor } from '../activities/crawlActivities';
 import type { RedirectHop } from '../shared/types';
-import { analyse, ContentError, thumbnail } from './analyse';
+import { analyse, type Analysis, ContentError, thumbnail } from './analyse';
 import type { PipelineConfig } from './config';
 import { decodeWeight } from './decodeMemory';
 import { Fetcher, FetchError, type FetcherOptions, validateUrl } from './fetcher';
@@ -168,8 +168,9 @@ export class ImagePipeline implements UrlProcessor {
     this.backlogOf.set(ctx.source, mine);
     mine.count += 1;
     mine.bytes += held;
+    let analysis: Analysis | undefined;
     try {
-      const analysis = await this.imageSlots.use(ctx.source, () => analyse(body, this.cfg.maxPixels));
+      analysis = await this.imageSlots.use(ctx.source, () => analyse(body, this.cfg.maxPixels));
       const weight = decodeWeight(body, analysis);
       const budget = weight <= this.cfg.maxDecodePixels / 100 ? this.smallDecodeBudget : this.decodeBudget;
       // The slot is taken once the memory is: an image waiting for memory holds no slot another source could use.
@@ -191,7 +192,10 @@ export class ImagePipeline implements UrlProcessor {
     } catch (err) {
       if (!(err instanceof ContentError)) throw err;
       if (fromSpool) await this.spool.delete(url);
-      return { outcome: { ...base, ...timing, cls: 'content', reason: err.message } };
+      // Read but not decodable (a HEIC photo, a JPEG cut short after its headers): its size,
+      // hash and rights were read and are worth keeping; there is no thumbnail.
+      const record = analysis ? { ...analysis, thumbnailKey: null, finalUrl: target, redirects } : undefined;
+      return { outcome: { ...base, ...timing, cls: 'content', reason: err.message }, ...(record ? { record } : {}) };
     } finally {
       this.backlog -= 1;
       this.backlogBytes -= held;

@@ -16,7 +16,7 @@ import { chunkDoneKey, chunkSpoolKey } from '../../src/shared/chunkRanges';
 import { Spool } from '../../src/pipeline/spool';
 import { LocalStore } from '../../src/pipeline/store';
 import type { FetchBatchInput, FetchBatchResult, RedirectHop, RequestOutcome } from '../../src/shared/types';
-import { bombPng, jpeg, png, rotatedJpeg, scanBombJpeg } from '../support/images';
+import { bombPng, hevcHeic, jpeg, png, rotatedJpeg, scanBombJpeg } from '../support/images';
 import { drip, Origin, redirect } from '../support/origin';
 import { recordingSends } from '../support/sends';
 
@@ -31,6 +31,7 @@ function encoded(body: Buffer, coding: string) {
 describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici, sharp, store)', () => {
   const origin = new Origin();
   let smallPng: Buffer;
+  let truncatedJpeg: Buffer;
   let dir: string;
   let pipeline: ImagePipeline;
   let store: LocalStore;
@@ -39,6 +40,7 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
   beforeAll(async () => {
     const big = await jpeg(1200, 800, 85);
     smallPng = await png(300, 200);
+    truncatedJpeg = big.subarray(0, Math.floor(big.length / 2));
     origin
       .route('/gzipped.png', encoded(gzipSync(smallPng), 'gzip'))
       .route('/twice.png', encoded(brotliCompressSync(gzipSync(smallPng)), 'gzip, br'))
@@ -49,7 +51,8 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
       .serve('/good.jpg', big)
       .serve('/good.png', await png(300, 200), 'image/png')
       .serve('/rotated.jpg', await rotatedJpeg())
-      .serve('/truncated.jpg', big.subarray(0, Math.floor(big.length / 2)))
+      .serve('/truncated.jpg', truncatedJpeg)
+      .serve('/photo.heic', hevcHeic(640, 480), 'image/heic')
       .serve('/page.jpg', '<!doctype html><html><body>not an image</body></html>', 'image/jpeg')
       .serve('/bomb.png', bombPng(), 'image/png')
       .serve('/scan-bomb.jpg', scanBombJpeg(5000))
@@ -186,7 +189,7 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
   });
 
   it('writes a thumbnail under an idempotent key and one record per final URL', async () => {
-    await run(['/good.jpg', '/rotated.jpg', '/gone.jpg']);
+    await run(['/good.jpg', '/rotated.jpg', '/gone.jpg', '/truncated.jpg', '/photo.heic', '/page.jpg']);
     const thumb = await store.get(thumbnailKey(origin.url('/good.jpg')));
     const meta = await sharp(thumb!).metadata();
     expect([meta.width, meta.height]).toEqual([640, 427]);
@@ -195,6 +198,18 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     const rotated = records.find((r) => r.url.endsWith('/rotated.jpg'));
     expect(rotated).toMatchObject({ outcome: 'done', width: 200, height: 400, orientation: 6, artist: 'Ada Lovelace', format: 'jpeg' });
     expect(records.find((r) => r.url.endsWith('/gone.jpg'))).toMatchObject({ outcome: 'linkrot', reason: 'http 410', status: 410 });
+    // Read but not decoded: what was read is kept (a HEIC's size and hash), with no thumbnail.
+    const cut = truncatedJpeg;
+    expect(records.find((r) => r.url.endsWith('/truncated.jpg'))).toMatchObject({
+      outcome: 'content', reason: expect.stringMatching(/^cannot decode/), format: 'jpeg', width: 1200, height: 800,
+      bytes: cut.length, sha256: createHash('sha256').update(cut).digest('hex'), jpegQuality: 85, thumbnailKey: null,
+    });
+    expect(records.find((r) => r.url.endsWith('/photo.heic'))).toMatchObject({ outcome: 'content', format: 'heif', width: 640, height: 480, thumbnailKey: null });
+    expect(await store.get(thumbnailKey(origin.url('/photo.heic')))).toBeUndefined();
+    const page = records.find((r) => r.url.endsWith('/page.jpg'));
+    expect(page).toMatchObject({ outcome: 'content', reason: 'not an image: an HTML page' });
+    expect(page).not.toHaveProperty('format');
+    expect(page).not.toHaveProperty('thumbnailKey');
     expect(new Set(records.map((r) => r.url)).size).toBe(records.length);
   });
 
