@@ -361,14 +361,18 @@ class CollectHandler implements Dispatcher.DispatchHandler {
   abort(reason: Error): void {
     if (this.settled) return;
     this.abortReason = reason;
+    // The caller's abort (a revoked grant's grace ran out) cut the response off: no answer from
+    // the site, whatever its status said, so the activity hands the URL back unused. Settled
+    // first: the controller's abort reports an error to onResponseError at once.
+    if (reason instanceof FetchError) this.failAfterHeaders(reason);
+    else this.settle(undefined, reason);
     this.controller?.abort(reason);
-    this.failAfterHeaders(reason);
   }
 
   /**
-   * Once a status has arrived it is part of the answer even if the body then fails: a 200 whose
-   * body stalled is a slow site, not an unreachable one, and a 429 or 404 whose (dropped) body
-   * stalled is still a 429 or 404.
+   * Once a status has arrived it is part of the answer even if the body then fails (stalls, or
+   * outlasts the total timeout): a 200 whose body stalled is a slow site, not an unreachable
+   * one, and a 429 or 404 whose (dropped) body stalled is still a 429 or 404.
    */
   private failAfterHeaders(err: Error): void {
     if (!this.res) return this.settle(undefined, err);

@@ -468,6 +468,11 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     const cut = (await revokedAfter(impatient, grantOf(22))).result;
     expect(cut.outcomes.map((o) => [new URL(o.url).pathname, o.cls])).toEqual([['/revoke/0.jpg', 'done'], ['/revoke/1.jpg', 'done']]);
     expect(cut.unused).toEqual([2, 3, 4, 5]);
+    // The same when the site had answered 200 and its body was still coming.
+    origin.route('/revoke/slow.jpg', (_q, r) => { r.writeHead(200, { 'content-type': 'image/jpeg' }); r.write(small.subarray(0, 100)); });
+    const midBody = (await revokedAfter(impatient, grantOf(23))).result;
+    expect(midBody.outcomes.map((o) => [new URL(o.url).pathname, o.cls])).toEqual([['/revoke/0.jpg', 'done'], ['/revoke/1.jpg', 'done']]);
+    expect(midBody.unused).toEqual([2, 3, 4, 5]);
   });
 
   it('a retried attempt replaces the record file an earlier attempt left, even with nothing to record', async () => {

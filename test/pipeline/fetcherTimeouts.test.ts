@@ -40,6 +40,16 @@ describe('Fetcher total timeout, cancellation and malformed responses (real undi
     expect(limited.failure).toBeUndefined();
   });
 
+  it("says nothing of the status when the caller's abort cut the response off", async () => {
+    // The activity hands a URL its own abort cut off back unused (no attempt, no error against
+    // the site) only when the result has no status.
+    const caller = new AbortController();
+    setTimeout(() => caller.abort(new Error('cancelled: grant revoked')), 150);
+    const res = await new Fetcher(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'], totalTimeoutMs: 10_000 })).fetch(origin.url('/stalls.jpg'), { signal: caller.signal });
+    expect(res).toMatchObject({ ok: false, sent: true });
+    expect(res.status).toBeUndefined();
+  });
+
   it('calls a status line of 000 a malformed response, in one line', async () => {
     const res = await fetcher.fetch(origin.url('/status-000.jpg'));
     expect(res).toMatchObject({ ok: false, failure: 'network' });
