@@ -15,7 +15,7 @@ import { exportRecordsToFile } from './exportRecords';
 import { FailureTally } from './failureTally';
 import { checkManifest, manifestHasContent } from './manifest';
 import { continuesNote, downloadedBeforeNote, duplicatesNote, emptyManifest, grewNote, queuedElsewhereNote, nothingToCrawl, startCrawl, startWarnings, type StartSummary } from './start';
-import { ChangedSources, closedListingWarner, DoneRate, listClosedSince, monitoringUpdate, sourceStatus, statusTable, SourceNotes, stopMonitor, WorkersBehindNotice, type SourceStatus } from './status';
+import { ChangedSources, closedListingWarner, crawlCommandFor, DoneRate, listClosedSince, monitoringUpdate, sourceStatus, statusTable, SourceNotes, stopMonitor, WorkersBehindNotice, type SourceStatus } from './status';
 import { StartProgressLine } from './startProgress';
 import { StatusPoller } from './statusPoller';
 import { envText } from '../shared/env';
@@ -142,7 +142,8 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
 
     let statuses: SourceStatus[] = [];
     const doneRate = new DoneRate();
-    const notes = new SourceNotes();
+    // The commands a note suggests, typed in another terminal, must reach this run's server and store.
+    const notes = new SourceNotes(crawlCommandFor(server.address, path.resolve(opts.outDir)));
     const behind = new WorkersBehindNotice();
     const changedSources = new ChangedSources();
     let lastLine = 0;

@@ -2,7 +2,7 @@ import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { monitorSearchAttributes } from '../temporal/searchAttributes';
 import type { MonitorStats } from '../workflows/monitorState';
-import { ChangedSources, DoneRate, listedStatus, listMonitors, monitoringUpdate, SourceNotes, statusTable, WorkersBehindNotice, type SourceStatus } from './status';
+import { ChangedSources, crawlCommandFor, DoneRate, listedStatus, listMonitors, monitoringUpdate, SourceNotes, statusTable, WorkersBehindNotice, type SourceStatus } from './status';
 
 function running(done: number): SourceStatus {
   const counts = { done, linkrot: 0, robots: 0, content: 0, refused: 0, error: 0, retries: 0, requests: done };
@@ -109,6 +109,28 @@ describe('the status table', () => {
     const notes = new SourceNotes();
     expect(notes.changed([lost(1)])).toEqual([{ source: 's', note: expect.stringMatching(/^a batch ended without finishing its chunk/) }]);
     expect(notes.changed([lost(1)])).toEqual([]);
+  });
+
+  it('says when a source has answered with nothing but content errors, in the table and once in run\'s notes', () => {
+    const r = running(0);
+    const only = (content: number, done = 0): SourceStatus => ({ ...r, stats: { ...r.stats!, counts: { ...r.stats!.counts, content, done } } });
+    const note = /no image yet: its first 50\+ answers were all content errors .*`crawl reasons s` shows what came instead, `crawl pause s` stops asking$/;
+    expect(statusTable([only(50)]).split('\n')[1]).toMatch(note);
+    // Fewer, or a single image among them: nothing to say.
+    expect(statusTable([only(49)]).split('\n')[1]).not.toMatch(/no image yet/);
+    expect(statusTable([only(500, 1)]).split('\n')[1]).not.toMatch(/no image yet/);
+    expect(statusTable([{ ...only(500), workflowStatus: 'COMPLETED' }]).split('\n')[1]).not.toMatch(/no image yet/);
+    const notes = new SourceNotes();
+    expect(notes.changed([only(49)])).toEqual([]);
+    expect(notes.changed([only(50)])).toEqual([{ source: 's', note: expect.stringMatching(note) }]);
+    expect(notes.changed([only(120)])).toEqual([]); // told once, not at every count
+    expect(notes.changed([only(120, 1)])).toEqual([]);
+    // crawl run's notes name its store, and its server when commands would not find it.
+    const ownPorts = new SourceNotes(crawlCommandFor('127.0.0.1:40123', "/tmp/my crawl's out", undefined));
+    expect(ownPorts.changed([only(50)])[0]!.note).toMatch(/`crawl reasons s --data-dir '\/tmp\/my crawl'\\''s out'` shows what came instead, `TEMPORAL_ADDRESS=127\.0\.0\.1:40123 crawl pause s` stops asking$/);
+    const usual = new SourceNotes(crawlCommandFor('127.0.0.1:7233', '/data/out', undefined));
+    expect(usual.changed([only(50)])[0]!.note).toMatch(/`crawl reasons s --data-dir \/data\/out` shows what came instead, `crawl pause s` stops asking$/);
+    expect(crawlCommandFor('10.1.2.3:7233', '/o', '10.1.2.3:7233')('pause s')).toBe('crawl pause s');
   });
 
   it('says when an unreadable robots.txt holds a source, and when it is asked again', () => {

@@ -5,9 +5,11 @@ import { callSignal } from '../shared/callSignal';
 import { errorText } from '../shared/errorText';
 import { STOPPED_BATCHES_WAIT_MS } from '../shared/heartbeat';
 import { statsQuery, stopUpdate } from '../workflows/messages';
-import { behindNote, monitorWorkflowId, type MonitorStats } from '../workflows/monitorState';
+import { behindNote, type CrawlCommand, monitorWorkflowId, noImagesNote, type MonitorStats } from '../workflows/monitorState';
 import { BEHIND_MISS_RATE } from '../politeness/missedSlots';
 import { fulfilsWithin } from '../shared/concurrency';
+import { envText } from '../shared/env';
+import { DEFAULT_ADDRESS } from '../temporal/connectionSettings';
 
 export interface SourceStatus {
   source: string;
@@ -338,15 +340,32 @@ export class WorkersBehindNotice {
   }
 }
 
+/**
+ * The `crawl` commands a note suggests, for a `crawl run`: typed in another terminal, they must
+ * reach its server (named when it is not where commands look by default: its own server moves
+ * to free ports when 7233 is taken) and its store (`reasons` reads the records under --out).
+ */
+export function crawlCommandFor(address: string, outDir: string, envAddress = envText('TEMPORAL_ADDRESS')): CrawlCommand {
+  const env = address === (envAddress ?? DEFAULT_ADDRESS) ? '' : `TEMPORAL_ADDRESS=${address} `;
+  return (args) => (args.startsWith('reasons ') ? `crawl ${args} --data-dir ${shellWord(outDir)}` : `${env}crawl ${args}`);
+}
+
+function shellWord(s: string): string {
+  return /^[\w./:@%+=,-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
+}
+
 /** Each source's latest reason to wait or halt, to be told once when it changes. */
 export class SourceNotes {
   private readonly last = new Map<string, string>();
+
+  /** `crawl`: how the commands a note suggests are to be written for this run. */
+  constructor(private readonly crawl?: CrawlCommand) {}
 
   changed(statuses: SourceStatus[]): { source: string; note: string }[] {
     const out: { source: string; note: string }[] = [];
     for (const s of statuses) {
       const st = s.workflowStatus === 'RUNNING' ? s.stats : null;
-      const note = st?.haltReason ? `HALTED: ${st.haltReason}` : st ? waitingFor(st) ?? hostWaitNote(st) ?? lostBatchesNote(st) : undefined;
+      const note = st?.haltReason ? `HALTED: ${st.haltReason}` : st ? waitingFor(st) ?? hostWaitNote(st) ?? lostBatchesNote(st) ?? noImagesNote(st, this.crawl) : undefined;
       if (note && note !== this.last.get(s.source)) out.push({ source: s.source, note });
       if (note) this.last.set(s.source, note);
       else this.last.delete(s.source);
@@ -363,7 +382,7 @@ export function statusTable(statuses: SourceStatus[]): string {
     const u = s.unanswered;
     const note = state === 'stopped' ? `stopped by an operator${st?.haltReason ? ` (was halted: ${st.haltReason})` : ''}`
       : state === 'paused' && !st?.haltReason ? `paused by an operator${st?.coolingUntil ? `; its temporary halt lasts until ${st.coolingUntil}` : ''}`
-      : st?.haltReason ?? (st && (waitingFor(st) ?? (s.workflowStatus === 'RUNNING' ? hostWaitNote(st) ?? lostBatchesNote(st) ?? behindNote(st) : undefined)))
+      : st?.haltReason ?? (st && (waitingFor(st) ?? (s.workflowStatus === 'RUNNING' ? hostWaitNote(st) ?? lostBatchesNote(st) ?? behindNote(st) ?? noImagesNote(st) : undefined)))
         ?? (st?.siteMaxRate != null ? `robots.txt Crawl-delay: at most ${st.siteMaxRate}/s${st.crawlDelayUntil ? `, next request not before ${st.crawlDelayUntil}` : ''}` : u?.note ?? s.ended ?? '');
     rows.push([s.source, state, String(st?.rate ?? u?.rate ?? ''), String(st?.target ?? ''), st ? `${st.urls.finished}/${st.urls.total}` : '', String(st?.counts.done ?? u?.done ?? ''),
       String(st?.counts.linkrot ?? ''), String(st?.counts.content ?? ''), String(st?.counts.robots ?? ''), String(st?.counts.error ?? u?.errors ?? ''), note]);
