@@ -129,6 +129,18 @@ describe('manifests', () => {
     ]);
   });
 
+  it('skips a URL too long for a workflow message, counted as sent (percent-encoded), and reads the rest', async () => {
+    const at = (n: number) => `https://a.example/${'x'.repeat(n - 'https://a.example/'.length)}`;
+    // Each non-ASCII character of the path is sent as 6 or 9 characters.
+    const wide = `https://a.example/${'é'.repeat(600)}`;
+    expect(await entries('m.txt', `${at(3_500)}\n${at(3_501)}\n${wide}\nhttps://a.example/2.jpg\n`)).toEqual([
+      { line: 1, url: at(3_500), source: 'a.example' },
+      { line: 2, error: 'URL of 3,501 characters (as sent, percent-encoded): at most 3,500, as a chunk of 500 travels in one workflow message of at most 2 MB' },
+      { line: 3, error: expect.stringMatching(/^URL of 3,618 characters/) },
+      { line: 4, url: 'https://a.example/2.jpg', source: 'a.example' },
+    ]);
+  });
+
   it('skips an over-long line and a JSON array with a reason, and reads the rest', async () => {
     const long = `{"url":"https://a.example/${'x'.repeat(70_000)}.jpg"}`;
     expect(await entries('m.ndjson', `{"url":"https://a.example/1.jpg"}\n${long}\n{"url":"https://a.example/2.jpg"}\n`)).toEqual([

@@ -390,6 +390,34 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     expect(origin.requests.slice(before).filter((r) => r.path === '/rotated.jpg' || r.path === '/good.jpg')).toEqual([]);
   });
 
+  it('keeps URLs out of its heartbeats: a grant of long signed URLs stays far below the 2 MB payload limit', async () => {
+    await run(['/good.png']); // robots.txt warm
+    const sig = 'x'.repeat(3_000);
+    const grant = { ...input(['/good.jpg', '/gone.jpg', '/r1'].map((p) => `${p}?sig=${sig}`)), grantId: 8 };
+    let details: { slim?: unknown[]; done?: unknown[] } | undefined;
+    const first = new MockActivityEnvironment();
+    first.on('heartbeat', (d: typeof details) => { details = d; });
+    await first.run(acts.fetchBatch, grant);
+    expect(details!.slim).toHaveLength(3);
+    expect(details!.done).toBeUndefined();
+    // The redirected one keeps its finalUrl; nothing else carries a URL.
+    expect(JSON.stringify(details).length).toBeLessThan(3_000);
+    const unit = recordKey(grant.source, `${grant.batchId}-g8`);
+    const written = (await store.get(unit))!.toString();
+    const before = origin.requests.length;
+    const retried = (await new MockActivityEnvironment({ attempt: 2, heartbeatDetails: details }).run(acts.fetchBatch, grant)) as FetchBatchResult;
+    expect(origin.requests.length).toBe(before);
+    expect(retried.outcomes.map((o) => o.url).sort()).toEqual(grant.items.map((i) => i.url).sort());
+    const strip = (text: string) => text.trim().split('\n').map((l) => { const { recordedAt: _r, ...rest } = JSON.parse(l); return rest; });
+    expect(strip((await store.get(unit))!.toString())).toEqual(strip(written));
+    expect(strip(written).find((r) => r.url.startsWith(origin.url('/good.jpg')))).toMatchObject({ outcome: 'done', finalUrl: origin.url(`/good.jpg?sig=${sig}`) });
+    // A heartbeat of a build before this one (URLs in `done`) is still taken up.
+    const whole = { done: retried.outcomes.map((o) => [grant.items.findIndex((i) => i.url === o.url), o, {}]) };
+    const fromOld = (await new MockActivityEnvironment({ attempt: 3, heartbeatDetails: whole }).run(acts.fetchBatch, grant)) as FetchBatchResult;
+    expect(origin.requests.length).toBe(before);
+    expect(fromOld.outcomes.map((o) => o.url).sort()).toEqual(grant.items.map((i) => i.url).sort());
+  });
+
   it('resumes a retried attempt from its heartbeat: no second request, full records written again', async () => {
     await run(['/good.png']); // robots.txt warm
     const grant = { ...input(['/good.jpg', '/gone.jpg']), grantId: 7 };
