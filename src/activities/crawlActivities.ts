@@ -213,7 +213,9 @@ export function createCrawlActivities(deps: CrawlDeps) {
       // with the source's other hosts.
       if (processed.requeue && processed.robotsRetryAtMs !== undefined) return 'later';
       // A URL part-way through its redirects goes first in line: its next hop takes the next slot.
-      if (processed.requeue) return hops.has(i) ? 'next' : 'requeue';
+      // So does one whose slot read its host's robots.txt: that slot was not missed (missed slots
+      // read as a worker falling behind), and the image follows on the same connection.
+      if (processed.requeue) return hops.has(i) || (processed.robotsTxt && processed.outcome.sent) ? 'next' : 'requeue';
       const o = processed.outcome;
       const final = o.cls !== 'error' || item.attempt >= input.maxAttempts || processed.final === true;
       const outcome: RequestOutcome = { ...o, url: item.url, final, attempt: item.attempt, atMs: Date.now() };

@@ -64,8 +64,8 @@ export interface PacedRunResult<R> {
   sentAt: number[];
   /**
    * Slots that did not serve their item: late wake-ups moved them past the grant's end while
-   * items waited, or the run handed its item back (it could not leave in time at the socket,
-   * the slot went to robots.txt, or image work was backed up).
+   * items waited, or the run handed its item back for a later slot (it could not leave in time
+   * at the socket, the slot went to robots.txt, or image work was backed up).
    */
   missed: number;
   /** Items settled by `decide` (or put off by it for a later grant), without a slot. */
@@ -192,8 +192,10 @@ export async function runPaced<R>(o: PacedRunOptions<R>): Promise<PacedRunResult
           items.splice(next, 0, index);
           o.prepare?.(index, slotAt(waitingFor));
         } else if (again === 'later') {
+          // Put off to another grant (its host's robots.txt is to be read again): it needs no
+          // slot in this one, and the worker did not fall behind. Counted as a miss, a source
+          // whose robots.txt could not be read showed "workers behind" when its hold ended.
           later.push(index);
-          missed += 1;
         } else {
           items.push(index);
           missed += 1;

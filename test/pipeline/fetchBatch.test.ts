@@ -284,6 +284,8 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
         expect(held.unused).toEqual([0, 1, 2, 3]);
         expect(held.robotsRetryMs).toBeGreaterThan(0);
         expect(held.robotsRetryMs).toBeLessThanOrEqual(retryMs);
+        // The slot read robots.txt: the worker kept up (missed slots would read "workers behind").
+        expect(held.missedSlots).toBe(0);
         // For the operator (status, Web UI): which host, why, and how many tries are left.
         expect(held.robotsError).toBe(`${new URL(site.url('/')).origin}: robots.txt answered 503 (try ${read} of 3; its URLs fail after the last)`);
         expect(site.requests.map((r) => r.path)).toEqual(Array(read).fill('/robots.txt'));
