@@ -3,6 +3,7 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { DEFAULT_ADAPTIVE } from '../politeness/adaptiveRate';
 import { isThrottle } from '../politeness/classify';
+import { PAGE_BURST, pagesSinceImage } from '../politeness/pageRun';
 import type { ObjectStore } from '../pipeline/store';
 import type { FetchBatchInput, FetchBatchResult, FinalRecordInput, OutcomeClass, RedirectHop, RequestOutcome, WorkChunk } from '../shared/types';
 import { chunkRecordFiles, chunkRecordFilesIn } from '../pipeline/keys';
@@ -187,6 +188,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
     let retryAfterMs: number | undefined;
     let throttled = false;
     let errorRun = 0;
+    let pageRun = 0;
     // The site's robots.txt asks for more time between requests than this grant's slots leave
     // (or for none of the grant's burst): nothing more is sent; the monitor lowers the rate.
     let crawlDelayMs: number | undefined;
@@ -220,6 +222,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
       const final = o.cls !== 'error' || item.attempt >= input.maxAttempts || processed.final === true;
       const outcome: RequestOutcome = { ...o, url: item.url, final, attempt: item.attempt, atMs: Date.now() };
       if (o.sent) errorRun = o.cls === 'error' ? errorRun + 1 : 0;
+      pageRun = pagesSinceImage(pageRun, outcome);
       if (isThrottle(o.status)) {
         throttled = true;
         // The site's Retry-After, up to the longest the source's monitor honours.
@@ -248,7 +251,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
       signal: ctx.cancellationSignal,
       // A URL part-way through its redirects goes next to its next hop's origin.
       prepare: deps.processor.preconnect && ((i, slotMs) => deps.processor.preconnect!(hops.get(i)?.url ?? input.items[i]!.url, slotMs)),
-      shouldStop: () => superseded() || throttled || crawlDelayMs !== undefined || storeFailure !== undefined || errorRun >= ERROR_BURST || isSourceBlocked(input.source),
+      shouldStop: () => superseded() || throttled || crawlDelayMs !== undefined || storeFailure !== undefined || errorRun >= ERROR_BURST || pageRun >= PAGE_BURST || isSourceBlocked(input.source),
       run: async (i, slotMs, mayGoLate) => {
         const item = input.items[i]!;
         const sendBy = slotMs + MAX_LATENESS_MS;

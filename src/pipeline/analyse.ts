@@ -8,7 +8,12 @@ import { readXmpRights } from './xmpRights';
 
 export type ImageType = 'jpeg' | 'png' | 'gif' | 'webp' | 'avif' | 'heif' | 'tiff';
 
-export class ContentError extends Error {}
+export class ContentError extends Error {
+  /** `page`: the body was a page (HTML, JSON or text) where an image was asked for (RequestOutcome.page). */
+  constructor(message: string, readonly page = false) {
+    super(message);
+  }
+}
 
 /** The image type from its first bytes; Content-Type is never trusted. */
 export function sniffImageType(b: Buffer): ImageType | undefined {
@@ -28,18 +33,19 @@ export function sniffImageType(b: Buffer): ImageType | undefined {
 /**
  * What a body that is not a raster image looks like, for the record's reason: the usual cases
  * (an error page served with 200, an SVG, nothing at all) by name, anything else by its first bytes.
+ * `page`: HTML, JSON or text, what a block or login page, an API's error or a page URL answers.
  */
-export function describeNonImage(b: Buffer): string {
-  if (b.length === 0) return 'empty body';
+export function describeNonImage(b: Buffer): { what: string; page: boolean } {
+  if (b.length === 0) return { what: 'empty body', page: false };
   const head = b.subarray(0, 1024).toString('latin1').replace(/^\uFEFF|^\xEF\xBB\xBF/, '').trimStart().toLowerCase();
-  if (/^(<\?xml[^>]*>\s*)?(<!--[\s\S]*?-->\s*)*(<!doctype svg[^>]*>\s*)?<svg[\s>]/.test(head)) return 'an SVG (vector) image, which is not analysed';
-  if (head.startsWith('<!doctype html') || head.startsWith('<html') || /^<(head|body|meta|title)[\s>]/.test(head)) return 'an HTML page';
+  if (/^(<\?xml[^>]*>\s*)?(<!--[\s\S]*?-->\s*)*(<!doctype svg[^>]*>\s*)?<svg[\s>]/.test(head)) return { what: 'an SVG (vector) image, which is not analysed', page: false };
+  if (head.startsWith('<!doctype html') || head.startsWith('<html') || /^<(head|body|meta|title)[\s>]/.test(head)) return { what: 'an HTML page', page: true };
   const known = OTHER_FORMATS.find(([, is]) => is(b));
-  if (known) return known[0];
+  if (known) return { what: known[0], page: false };
   const text = textStart(b);
-  if (text !== undefined) return `${/^[[{]/.test(text) ? 'JSON' : 'text'} starting ${JSON.stringify(text)}`;
+  if (text !== undefined) return { what: `${/^[[{]/.test(text) ? 'JSON' : 'text'} starting ${JSON.stringify(text)}`, page: true };
   const hex = [...b.subarray(0, 8)].map((x) => x.toString(16).padStart(2, '0')).join(' ');
-  return `unrecognised leading bytes (${hex})`;
+  return { what: `unrecognised leading bytes (${hex})`, page: false };
 }
 
 const startsWith = (b: Buffer, bytes: number[]) => b.length >= bytes.length && bytes.every((x, i) => b[i] === x);
@@ -86,7 +92,10 @@ export interface Analysis {
 
 export async function analyse(body: Buffer, maxPixels: number): Promise<Analysis> {
   const format = sniffImageType(body);
-  if (!format) throw new ContentError(`not an image: ${describeNonImage(body)}`);
+  if (!format) {
+    const { what, page } = describeNonImage(body);
+    throw new ContentError(`not an image: ${what}`, page);
+  }
   let meta: sharp.Metadata;
   try {
     // metadata() reads headers only: the pixel cap is checked before anything is decoded.

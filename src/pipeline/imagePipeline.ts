@@ -195,7 +195,7 @@ export class ImagePipeline implements UrlProcessor {
       // Read but not decodable (a HEIC photo, a JPEG cut short after its headers): its size,
       // hash and rights were read and are worth keeping; there is no thumbnail.
       const record = analysis ? { ...analysis, thumbnailKey: null, finalUrl: target, redirects } : undefined;
-      return { outcome: { ...base, ...timing, cls: 'content', reason: err.message }, ...(record ? { record } : {}) };
+      return { outcome: { ...base, ...timing, cls: 'content', reason: err.message, ...(err.page ? { page: true as const } : {}) }, ...(record ? { record } : {}) };
     } finally {
       this.backlog -= 1;
       this.backlogBytes -= held;

@@ -248,3 +248,53 @@ describe('Governor: an operator\'s pause and resume around a temporary halt', ()
     expect(g.state.breaker.buckets).toEqual([]);
   });
 });
+
+describe('Governor: pages where images were asked for', () => {
+  type Cls = 'done' | 'content' | 'linkrot' | 'error';
+  const outcome = (i: number, cls: Cls, page = false, final = true) => ({
+    url: `u${i}`, cls, status: cls === 'linkrot' ? 404 : 200, sent: true, final, attempt: 1, atMs: T0 + i * 100, ...(page ? { page: true as const } : {}),
+  });
+  const report = (g: Governor, outcomes: ReturnType<typeof outcome>[], atMs = T0) => g.applyReport({ batchId: 'b', grantId: 1, outcomes, unused: 0 }, atMs);
+  const pages = (from: number, n: number) => Array.from({ length: n }, (_, i) => outcome(from + i, 'content', true));
+
+  it('halts for good after 50 pages in a row following images, saying how many images came first', () => {
+    const g = Governor.create('waf.example', { rate: 20 }, T0);
+    report(g, Array.from({ length: 59 }, (_, i) => outcome(i, 'done')));
+    report(g, pages(59, 49));
+    expect(g.state.mode).toBe('running');
+    const events = report(g, pages(108, 1));
+    expect(g.state.mode).toBe('halted');
+    const reason = 'its last 50 answers were web pages (HTML, JSON or text), not images, after 59 images: a block or login page served with 200?';
+    expect(g.state.haltReason).toBe(reason);
+    expect(events).toEqual([{ event: 'halted', detail: reason }]);
+    expect(g.canGrant(T0 + 60_000)).toBe(false);
+  });
+
+  it('names page URLs given for image URLs when no image came before the pages', () => {
+    const g = Governor.create('pages.example', { rate: 5 }, T0);
+    report(g, pages(0, 50));
+    expect(g.state.haltReason).toMatch(/^its first 50 answers were web pages \(HTML, JSON or text\), not images: page URLs given for image URLs/);
+  });
+
+  it('counts afresh after an image; 404s, retried errors and content that is not a page neither count nor break the run', () => {
+    const g = Governor.create('mixed.example', { rate: 20 }, T0);
+    report(g, [...pages(0, 45), outcome(45, 'done'), ...pages(46, 45)]);
+    expect(g.state.mode).toBe('running');
+    // A HEIC photo or a cut-off JPEG is content but no page; a 404 and a retried timeout are neither.
+    report(g, [outcome(91, 'content'), outcome(92, 'linkrot'), outcome(93, 'error', false, false), outcome(94, 'content', true, false), ...pages(95, 4)]);
+    expect(g.state.mode).toBe('running');
+    report(g, pages(99, 1));
+    expect(g.state.mode).toBe('halted');
+  });
+
+  it('resumes with the count started afresh: another 50 pages in a row halt it again', () => {
+    const g = Governor.create('waf.example', { rate: 20 }, T0);
+    report(g, [outcome(0, 'done'), ...pages(1, 50)]);
+    expect(g.state.mode).toBe('halted');
+    g.resume(T0 + 60_000);
+    report(g, pages(51, 49), T0 + 61_000);
+    expect(g.state.mode).toBe('running');
+    report(g, pages(100, 1), T0 + 62_000);
+    expect(g.state.mode).toBe('halted');
+  });
+});

@@ -5,6 +5,7 @@ import { healthSample, isThrottle } from './classify';
 import { DEFAULT_LATENCY, latencyElevated, newLatencyState, recordTtfb, resetRecent, type LatencyConfig, type LatencyState } from './latency';
 import { grantLeadMs, learnDispatch } from './grantLead';
 import { newPacerState, FIRST_WINDOW_MS, planWindow, windowLengthMs, type PacerState, type PlannedGrant, type Want } from './pacing';
+import { PAGES_FOR_HALT, pagesHaltReason, pagesSinceImage } from './pageRun';
 import { targetRate } from './targetRate';
 
 /**
@@ -86,6 +87,8 @@ export interface GovernorState {
    * rest of the cool-down, then the reduced rate) instead of ending it. Absent otherwise.
    */
   pausedWhileCooling?: boolean;
+  /** Final outcomes that were pages, not images, since the last image (pageRun.ts). Absent until the first. */
+  pagesSinceImage?: number;
 }
 
 export interface PolicyEvent {
@@ -156,6 +159,8 @@ export class Governor {
     for (const o of report.outcomes) {
       if (o.final) s.counts[o.cls] += 1;
       else s.counts.retries += 1;
+      const pages = pagesSinceImage(s.pagesSinceImage ?? 0, o);
+      if (pages !== (s.pagesSinceImage ?? 0)) s.pagesSinceImage = pages;
       if (o.sent) s.counts.requests += 1;
       const sample = healthSample(o.cls, o.sent);
       if (sample !== 'none') recordSample(s.breaker, nowMs, sample === 'error', this.cfg.breaker);
@@ -177,6 +182,10 @@ export class Governor {
       if (shouldHalt(s.breaker, this.cfg.breaker)) {
         s.mode = 'halted';
         s.haltReason = `the last ${this.cfg.breaker.consecutiveForHalt} requests all failed`;
+        events.push({ event: 'halted', detail: s.haltReason });
+      } else if ((s.pagesSinceImage ?? 0) >= PAGES_FOR_HALT) {
+        s.mode = 'halted';
+        s.haltReason = pagesHaltReason(s.counts.done);
         events.push({ event: 'halted', detail: s.haltReason });
       } else if (s.mode === 'running' && shouldCoolDown(s.breaker, nowMs, this.cfg.breaker)) {
         const { requests, errors } = windowCounts(s.breaker, nowMs, this.cfg.breaker);
@@ -354,6 +363,8 @@ export class Governor {
       s.haltReason = null;
       s.breaker.consecutiveErrors = 0;
       clearWindow(s.breaker);
+      // The operator has seen the pages: another run as long halts it again.
+      delete s.pagesSinceImage;
     }
     if (s.mode === 'stopped') return { event: 'resumed', detail: `by operator at ${fmt(s.adaptive.rate)}/s` };
     if (cooling && s.coolingUntilMs > nowMs) {

@@ -33,6 +33,11 @@ export interface RequestOutcome {
   attempt: number;
   /** When the response arrived (epoch ms); a Retry-After counts from here. */
   atMs?: number;
+  /**
+   * A content outcome whose body was a page (HTML, JSON or text) instead of an image: a run of
+   * them is a block or login page served with 200, or page URLs given (the monitor halts).
+   */
+  page?: true;
 }
 
 /** A grant of request slots: the batch may send `slots` requests inside [startMs, endMs). */

@@ -124,6 +124,8 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
     if (report.crawlDelayMs !== undefined && !patched('honour-crawl-delay')) report = { ...report, crawlDelayMs: undefined };
     if (report.robotsRetryMs !== undefined && !patched('hold-for-robots')) report = { ...report, robotsRetryMs: undefined };
     if (report.storeRetryMs !== undefined && !patched('hold-for-store')) report = { ...report, storeRetryMs: undefined };
+    // A monitor that met pages before it knew them did not halt for them: its history replays so.
+    if (report.outcomes.some((o) => o.page) && !patched('halt-on-pages')) report = { ...report, outcomes: report.outcomes.map(({ page: _page, ...o }) => o) };
     if (report.dispatchMs !== undefined && patched('adaptive-grant-lead')) m.governor.noteDispatch(report.dispatchMs);
     announce(m.onReport(report, Date.now()));
     // After the report: a rate it lowered (429, Crawl-delay) spaces the next window by its slower slots.

@@ -158,16 +158,16 @@ export function behindNote(st: MonitorStats): string | undefined {
 export const NO_IMAGES_AFTER = 50;
 
 /**
- * A source whose answers so far were all content errors: an HTML block or login page served
- * with 200 (a firewall that does not say 403), or a manifest of page URLs instead of image
- * URLs. Neither is the site's ill health, so nothing slows down; a million such URLs would be
- * asked for and recorded before anyone looked. The status table, `crawl run` and the Web UI's
- * details say so once there are NO_IMAGES_AFTER of them.
+ * A source whose answers so far were all content errors: files that are not images sharp reads
+ * (SVGs, PDFs, HEIC photos) or were cut short. Web pages halt a source (pageRun.ts); these are
+ * not the site's ill health, so nothing slows down, and a million such URLs would be asked for
+ * and recorded before anyone looked. The status table, `crawl run` and the Web UI's details say
+ * so once there are NO_IMAGES_AFTER of them.
  */
 export function noImagesNote(st: MonitorStats, crawl: CrawlCommand = (args) => `crawl ${args}`): string | undefined {
   if (st.counts.done > 0 || st.counts.content < NO_IMAGES_AFTER) return undefined;
-  return `no image yet: its first ${NO_IMAGES_AFTER}+ answers were all content errors (HTML pages would mean a block or login page, ` +
-    `or page URLs given for image URLs): \`${crawl(`reasons ${st.source}`)}\` shows what came instead, \`${crawl(`pause ${st.source}`)}\` stops asking`;
+  return `no image yet: its first ${NO_IMAGES_AFTER}+ answers were all content errors (files sharp does not read, such as SVGs, PDFs or HEIC photos, ` +
+    `or cut short): \`${crawl(`reasons ${st.source}`)}\` shows what came instead, \`${crawl(`pause ${st.source}`)}\` stops asking`;
 }
 
 /** A `crawl` command line as a note suggests it: `crawl run` adds what reaches its own server and store. */

@@ -422,6 +422,48 @@ describe('crawl monitor (time-skipping server)', () => {
     });
   });
 
+  it('halts a source whose site began answering with pages instead of images, keeping the URLs not yet asked for', async () => {
+    const { taskQueue, workflowId } = ids('waf.test');
+    // A firewall that serves its "verify you are human" page with 200 from the 61st request on.
+    let asked = 0;
+    let blocking = true;
+    const { grants, records, acts } = scriptedActivities(() => {
+      asked += 1;
+      return asked <= 60 || !blocking ? { cls: 'done', status: 200 } : { cls: 'content', status: 200, page: true };
+    });
+    const worker = await monitorWorker(env, taskQueue, acts);
+    await worker.runUntil(async () => {
+      const handle = await env.client.workflow.start(crawlMonitorWorkflow, {
+        taskQueue, workflowId,
+        args: [{ source: 'waf.test', config: { rate: 20 }, work: chunksOf('waf.test', 600, 100), patchLevel: PATCH_LEVEL }],
+      });
+      let stats = await handle.query(statsQuery);
+      for (let i = 0; i < 30 && stats.state !== 'halted'; i++) {
+        await env.sleep(5_000);
+        stats = await handle.query(statsQuery);
+      }
+      expect(stats.state).toBe('halted');
+      expect(stats.haltReason).toBe('its last 50 answers were web pages (HTML, JSON or text), not images, after 60 images: a block or login page served with 200?');
+      expect((await handle.describe()).typedSearchAttributes.get(CRAWL_STATE)).toBe('halted');
+      // About 50 pages, not 540: what grants were already out when it halted, no more.
+      const grantsAtHalt = grants.length;
+      await env.sleep(600_000);
+      expect(grants.length).toBe(grantsAtHalt);
+      stats = await handle.query(statsQuery);
+      expect(stats.counts.content).toBeGreaterThanOrEqual(50);
+      expect(stats.counts.content).toBeLessThan(150);
+      expect(stats.urls.finished).toBe(records.length);
+
+      // The operator had the site let us through: resume finishes with every URL once.
+      blocking = false;
+      expect(await handle.executeUpdate(resumeUpdate, { args: [{}] })).toBe('running');
+      const final = await handle.result();
+      expect(final.urls).toMatchObject({ total: 600, finished: 600 });
+      expect(new Set(records.map((r) => r.url)).size).toBe(600);
+      expect(final.counts.done).toBe(600 - stats.counts.content);
+    });
+  });
+
   it('resumes or stops, for `crawl run --resume-halted / --stop-halted`, a source an earlier run left halted', async () => {
     for (const action of ['stop', 'resume'] as const) {
       const { taskQueue, workflowId } = ids(`halted-${action}.test`);

@@ -60,22 +60,24 @@ describe('image analysis (real sharp)', () => {
   });
 
   it.each([
-    ['', 'empty body'],
-    ['<!DOCTYPE html>\n<html><body>Not found</body></html>', 'an HTML page'],
-    ['\n  <html lang="en">', 'an HTML page'],
-    ['<?xml version="1.0"?>\n<!-- logo -->\n<svg xmlns="http://www.w3.org/2000/svg"/>', 'an SVG (vector) image, which is not analysed'],
-    ['\uFEFF<svg width="10">', 'an SVG (vector) image, which is not analysed'],
-    ['{"error":"x"}', 'JSON starting "{\\"error\\":\\"x\\"}"'],
-    ['Access Denied\r\n\r\nYou don\'t have permission to access this resource on this server.', 'text starting "Access Denied You don\'t have permission ..."'],
-    ['%PDF-1.7\n%\xe2\xe3', 'a PDF document'],
-    [Buffer.from([0xff, 0x0a, 0xfa, 0x7f]), 'a JPEG XL image, which is not analysed'],
-    [Buffer.concat([Buffer.from('BM'), Buffer.alloc(12), Buffer.from([40, 0, 0, 0])]), 'a BMP image, which is not analysed'],
-    ['BMW 3 series', 'text starting "BMW 3 series"'],
-    [Buffer.from([0, 0, 1, 0, 1, 0, 16, 16]), 'an ICO icon, which is not analysed'],
-    [Buffer.from([0x1f, 0x8b, 8, 0]), 'gzip-compressed data'],
-    [Buffer.from([0x00, 0x01, 0x02, 0x03, 0xfe, 0xfd, 0xfc, 0xfb, 0x10]), 'unrecognised leading bytes (00 01 02 03 fe fd fc fb)'],
-  ])('names what a non-image body is in its reason: %j', async (body, reason) => {
-    await expect(analyse(Buffer.from(body), 50_000_000)).rejects.toThrow(new ContentError(`not an image: ${reason}`));
+    ['', 'empty body', false],
+    ['<!DOCTYPE html>\n<html><body>Not found</body></html>', 'an HTML page', true],
+    ['\n  <html lang="en">', 'an HTML page', true],
+    ['<?xml version="1.0"?>\n<!-- logo -->\n<svg xmlns="http://www.w3.org/2000/svg"/>', 'an SVG (vector) image, which is not analysed', false],
+    ['\uFEFF<svg width="10">', 'an SVG (vector) image, which is not analysed', false],
+    ['{"error":"x"}', 'JSON starting "{\\"error\\":\\"x\\"}"', true],
+    ['Access Denied\r\n\r\nYou don\'t have permission to access this resource on this server.', 'text starting "Access Denied You don\'t have permission ..."', true],
+    ['%PDF-1.7\n%\xe2\xe3', 'a PDF document', false],
+    [Buffer.from([0xff, 0x0a, 0xfa, 0x7f]), 'a JPEG XL image, which is not analysed', false],
+    [Buffer.concat([Buffer.from('BM'), Buffer.alloc(12), Buffer.from([40, 0, 0, 0])]), 'a BMP image, which is not analysed', false],
+    ['BMW 3 series', 'text starting "BMW 3 series"', true],
+    [Buffer.from([0, 0, 1, 0, 1, 0, 16, 16]), 'an ICO icon, which is not analysed', false],
+    [Buffer.from([0x1f, 0x8b, 8, 0]), 'gzip-compressed data', false],
+    [Buffer.from([0x00, 0x01, 0x02, 0x03, 0xfe, 0xfd, 0xfc, 0xfb, 0x10]), 'unrecognised leading bytes (00 01 02 03 fe fd fc fb)', false],
+  ])('names what a non-image body is in its reason, and whether it is a page (HTML, JSON, text): %j', async (body, reason, page) => {
+    const err = await analyse(Buffer.from(body), 50_000_000).then(() => undefined, (e: unknown) => e);
+    expect(err).toEqual(new ContentError(`not an image: ${reason}`));
+    expect((err as ContentError).page).toBe(page);
   });
 
   it('refuses a 30000x30000 PNG header cheaply, before decoding', async () => {

@@ -148,6 +148,9 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     });
     expect(by.get('/private/secret.jpg')!.sent).toBe(false);
     expect(origin.hits('/private/')).toEqual([]);
+    // The monitor halts a source after a run of pages (pageRun.ts): an HTML page is one, a cut-off JPEG is not.
+    expect(by.get('/page.jpg')!.page).toBe(true);
+    expect(by.get('/truncated.jpg')!.page).toBeUndefined();
     // Every request identified us the same way.
     expect(new Set(origin.requests.map((r) => r.userAgent))).toEqual(new Set([pipelineConfigFromEnv().userAgent]));
   });
@@ -525,6 +528,15 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     expect(result.outcomes.every((o) => o.cls === 'error' && o.reason === 'http 500')).toBe(true);
     expect(result.unused).toEqual([5, 6, 7]);
     expect(origin.requests.slice(before).filter((r) => r.path === '/fail.jpg')).toHaveLength(5);
+  });
+
+  it('stops sending after ten web pages in a row (a block page served with 200) and hands the rest back', async () => {
+    const before = origin.requests.length;
+    const { result } = await run(Array(14).fill('/page.jpg'));
+    expect(result.outcomes).toHaveLength(10);
+    expect(result.outcomes.every((o) => o.cls === 'content' && o.page === true)).toBe(true);
+    expect(result.unused).toEqual([10, 11, 12, 13]);
+    expect(origin.requests.slice(before).filter((r) => r.path === '/page.jpg')).toHaveLength(10);
   });
 
   it('hands a URL back without using its attempt when the store fails, holds the source, and does not ask the site again', async () => {
