@@ -127,9 +127,11 @@ export function queuedElsewhereNote(summary: StartSummary): string | undefined {
   const n = summary.queuedElsewhere;
   if (!n) return undefined;
   const chunks = [...summary.sources.values()].reduce((sum, s) => sum + s.chunksOfOthers, 0);
-  return `${n} URL(s) left out: another manifest started into this store has them queued, not yet crawled; ` +
-    `they are crawled once, under it (the ${chunks} chunk(s) holding them go to their sources' monitors too, ` +
-    'in case that crawl was stopped before it came to them)';
+  // "Not yet crawled" was wrong for URLs an unfinished chunk had already recorded, and for a
+  // manifest started again after those chunks finished (the left-out URLs are kept as they were).
+  const start = `${n} URL(s) left out: chunks of another manifest started into this store hold them, unfinished when this one was first started; they are crawled once, under it`;
+  return chunks === 0 ? `${start} (those chunks have finished since)`
+    : `${start} (the ${chunks} chunk(s) holding them go to their sources' monitors too, in case that crawl was stopped before it came to them)`;
 }
 
 /** A warning naming catalogue entries that matched no source, or undefined when all matched. */

@@ -133,6 +133,22 @@ describe('the status table', () => {
     expect(crawlCommandFor('10.1.2.3:7233', '/o', '10.1.2.3:7233')('pause s')).toBe('crawl pause s');
   });
 
+  it('says when the latest 50+ images were one and the same file (a placeholder), running or finished, and once in run\'s notes', () => {
+    const r = running(300);
+    const same = (run: number, workflowStatus = 'RUNNING'): SourceStatus => ({ ...r, workflowStatus, stats: { ...r.stats!, sameImage: { sha: '6450ba3e', run } } });
+    const note = 'one image for every URL: its last 50+ images were the same file (sha256 6450ba3e...), a placeholder served instead of the images ' +
+      '(hotlink protection, a block, or images gone)? Their records show it';
+    const row = (st: SourceStatus) => statusTable([st]).split('\n')[1]!;
+    expect(row(same(50)).endsWith(`${note}; \`crawl pause s\` stops asking`)).toBe(true);
+    expect(row(same(49))).not.toMatch(/one image for every URL/);
+    // Finished: its records look like images, so the table says it without a command.
+    expect(row(same(400, 'COMPLETED')).endsWith(note)).toBe(true);
+    const notes = new SourceNotes();
+    expect(notes.changed([same(49)])).toEqual([]);
+    expect(notes.changed([same(50)])).toEqual([{ source: 's', note: `${note}; \`crawl pause s\` stops asking` }]);
+    expect(notes.changed([same(80)])).toEqual([]); // told once while the run lasts
+  });
+
   it('says when an unreadable robots.txt holds a source, and when it is asked again', () => {
     const r = running(3);
     const waiting: SourceStatus = { ...r, stats: { ...r.stats!, robotsRetryAt: '2026-11-23T12:05:00.000Z' } };

@@ -186,7 +186,7 @@ export class ImagePipeline implements UrlProcessor {
       }
       if (fromSpool) await this.spool.delete(url);
       return {
-        outcome: { ...base, ...timing, cls: 'done' },
+        outcome: { ...base, ...timing, cls: 'done', sha: analysis.sha256.slice(0, 8) },
         record: { ...analysis, thumbnailKey: key, finalUrl: target, redirects },
       };
     } catch (err) {

@@ -38,6 +38,8 @@ export interface RequestOutcome {
    * them is a block or login page served with 200, or page URLs given (the monitor halts).
    */
   page?: true;
+  /** A done image's first 8 hex digits of sha256: one file under many URLs is a placeholder (sameImage.ts). */
+  sha?: string;
 }
 
 /** A grant of request slots: the batch may send `slots` requests inside [startMs, endMs). */

@@ -13,7 +13,7 @@ import {
   addWorkSignal, batchFinishedSignal, batchStoppedSignal, grantSignal, pauseUpdate, pingSignal, reportOutcomesSignal, requestTokensSignal, resumeUpdate, revokeGrantsSignal,
   setMaxRateUpdate, setRateUpdate, statsQuery, stopUpdate, type ResumeInput, type SetMaxRateInput, type SetRateInput,
 } from './messages';
-import { behindNote, MonitorModel, noImagesNote, shownOf, type MonitorInput, type MonitorStats } from './monitorState';
+import { behindNote, MonitorModel, noImagesNote, placeholderNote, shownOf, type MonitorInput, type MonitorStats } from './monitorState';
 import { PATCH_LEVEL, inLevel, levelOf, patchesOf } from './patchLevel';
 import { MAX_REVIVALS, dueForRevival, heardFrom, markLost, markRevived, silentBatches } from './lostBatches';
 import type { BatchEntry } from './monitorState';
@@ -533,6 +533,8 @@ function detailsMarkdown(m: MonitorModel, nowMs: number, state: string): string 
   if (behind) lines.push(`**${behind.replace(/^workers behind/, 'Workers behind**')}`);
   const noImages = noImagesNote(s);
   if (noImages) lines.push(`**${noImages.replace(/^no image yet/, 'No image yet**')}`);
+  const placeholder = placeholderNote(s);
+  if (placeholder) lines.push(`**${placeholder.replace(/^one image for every URL/, 'One image for every URL**')}`);
   if (s.alerts.length) lines.push('', 'recent events:', ...s.alerts.slice(-5).map((a) => `- ${a}`));
   return lines.join('\n');
 }

@@ -95,6 +95,16 @@ describe('MonitorModel token bookkeeping', () => {
     expect(ruledOut.state.missRate).toBeCloseTo(2.5 * plain.state.missRate, 5);
   });
 
+  it('follows the latest images in a row that were one file, across reports, for the placeholder note', () => {
+    const { m } = modelWithBatch();
+    const image = (sha: string) => ({ url: '', cls: 'done' as const, sent: true, final: true, attempt: 1, sha });
+    m.onReport({ batchId: 'b1', grantId: 1, outcomes: [image('11111111'), ...Array.from({ length: 30 }, () => image('6450ba3e'))], unused: 0 }, T0);
+    m.onReport({ batchId: 'b1', grantId: 2, outcomes: [{ url: '', cls: 'linkrot', status: 404, sent: true, final: true, attempt: 1 }, ...Array.from({ length: 20 }, () => image('6450ba3e'))], unused: 0 }, T0 + 5_000);
+    expect(m.stats(T0 + 5_000).sameImage).toEqual({ sha: '6450ba3e', run: 50 });
+    m.onReport({ batchId: 'b1', grantId: 3, outcomes: [image('22222222')], unused: 0 }, T0 + 10_000);
+    expect(m.stats(T0 + 10_000).sameImage).toEqual({ sha: '22222222', run: 1 });
+  });
+
   it('leaves the bookkeeping alone for a report without a token request', () => {
     const { m, batchId } = modelWithBatch();
     m.onTokenRequest({ batchId, unassigned: 500, grantsSeen: 0 });

@@ -5,6 +5,7 @@ import { windowCounts } from '../politeness/breaker';
 import { median } from '../politeness/latency';
 import { slotsWithMissAllowance, tailGrantSlots, updateMissRate, windowStretch, workersBehindNote } from '../politeness/missedSlots';
 import { ceilings } from '../politeness/pacing';
+import { nextSameImage, sameImageNote, type SameImageRun } from '../politeness/sameImage';
 import { addInterval, appendRange, chunkOf, isChunkRange, rangeChunks, rangeUrls, subRange, unseenParts, type Intervals } from '../shared/chunkRanges';
 import type { Grant, OutcomeClass, OutcomeReport, SourceConfig, TokenRequest, WorkChunk, WorkItem } from '../shared/types';
 import type { BatchFinished } from './messages';
@@ -81,6 +82,8 @@ export interface MonitorState {
   missRate: number;
   /** The latest grant report's share of URLs settled without a request (Grant.decidedShare); absent before the first. */
   decidedShare?: number;
+  /** Images in a row that were one file (sameImage.ts); absent before the first image with a sha. */
+  sameImage?: SameImageRun;
   alerts: string[];
   lastSearchAttributesMs: number;
   options: MonitorOptions;
@@ -139,6 +142,8 @@ export interface MonitorStats {
   tokens: { granted: number; unused: number; missed: number; missRate?: number; wanted: number; nextWindowAt: string | null; leadMs: number };
   breaker: { windowRequests: number; windowErrors: number; consecutiveErrors: number; last50: string };
   latency: { baselineMs: number | null; recentMedianMs: number | null };
+  /** The latest images in a row that were one and the same file (sha: first 8 hex digits of its sha256); absent from monitors of older builds. */
+  sameImage?: SameImageRun | null;
   alerts: string[];
 }
 
@@ -168,6 +173,11 @@ export function noImagesNote(st: MonitorStats, crawl: CrawlCommand = (args) => `
   if (st.counts.done > 0 || st.counts.content < NO_IMAGES_AFTER) return undefined;
   return `no image yet: its first ${NO_IMAGES_AFTER}+ answers were all content errors (files sharp does not read, such as SVGs, PDFs or HEIC photos, ` +
     `or cut short): \`${crawl(`reasons ${st.source}`)}\` shows what came instead, \`${crawl(`pause ${st.source}`)}\` stops asking`;
+}
+
+/** One image under every URL of late (sameImage.ts); undefined otherwise. `crawl` null: the source has finished. */
+export function placeholderNote(st: MonitorStats, crawl: CrawlCommand | null = (args) => `crawl ${args}`): string | undefined {
+  return sameImageNote(st.sameImage, crawl ? crawl(`pause ${st.source}`) : undefined);
 }
 
 /** A `crawl` command line as a note suggests it: `crawl run` adds what reaches its own server and store. */
@@ -326,6 +336,10 @@ export class MonitorModel {
     if (report.tokens) this.onTokenRequest({ batchId: report.batchId, ...report.tokens });
     const b = this.batch(report.batchId);
     if (b) for (const o of report.outcomes) if (o.final) (b.counted ??= {})[o.cls] = (b.counted[o.cls] ?? 0) + 1;
+    for (const o of report.outcomes) {
+      const same = nextSameImage(this.state.sameImage, o);
+      if (same) this.state.sameImage = same;
+    }
     // The latest grant's share, so a site that stops ruling URLs out (a new chunk on another path) stops the extra ones.
     if (report.decided && report.decided.items > 0) this.state.decidedShare = report.decided.decided / report.decided.items;
     return this.governor.applyReport(report, nowMs);
@@ -497,6 +511,7 @@ export class MonitorModel {
         baselineMs: g.latency.baselineMs === null ? null : Math.round(g.latency.baselineMs),
         recentMedianMs: g.latency.recent.length ? median(g.latency.recent) : null,
       },
+      sameImage: this.state.sameImage ? { ...this.state.sameImage } : null,
       alerts: [...this.state.alerts],
     };
   }

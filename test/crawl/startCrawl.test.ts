@@ -623,7 +623,7 @@ describe('startCrawl', () => {
       const summary = await startCrawl({ client: second.client, store, manifest: manifestB, taskQueue: 'q' });
       expect(summary.sources.get('a.example')).toMatchObject({ urls: 4, chunks: 1, downloadedBefore: 1, queuedElsewhere: 2, chunksOfOthers: 1 });
       expect(summary.queuedElsewhere).toBe(2);
-      expect(queuedElsewhereNote(summary)).toBe('2 URL(s) left out: another manifest started into this store has them queued, not yet crawled; ' +
+      expect(queuedElsewhereNote(summary)).toBe('2 URL(s) left out: chunks of another manifest started into this store hold them, unfinished when this one was first started; ' +
         'they are crawled once, under it (the 1 chunk(s) holding them go to their sources\' monitors too, in case that crawl was stopped before it came to them)');
       // Its own chunk holds only the new URL; the first manifest's chunk 1, which holds a7 and
       // a8, goes to the monitor with it (chunk 2 shares nothing and does not).
@@ -643,6 +643,8 @@ describe('startCrawl', () => {
       const again = recordingClient();
       const restarted = await startCrawl({ client: again.client, store, manifest: manifestB, taskQueue: 'q' });
       expect(restarted.sources.get('a.example')).toMatchObject({ downloadedBefore: 1, queuedElsewhere: 2, chunksOfOthers: 0 });
+      expect(queuedElsewhereNote(restarted)).toBe('2 URL(s) left out: chunks of another manifest started into this store hold them, unfinished when this one was first started; ' +
+        'they are crawled once, under it (those chunks have finished since)');
       expect(announcedChunks(again.sent, 'a.example').map((k) => k.chunkId)).toEqual([`${summary.manifestId}-0`]);
 
       // The manifest's own unfinished chunks are not another's: started again, it announces them as before.
