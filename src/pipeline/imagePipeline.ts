@@ -8,7 +8,7 @@ import { decodeWeight } from './decodeMemory';
 import { Fetcher, FetchError, type FetcherOptions, validateUrl } from './fetcher';
 import { thumbnailKey } from './keys';
 import { RobotsCache, type RobotsVerdict } from './robots';
-import { HttpsUpgrades } from './httpsUpgrades';
+import { MovedOrigins } from './movedOrigins';
 import type { Spool } from './spool';
 import { FairSlots, WeightedBudget } from '../shared/concurrency';
 import type { ObjectStore } from './store';
@@ -27,8 +27,8 @@ const MAX_RETRY_AFTER_MS = 24 * 3_600_000;
 export class ImagePipeline implements UrlProcessor {
   readonly fetcher: Fetcher;
   readonly robots: RobotsCache;
-  /** http origins that moved to https: their URLs are asked there at once (httpsUpgrades.ts). */
-  readonly upgrades = new HttpsUpgrades();
+  /** Origins that moved (http to https, to www): their URLs are asked where they went (movedOrigins.ts). */
+  readonly moved = new MovedOrigins();
   /** Downloaded bodies not yet through analysis and storage (see PipelineConfig.maxBacklog). */
   private backlog = 0;
   private backlogBytes = 0;
@@ -62,12 +62,12 @@ export class ImagePipeline implements UrlProcessor {
    * robots.txt redirected: open a connection there ahead.
    */
   preconnect(url: string, slotMs: number): void {
-    this.fetcher.preconnect(this.nextRequestUrl(this.upgrades.upgrade(url)), slotMs);
+    this.fetcher.preconnect(this.nextRequestUrl(this.moved.resolve(url)), slotMs);
   }
 
   crawlDelayMs(url: string): number | undefined {
     try {
-      return this.robots.crawlDelayMs(new URL(this.upgrades.upgrade(url)));
+      return this.robots.crawlDelayMs(new URL(this.moved.resolve(url)));
     } catch {
       return undefined;
     }
@@ -98,8 +98,8 @@ export class ImagePipeline implements UrlProcessor {
     } catch (err) {
       return { outcome: { url, sent: false, cls: 'refused', reason: (err as FetchError).message } };
     }
-    // Asked over https once its origin moved there: that origin's robots.txt rules it.
-    const verdict = this.robots.cachedVerdict(this.upgrades.upgraded(url) ? new URL(this.upgrades.upgrade(url)) : u);
+    // Asked where its origin moved: that origin's robots.txt rules it.
+    const verdict = this.robots.cachedVerdict(this.moved.movedAway(url) ? new URL(this.moved.resolve(url)) : u);
     // An origin whose robots.txt is to be read again puts its URLs off (requeue, robotsRetryAtMs)
     // without a slot: the grant's slots go to the source's other hosts.
     return verdict && withoutFetching(url, verdict, this.cfg.robotsMaxTries);
@@ -109,7 +109,7 @@ export class ImagePipeline implements UrlProcessor {
     const base = { url, sent: false };
     // A redirect's next hop is a request of its own, in a slot of its own: the site sees no more
     // requests in a second than it was granted, however many hops an image takes.
-    const target = ctx.hop?.url ?? this.upgrades.upgrade(url);
+    const target = ctx.hop?.url ?? this.moved.resolve(url);
     // Checked right before anything leaves for the site: work before it (spool, robots cache)
     // can be slow under load, and a late request would crowd the next slot at the origin.
     const tooLate = () => ctx.sendBy !== undefined && Date.now() > ctx.sendBy && !ctx.mayGoLate?.();
@@ -145,7 +145,7 @@ export class ImagePipeline implements UrlProcessor {
       const res = await this.fetcher.fetch(target, { signal: ctx.signal, sendBy: ctx.sendBy, mayGoLate: ctx.mayGoLate, followRedirects: false });
       if (res.failure === 'late') return late;
       timing = { status: res.status, ttfbMs: res.ttfbMs, totalMs: res.totalMs, sent: res.sent };
-      if (res.status !== undefined) this.upgrades.noteAnswer(target, res.status, res.location);
+      if (res.status !== undefined) this.moved.noteAnswer(target, res.status, res.location);
       if (res.location !== undefined) {
         if (redirects >= this.cfg.maxRedirects) return { outcome: { ...base, ...timing, cls: 'content', reason: `more than ${this.cfg.maxRedirects} redirects` } };
         return { outcome: { ...base, ...timing, cls: 'error', reason: 'redirected' }, requeue: true, hop: { url: res.location, redirects: redirects + 1 } };

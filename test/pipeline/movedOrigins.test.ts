@@ -22,7 +22,7 @@ const TLS = path.resolve(__dirname, '..', 'fixtures', 'tls');
 const cert = fs.readFileSync(path.join(TLS, 'cert.pem'));
 const key = fs.readFileSync(path.join(TLS, 'key.pem'));
 
-describe('an http site that moved to https (real undici, both origins on 127.0.0.1)', () => {
+describe('sites that moved (real undici, origins on 127.0.0.1 and 127.0.0.2)', () => {
   const old = new Origin();
   let secure: https.Server;
   let secureBase = '';
@@ -78,6 +78,36 @@ describe('an http site that moved to https (real undici, both origins on 127.0.0
       expect(of(5)).toMatchObject({ outcome: 'done', finalUrl: `${secureBase}/img/5.jpg`, redirects: 0 });
     } finally {
       await pipeline.close();
+    }
+  });
+
+  it('asks on another host once the old one has sent three URLs there (a domain moved, or to www)', async () => {
+    const img = await jpeg(64, 48, 80);
+    const now = new Origin();
+    for (let i = 0; i < 5; i++) now.serve(`/p/${i}.jpg`, img);
+    await now.start('127.0.0.2');
+    const was = new Origin();
+    for (let i = 0; i < 5; i++) was.route(`/p/${i}.jpg`, redirect(now.url(`/p/${i}.jpg`), 308));
+    await was.start('127.0.0.1');
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crawl-moved-'));
+    const store = new LocalStore(path.join(dir, 'store'));
+    const pipeline = new ImagePipeline(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'] }), store, new Spool(path.join(dir, 'spool')));
+    const acts = createCrawlActivities({ processor: pipeline, recorder: new StoreRecorder(store) });
+    const startMs = Date.now() + 200;
+    const intervalMs = 100;
+    try {
+      const result = (await new MockActivityEnvironment().run(acts.fetchBatch, {
+        source: 'moved-host', batchId: 'b', grantId: 1, maxAttempts: 1,
+        items: [0, 1, 2, 3, 4].map((i) => ({ url: was.url(`/p/${i}.jpg`), attempt: 1 })),
+        schedule: { startMs, endMs: startMs + 16 * intervalMs, intervalMs, burstSlots: 0 },
+      })) as FetchBatchResult;
+      expect(result.outcomes.map((o) => o.cls)).toEqual(Array(5).fill('done'));
+      expect(was.requests.map((r) => r.path)).toEqual(['/robots.txt', '/p/0.jpg', '/p/1.jpg', '/p/2.jpg']);
+      expect(now.requests.map((r) => r.path)).toEqual(['/robots.txt', '/p/0.jpg', '/p/1.jpg', '/p/2.jpg', '/p/3.jpg', '/p/4.jpg']);
+    } finally {
+      await pipeline.close();
+      await was.stop();
+      await now.stop();
     }
   });
 });
