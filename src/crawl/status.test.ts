@@ -147,6 +147,18 @@ describe('the status table', () => {
     expect(notes.changed([same(49)])).toEqual([]);
     expect(notes.changed([same(50)])).toEqual([{ source: 's', note: `${note}; \`crawl pause s\` stops asking` }]);
     expect(notes.changed([same(80)])).toEqual([]); // told once while the run lasts
+    // monitoring_update (crawl status --watch, crawl run off a terminal) carries it too.
+    expect(monitoringUpdate([same(50)]).sources.s!.note).toBe(`${note}; \`crawl pause s\` stops asking`);
+    expect(monitoringUpdate([same(400, 'COMPLETED')]).sources.s!.note).toBe(note);
+    expect(monitoringUpdate([same(49)]).sources.s!.note).toBeUndefined();
+  });
+
+  it('gives a halted source\'s reason in monitoring_update', () => {
+    const r = running(60);
+    const reason = 'its last 50 answers were web pages (HTML, JSON or text), not images, after 60 images: a block or login page served with 200?';
+    const halted: SourceStatus = { ...r, stats: { ...r.stats!, state: 'halted', haltReason: reason } };
+    expect(monitoringUpdate([halted]).sources.s).toMatchObject({ state: 'halted', haltReason: reason });
+    expect(monitoringUpdate([r]).sources.s!.haltReason).toBeNull();
   });
 
   it('says when an unreadable robots.txt holds a source, and when it is asked again', () => {

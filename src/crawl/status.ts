@@ -183,7 +183,7 @@ export interface MonitoringUpdate {
   time: string;
   /** `workersBehind`: running sources that missed 30% or more of their recent slots (see behindNote). */
   global: { sources: number; running: number; paused: number; halted: number; waiting: number; ratePerS: number; targetPerS: number; done: number; errors: number; finishedUrls: number; totalUrls: number; imagesPerS: number | null; workersBehind: number };
-  sources: Record<string, { state: string; rate: number; target: number; done: number; errors: number; linkrot: number; content: number; robots: number; refused: number; finished: number; total: number; breaker: string; retryAfterUntil: string | null; crawlDelayUntil: string | null; robotsRetryAt: string | null; robotsError: string | null; robotsHostWait: { error: string; until: string } | null; storeRetryAt: string | null; storeError: string | null; workersBehind: boolean; note?: string }>;
+  sources: Record<string, { state: string; rate: number; target: number; done: number; errors: number; linkrot: number; content: number; robots: number; refused: number; finished: number; total: number; breaker: string; retryAfterUntil: string | null; crawlDelayUntil: string | null; robotsRetryAt: string | null; robotsError: string | null; robotsHostWait: { error: string; until: string } | null; storeRetryAt: string | null; storeError: string | null; workersBehind: boolean; haltReason: string | null; note?: string }>;
 }
 
 /**
@@ -222,7 +222,7 @@ export function monitoringUpdate(statuses: SourceStatus[], previous?: { atMs: nu
       total += u?.total ?? 0;
       sources[s.source] = {
         state, rate: u?.rate ?? 0, target: 0, done: u?.done ?? 0, errors: u?.errors ?? 0, linkrot: 0, content: 0, robots: 0, refused: 0, finished: 0, total: u?.total ?? 0,
-        breaker: '', retryAfterUntil: null, crawlDelayUntil: null, robotsRetryAt: null, robotsError: null, robotsHostWait: null, storeRetryAt: null, storeError: null, workersBehind: false, ...(u ? { note: u.note } : s.ended ? { note: s.ended } : {}),
+        breaker: '', retryAfterUntil: null, crawlDelayUntil: null, robotsRetryAt: null, robotsError: null, robotsHostWait: null, storeRetryAt: null, storeError: null, workersBehind: false, haltReason: null, ...(u ? { note: u.note } : s.ended ? { note: s.ended } : {}),
       };
       continue;
     }
@@ -239,6 +239,9 @@ export function monitoringUpdate(statuses: SourceStatus[], previous?: { atMs: nu
     errors += st.counts.error;
     finished += st.urls.finished;
     total += st.urls.total;
+    // Counts from its last answer (StatusPoller): say that this one went unanswered; else what
+    // the table's note says of what came from the site (pages, one image for every URL).
+    const note = s.unanswered?.note ?? (live ? noImagesNote(st) ?? placeholderNote(st) : s.workflowStatus === 'COMPLETED' ? placeholderNote(st, null) : undefined);
     sources[s.source] = {
       state, rate: st.rate, target: st.target, done: st.counts.done, errors: st.counts.error, linkrot: st.counts.linkrot,
       content: st.counts.content, robots: st.counts.robots, refused: st.counts.refused, finished: st.urls.finished, total: st.urls.total,
@@ -252,8 +255,8 @@ export function monitoringUpdate(statuses: SourceStatus[], previous?: { atMs: nu
       storeRetryAt: st.storeRetryAt ?? null,
       storeError: st.storeError ?? null,
       workersBehind: slotsMissed,
-      // Counts from its last answer (StatusPoller): say that this one went unanswered.
-      ...(s.unanswered ? { note: s.unanswered.note } : {}),
+      haltReason: st.haltReason ?? null,
+      ...(note !== undefined ? { note } : {}),
     };
   }
   const imagesPerS = previous ? Math.round(((done - previous.done) * 1000 / Math.max(1, nowMs - previous.atMs)) * 100) / 100 : null;
