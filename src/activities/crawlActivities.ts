@@ -115,8 +115,9 @@ interface Progress {
  */
 function withoutUrls(url: string, outcome: RequestOutcome, extra: Record<string, unknown> | null): [Omit<RequestOutcome, 'url'>, Record<string, unknown> | null] {
   const { url: _url, ...rest } = outcome;
-  const slim = extra && extra.finalUrl === url ? (({ finalUrl: _f, ...r }) => ({ ...r, sameFinalUrl: true }))(extra) : extra;
-  return [rest, slim];
+  if (!extra || extra.finalUrl !== url) return [rest, extra];
+  const { finalUrl: _f, ...kept } = extra;
+  return [rest, { ...kept, sameFinalUrl: true }];
 }
 
 /** The entry withoutUrls made, whole again. */
