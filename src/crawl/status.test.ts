@@ -155,7 +155,7 @@ describe('the status table', () => {
 
   it('gives a halted source\'s reason in monitoring_update', () => {
     const r = running(60);
-    const reason = 'its last 50 answers were web pages (HTML, JSON or text), not images, after 60 images: a block or login page served with 200?';
+    const reason = 'its last 50 answers were web pages (HTML, JSON or text), not images, after 60 images: likely a block or login page served with 200';
     const halted: SourceStatus = { ...r, stats: { ...r.stats!, state: 'halted', haltReason: reason } };
     expect(monitoringUpdate([halted]).sources.s).toMatchObject({ state: 'halted', haltReason: reason });
     expect(monitoringUpdate([r]).sources.s!.haltReason).toBeNull();

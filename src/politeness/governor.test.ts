@@ -264,7 +264,7 @@ describe('Governor: pages where images were asked for', () => {
     expect(g.state.mode).toBe('running');
     const events = report(g, pages(108, 1));
     expect(g.state.mode).toBe('halted');
-    const reason = 'its last 50 answers were web pages (HTML, JSON or text), not images, after 59 images: a block or login page served with 200?';
+    const reason = 'its last 50 answers were web pages (HTML, JSON or text), not images, after 59 images: likely a block or login page served with 200';
     expect(g.state.haltReason).toBe(reason);
     expect(events).toEqual([{ event: 'halted', detail: reason }]);
     expect(g.canGrant(T0 + 60_000)).toBe(false);
@@ -273,7 +273,7 @@ describe('Governor: pages where images were asked for', () => {
   it('names page URLs given for image URLs when no image came before the pages', () => {
     const g = Governor.create('pages.example', { rate: 5 }, T0);
     report(g, pages(0, 50));
-    expect(g.state.haltReason).toMatch(/^its first 50 answers were web pages \(HTML, JSON or text\), not images: page URLs given for image URLs/);
+    expect(g.state.haltReason).toMatch(/^its first 50 answers were web pages \(HTML, JSON or text\), not images: likely page URLs given for image URLs/);
   });
 
   it('counts afresh after an image; 404s, retried errors and content that is not a page neither count nor break the run', () => {

@@ -30,6 +30,6 @@ export function pagesSinceImage(run: number, o: Pick<RequestOutcome, 'cls' | 'fi
 /** The halt's reason: what the pages likely are, told by whether any image came before them. */
 export function pagesHaltReason(imagesBefore: number): string {
   return imagesBefore > 0
-    ? `its last ${PAGES_FOR_HALT} answers were web pages (HTML, JSON or text), not images, after ${imagesBefore} images: a block or login page served with 200?`
-    : `its first ${PAGES_FOR_HALT} answers were web pages (HTML, JSON or text), not images: page URLs given for image URLs, or a block or login page served with 200?`;
+    ? `its last ${PAGES_FOR_HALT} answers were web pages (HTML, JSON or text), not images, after ${imagesBefore} images: likely a block or login page served with 200`
+    : `its first ${PAGES_FOR_HALT} answers were web pages (HTML, JSON or text), not images: likely page URLs given for image URLs, or a block or login page served with 200`;
 }

@@ -443,7 +443,7 @@ describe('crawl monitor (time-skipping server)', () => {
         stats = await handle.query(statsQuery);
       }
       expect(stats.state).toBe('halted');
-      expect(stats.haltReason).toBe('its last 50 answers were web pages (HTML, JSON or text), not images, after 60 images: a block or login page served with 200?');
+      expect(stats.haltReason).toBe('its last 50 answers were web pages (HTML, JSON or text), not images, after 60 images: likely a block or login page served with 200');
       expect((await handle.describe()).typedSearchAttributes.get(CRAWL_STATE)).toBe('halted');
       // About 50 pages, not 540: what grants were already out when it halted, no more.
       const grantsAtHalt = grants.length;
