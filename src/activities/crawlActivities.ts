@@ -47,6 +47,8 @@ export interface ProcessedUrl {
    * more is sent to the source in this grant, and the monitor holds it for STORE_RETRY_MS.
    */
   storeFailure?: string;
+  /** Done with an image another URL's redirect fetched just before: no bytes downloaded for it. */
+  reused?: boolean;
 }
 
 
@@ -65,9 +67,10 @@ export interface UrlProcessor {
   crawlDelayMs?(url: string): number | undefined;
   /**
    * The URL's result when it is certain without sending anything or doing image work (robots.txt
-   * disallows it, its address is refused): it is settled without taking a request slot.
+   * disallows it, its address is refused, its redirect's target was fetched just before): it is
+   * settled without taking a request slot. `hop`: where its redirects have got to.
    */
-  decideWithoutRequest?(url: string): ProcessedUrl | undefined;
+  decideWithoutRequest?(url: string, hop?: RedirectHop): ProcessedUrl | undefined;
 }
 
 export interface Recorder {
@@ -232,7 +235,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
         blockSource(input.source, Date.now() + hold);
       }
       done.set(i, { outcome, extra: final ? processed.record ?? {} : null });
-      if (final) deps.metrics?.finished(o.cls, o.cls === 'done' && typeof processed.record?.bytes === 'number' ? processed.record.bytes : undefined);
+      if (final) deps.metrics?.finished(o.cls, o.cls === 'done' && !processed.reused && typeof processed.record?.bytes === 'number' ? processed.record.bytes : undefined);
       return 'done';
     };
     // Requests in flight are aborted only a grace after a cancellation (CANCEL_GRACE_MS).
@@ -265,8 +268,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
       },
       // Ruled out without a request (robots.txt disallows it, say): no slot spent on it.
       decide: deps.processor.decideWithoutRequest && ((i) => {
-        if (hops.has(i)) return undefined;
-        const processed = deps.processor.decideWithoutRequest!(input.items[i]!.url);
+        const processed = deps.processor.decideWithoutRequest!(input.items[i]!.url, hops.get(i));
         return processed && settle(i, processed);
       }),
       requeued: (r) => (r === 'next' || r === 'later' ? r : r === 'requeue'),

@@ -9,6 +9,7 @@ import { Fetcher, FetchError, type FetcherOptions, validateUrl } from './fetcher
 import { thumbnailKey } from './keys';
 import { RobotsCache, type RobotsVerdict } from './robots';
 import { MovedOrigins } from './movedOrigins';
+import { RedirectTargets } from './redirectTargets';
 import type { Spool } from './spool';
 import { FairSlots, WeightedBudget } from '../shared/concurrency';
 import type { ObjectStore } from './store';
@@ -29,6 +30,8 @@ export class ImagePipeline implements UrlProcessor {
   readonly robots: RobotsCache;
   /** Origins that moved (http to https, to www): their URLs are asked where they went (movedOrigins.ts). */
   readonly moved = new MovedOrigins();
+  /** Images that many URLs redirect to, fetched once (redirectTargets.ts). */
+  readonly targets = new RedirectTargets();
   /** Downloaded bodies not yet through analysis and storage (see PipelineConfig.maxBacklog). */
   private backlog = 0;
   private backlogBytes = 0;
@@ -89,7 +92,10 @@ export class ImagePipeline implements UrlProcessor {
    * robots.txt disallows us, each one used to wait out a slot, and 100,000 of them at 1/s took
    * 28 hours with a single request sent.
    */
-  decideWithoutRequest(url: string): ProcessedUrl | undefined {
+  decideWithoutRequest(url: string, hop?: RedirectHop): ProcessedUrl | undefined {
+    // A redirect part-way: only its target's image fetched just before settles it (robots.txt
+    // and the guard were the target origin's, checked then).
+    if (hop) return this.fromTarget(url, hop);
     // Spooled bytes were fetched already and are still to be stored: process() finishes them.
     if (this.spool.mayHold(url)) return undefined;
     let u: URL;
@@ -105,8 +111,21 @@ export class ImagePipeline implements UrlProcessor {
     return verdict && withoutFetching(url, verdict, this.cfg.robotsMaxTries);
   }
 
+  /** A redirect whose target's image was fetched within TARGET_TTL_MS ends with it. */
+  private fromTarget(url: string, hop: RedirectHop): ProcessedUrl | undefined {
+    const hit = this.targets.get(hop.url);
+    if (!hit) return undefined;
+    return {
+      outcome: { url, sent: false, cls: 'done', ...(hit.status !== undefined ? { status: hit.status } : {}), ...(hit.sha !== undefined ? { sha: hit.sha } : {}) },
+      record: { ...hit.record, finalUrl: hop.url, redirects: hop.redirects },
+      reused: true,
+    };
+  }
+
   async process(url: string, ctx: { source: string; attempt: number; signal: AbortSignal; sendBy?: number; mayGoLate?: () => boolean; hop?: RedirectHop }): Promise<ProcessedUrl> {
     const base = { url, sent: false };
+    const known = ctx.hop && this.fromTarget(url, ctx.hop);
+    if (known) return known;
     // A redirect's next hop is a request of its own, in a slot of its own: the site sees no more
     // requests in a second than it was granted, however many hops an image takes.
     const target = ctx.hop?.url ?? this.moved.resolve(url);
@@ -190,8 +209,10 @@ export class ImagePipeline implements UrlProcessor {
         return { outcome: { ...base, ...timing, cls: 'error', reason: 'the store failed' }, requeue: true, storeFailure: describeStoreError(err) };
       }
       if (fromSpool) await this.spool.delete(url);
+      const sha = analysis.sha256.slice(0, 8);
+      if (ctx.hop) this.targets.remember(target, { record: { ...analysis, thumbnailKey: key }, status: timing.status, sha });
       return {
-        outcome: { ...base, ...timing, cls: 'done', sha: analysis.sha256.slice(0, 8) },
+        outcome: { ...base, ...timing, cls: 'done', sha },
         record: { ...analysis, thumbnailKey: key, finalUrl: target, redirects },
       };
     } catch (err) {

@@ -533,6 +533,29 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     expect(origin.requests.slice(before).filter((r) => r.path === '/fail.jpg')).toHaveLength(5);
   });
 
+  it('fetches the image many URLs redirect to once, and ends the other redirects with it', async () => {
+    // A shop's "no image" picture for its missing product images.
+    const paths = [0, 1, 2, 3, 4, 5].map((i) => `/product/${i}.jpg`);
+    for (const p of paths) origin.route(p, redirect('/no-image.png'));
+    origin.serve('/no-image.png', await png(40, 30), 'image/png');
+    await new MockActivityEnvironment().run(acts.fetchBatch, input(['/good.png']));
+    const before = origin.requests.length;
+    // Slots far enough apart for the picture to be stored before the next redirect is answered.
+    const result = (await new MockActivityEnvironment().run(acts.fetchBatch, input(paths, 40, 12))) as FetchBatchResult;
+    expect(result.outcomes.map((o) => o.cls)).toEqual(Array(6).fill('done'));
+    const sent = origin.requests.slice(before).map((r) => r.path);
+    expect(sent.filter((p) => p === '/no-image.png')).toHaveLength(1);
+    expect(sent.filter((p) => p.startsWith('/product/')).sort()).toEqual(paths);
+    const files = fs.readdirSync(path.join(dir, 'store', 'records'), { recursive: true }).filter((f) => String(f).endsWith('.ndjson'));
+    const records = files.flatMap((f) => fs.readFileSync(path.join(dir, 'store', 'records', String(f)), 'utf8').trim().split('\n').map((l) => JSON.parse(l)))
+      .filter((r) => r.url.includes('/product/'));
+    expect(records).toHaveLength(6);
+    const first = records[0];
+    for (const r of records) {
+      expect(r).toMatchObject({ outcome: 'done', status: 200, finalUrl: origin.url('/no-image.png'), redirects: 1, width: 40, height: 30, sha256: first.sha256, thumbnailKey: first.thumbnailKey });
+    }
+  });
+
   it('stops sending after ten web pages in a row (a block page served with 200) and hands the rest back', async () => {
     const before = origin.requests.length;
     const { result } = await run(Array(14).fill('/page.jpg'));
