@@ -445,13 +445,17 @@ describe('crawl monitor (time-skipping server)', () => {
       expect(stats.state).toBe('halted');
       expect(stats.haltReason).toBe('its last 50 answers were web pages (HTML, JSON or text), not images, after 60 images: likely a block or login page served with 200');
       expect((await handle.describe()).typedSearchAttributes.get(CRAWL_STATE)).toBe('halted');
-      // About 50 pages, not 540: what grants were already out when it halted, no more.
+      // Not the 540 pages a crawl to the end would ask for: 50, and what the grants already out
+      // sent before they reported (each stops after PAGE_BURST pages in a row; how many were out
+      // depends on the machine's speed: 232 pages on a loaded CI machine before the harness
+      // stopped as the real activity does). Then nothing more.
       const grantsAtHalt = grants.length;
       await env.sleep(600_000);
       expect(grants.length).toBe(grantsAtHalt);
       stats = await handle.query(statsQuery);
       expect(stats.counts.content).toBeGreaterThanOrEqual(50);
-      expect(stats.counts.content).toBeLessThan(150);
+      expect(stats.counts.content).toBeLessThan(300);
+      expect(stats.urls.finished).toBeLessThan(600);
       expect(stats.urls.finished).toBe(records.length);
 
       // The operator had the site let us through: resume finishes with every URL once.

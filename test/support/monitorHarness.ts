@@ -3,6 +3,7 @@ import { Worker } from '@temporalio/worker';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { FetchBatchInput, FetchBatchResult, OutcomeClass, RequestOutcome, WorkChunk } from '../../src/shared/types';
 import { isThrottle } from '../../src/politeness/classify';
+import { PAGE_BURST, pagesSinceImage } from '../../src/politeness/pageRun';
 import { WORKFLOWS_PATH } from '../../src/workers/worker';
 
 /** What the scripted "site" answers for one request. */
@@ -26,7 +27,7 @@ export interface RecordedGrant {
 /**
  * A stand-in for the fetch activity that answers from a script without waiting for slots
  * (time-skipping moves workflow time, not the activity's clock), stops at the first 429/503
- * like the real one, and records every grant it was given.
+ * and after PAGE_BURST pages in a row like the real one, and records every grant it was given.
  */
 export function scriptedActivities(script: Script, opts: { reportLastSend?: boolean; ignoreMarkDone?: boolean; rememberRecords?: boolean } = {}) {
   const grants: RecordedGrant[] = [];
@@ -38,13 +39,16 @@ export function scriptedActivities(script: Script, opts: { reportLastSend?: bool
       const outcomes: RequestOutcome[] = [];
       const unused: number[] = [];
       let retryAfterMs: number | undefined;
+      let pages = 0;
       input.items.forEach((item, i) => {
-        if (retryAfterMs !== undefined) { unused.push(i); return; }
+        // As the real one: stops at a 429/503, and after PAGE_BURST pages in a row.
+        if (retryAfterMs !== undefined || pages >= PAGE_BURST) { unused.push(i); return; }
         const a = script(item.url, item.attempt);
         const final = a.cls !== 'error' || item.attempt >= input.maxAttempts;
         const atMs = input.schedule.startMs + Math.max(0, i - input.schedule.burstSlots) * input.schedule.intervalMs;
         outcomes.push({ url: item.url, cls: a.cls, status: a.status, ttfbMs: a.ttfbMs ?? 20, sent: true, final, attempt: item.attempt, retryAfterMs: a.retryAfterMs, atMs, ...(a.page ? { page: a.page } : {}) });
         if (isThrottle(a.status)) retryAfterMs = a.retryAfterMs ?? 5_000;
+        pages = pagesSinceImage(pages, outcomes.at(-1)!);
       });
       const scheduledMs = Context.current().info.scheduledTimestampMs;
       grants.push({ batchId: input.batchId, grantId: input.grantId, ...input.schedule, slots: input.items.length, sent: outcomes.length, scheduledMs });
