@@ -38,7 +38,7 @@ describe('sites that moved (real undici, origins on 127.0.0.1 and 127.0.0.2)', (
     });
     await new Promise<void>((resolve) => secure.listen(0, '127.0.0.1', resolve));
     secureBase = `https://127.0.0.1:${(secure.address() as AddressInfo).port}`;
-    for (let i = 0; i < 6; i++) old.route(`/img/${i}.jpg`, redirect(`${secureBase}/img/${i}.jpg`, 301));
+    for (let i = 0; i < 10; i++) old.route(`/img/${i}.jpg`, redirect(`${secureBase}/img/${i}.jpg`, 301));
     await old.start();
   });
   afterAll(async () => {
@@ -60,22 +60,26 @@ describe('sites that moved (real undici, origins on 127.0.0.1 and 127.0.0.2)', (
     // Slots wide enough for each answer to be in before the next slot (the learning is what is tested).
     const intervalMs = 100;
     try {
-      const urls = [0, 1, 2, 3, 4, 5].map((i) => old.url(`/img/${i}.jpg`));
+      const ids = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9];
+      const urls = ids.map((i) => old.url(`/img/${i}.jpg`));
       const result = (await new MockActivityEnvironment().run(acts.fetchBatch, {
         source: 'moved', batchId: 'b', grantId: 1, maxAttempts: 1,
         items: urls.map((url) => ({ url, attempt: 1 })),
-        schedule: { startMs, endMs: startMs + 20 * intervalMs, intervalMs, burstSlots: 0 },
+        schedule: { startMs, endMs: startMs + 30 * intervalMs, intervalMs, burstSlots: 0 },
       })) as FetchBatchResult;
-      expect(result.outcomes.map((o) => o.cls)).toEqual(Array(6).fill('done'));
+      expect(result.outcomes.map((o) => o.cls)).toEqual(Array(10).fill('done'));
       expect(result.unused).toEqual([]);
-      // robots.txt and three redirects at the old origin; the last three went straight to https.
-      expect(old.requests.map((r) => r.path)).toEqual(['/robots.txt', '/img/0.jpg', '/img/1.jpg', '/img/2.jpg']);
-      expect(secureHits.filter((p) => p.startsWith('/img/')).sort()).toEqual([0, 1, 2, 3, 4, 5].map((i) => `/img/${i}.jpg`));
+      // robots.txt and three redirects at the old origin (a fourth when the third's answer came
+      // after the next slot, on a loaded machine); the rest went straight to https.
+      const atOld = old.requests.map((r) => r.path);
+      expect(atOld.slice(0, 4)).toEqual(['/robots.txt', '/img/0.jpg', '/img/1.jpg', '/img/2.jpg']);
+      expect(atOld.length).toBeLessThanOrEqual(5);
+      expect(secureHits.filter((p) => p.startsWith('/img/')).sort()).toEqual(ids.map((i) => `/img/${i}.jpg`).sort());
       const records = fs.readdirSync(path.join(dir, 'store', 'records'), { recursive: true }).filter((f) => String(f).endsWith('.ndjson'))
         .flatMap((f) => fs.readFileSync(path.join(dir, 'store', 'records', String(f)), 'utf8').trim().split('\n').map((l) => JSON.parse(l)));
       const of = (i: number) => records.find((r) => r.url === urls[i]);
       expect(of(0)).toMatchObject({ outcome: 'done', finalUrl: `${secureBase}/img/0.jpg`, redirects: 1 });
-      expect(of(5)).toMatchObject({ outcome: 'done', finalUrl: `${secureBase}/img/5.jpg`, redirects: 0 });
+      expect(of(9)).toMatchObject({ outcome: 'done', finalUrl: `${secureBase}/img/9.jpg`, redirects: 0 });
     } finally {
       await pipeline.close();
     }
@@ -84,10 +88,10 @@ describe('sites that moved (real undici, origins on 127.0.0.1 and 127.0.0.2)', (
   it('asks on another host once the old one has sent three URLs there (a domain moved, or to www)', async () => {
     const img = await jpeg(64, 48, 80);
     const now = new Origin();
-    for (let i = 0; i < 5; i++) now.serve(`/p/${i}.jpg`, img);
+    for (let i = 0; i < 8; i++) now.serve(`/p/${i}.jpg`, img);
     await now.start('127.0.0.2');
     const was = new Origin();
-    for (let i = 0; i < 5; i++) was.route(`/p/${i}.jpg`, redirect(now.url(`/p/${i}.jpg`), 308));
+    for (let i = 0; i < 8; i++) was.route(`/p/${i}.jpg`, redirect(now.url(`/p/${i}.jpg`), 308));
     await was.start('127.0.0.1');
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crawl-moved-'));
     const store = new LocalStore(path.join(dir, 'store'));
@@ -98,12 +102,14 @@ describe('sites that moved (real undici, origins on 127.0.0.1 and 127.0.0.2)', (
     try {
       const result = (await new MockActivityEnvironment().run(acts.fetchBatch, {
         source: 'moved-host', batchId: 'b', grantId: 1, maxAttempts: 1,
-        items: [0, 1, 2, 3, 4].map((i) => ({ url: was.url(`/p/${i}.jpg`), attempt: 1 })),
-        schedule: { startMs, endMs: startMs + 16 * intervalMs, intervalMs, burstSlots: 0 },
+        items: [0, 1, 2, 3, 4, 5, 6, 7].map((i) => ({ url: was.url(`/p/${i}.jpg`), attempt: 1 })),
+        schedule: { startMs, endMs: startMs + 24 * intervalMs, intervalMs, burstSlots: 0 },
       })) as FetchBatchResult;
-      expect(result.outcomes.map((o) => o.cls)).toEqual(Array(5).fill('done'));
-      expect(was.requests.map((r) => r.path)).toEqual(['/robots.txt', '/p/0.jpg', '/p/1.jpg', '/p/2.jpg']);
-      expect(now.requests.map((r) => r.path)).toEqual(['/robots.txt', '/p/0.jpg', '/p/1.jpg', '/p/2.jpg', '/p/3.jpg', '/p/4.jpg']);
+      expect(result.outcomes.map((o) => o.cls)).toEqual(Array(8).fill('done'));
+      const atOld = was.requests.map((r) => r.path);
+      expect(atOld.slice(0, 4)).toEqual(['/robots.txt', '/p/0.jpg', '/p/1.jpg', '/p/2.jpg']);
+      expect(atOld.length).toBeLessThanOrEqual(5);
+      expect(now.requests.map((r) => r.path).sort()).toEqual(['/robots.txt', ...[0, 1, 2, 3, 4, 5, 6, 7].map((i) => `/p/${i}.jpg`)].sort());
     } finally {
       await pipeline.close();
       await was.stop();
