@@ -5,7 +5,7 @@ import { callSignal } from '../shared/callSignal';
 import { errorText } from '../shared/errorText';
 import { STOPPED_BATCHES_WAIT_MS } from '../shared/heartbeat';
 import { statsQuery, stopUpdate } from '../workflows/messages';
-import { behindNote, type CrawlCommand, monitorWorkflowId, noImagesNote, placeholderNote, type MonitorStats } from '../workflows/monitorState';
+import { answersNote, behindNote, type CrawlCommand, monitorWorkflowId, type MonitorStats } from '../workflows/monitorState';
 import { BEHIND_MISS_RATE } from '../politeness/missedSlots';
 import { fulfilsWithin } from '../shared/concurrency';
 import { envText } from '../shared/env';
@@ -241,7 +241,7 @@ export function monitoringUpdate(statuses: SourceStatus[], previous?: { atMs: nu
     total += st.urls.total;
     // Counts from its last answer (StatusPoller): say that this one went unanswered; else what
     // the table's note says of what came from the site (pages, one image for every URL).
-    const note = s.unanswered?.note ?? (live ? noImagesNote(st) ?? placeholderNote(st) : s.workflowStatus === 'COMPLETED' ? placeholderNote(st, null) : undefined);
+    const note = s.unanswered?.note ?? (live ? answersNote(st) : s.workflowStatus === 'COMPLETED' ? answersNote(st, null) : undefined);
     sources[s.source] = {
       state, rate: st.rate, target: st.target, done: st.counts.done, errors: st.counts.error, linkrot: st.counts.linkrot,
       content: st.counts.content, robots: st.counts.robots, refused: st.counts.refused, finished: st.urls.finished, total: st.urls.total,
@@ -368,7 +368,7 @@ export class SourceNotes {
     const out: { source: string; note: string }[] = [];
     for (const s of statuses) {
       const st = s.workflowStatus === 'RUNNING' ? s.stats : null;
-      const note = st?.haltReason ? `HALTED: ${st.haltReason}` : st ? waitingFor(st) ?? hostWaitNote(st) ?? lostBatchesNote(st) ?? noImagesNote(st, this.crawl) ?? placeholderNote(st, this.crawl) : undefined;
+      const note = st?.haltReason ? `HALTED: ${st.haltReason}` : st ? waitingFor(st) ?? hostWaitNote(st) ?? lostBatchesNote(st) ?? answersNote(st, this.crawl) : undefined;
       if (note && note !== this.last.get(s.source)) out.push({ source: s.source, note });
       if (note) this.last.set(s.source, note);
       else this.last.delete(s.source);
@@ -385,9 +385,9 @@ export function statusTable(statuses: SourceStatus[]): string {
     const u = s.unanswered;
     const note = state === 'stopped' ? `stopped by an operator${st?.haltReason ? ` (was halted: ${st.haltReason})` : ''}`
       : state === 'paused' && !st?.haltReason ? `paused by an operator${st?.coolingUntil ? `; its temporary halt lasts until ${st.coolingUntil}` : ''}`
-      : st?.haltReason ?? (st && (waitingFor(st) ?? (s.workflowStatus === 'RUNNING' ? hostWaitNote(st) ?? lostBatchesNote(st) ?? behindNote(st) ?? noImagesNote(st) ?? placeholderNote(st)
+      : st?.haltReason ?? (st && (waitingFor(st) ?? (s.workflowStatus === 'RUNNING' ? hostWaitNote(st) ?? lostBatchesNote(st) ?? behindNote(st) ?? answersNote(st)
         // Its records look like images: the summary's reasons for URLs not done cannot tell.
-        : s.workflowStatus === 'COMPLETED' ? placeholderNote(st, null) : undefined)))
+        : s.workflowStatus === 'COMPLETED' ? answersNote(st, null) : undefined)))
         ?? (st?.siteMaxRate != null ? `robots.txt Crawl-delay: at most ${st.siteMaxRate}/s${st.crawlDelayUntil ? `, next request not before ${st.crawlDelayUntil}` : ''}` : u?.note ?? s.ended ?? '');
     rows.push([s.source, state, String(st?.rate ?? u?.rate ?? ''), String(st?.target ?? ''), st ? `${st.urls.finished}/${st.urls.total}` : '', String(st?.counts.done ?? u?.done ?? ''),
       String(st?.counts.linkrot ?? ''), String(st?.counts.content ?? ''), String(st?.counts.robots ?? ''), String(st?.counts.error ?? u?.errors ?? ''), note]);

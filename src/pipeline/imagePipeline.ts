@@ -105,7 +105,8 @@ export class ImagePipeline implements UrlProcessor {
       return { outcome: { url, sent: false, cls: 'refused', reason: (err as FetchError).message } };
     }
     // Asked where its origin moved: that origin's robots.txt rules it.
-    const verdict = this.robots.cachedVerdict(this.moved.movedAway(url) ? new URL(this.moved.resolve(url)) : u);
+    const asked = this.moved.resolve(url);
+    const verdict = this.robots.cachedVerdict(asked === url ? u : new URL(asked));
     // An origin whose robots.txt is to be read again puts its URLs off (requeue, robotsRetryAtMs)
     // without a slot: the grant's slots go to the source's other hosts.
     return verdict && withoutFetching(url, verdict, this.cfg.robotsMaxTries);

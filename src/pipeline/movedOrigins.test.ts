@@ -11,7 +11,7 @@ describe('learning that an origin moved', () => {
     expect(m.resolve('http://old.example/a.jpg')).toBe('http://old.example/a.jpg');
     m.noteAnswer('http://old.example/x.png', 308, 'https://old.example/x.png');
     expect(m.resolve('http://old.example/a%20b.jpg?w=1&h=2')).toBe('https://old.example/a%20b.jpg?w=1&h=2');
-    expect(m.movedAway('http://old.example/a.jpg')).toBe(true);
+    expect(m.resolve('http://old.example/a.jpg')).not.toBe('http://old.example/a.jpg');
     // Other origins (another port is one), and URLs already on the new origin, as they are.
     expect(m.resolve('http://other.example/a.jpg')).toBe('http://other.example/a.jpg');
     expect(m.resolve('http://old.example:8080/a.jpg')).toBe('http://old.example:8080/a.jpg');
@@ -47,8 +47,8 @@ describe('learning that an origin moved', () => {
     redirects(m, 2, 'http://old.example', 'https://old.example');
     m.noteAnswer('http://old.example/img/9.jpg', 301, 'https://cdn.example/img/9.jpg');
     redirects(m, 2, 'http://old.example', 'https://old.example');
-    expect(m.movedAway('http://old.example/a.jpg')).toBe(false);
+    expect(m.resolve('http://old.example/a.jpg')).toBe('http://old.example/a.jpg');
     redirects(m, 1, 'http://old.example', 'https://old.example');
-    expect(m.movedAway('http://old.example/a.jpg')).toBe(true);
+    expect(m.resolve('http://old.example/a.jpg')).not.toBe('http://old.example/a.jpg');
   });
 });

@@ -1,3 +1,5 @@
+import { setBounded } from '../shared/boundedMap';
+
 /**
  * Origins that moved: every URL answers with a permanent redirect to the same path and query on
  * another origin (http to https, example.com to www.example.com, an old domain to a new one).
@@ -33,13 +35,10 @@ export class MovedOrigins {
     }
   }
 
-  /** Whether a URL is asked on another origin than its own. */
-  movedAway(url: string): boolean {
-    return this.resolve(url) !== url;
-  }
-
   /** A URL's answer: `location` (absolute) when it redirected. */
   noteAnswer(url: string, status: number, location?: string): void {
+    // Most answers are images with nothing counting: no URL to parse on the way.
+    if (location === undefined && this.counting.size === 0) return;
     let from: URL;
     try {
       from = new URL(url);
@@ -55,11 +54,11 @@ export class MovedOrigins {
     const prev = this.counting.get(from.origin);
     const count = prev?.to === to ? prev.count + 1 : 1;
     if (count < MOVE_AFTER) {
-      remember(this.counting, from.origin, { to, count });
+      setBounded(this.counting, from.origin, { to, count }, MAX_ORIGINS);
       return;
     }
     this.counting.delete(from.origin);
-    remember(this.moved, from.origin, to);
+    setBounded(this.moved, from.origin, to, MAX_ORIGINS);
   }
 }
 
@@ -73,11 +72,4 @@ function samePathElsewhere(from: URL, location: string): string | undefined {
   } catch {
     return undefined;
   }
-}
-
-/** Set, dropping the oldest entry once the map is full. */
-function remember<V>(map: Map<string, V>, key: string, value: V): void {
-  map.delete(key);
-  if (map.size >= MAX_ORIGINS) map.delete(map.keys().next().value!);
-  map.set(key, value);
 }

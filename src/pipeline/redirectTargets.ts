@@ -1,3 +1,5 @@
+import { setBounded } from '../shared/boundedMap';
+
 /**
  * Images that many URLs redirect to. A shop's missing product images, a site's hotlink
  * protection, an image service's "not found" all send each such URL on to one and the same
@@ -24,9 +26,7 @@ export class RedirectTargets {
 
   /** A redirect target's image, fetched and stored. */
   remember(url: string, result: TargetResult): void {
-    this.kept.delete(url);
-    if (this.kept.size >= MAX_TARGETS) this.kept.delete(this.kept.keys().next().value!);
-    this.kept.set(url, { ...result, atMs: this.now() });
+    setBounded(this.kept, url, { ...result, atMs: this.now() }, MAX_TARGETS);
   }
 
   /** The target's image when it was fetched within TARGET_TTL_MS. */

@@ -169,19 +169,30 @@ export const NO_IMAGES_AFTER = 50;
  * and recorded before anyone looked. The status table, `crawl run` and the Web UI's details say
  * so once there are NO_IMAGES_AFTER of them.
  */
-export function noImagesNote(st: MonitorStats, crawl: CrawlCommand = (args) => `crawl ${args}`): string | undefined {
+export function noImagesNote(st: MonitorStats, crawl: CrawlCommand = plainCrawl): string | undefined {
   if (st.counts.done > 0 || st.counts.content < NO_IMAGES_AFTER) return undefined;
   return `no image yet: its first ${NO_IMAGES_AFTER}+ answers were all content errors (files sharp does not read, such as SVGs, PDFs or HEIC photos, ` +
     `or cut short): \`${crawl(`reasons ${st.source}`)}\` shows what came instead, \`${crawl(`pause ${st.source}`)}\` stops asking`;
 }
 
 /** One image under every URL of late (sameImage.ts); undefined otherwise. `crawl` null: the source has finished. */
-export function placeholderNote(st: MonitorStats, crawl: CrawlCommand | null = (args) => `crawl ${args}`): string | undefined {
+export function placeholderNote(st: MonitorStats, crawl: CrawlCommand | null = plainCrawl): string | undefined {
   return sameImageNote(st.sameImage, crawl ? crawl(`pause ${st.source}`) : undefined);
+}
+
+/**
+ * What a source's answers tell that its counts do not (no image yet, one image for every URL),
+ * for the status table, `crawl run`'s notes and `monitoring_update`. `crawl` null: the source has
+ * finished, and only the placeholder note still says something its records do not.
+ */
+export function answersNote(st: MonitorStats, crawl: CrawlCommand | null = plainCrawl): string | undefined {
+  return crawl ? noImagesNote(st, crawl) ?? placeholderNote(st, crawl) : placeholderNote(st, null);
 }
 
 /** A `crawl` command line as a note suggests it: `crawl run` adds what reaches its own server and store. */
 export type CrawlCommand = (args: string) => string;
+
+const plainCrawl: CrawlCommand = (args) => `crawl ${args}`;
 
 export function monitorWorkflowId(source: string): string {
   return `crawl-monitor:${source}`;
