@@ -9,7 +9,7 @@ import { readXmpRights } from './xmpRights';
 export type ImageType = 'jpeg' | 'png' | 'gif' | 'webp' | 'avif' | 'heif' | 'tiff';
 
 export class ContentError extends Error {
-  /** `page`: the body was a page (HTML, JSON or text) where an image was asked for (RequestOutcome.page). */
+  /** `page`: the body was a page (HTML, JSON or text) or nothing where an image was asked for (RequestOutcome.page). */
   constructor(message: string, readonly page = false) {
     super(message);
   }
@@ -33,10 +33,11 @@ export function sniffImageType(b: Buffer): ImageType | undefined {
 /**
  * What a body that is not a raster image looks like, for the record's reason: the usual cases
  * (an error page served with 200, an SVG, nothing at all) by name, anything else by its first bytes.
- * `page`: HTML, JSON or text, what a block or login page, an API's error or a page URL answers.
+ * `page`: HTML, JSON or text, what a block or login page, an API's error or a page URL answers,
+ * or nothing at all, what a firewall that drops a crawler's requests with 200 answers.
  */
 export function describeNonImage(b: Buffer): { what: string; page: boolean } {
-  if (b.length === 0) return { what: 'empty body', page: false };
+  if (b.length === 0) return { what: 'empty body', page: true };
   const head = b.subarray(0, 1024).toString('latin1').replace(/^\uFEFF|^\xEF\xBB\xBF/, '').trimStart().toLowerCase();
   if (/^(<\?xml[^>]*>\s*)?(<!--[\s\S]*?-->\s*)*(<!doctype svg[^>]*>\s*)?<svg[\s>]/.test(head)) return { what: 'an SVG (vector) image, which is not analysed', page: false };
   if (head.startsWith('<!doctype html') || head.startsWith('<html') || /^<(head|body|meta|title)[\s>]/.test(head)) return { what: 'an HTML page', page: true };

@@ -167,7 +167,8 @@ export class ImagePipeline implements UrlProcessor {
       timing = { status: res.status, ttfbMs: res.ttfbMs, totalMs: res.totalMs, sent: res.sent };
       if (res.status !== undefined) this.moved.noteAnswer(target, res.status, res.location);
       if (res.location !== undefined) {
-        if (redirects >= this.cfg.maxRedirects) return { outcome: { ...base, ...timing, cls: 'content', reason: `more than ${this.cfg.maxRedirects} redirects` } };
+        // Endless redirects are what a cookie or login wall answers a client that does not pass it: one of a run that halts.
+        if (redirects >= this.cfg.maxRedirects) return { outcome: { ...base, ...timing, cls: 'content', reason: `more than ${this.cfg.maxRedirects} redirects`, page: true } };
         return { outcome: { ...base, ...timing, cls: 'error', reason: 'redirected' }, requeue: true, hop: { url: res.location, redirects: redirects + 1 } };
       }
       if (!res.ok) {

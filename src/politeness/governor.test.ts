@@ -251,8 +251,8 @@ describe('Governor: an operator\'s pause and resume around a temporary halt', ()
 
 describe('Governor: pages where images were asked for', () => {
   type Cls = 'done' | 'content' | 'linkrot' | 'error';
-  const outcome = (i: number, cls: Cls, page = false, final = true) => ({
-    url: `u${i}`, cls, status: cls === 'linkrot' ? 404 : 200, sent: true, final, attempt: 1, atMs: T0 + i * 100, ...(page ? { page: true as const } : {}),
+  const outcome = (i: number, cls: Cls, page = false, final = true, reason = 'not an image: an HTML page') => ({
+    url: `u${i}`, cls, status: cls === 'linkrot' ? 404 : 200, sent: true, final, attempt: 1, atMs: T0 + i * 100, ...(page ? { page: true as const, reason } : {}),
   });
   const report = (g: Governor, outcomes: ReturnType<typeof outcome>[], atMs = T0) => g.applyReport({ batchId: 'b', grantId: 1, outcomes, unused: 0 }, atMs);
   const pages = (from: number, n: number) => Array.from({ length: n }, (_, i) => outcome(from + i, 'content', true));
@@ -264,7 +264,8 @@ describe('Governor: pages where images were asked for', () => {
     expect(g.state.mode).toBe('running');
     const events = report(g, pages(108, 1));
     expect(g.state.mode).toBe('halted');
-    const reason = 'its last 50 answers were web pages (HTML, JSON or text), not images, after 59 images: likely a block or login page served with 200';
+    const reason = 'its last 50 answers were not images but web pages (HTML, JSON or text), empty bodies or endless redirects (the last: not an image: an HTML page), ' +
+      'after 59 images: likely a block, login or cookie wall answering in their place';
     expect(g.state.haltReason).toBe(reason);
     expect(events).toEqual([{ event: 'halted', detail: reason }]);
     expect(g.canGrant(T0 + 60_000)).toBe(false);
@@ -273,7 +274,14 @@ describe('Governor: pages where images were asked for', () => {
   it('names page URLs given for image URLs when no image came before the pages', () => {
     const g = Governor.create('pages.example', { rate: 5 }, T0);
     report(g, pages(0, 50));
-    expect(g.state.haltReason).toMatch(/^its first 50 answers were web pages \(HTML, JSON or text\), not images: likely page URLs given for image URLs/);
+    expect(g.state.haltReason).toMatch(/^its first 50 answers were not images but .*: likely page URLs given for image URLs/);
+  });
+
+  it('names the last answer of the run in the halt: endless redirects, as a cookie wall answers', () => {
+    const g = Governor.create('cookiewall.example', { rate: 20 }, T0);
+    report(g, [outcome(0, 'done'), ...pages(1, 49), outcome(50, 'content', true, true, 'more than 5 redirects')]);
+    expect(g.state.mode).toBe('halted');
+    expect(g.state.haltReason).toContain('(the last: more than 5 redirects), after 1 images');
   });
 
   it('counts afresh after an image; 404s, retried errors and content that is not a page neither count nor break the run', () => {

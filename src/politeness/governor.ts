@@ -135,6 +135,7 @@ export class Governor {
     const s = this.state;
     const events: PolicyEvent[] = [];
     let throttled = false;
+    let lastPage: string | undefined; // the latest outcome counted as a page, named in a halt
     let retryAfterMs = report.retryAfterMs;
     let throttledAt = nowMs;
     if (report.crawlDelayMs !== undefined && report.crawlDelayMs > 0) events.push(this.applyCrawlDelay(report.crawlDelayMs, nowMs));
@@ -160,7 +161,10 @@ export class Governor {
       if (o.final) s.counts[o.cls] += 1;
       else s.counts.retries += 1;
       const pages = pagesSinceImage(s.pagesSinceImage ?? 0, o);
-      if (pages !== (s.pagesSinceImage ?? 0)) s.pagesSinceImage = pages;
+      if (pages !== (s.pagesSinceImage ?? 0)) {
+        s.pagesSinceImage = pages;
+        if (pages > 0) lastPage = o.reason;
+      }
       if (o.sent) s.counts.requests += 1;
       const sample = healthSample(o.cls, o.sent);
       if (sample !== 'none') recordSample(s.breaker, nowMs, sample === 'error', this.cfg.breaker);
@@ -185,7 +189,7 @@ export class Governor {
         events.push({ event: 'halted', detail: s.haltReason });
       } else if ((s.pagesSinceImage ?? 0) >= PAGES_FOR_HALT) {
         s.mode = 'halted';
-        s.haltReason = pagesHaltReason(s.counts.done);
+        s.haltReason = pagesHaltReason(s.counts.done, lastPage);
         events.push({ event: 'halted', detail: s.haltReason });
       } else if (s.mode === 'running' && shouldCoolDown(s.breaker, nowMs, this.cfg.breaker)) {
         const { requests, errors } = windowCounts(s.breaker, nowMs, this.cfg.breaker);

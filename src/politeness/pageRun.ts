@@ -6,7 +6,9 @@ import type { RequestOutcome } from '../shared/types';
  * HTML "verify you are human") fails nothing, and every URL after it was asked for and recorded
  * as a content error, its image never fetched (measured: 600 URLs at 20/s from a site that began
  * blocking after 60: 540 block pages at full rate, `crawl run` exiting 0 without a word). Page
- * URLs given for image URLs look the same. A run this long of pages with no image between them
+ * URLs given for image URLs look the same, as do a wall that answers with nothing (an empty 200)
+ * and a cookie wall a crawler never passes (endless redirects: 1,801 requests for 300 URLs at one
+ * site, each recorded as a content error). A run this long of such answers with no image between them
  * halts the source: an operator looks (`crawl reasons`) and resumes or stops it, and the rest of
  * its URLs are kept. Fifty pages in a row by chance, at a site whose missing images answer with a
  * page, takes a gallery of fifty gone at once; the operator resumes that one.
@@ -27,9 +29,13 @@ export function pagesSinceImage(run: number, o: Pick<RequestOutcome, 'cls' | 'fi
   return o.cls === 'content' && o.page ? run + 1 : run;
 }
 
-/** The halt's reason: what the pages likely are, told by whether any image came before them. */
-export function pagesHaltReason(imagesBefore: number): string {
+/**
+ * The halt's reason: what the answers likely are, told by whether any image came before them,
+ * and the last one's own reason (a page, an empty body or endless redirects, for `crawl reasons`).
+ */
+export function pagesHaltReason(imagesBefore: number, last?: string): string {
+  const what = `not images but web pages (HTML, JSON or text), empty bodies or endless redirects${last ? ` (the last: ${last})` : ''}`;
   return imagesBefore > 0
-    ? `its last ${PAGES_FOR_HALT} answers were web pages (HTML, JSON or text), not images, after ${imagesBefore} images: likely a block or login page served with 200`
-    : `its first ${PAGES_FOR_HALT} answers were web pages (HTML, JSON or text), not images: likely page URLs given for image URLs, or a block or login page served with 200`;
+    ? `its last ${PAGES_FOR_HALT} answers were ${what}, after ${imagesBefore} images: likely a block, login or cookie wall answering in their place`
+    : `its first ${PAGES_FOR_HALT} answers were ${what}: likely page URLs given for image URLs, or a block, login or cookie wall answering in their place`;
 }

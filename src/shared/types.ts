@@ -34,8 +34,9 @@ export interface RequestOutcome {
   /** When the response arrived (epoch ms); a Retry-After counts from here. */
   atMs?: number;
   /**
-   * A content outcome whose body was a page (HTML, JSON or text) instead of an image: a run of
-   * them is a block or login page served with 200, or page URLs given (the monitor halts).
+   * A content outcome that was no image nor anything like one: a page (HTML, JSON or text), an
+   * empty body or endless redirects. A run of them is a block, login or cookie wall, or page URLs
+   * given (the monitor halts). Named for the first kind it covered.
    */
   page?: true;
   /** A done image's first 8 hex digits of sha256: one file under many URLs is a placeholder (sameImage.ts). */

@@ -60,7 +60,7 @@ describe('image analysis (real sharp)', () => {
   });
 
   it.each([
-    ['', 'empty body', false],
+    ['', 'empty body', true],
     ['<!DOCTYPE html>\n<html><body>Not found</body></html>', 'an HTML page', true],
     ['\n  <html lang="en">', 'an HTML page', true],
     ['<?xml version="1.0"?>\n<!-- logo -->\n<svg xmlns="http://www.w3.org/2000/svg"/>', 'an SVG (vector) image, which is not analysed', false],

@@ -148,8 +148,10 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     });
     expect(by.get('/private/secret.jpg')!.sent).toBe(false);
     expect(origin.hits('/private/')).toEqual([]);
-    // The monitor halts a source after a run of pages (pageRun.ts): an HTML page is one, a cut-off JPEG is not.
+    // The monitor halts a source after a run of pages (pageRun.ts): an HTML page is one, and so
+    // are endless redirects (a cookie wall); a cut-off JPEG is not.
     expect(by.get('/page.jpg')!.page).toBe(true);
+    expect(by.get('/loop')!.page).toBe(true);
     expect(by.get('/truncated.jpg')!.page).toBeUndefined();
     // Every request identified us the same way.
     expect(new Set(origin.requests.map((r) => r.userAgent))).toEqual(new Set([pipelineConfigFromEnv().userAgent]));
