@@ -39,6 +39,8 @@ export interface FetchResult {
    * validated yet: the next hop's fetch does that).
    */
   location?: string;
+  /** With `location`: the redirect's Set-Cookie values, for the chain's next hops (chainCookies.ts). */
+  setCookies?: string[];
 }
 
 export class FetchError extends Error {
@@ -223,7 +225,7 @@ export class Fetcher {
    * `followRedirects` is false: then a redirect comes back with its `location`, for the caller
    * to request in a later slot of its own.
    */
-  async fetch(rawUrl: string, opts: { signal?: AbortSignal; maxBytes?: number; truncate?: boolean; accept?: string; sendBy?: number; mayGoLate?: () => boolean; followRedirects?: boolean } = {}): Promise<FetchResult> {
+  async fetch(rawUrl: string, opts: { signal?: AbortSignal; maxBytes?: number; truncate?: boolean; accept?: string; sendBy?: number; mayGoLate?: () => boolean; followRedirects?: boolean; cookie?: string } = {}): Promise<FetchResult> {
     const started = performance.now();
     const elapsed = () => Math.round(performance.now() - started);
     const maxBytes = opts.maxBytes ?? this.cfg.maxBodyBytes;
@@ -271,7 +273,11 @@ export class Fetcher {
             path: `${u.pathname}${u.search}`,
             method: 'GET',
             // Without accept-encoding any coding is acceptable (RFC 9110): images gain nothing from one.
-            headers: { 'user-agent': this.cfg.userAgent, accept: opts.accept ?? 'image/*,*/*;q=0.5', 'accept-encoding': 'identity' },
+            headers: {
+              'user-agent': this.cfg.userAgent, accept: opts.accept ?? 'image/*,*/*;q=0.5', 'accept-encoding': 'identity',
+              // A chain's cookies, for its first request (a hop of its own): followed hops get none.
+              ...(opts.cookie !== undefined && redirects === 0 ? { cookie: opts.cookie } : {}),
+            },
             sendBy,
             mayGoLate: sendBy === undefined ? undefined : opts.mayGoLate,
           } as Dispatcher.DispatchOptions, handler);
@@ -290,7 +296,11 @@ export class Fetcher {
             // The site's fault and no network trouble: asking again gets the same answer.
             return fail('bad-redirect', `redirect to an invalid URL: ${JSON.stringify(header('location')!.slice(0, 120))}`, { status, ttfbMs });
           }
-          if (opts.followRedirects === false) return { ok: false, status, ttfbMs, finalUrl: url, redirects, totalMs: elapsed(), sent, location };
+          if (opts.followRedirects === false) {
+            const cookies = res.headers['set-cookie'];
+            const setCookies = cookies === undefined ? [] : Array.isArray(cookies) ? cookies : [cookies];
+            return { ok: false, status, ttfbMs, finalUrl: url, redirects, totalMs: elapsed(), sent, location, ...(setCookies.length ? { setCookies } : {}) };
+          }
           if (redirects >= this.cfg.maxRedirects) return fail('too-many-redirects', `more than ${this.cfg.maxRedirects} redirects`, { status, ttfbMs });
           redirects += 1;
           url = location;

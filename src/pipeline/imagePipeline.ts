@@ -3,6 +3,7 @@ import { parseRetryAfter } from '../politeness/retryAfter';
 import type { ProcessedUrl, UrlProcessor } from '../activities/crawlActivities';
 import type { RedirectHop } from '../shared/types';
 import { analyse, type Analysis, ContentError, thumbnail } from './analyse';
+import { absorbSetCookies, cookieHeader } from './chainCookies';
 import type { PipelineConfig } from './config';
 import { decodeWeight } from './decodeMemory';
 import { Fetcher, FetchError, type FetcherOptions, validateUrl } from './fetcher';
@@ -162,14 +163,16 @@ export class ImagePipeline implements UrlProcessor {
       if (tooLate()) return late;
       const busy = this.busy(ctx.source);
       if (busy) return { outcome: { ...base, cls: 'error', reason: `worker busy: ${busy}` }, requeue: true };
-      const res = await this.fetcher.fetch(target, { signal: ctx.signal, sendBy: ctx.sendBy, mayGoLate: ctx.mayGoLate, followRedirects: false });
+      const cookie = cookieHeader(ctx.hop?.cookies, u);
+      const res = await this.fetcher.fetch(target, { signal: ctx.signal, sendBy: ctx.sendBy, mayGoLate: ctx.mayGoLate, followRedirects: false, ...(cookie ? { cookie } : {}) });
       if (res.failure === 'late') return late;
       timing = { status: res.status, ttfbMs: res.ttfbMs, totalMs: res.totalMs, sent: res.sent };
       if (res.status !== undefined) this.moved.noteAnswer(target, res.status, res.location);
       if (res.location !== undefined) {
         // Endless redirects are what a cookie or login wall answers a client that does not pass it: one of a run that halts.
         if (redirects >= this.cfg.maxRedirects) return { outcome: { ...base, ...timing, cls: 'content', reason: `more than ${this.cfg.maxRedirects} redirects`, page: true } };
-        return { outcome: { ...base, ...timing, cls: 'error', reason: 'redirected' }, requeue: true, hop: { url: res.location, redirects: redirects + 1 } };
+        const cookies = absorbSetCookies(ctx.hop?.cookies, res.setCookies ?? [], u);
+        return { outcome: { ...base, ...timing, cls: 'error', reason: 'redirected' }, requeue: true, hop: { url: res.location, redirects: redirects + 1, ...(cookies ? { cookies } : {}) } };
       }
       if (!res.ok) {
         if (res.failure === 'refused' || res.failure === 'bad-url') return { outcome: { ...base, ...timing, cls: 'refused', reason: res.reason } };

@@ -174,10 +174,21 @@ export interface SourceConfig {
   burst?: number;
 }
 
+/** A cookie one of a URL's redirects set, for the chain's next hops on its host (chainCookies.ts). */
+export interface ChainCookie {
+  host: string;
+  path: string;
+  name: string;
+  value: string;
+  secure?: true;
+}
+
 /** Where a URL's redirects have led so far: the next request, and how many hops it took. */
 export interface RedirectHop {
   url: string;
   redirects: number;
+  /** Cookies the chain's redirects set, sent on its next hops (chainCookies.ts). */
+  cookies?: ChainCookie[];
 }
 
 /** One URL handed to the fetch activity under a grant. */

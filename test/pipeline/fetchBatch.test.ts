@@ -535,6 +535,28 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     expect(origin.requests.slice(before).filter((r) => r.path === '/fail.jpg')).toHaveLength(5);
   });
 
+  it('passes a cookie check: the cookie a redirect sets goes on its next hop, and no further than its URL', async () => {
+    // A site that answers a client without its cookie with a 302 back to the same URL and a
+    // Set-Cookie: without cookies, every URL ended "more than 5 redirects" after six requests.
+    const cookies: (string | undefined)[] = [];
+    origin.route('/cookie-check.jpg', (q, r) => {
+      cookies.push(q.headers.cookie);
+      if (/(^|; )passed=1(;|$)/.test(q.headers.cookie ?? '')) {
+        r.writeHead(200, { 'content-type': 'image/png' });
+        r.end(smallPng);
+        return;
+      }
+      r.writeHead(302, { location: q.url!, 'set-cookie': ['passed=1; Path=/; HttpOnly', 'elsewhere=1; Path=/other'] });
+      r.end();
+    });
+    const { result } = await run(['/cookie-check.jpg?a', '/cookie-check.jpg?b'], 4);
+    expect(result.outcomes.map((o) => [o.cls, o.reason])).toEqual([['done', undefined], ['done', undefined]]);
+    // Each URL asked twice, first without a cookie (nothing is kept from one URL to the next),
+    // then with the one cookie whose path covers it.
+    expect(cookies.filter((c) => c === undefined)).toHaveLength(2);
+    expect(cookies.filter((c) => c !== undefined)).toEqual(['passed=1', 'passed=1']);
+  });
+
   it('fetches the image many URLs redirect to once, and ends the other redirects with it', async () => {
     // A shop's "no image" picture for its missing product images.
     const paths = [0, 1, 2, 3, 4, 5].map((i) => `/product/${i}.jpg`);
