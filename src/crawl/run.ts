@@ -180,14 +180,15 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
       } else {
         for (const n of changed) out.write(`${JSON.stringify({ event: 'source_note', time: update.time, ...n })}\n`);
         if (behindLine) out.write(`${JSON.stringify({ event: 'workers_behind', time: update.time, sources: update.global.workersBehind, note: behindLine })}\n`);
-        if (Date.now() - lastLine >= 5_000) {
+        // The last round's line always: a JSON reader's last monitoring_update is the end state
+        // (a source that halted last showed as running in it before, if the run ended within 5 s).
+        if (Date.now() - lastLine >= 5_000 || allSettled(statuses)) {
           lastLine = Date.now();
           out.write(`${JSON.stringify(changedSources.line(update))}\n`);
         }
       }
       doneRate.record(Date.now(), update.global.done);
-      const waiting = statuses.filter((s) => s.workflowStatus === 'RUNNING' && s.stats?.state !== 'halted');
-      if (waiting.length === 0) break;
+      if (allSettled(statuses)) break;
       await interrupt.sleep(opts.pollMs ?? 1_000);
     }
     if (out.isTTY) out.write('\n');
@@ -322,6 +323,11 @@ async function interrupted(signal: NodeJS.Signals, store: ObjectStore, metadataF
   }
   process.stderr.write(`crawl: interrupted (${signal}). Nothing is lost: run the same command again to continue where this run stopped.\n`);
   return { exitCode: exitCodeOf(signal), statuses: [], badLines: 0 };
+}
+
+/** Whether `run` has nothing left to wait for: every monitor has ended or halted (an operator's to decide). */
+function allSettled(statuses: readonly SourceStatus[]): boolean {
+  return !statuses.some((s) => s.workflowStatus === 'RUNNING' && s.stats?.state !== 'halted');
 }
 
 /** Resumes or stops the monitors among `sources` that are halted, saying so for each. */

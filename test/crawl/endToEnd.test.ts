@@ -525,6 +525,39 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
     expect((await runCli(['reasons', '--top', '0', '--data-dir', dataDir], {})).stderr).toMatch(/--top.*must be a whole number from 1 to 100/);
   });
 
+  it('ends `crawl run` with a source halted behind a wall: exit 1, its URLs kept, and the last monitoring_update shows it halted', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'wall-'));
+    // A cookie wall this client never passes: every image URL redirects to itself for ever.
+    const wall = await new Origin().route('*', (q, r) => {
+      if (q.url === '/robots.txt') { r.writeHead(404); r.end(); return; }
+      r.writeHead(302, { location: q.url!, 'set-cookie': `visit=${Math.random()}; Path=/` });
+      r.end();
+    }).start('127.0.0.5');
+    try {
+      const manifest = path.join(dataDir, 'manifest.ndjson');
+      const catalog = path.join(dataDir, 'catalog.ndjson');
+      fs.writeFileSync(manifest, [
+        ...Array.from({ length: 120 }, (_, i) => JSON.stringify({ url: wall.url(`/img/${i}.jpg`), source: 'wall.test' })),
+        ...[0, 1].map((i) => JSON.stringify({ url: origins[0]!.url(`/beside-wall/${i}.jpg`), source: 'live.test' })),
+      ].join('\n'));
+      fs.writeFileSync(catalog, `${JSON.stringify({ name: 'wall.test', rate: 50 })}\n`);
+      const taskQueue = 'wall';
+      const worker = await createCrawlWorker({ connection: env.nativeConnection, taskQueue, deps: defaultDeps({ dataDir, allowNetworks: ['127.0.0.0/8'] }) });
+      const run = await worker.runUntil(runCli(['run', manifest, '--catalog', catalog, '--out', dataDir], { TEMPORAL_ADDRESS: env.address, CRAWL_TASK_QUEUE: taskQueue, CRAWL_LOG_LEVEL: 'warn' }));
+      expect(run.code).toBe(1);
+      expect(run.stdout).toMatch(/^HALTED wall\.test: its first 50 answers were not images but .*endless redirects \(the last: more than 5 redirects\).*cookie wall/m);
+      const updates = run.stdout.split('\n').filter((l) => l.startsWith('{"event":"monitoring_update"')).map((l) => JSON.parse(l) as { global: { halted: number; running: number } });
+      expect(updates.at(-1)!.global).toMatchObject({ halted: 1 });
+      // Fifty chains (and what the grants already out had begun), not 120: the rest are kept.
+      const finished = readRecords(dataDir).filter((r) => r.source === 'wall.test');
+      expect(finished.length).toBeGreaterThanOrEqual(50);
+      expect(finished.length).toBeLessThan(120);
+      expect(finished.every((r) => r.outcome === 'content' && r.reason === 'more than 5 redirects')).toBe(true);
+    } finally {
+      await wall.stop();
+    }
+  });
+
   it('holds every source under the global ceiling (--max-rate), over its catalogue rate and a later set-rate', async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'max-rate-'));
     const o = origins[2]!;
