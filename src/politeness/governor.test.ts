@@ -239,6 +239,13 @@ describe('Governor: an operator\'s pause and resume around a temporary halt', ()
     }
   });
 
+  it('names the last failure in a halt after 50 failed requests: a wall of 403s reads as one', () => {
+    const g = Governor.create('hotlink.example', { rate: 10 }, T0);
+    const failures = Array.from({ length: 50 }, (_, i) => ({ url: `u${i}`, cls: 'error' as const, status: 403, reason: 'http 403', sent: true, final: false, attempt: 1, atMs: T0 + i * 2_000 }));
+    for (const o of failures) g.applyReport({ batchId: 'b', grantId: 1, outcomes: [o], unused: 0 }, o.atMs);
+    expect(g.state).toMatchObject({ mode: 'halted', haltReason: 'the last 50 requests all failed (the last: http 403)' });
+  });
+
   it('without the patch (a history from before it) ends the temporary halt and clears the breaker, as it did', () => {
     const g = cooling();
     g.pause(false);

@@ -136,6 +136,7 @@ export class Governor {
     const events: PolicyEvent[] = [];
     let throttled = false;
     let lastPage: string | undefined; // the latest outcome counted as a page, named in a halt
+    let lastFailure: string | undefined; // the latest failed request, named in a halt (a 403 wall, a timeout)
     let retryAfterMs = report.retryAfterMs;
     let throttledAt = nowMs;
     if (report.crawlDelayMs !== undefined && report.crawlDelayMs > 0) events.push(this.applyCrawlDelay(report.crawlDelayMs, nowMs));
@@ -168,6 +169,7 @@ export class Governor {
       if (o.sent) s.counts.requests += 1;
       const sample = healthSample(o.cls, o.sent);
       if (sample !== 'none') recordSample(s.breaker, nowMs, sample === 'error', this.cfg.breaker);
+      if (sample === 'error') lastFailure = o.reason;
       if (o.ttfbMs !== undefined && o.cls !== 'error') recordTtfb(s.latency, o.ttfbMs, this.cfg.latency);
       if (isThrottle(o.status)) {
         throttled = true;
@@ -185,7 +187,7 @@ export class Governor {
     if (s.mode === 'running' || s.mode === 'cooling') {
       if (shouldHalt(s.breaker, this.cfg.breaker)) {
         s.mode = 'halted';
-        s.haltReason = `the last ${this.cfg.breaker.consecutiveForHalt} requests all failed`;
+        s.haltReason = `the last ${this.cfg.breaker.consecutiveForHalt} requests all failed${lastFailure ? ` (the last: ${lastFailure})` : ''}`;
         events.push({ event: 'halted', detail: s.haltReason });
       } else if ((s.pagesSinceImage ?? 0) >= PAGES_FOR_HALT) {
         s.mode = 'halted';
