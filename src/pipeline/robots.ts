@@ -1,6 +1,8 @@
 import robotsParser from 'robots-parser';
 import { parseRetryAfter } from '../politeness/retryAfter';
 import { log } from '../shared/log';
+import type { RedirectHop } from '../shared/types';
+import { absorbSetCookies, cookieHeader } from './chainCookies';
 import type { PipelineConfig } from './config';
 import type { Fetcher, FetchResult } from './fetcher';
 
@@ -86,7 +88,7 @@ export class RobotsCache {
    * slot of its own, like an image's (an http -> https redirect made robots.txt two requests in
    * one slot).
    */
-  private readonly hops = new Map<string, { url: string; redirects: number }>();
+  private readonly hops = new Map<string, RedirectHop>();
   /** Origin -> reads of its robots.txt that failed in a row (cleared by any answer that is not a failure). */
   private readonly failures = new Map<string, number>();
 
@@ -163,11 +165,15 @@ export class RobotsCache {
   private async load(origin: string, signal?: AbortSignal, sendBy?: number, mayGoLate?: () => boolean): Promise<Entry | 'late' | 'redirected'> {
     const robotsUrl = `${origin}/robots.txt`;
     const hop = this.hops.get(origin);
-    const res = await this.fetcher.fetch(hop?.url ?? robotsUrl, { signal, sendBy, mayGoLate, maxBytes: ROBOTS_MAX_BYTES, truncate: true, accept: 'text/plain,*/*;q=0.5', followRedirects: false });
+    const asked = new URL(hop?.url ?? robotsUrl);
+    // A cookie wall in front of robots.txt too: its cookie goes on the next hop, as an image's does.
+    const cookie = cookieHeader(hop?.cookies, asked);
+    const res = await this.fetcher.fetch(asked.href, { signal, sendBy, mayGoLate, maxBytes: ROBOTS_MAX_BYTES, truncate: true, accept: 'text/plain,*/*;q=0.5', followRedirects: false, ...(cookie ? { cookie } : {}) });
     if (res.failure === 'late') return 'late';
     const redirects = (hop?.redirects ?? 0) + 1;
     if (res.location !== undefined && redirects <= ROBOTS_MAX_REDIRECTS) {
-      this.hops.set(origin, { url: res.location, redirects });
+      const cookies = absorbSetCookies(hop?.cookies, res.setCookies ?? [], asked);
+      this.hops.set(origin, { url: res.location, redirects, ...(cookies ? { cookies } : {}) });
       return 'redirected';
     }
     this.hops.delete(origin);

@@ -1,3 +1,4 @@
+import type http from 'node:http';
 import { gzipSync } from 'node:zlib';
 import { pipelineConfigFromEnv } from '../../src/pipeline/config';
 import { Fetcher } from '../../src/pipeline/fetcher';
@@ -298,6 +299,24 @@ describe('robots.txt (RFC 9309) per origin', () => {
     } finally {
       await target.stop();
     }
+  });
+
+  it('passes a cookie wall in front of robots.txt: the cookie its redirect sets goes on the next hop', async () => {
+    const wall = (q: http.IncomingMessage, r: http.ServerResponse) => {
+      if (q.headers.cookie === 'passed=1') {
+        r.writeHead(200, { 'content-type': 'text/plain' });
+        r.end('User-agent: *\nDisallow: /no/\n');
+        return;
+      }
+      r.writeHead(302, { location: '/robots.txt', 'set-cookie': 'passed=1; Path=/' });
+      r.end();
+    };
+    await withRobots((o) => o.route('/robots.txt', wall), async (o, cache) => {
+      const url = new URL(o.url('/no/a.jpg'));
+      expect((await cache.check(url)).verdict.kind).toBe('pending');
+      expect((await cache.check(url)).verdict.kind).toBe('disallowed');
+      expect(o.hits('/robots.txt')).toHaveLength(2);
+    });
   });
 
   it('treats robots.txt as unavailable after more than five redirects', async () => {
