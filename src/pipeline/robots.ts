@@ -1,5 +1,6 @@
 import robotsParser from 'robots-parser';
 import { parseRetryAfter } from '../politeness/retryAfter';
+import { setBounded } from '../shared/boundedMap';
 import { log } from '../shared/log';
 import type { RedirectHop } from '../shared/types';
 import { absorbSetCookies, cookieHeader } from './chainCookies';
@@ -173,7 +174,7 @@ export class RobotsCache {
     const redirects = (hop?.redirects ?? 0) + 1;
     if (res.location !== undefined && redirects <= ROBOTS_MAX_REDIRECTS) {
       const cookies = absorbSetCookies(hop?.cookies, res.setCookies ?? [], asked);
-      this.hops.set(origin, { url: res.location, redirects, ...(cookies ? { cookies } : {}) });
+      setBounded(this.hops, origin, { url: res.location, redirects, ...(cookies ? { cookies } : {}) }, this.maxOrigins);
       return 'redirected';
     }
     this.hops.delete(origin);
@@ -206,8 +207,7 @@ export class RobotsCache {
           let verdict = memo.get(u);
           if (verdict) return verdict;
           verdict = match(u);
-          if (memo.size >= ROBOTS_MEMO_URLS) memo.delete(memo.keys().next().value!);
-          memo.set(u, verdict);
+          setBounded(memo, u, verdict, ROBOTS_MEMO_URLS);
           return verdict;
         },
       };
@@ -226,9 +226,7 @@ export class RobotsCache {
     }
     const reason = unreadableReason(res);
     const failures = (this.failures.get(origin) ?? 0) + 1;
-    this.failures.delete(origin);
-    this.failures.set(origin, failures);
-    if (this.failures.size > this.maxOrigins) this.failures.delete(this.failures.keys().next().value!);
+    setBounded(this.failures, origin, failures, this.maxOrigins);
     // A site that answered 429 or 503 with a Retry-After longer than our interval gets that long.
     const askedMs = res.status === 429 || res.status === 503 ? parseRetryAfter(res.retryAfter, now, MAX_ROBOTS_RETRY_AFTER_MS) : undefined;
     const retryAtMs = now + Math.max(this.cfg.robotsRetryMs, askedMs ?? 0);
