@@ -174,13 +174,10 @@ export interface SourceConfig {
   burst?: number;
 }
 
-/** A cookie one of a URL's redirects set, for the chain's next hops on its host (chainCookies.ts). */
+/** A Set-Cookie one of a URL's redirects answered, and where from (origin and path), for the chain's next hops (chainCookies.ts). */
 export interface ChainCookie {
-  host: string;
-  path: string;
-  name: string;
-  value: string;
-  secure?: true;
+  from: string;
+  setCookie: string;
 }
 
 /** Where a URL's redirects have led so far: the next request, and how many hops it took. */
