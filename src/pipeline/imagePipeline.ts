@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { classifyStatus, statusReason } from '../politeness/classify';
 import { parseRetryAfter } from '../politeness/retryAfter';
 import type { ProcessedUrl, UrlProcessor } from '../activities/crawlActivities';
@@ -172,7 +173,14 @@ export class ImagePipeline implements UrlProcessor {
         // Endless redirects are what a cookie or login wall answers a client that does not pass it: one of a run that halts.
         if (redirects >= this.cfg.maxRedirects) return { outcome: { ...base, ...timing, cls: 'content', reason: `more than ${this.cfg.maxRedirects} redirects`, page: true } };
         const cookies = absorbSetCookies(ctx.hop?.cookies, res.setCookies ?? [], u);
-        return { outcome: { ...base, ...timing, cls: 'error', reason: 'redirected' }, requeue: true, hop: { url: res.location, redirects: redirects + 1, ...(cookies ? { cookies } : {}) } };
+        // Back to a URL the chain asked already, with the same cookies: the answer will be the
+        // same, so the chain ends now instead of after the fifth redirect (a loop of one URL
+        // cost six requests, each in a slot, for nothing).
+        const asked = [...(ctx.hop?.asked ?? []), requestKey(target, cookie)];
+        if (asked.includes(requestKey(res.location, nextCookie(cookies, res.location)))) {
+          return { outcome: { ...base, ...timing, cls: 'content', reason: 'redirect loop: back to a URL of the chain with the same cookies', page: true } };
+        }
+        return { outcome: { ...base, ...timing, cls: 'error', reason: 'redirected' }, requeue: true, hop: { url: res.location, redirects: redirects + 1, asked, ...(cookies ? { cookies } : {}) } };
       }
       if (!res.ok) {
         if (res.failure === 'refused' || res.failure === 'bad-url') return { outcome: { ...base, ...timing, cls: 'refused', reason: res.reason } };
@@ -266,4 +274,18 @@ function withoutFetching(url: string, verdict: RobotsVerdict, maxTries: number):
     };
   }
   return undefined;
+}
+
+/** A request of a redirect chain as its loop check knows it: the URL and the cookies sent. */
+function requestKey(url: string, cookie: string | undefined): string {
+  return createHash('sha256').update(url).update('\n').update(cookie ?? '').digest('base64url').slice(0, 12);
+}
+
+/** The Cookie header a redirect's next hop would send (none for a Location that is no URL: its fetch refuses it). */
+function nextCookie(cookies: RedirectHop['cookies'], location: string): string | undefined {
+  try {
+    return cookieHeader(cookies, new URL(location));
+  } catch {
+    return undefined;
+  }
 }

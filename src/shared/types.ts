@@ -186,6 +186,8 @@ export interface RedirectHop {
   redirects: number;
   /** Cookies the chain's redirects set, sent on its next hops (chainCookies.ts). */
   cookies?: ChainCookie[];
+  /** The chain's requests so far (URL and cookies sent, hashed): a redirect back to one of them is a loop. */
+  asked?: string[];
 }
 
 /** One URL handed to the fetch activity under a grant. */

@@ -70,6 +70,9 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
       .route('/r2', redirect('/r3'))
       .route('/r3', redirect('/good.png'))
       .route('/loop', redirect('/loop'))
+      .route('/loop-a', redirect('/loop-b'))
+      .route('/loop-b', redirect('/loop-a'))
+      .route('/long-chain', (q, r) => { r.writeHead(302, { location: `/long-chain?${Number(q.url!.split('?')[1] ?? 0) + 1}` }); r.end(); })
       .route('/to-internal', redirect('http://10.0.0.1/x.jpg'))
       .route('/bad-redirect', redirect('http://[::1'))
       .route('/drip.jpg', drip)
@@ -116,9 +119,10 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
 
   it('gives every URL the right outcome and reason, and loses none of the batch', async () => {
     const paths = ['/good.jpg', '/good.png', '/rotated.jpg', '/truncated.jpg', '/page.jpg', '/bomb.png', '/scan-bomb.jpg', '/huge.jpg',
-      '/gone.jpg', '/missing.jpg', '/r1', '/loop', '/to-internal', '/bad-redirect', '/drip.jpg', '/private/secret.jpg',
+      '/gone.jpg', '/missing.jpg', '/r1', '/loop', '/loop-a', '/long-chain', '/to-internal', '/bad-redirect', '/drip.jpg', '/private/secret.jpg',
       '/hinted.png', '/processing.png', '/continue.png', '/partial.jpg', '/no-location'];
-    const { result, by } = await run(paths);
+    // Redirect hops take slots of their own: /r1 four, /loop-a two, /long-chain six.
+    const { result, by } = await run(paths, paths.length + 9);
     expect(result.unused).toEqual([]);
     expect(result.outcomes).toHaveLength(paths.length);
     const table = Object.fromEntries(paths.map((p) => [p, `${by.get(p)?.cls}: ${by.get(p)?.reason ?? ''}`]));
@@ -134,7 +138,10 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
       '/gone.jpg': 'linkrot: http 410',
       '/missing.jpg': 'linkrot: http 404',
       '/r1': 'done: ',
-      '/loop': 'content: more than 5 redirects',
+      // Back to itself: a loop seen at its first answer (one request, not six).
+      '/loop': 'content: redirect loop: back to a URL of the chain with the same cookies',
+      '/loop-a': 'content: redirect loop: back to a URL of the chain with the same cookies',
+      '/long-chain': 'content: more than 5 redirects',
       '/to-internal': expect.stringMatching(/^refused: address 10\.0\.0\.1 is private/),
       '/bad-redirect': 'content: redirect to an invalid URL: "http://[::1"',
       '/drip.jpg': expect.stringMatching(/^error: too-slow/),
@@ -152,6 +159,9 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     // are endless redirects (a cookie wall); a cut-off JPEG is not.
     expect(by.get('/page.jpg')!.page).toBe(true);
     expect(by.get('/loop')!.page).toBe(true);
+    expect(by.get('/long-chain')!.page).toBe(true);
+    const asked = (p: string) => origin.requests.filter((r) => r.path === p).length;
+    expect(['/loop', '/loop-a', '/loop-b', '/long-chain'].map(asked)).toEqual([1, 1, 1, 6]);
     expect(by.get('/truncated.jpg')!.page).toBeUndefined();
     // Every request identified us the same way.
     expect(new Set(origin.requests.map((r) => r.userAgent))).toEqual(new Set([pipelineConfigFromEnv().userAgent]));
@@ -334,7 +344,7 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
       expect(mixed.outcomes.map((o) => [o.url, o.cls])).toEqual(expect.arrayContaining([1, 3, 5].map((i) => [urls[i], 'done'])));
       expect(mixed.outcomes).toHaveLength(3);
       expect(mixed.unused).toEqual([0, 2, 4, 6]);
-      expect(mixed.hops).toEqual([[4, { url: shut.url('/b.jpg?hop'), redirects: 1 }]]);
+      expect(mixed.hops).toEqual([[4, { url: shut.url('/b.jpg?hop'), redirects: 1, asked: [expect.any(String)] }]]);
       expect(mixed.robotsRetryMs).toBeUndefined();
       // Not a hold, but the monitor is told which host waits and why, to show it.
       expect(mixed.robotsHostWait?.error).toMatch(/^http:\/\/127\.0\.0\.2:\d+: robots.txt answered 503 \(try 1 of 3/);
