@@ -4,6 +4,7 @@ import type { Duplex } from 'node:stream';
 import { Agent, buildConnector, errors as undiciErrors, Pool, type Dispatcher } from 'undici';
 import type { PipelineConfig } from './config';
 import { decodeContent } from './contentEncoding';
+import { readRightsHeaders, type RightsHeaders } from './rightsHeaders';
 import { NetworkGuard } from './networkGuard';
 import { type Connector, noteSlowFirst, WarmConnections } from './warmConnections';
 
@@ -41,6 +42,8 @@ export interface FetchResult {
   location?: string;
   /** With `location`: the redirect's Set-Cookie values, for the chain's next hops (chainCookies.ts). */
   setCookies?: string[];
+  /** A 2xx response's headers on how its content may be used (rightsHeaders.ts), when it had any. */
+  rightsHeaders?: RightsHeaders;
 }
 
 export class FetchError extends Error {
@@ -306,7 +309,8 @@ export class Fetcher {
           url = location;
           continue;
         }
-        const base = { status, ttfbMs, finalUrl: url, redirects, contentType: header('content-type'), retryAfter: header('retry-after'), sent };
+        const rights = status >= 200 && status < 300 ? readRightsHeaders(res.headers) : undefined;
+        const base = { status, ttfbMs, finalUrl: url, redirects, contentType: header('content-type'), retryAfter: header('retry-after'), sent, ...(rights ? { rightsHeaders: rights } : {}) };
         if (status < 200 || status >= 300) return { ok: false, ...base, totalMs: elapsed() };
         if (res.failure) return fail(res.failure, res.reason!, base);
         const coding = header('content-encoding');

@@ -10,6 +10,7 @@ import { decodeWeight } from './decodeMemory';
 import { Fetcher, FetchError, type FetcherOptions, validateUrl } from './fetcher';
 import { thumbnailKey } from './keys';
 import { RobotsCache, type RobotsVerdict } from './robots';
+import { rightsFields } from './rightsHeaders';
 import { MovedOrigins } from './movedOrigins';
 import { RedirectTargets } from './redirectTargets';
 import type { Spool } from './spool';
@@ -145,7 +146,8 @@ export class ImagePipeline implements UrlProcessor {
 
     const spooled = ctx.hop ? undefined : await this.spool.get(url);
     const fromSpool = spooled !== undefined;
-    let body = spooled;
+    let body = spooled?.body;
+    let rightsHeaders = spooled?.rights;
     let timing: { status?: number; ttfbMs?: number; totalMs?: number; sent: boolean } = { status: 200, sent: false };
     const redirects = ctx.hop?.redirects ?? 0;
     if (!body) {
@@ -196,6 +198,7 @@ export class ImagePipeline implements UrlProcessor {
       // Analysed, it was called a corrupt image ("premature end of JPEG image").
       if (res.status === 206) return { outcome: { ...base, ...timing, cls: 'content', reason: statusReason(206) } };
       body = res.body!;
+      rightsHeaders = res.rightsHeaders;
     }
 
     const held = body.length;
@@ -218,22 +221,23 @@ export class ImagePipeline implements UrlProcessor {
         await this.store.put(key, thumb, 'image/jpeg');
       } catch (err) {
         // Not the URL's failure: keep the bytes so that it is stored later without asking the site again.
-        if (!fromSpool) await this.spool.put(url, body).catch(() => undefined);
+        if (!fromSpool) await this.spool.put(url, body, rightsHeaders).catch(() => undefined);
         return { outcome: { ...base, ...timing, cls: 'error', reason: 'the store failed' }, requeue: true, storeFailure: describeStoreError(err) };
       }
       if (fromSpool) await this.spool.delete(url);
       const sha = analysis.sha256.slice(0, 8);
-      if (ctx.hop) this.targets.remember(target, { record: { ...analysis, thumbnailKey: key }, status: timing.status, sha });
+      const rights = rightsFields(rightsHeaders, this.cfg.robotsAgent);
+      if (ctx.hop) this.targets.remember(target, { record: { ...analysis, ...rights, thumbnailKey: key }, status: timing.status, sha });
       return {
         outcome: { ...base, ...timing, cls: 'done', sha },
-        record: { ...analysis, thumbnailKey: key, finalUrl: target, redirects },
+        record: { ...analysis, ...rights, thumbnailKey: key, finalUrl: target, redirects },
       };
     } catch (err) {
       if (!(err instanceof ContentError)) throw err;
       if (fromSpool) await this.spool.delete(url);
       // Read but not decodable (a HEIC photo, a JPEG cut short after its headers): its size,
       // hash and rights were read and are worth keeping; there is no thumbnail.
-      const record = analysis ? { ...analysis, thumbnailKey: null, finalUrl: target, redirects } : undefined;
+      const record = analysis ? { ...analysis, ...rightsFields(rightsHeaders, this.cfg.robotsAgent), thumbnailKey: null, finalUrl: target, redirects } : undefined;
       return { outcome: { ...base, ...timing, cls: 'content', reason: err.message, ...(err.page ? { page: true as const } : {}) }, ...(record ? { record } : {}) };
     } finally {
       this.backlog -= 1;

@@ -1,6 +1,7 @@
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { urlHash } from './keys';
+import type { RightsHeaders } from './rightsHeaders';
 import { LocalStore } from './store';
 
 /**
@@ -37,20 +38,26 @@ export class Spool {
     return this.loaded.size > 0 && this.loaded.has(urlHash(url));
   }
 
-  async get(url: string): Promise<Buffer | undefined> {
+  async get(url: string): Promise<{ body: Buffer; rights?: RightsHeaders } | undefined> {
     const hashes = await this.hashes();
     if (hashes.size === 0) return undefined; // the common case: no hash to compute
     const hash = urlHash(url);
     if (!hashes.has(hash)) return undefined;
+    let body: Buffer;
     try {
-      return await fs.readFile(this.file(hash));
+      body = await fs.readFile(this.file(hash));
     } catch {
       return undefined;
     }
+    // Beside the bytes, what the response's headers said of their use: the record needs it, and
+    // the site is not asked again. A file spooled by a build before this has none.
+    const rights = await fs.readFile(path.join(this.dir, `${hash}.json`), 'utf8').then((t) => JSON.parse(t) as RightsHeaders, () => undefined);
+    return { body, ...(rights ? { rights } : {}) };
   }
 
-  async put(url: string, body: Buffer): Promise<void> {
+  async put(url: string, body: Buffer, rights?: RightsHeaders): Promise<void> {
     const hash = urlHash(url);
+    if (rights) await this.files.put(`${hash}.json`, Buffer.from(JSON.stringify(rights)), 'application/json');
     await this.files.put(`${hash}.bin`, body, 'application/octet-stream');
     (await this.hashes()).add(hash);
   }
@@ -59,5 +66,6 @@ export class Spool {
     const hash = urlHash(url);
     (await this.hashes()).delete(hash);
     await fs.rm(this.file(hash), { force: true });
+    await fs.rm(path.join(this.dir, `${hash}.json`), { force: true });
   }
 }

@@ -31,6 +31,7 @@ function encoded(body: Buffer, coding: string) {
 describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici, sharp, store)', () => {
   const origin = new Origin();
   let smallPng: Buffer;
+  let rotatedBytes: Buffer;
   let truncatedJpeg: Buffer;
   let dir: string;
   let pipeline: ImagePipeline;
@@ -40,6 +41,7 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
   beforeAll(async () => {
     const big = await jpeg(1200, 800, 85);
     smallPng = await png(300, 200);
+    rotatedBytes = await rotatedJpeg();
     truncatedJpeg = big.subarray(0, Math.floor(big.length / 2));
     origin
       .route('/gzipped.png', encoded(gzipSync(smallPng), 'gzip'))
@@ -50,7 +52,7 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
       .serve('/robots.txt', 'User-agent: *\nDisallow: /private/\n', 'text/plain')
       .serve('/good.jpg', big)
       .serve('/good.png', await png(300, 200), 'image/png')
-      .serve('/rotated.jpg', await rotatedJpeg())
+      .serve('/rotated.jpg', rotatedBytes)
       .serve('/truncated.jpg', truncatedJpeg)
       .serve('/photo.heic', hevcHeic(640, 480), 'image/heic')
       .serve('/page.jpg', '<!doctype html><html><body>not an image</body></html>', 'image/jpeg')
@@ -229,6 +231,23 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     expect(page).not.toHaveProperty('format');
     expect(page).not.toHaveProperty('thumbnailKey');
     expect(new Set(records.map((r) => r.url)).size).toBe(records.length);
+  });
+
+  it('records what the image\'s response headers say of its use: X-Robots-Tag for us, TDM reservation and policy', async () => {
+    origin.route('/opted-out.png', (_q, r) => {
+      r.writeHead(200, [
+        ['content-type', 'image/png'], ['x-robots-tag', 'noai, noimageai'], ['x-robots-tag', 'otherbot: noindex'], ['x-robots-tag', 'politeimagecrawler: noarchive'],
+        ['tdm-reservation', '1'], ['tdm-policy', 'https://site.example/tdm-policy.json'],
+      ].flat());
+      r.end(smallPng);
+    });
+    await run(['/opted-out.png', '/good.png']);
+    const files = fs.readdirSync(path.join(dir, 'store', 'records'), { recursive: true }).filter((f) => String(f).endsWith('.ndjson'));
+    const records = files.flatMap((f) => fs.readFileSync(path.join(dir, 'store', 'records', String(f)), 'utf8').trim().split('\n').map((l) => JSON.parse(l)));
+    expect(records.find((r) => r.url.endsWith('/opted-out.png'))).toMatchObject({
+      outcome: 'done', xRobotsTag: ['noai', 'noimageai', 'noarchive'], tdmReservation: true, tdmPolicy: 'https://site.example/tdm-policy.json',
+    });
+    expect(records.find((r) => r.url.endsWith('/good.png'))).toMatchObject({ outcome: 'done', xRobotsTag: null, tdmReservation: null, tdmPolicy: null });
   });
 
   it('undoes a content-encoding the site applied anyway, within the size limit, and records the image itself', async () => {
@@ -621,18 +640,24 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     const before = origin.requests.length;
     // Slots 900 ms apart: the first URL's store failure comes before the second slot even on a
     // loaded machine (30 ms apart, a CI run sent the second request first).
-    const grant = { ...input(['/rotated.jpg', '/good.jpg'], 300), maxAttempts: 3 };
+    origin.route('/reserved.jpg', (_q, r) => { r.writeHead(200, { 'content-type': 'image/jpeg', 'tdm-reservation': '1' }); r.end(rotatedBytes); });
+    const grant = { ...input(['/reserved.jpg', '/good.jpg'], 300), maxAttempts: 3 };
     const held = (await new MockActivityEnvironment().run(a2.fetchBatch, grant)) as FetchBatchResult;
     // The first URL's thumbnail could not be stored: it goes back with its attempt, and nothing
     // more is sent to the source (the second URL is handed back unsent).
     expect(held).toMatchObject({ outcomes: [], unused: [0, 1], storeRetryMs: 60_000, storeError: 'ENOSPC: no space left on device' });
-    expect(origin.requests.slice(before).map((r) => r.path)).toEqual(['/rotated.jpg']);
+    expect(origin.requests.slice(before).map((r) => r.path)).toEqual(['/reserved.jpg']);
     // The store works again: the bytes come from the spool, not from the site.
     const retried = (await new MockActivityEnvironment().run(a2.fetchBatch, { ...grant, grantId: 2 })) as FetchBatchResult;
     expect(retried.outcomes.map((o) => o.cls)).toEqual(['done', 'done']);
     expect(retried.storeRetryMs).toBeUndefined();
-    expect(origin.requests.slice(before).filter((r) => r.path === '/rotated.jpg')).toHaveLength(1);
-    expect(await spool.get(origin.url('/rotated.jpg'))).toBeUndefined(); // cleaned up once stored
+    expect(origin.requests.slice(before).filter((r) => r.path === '/reserved.jpg')).toHaveLength(1);
+    expect(await spool.get(origin.url('/reserved.jpg'))).toBeUndefined(); // cleaned up once stored
+    expect(fs.readdirSync(path.join(dir, 'spool-flaky'))).toEqual([]);
+    // The record says what the response's headers said, though the bytes came from the spool.
+    const unit = fs.readdirSync(path.join(dir, 'store', 'records'), { recursive: true }).map(String).filter((f) => f.endsWith('-g2.ndjson'));
+    const reserved = unit.flatMap((f) => fs.readFileSync(path.join(dir, 'store', 'records', f), 'utf8').trim().split('\n').map((l) => JSON.parse(l))).find((r) => r.url.endsWith('/reserved.jpg'));
+    expect(reserved).toMatchObject({ outcome: 'done', tdmReservation: true, width: 200, height: 400 });
     // Records that cannot be written fail the activity with the type the batch keeps attempts for.
     failRecords = true;
     await expect(new MockActivityEnvironment().run(a2.fetchBatch, { ...input(['/good.png']), grantId: 3 }))
