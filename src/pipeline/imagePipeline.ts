@@ -191,7 +191,8 @@ export class ImagePipeline implements UrlProcessor {
         const meaning = classifyStatus(res.status!);
         const reason = statusReason(res.status!);
         if (meaning === 'linkrot') return { outcome: { ...base, ...timing, cls: 'linkrot', reason } };
-        if (meaning === 'url-error') return { outcome: { ...base, ...timing, cls: 'content', reason } };
+        // A 401, 451 or a firewall's 400 for every URL is a wall as much as a login page is: one of a run that halts.
+        if (meaning === 'url-error') return { outcome: { ...base, ...timing, cls: 'content', reason, page: true } };
         const retryAfterMs = parseRetryAfter(res.retryAfter, Date.now(), MAX_RETRY_AFTER_MS);
         return { outcome: { ...base, ...timing, cls: 'error', reason, retryAfterMs } };
       }

@@ -271,7 +271,7 @@ describe('Governor: pages where images were asked for', () => {
     expect(g.state.mode).toBe('running');
     const events = report(g, pages(108, 1));
     expect(g.state.mode).toBe('halted');
-    const reason = 'its last 50 answers were not images but web pages (HTML, JSON or text), empty bodies or endless redirects (the last: not an image: an HTML page), ' +
+    const reason = 'its last 50 answers were not images but web pages (HTML, JSON or text), empty bodies, endless redirects or 4xx refusals (the last: not an image: an HTML page), ' +
       'after 59 images: likely a block, login or cookie wall answering in their place';
     expect(g.state.haltReason).toBe(reason);
     expect(events).toEqual([{ event: 'halted', detail: reason }]);

@@ -8,7 +8,9 @@ import type { RequestOutcome } from '../shared/types';
  * blocking after 60: 540 block pages at full rate, `crawl run` exiting 0 without a word). Page
  * URLs given for image URLs look the same, as do a wall that answers with nothing (an empty 200)
  * and a cookie wall a crawler never passes (endless redirects: 1,801 requests for 300 URLs at one
- * site, each recorded as a content error). A run this long of such answers with no image between them
+ * site, each recorded as a content error), and a login wall or a geo-block by status (401, 451, a
+ * firewall's 400: any 4xx but link rot's 404 and 410 and the load signals 403 and 429). A run this
+ * long of such answers with no image between them
  * halts the source: an operator looks (`crawl reasons`) and resumes or stops it, and the rest of
  * its URLs are kept. Fifty pages in a row by chance, at a site whose missing images answer with a
  * page, takes a gallery of fifty gone at once; the operator resumes that one.
@@ -34,7 +36,7 @@ export function pagesSinceImage(run: number, o: Pick<RequestOutcome, 'cls' | 'fi
  * and the last one's own reason (a page, an empty body or endless redirects, for `crawl reasons`).
  */
 export function pagesHaltReason(imagesBefore: number, last?: string): string {
-  const what = `not images but web pages (HTML, JSON or text), empty bodies or endless redirects${last ? ` (the last: ${last})` : ''}`;
+  const what = `not images but web pages (HTML, JSON or text), empty bodies, endless redirects or 4xx refusals${last ? ` (the last: ${last})` : ''}`;
   return imagesBefore > 0
     ? `its last ${PAGES_FOR_HALT} answers were ${what}, after ${imagesBefore} images: likely a block, login or cookie wall answering in their place`
     : `its first ${PAGES_FOR_HALT} answers were ${what}: likely page URLs given for image URLs, or a block, login or cookie wall answering in their place`;

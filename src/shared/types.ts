@@ -35,8 +35,8 @@ export interface RequestOutcome {
   atMs?: number;
   /**
    * A content outcome that was no image nor anything like one: a page (HTML, JSON or text), an
-   * empty body or endless redirects. A run of them is a block, login or cookie wall, or page URLs
-   * given (the monitor halts). Named for the first kind it covered.
+   * empty body, endless redirects or a 4xx refusal (401, 451, 400...). A run of them is a block,
+   * login or cookie wall, or page URLs given (the monitor halts). Named for the first kind it covered.
    */
   page?: true;
   /** A done image's first 8 hex digits of sha256: one file under many URLs is a placeholder (sameImage.ts). */

@@ -443,7 +443,7 @@ describe('crawl monitor (time-skipping server)', () => {
         stats = await handle.query(statsQuery);
       }
       expect(stats.state).toBe('halted');
-      expect(stats.haltReason).toMatch(/^its last 50 answers were not images but web pages \(HTML, JSON or text\), empty bodies or endless redirects.*, after 60 images: likely a block, login or cookie wall/);
+      expect(stats.haltReason).toMatch(/^its last 50 answers were not images but web pages \(HTML, JSON or text\), empty bodies, endless redirects or 4xx refusals.*, after 60 images: likely a block, login or cookie wall/);
       expect((await handle.describe()).typedSearchAttributes.get(CRAWL_STATE)).toBe('halted');
       // Not the 540 pages a crawl to the end would ask for: 50, and what the grants already out
       // sent before they reported (each stops after PAGE_BURST pages in a row; how many were out

@@ -61,6 +61,7 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
       .serve('/huge.jpg', Buffer.alloc(300_000, 1))
       .serve('/private/secret.jpg', big)
       .route('/gone.jpg', (_q, r) => { r.writeHead(410); r.end(); })
+      .route('/members.jpg', (_q, r) => { r.writeHead(401, { 'www-authenticate': 'Basic realm="members"' }); r.end(); })
       // Answers no request of ours asks for: each recorded as what it is, not as a broken image.
       .route('/partial.jpg', (_q, r) => { r.writeHead(206, { 'content-range': `bytes 0-99/${big.length}`, 'content-type': 'image/jpeg' }); r.end(big.subarray(0, 100)); })
       .route('/no-location', (_q, r) => { r.writeHead(302); r.end(); })
@@ -121,7 +122,7 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
 
   it('gives every URL the right outcome and reason, and loses none of the batch', async () => {
     const paths = ['/good.jpg', '/good.png', '/rotated.jpg', '/truncated.jpg', '/page.jpg', '/bomb.png', '/scan-bomb.jpg', '/huge.jpg',
-      '/gone.jpg', '/missing.jpg', '/r1', '/loop', '/loop-a', '/long-chain', '/to-internal', '/bad-redirect', '/drip.jpg', '/private/secret.jpg',
+      '/gone.jpg', '/missing.jpg', '/members.jpg', '/r1', '/loop', '/loop-a', '/long-chain', '/to-internal', '/bad-redirect', '/drip.jpg', '/private/secret.jpg',
       '/hinted.png', '/processing.png', '/continue.png', '/partial.jpg', '/no-location'];
     // Redirect hops take slots of their own: /r1 four, /loop-a two, /long-chain six.
     const { result, by } = await run(paths, paths.length + 9);
@@ -139,6 +140,7 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
       '/huge.jpg': expect.stringMatching(/^content: content-length 300000 exceeds/),
       '/gone.jpg': 'linkrot: http 410',
       '/missing.jpg': 'linkrot: http 404',
+      '/members.jpg': 'content: http 401',
       '/r1': 'done: ',
       // Back to itself: a loop seen at its first answer (one request, not six).
       '/loop': 'content: redirect loop: back to a URL of the chain with the same cookies',
@@ -162,6 +164,9 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     expect(by.get('/page.jpg')!.page).toBe(true);
     expect(by.get('/loop')!.page).toBe(true);
     expect(by.get('/long-chain')!.page).toBe(true);
+    // So is a refusal by status that is no load signal (a login wall's 401); link rot is not.
+    expect(by.get('/members.jpg')!.page).toBe(true);
+    expect(by.get('/missing.jpg')!.page).toBeUndefined();
     const asked = (p: string) => origin.requests.filter((r) => r.path === p).length;
     expect(['/loop', '/loop-a', '/loop-b', '/long-chain'].map(asked)).toEqual([1, 1, 1, 6]);
     expect(by.get('/truncated.jpg')!.page).toBeUndefined();
