@@ -545,7 +545,7 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
       const worker = await createCrawlWorker({ connection: env.nativeConnection, taskQueue, deps: defaultDeps({ dataDir, allowNetworks: ['127.0.0.0/8'] }) });
       const run = await worker.runUntil(runCli(['run', manifest, '--catalog', catalog, '--out', dataDir], { TEMPORAL_ADDRESS: env.address, CRAWL_TASK_QUEUE: taskQueue, CRAWL_LOG_LEVEL: 'warn' }));
       expect(run.code).toBe(1);
-      expect(run.stdout).toMatch(/^HALTED wall\.test: its first 50 answers were not images but .*endless redirects \(the last: more than 5 redirects\).*cookie wall/m);
+      expect(run.stdout).toMatch(/^HALTED wall\.test: its first 50 answers were not images but .*endless redirects.*\(the last: more than 5 redirects\).*cookie wall/m);
       const updates = run.stdout.split('\n').filter((l) => l.startsWith('{"event":"monitoring_update"')).map((l) => JSON.parse(l) as { global: { halted: number; running: number } });
       expect(updates.at(-1)!.global).toMatchObject({ halted: 1 });
       // Fifty chains (and what the grants already out had begun), not 120: the rest are kept.
