@@ -51,7 +51,7 @@ export class Spool {
     }
     // Beside the bytes, what the response's headers said of their use: the record needs it, and
     // the site is not asked again. A file spooled by a build before this has none.
-    const rights = await fs.readFile(path.join(this.dir, `${hash}.json`), 'utf8').then((t) => JSON.parse(t) as RightsHeaders, () => undefined);
+    const rights = await fs.readFile(path.join(this.dir, `${hash}.json`), 'utf8').then(parseRights, () => undefined);
     return { body, ...(rights ? { rights } : {}) };
   }
 
@@ -67,5 +67,15 @@ export class Spool {
     (await this.hashes()).delete(hash);
     await fs.rm(this.file(hash), { force: true });
     await fs.rm(path.join(this.dir, `${hash}.json`), { force: true });
+  }
+}
+
+/** A spooled response's rights headers; a file cut short by a crash says nothing. */
+function parseRights(text: string): RightsHeaders | undefined {
+  try {
+    const v = JSON.parse(text) as unknown;
+    return v && typeof v === 'object' && !Array.isArray(v) ? (v as RightsHeaders) : undefined;
+  } catch {
+    return undefined;
   }
 }
