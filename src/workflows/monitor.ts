@@ -13,7 +13,7 @@ import {
   addWorkSignal, batchFinishedSignal, batchStoppedSignal, grantSignal, pauseUpdate, pingSignal, reportOutcomesSignal, requestTokensSignal, resumeUpdate, revokeGrantsSignal,
   setMaxRateUpdate, setRateUpdate, statsQuery, stopUpdate, type ResumeInput, type SetMaxRateInput, type SetRateInput,
 } from './messages';
-import { behindNote, MonitorModel, noImagesNote, placeholderNote, shownOf, type MonitorInput, type MonitorStats } from './monitorState';
+import { detailsMarkdown, MonitorModel, shownOf, type MonitorInput, type MonitorStats } from './monitorState';
 import { PATCH_LEVEL, inLevel, levelOf, patchesOf } from './patchLevel';
 import { MAX_REVIVALS, dueForRevival, heardFrom, markLost, markRevived, silentBatches } from './lostBatches';
 import type { BatchEntry } from './monitorState';
@@ -504,7 +504,7 @@ function assertValid(message: string | undefined): void {
 function publish(m: MonitorModel, last: string, nowMs: number, opts: { final?: boolean; state?: string } = {}): string {
   const shown = shownOf(m, opts.state);
   const key = shownKey(shown);
-  setCurrentDetails(detailsMarkdown(m, nowMs, shown.state));
+  setCurrentDetails(detailsMarkdown(m.stats(nowMs), shown.state));
   const modeChanged = !last.startsWith(`${shown.state}|`);
   if (key === last || (!opts.final && !modeChanged && nowMs - m.state.lastSearchAttributesMs < m.state.options.searchAttributeIntervalMs)) return last;
   m.state.lastSearchAttributesMs = nowMs;
@@ -512,29 +512,3 @@ function publish(m: MonitorModel, last: string, nowMs: number, opts: { final?: b
   return key;
 }
 
-function detailsMarkdown(m: MonitorModel, nowMs: number, state: string): string {
-  const s = m.stats(nowMs);
-  const lines = [
-    `## ${s.source}: **${state}**`,
-    `rate **${s.rate}/s** of target ${s.target}/s (burst ${s.burst})` +
-      `${s.siteMaxRate !== null ? `; at most ${s.siteMaxRate}/s by the site's robots.txt Crawl-delay` : ''}${s.maxRate !== null ? `; global ceiling ${s.maxRate}/s` : ''}`,
-    `URLs ${s.urls.finished}/${s.urls.total} finished; batches ${s.batches.active} active, ${s.batches.finished} done`,
-    `done ${s.counts.done} · link rot ${s.counts.linkrot} · robots ${s.counts.robots} · content ${s.counts.content} · refused ${s.counts.refused} · errors ${s.counts.error} · retries ${s.counts.retries}`,
-    `breaker: ${s.breaker.windowErrors}/${s.breaker.windowRequests} errors in 60 s, ${s.breaker.consecutiveErrors} consecutive`,
-  ];
-  if (s.retryAfterUntil) lines.push(`Retry-After hold until ${s.retryAfterUntil}`);
-  if (s.crawlDelayUntil) lines.push(`robots.txt Crawl-delay: next request not before ${s.crawlDelayUntil}`);
-  if (s.robotsRetryAt) lines.push(`robots.txt unavailable${s.robotsError ? ` (${s.robotsError})` : ''}: asked again at ${s.robotsRetryAt}, nothing sent until then`);
-  if (s.robotsHostWait) lines.push(`one host's robots.txt unavailable (${s.robotsHostWait.error}): its URLs wait until ${s.robotsHostWait.until}; the source goes on with its other hosts`);
-  if (s.storeRetryAt) lines.push(`**store failing** (${s.storeError ?? 'no details'}): nothing sent until ${s.storeRetryAt}; URLs keep their attempts`);
-  if (s.coolingUntil) lines.push(`temporary halt until ${s.coolingUntil}`);
-  if (s.haltReason) lines.push(`**HALTED**: ${s.haltReason}. Resume with the \`resume\` update or \`crawl resume\`.`);
-  const behind = behindNote(s);
-  if (behind) lines.push(`**${behind.replace(/^workers behind/, 'Workers behind**')}`);
-  const noImages = noImagesNote(s);
-  if (noImages) lines.push(`**${noImages.replace(/^no image yet/, 'No image yet**')}`);
-  const placeholder = placeholderNote(s);
-  if (placeholder) lines.push(`**${placeholder.replace(/^one image for every URL/, 'One image for every URL**')}`);
-  if (s.alerts.length) lines.push('', 'recent events:', ...s.alerts.slice(-5).map((a) => `- ${a}`));
-  return lines.join('\n');
-}

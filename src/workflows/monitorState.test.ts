@@ -1,6 +1,6 @@
 import { DEFAULT_ADAPTIVE } from '../politeness/adaptiveRate';
 import { DEFAULT_GOVERNOR, type GovernorConfig } from '../politeness/governor';
-import { governorConfigOf, MonitorModel } from './monitorState';
+import { detailsMarkdown, governorConfigOf, MonitorModel } from './monitorState';
 
 // The batch no longer asks again after using a grant; these pin the bookkeeping that makes
 // that safe: the monitor subtracts every grant the batch has not acknowledged.
@@ -103,6 +103,17 @@ describe('MonitorModel token bookkeeping', () => {
     expect(m.stats(T0 + 5_000).sameImage).toEqual({ sha: '6450ba3e', run: 50 });
     m.onReport({ batchId: 'b1', grantId: 3, outcomes: [image('22222222')], unused: 0 }, T0 + 10_000);
     expect(m.stats(T0 + 10_000).sameImage).toEqual({ sha: '22222222', run: 1 });
+  });
+
+  it('shows what a site wrote in the Web UI\'s details as text, not as a link or markup', () => {
+    const { m } = modelWithBatch();
+    // A block page whose first words are a markdown link, 50 times: the halt names the last.
+    const page = { url: '', cls: 'content' as const, sent: true, final: true, attempt: 1, page: true as const, reason: 'not an image: text starting "[Verify](https://evil.example/) <b>now</b>"' };
+    m.onReport({ batchId: 'b1', grantId: 1, outcomes: Array.from({ length: 50 }, () => page), unused: 0 }, T0);
+    const details = detailsMarkdown(m.stats(T0), 'halted');
+    expect(details).toContain('text starting "\\[Verify\\]\\(https://evil.example/\\) \\<b\\>now\\</b\\>"');
+    expect(details).not.toMatch(/[^\\]\[Verify\]\(/);
+    expect(details).toMatch(/^\*\*HALTED\*\*: its first 50 answers/m);
   });
 
   it('leaves the bookkeeping alone for a report without a token request', () => {

@@ -553,3 +553,39 @@ export function shownOf(m: MonitorModel, state?: string): MonitorShown {
   const g = m.state.governor;
   return { source: g.source, state: state ?? g.mode, rate: g.adaptive.rate, done: g.counts.done, errors: g.counts.error };
 }
+
+/**
+ * The Web UI's current details of a monitor, in markdown. What a site wrote (a page's first words
+ * in a halt's reason, an error's text) is shown as text: `[Verify](https://...)` from a block
+ * page must not become a link in the operator's view, nor `<...>` markup.
+ */
+export function detailsMarkdown(s: MonitorStats, state: string): string {
+  const lines = [
+    `## ${asText(s.source)}: **${state}**`,
+    `rate **${s.rate}/s** of target ${s.target}/s (burst ${s.burst})` +
+      `${s.siteMaxRate !== null ? `; at most ${s.siteMaxRate}/s by the site's robots.txt Crawl-delay` : ''}${s.maxRate !== null ? `; global ceiling ${s.maxRate}/s` : ''}`,
+    `URLs ${s.urls.finished}/${s.urls.total} finished; batches ${s.batches.active} active, ${s.batches.finished} done`,
+    `done ${s.counts.done} · link rot ${s.counts.linkrot} · robots ${s.counts.robots} · content ${s.counts.content} · refused ${s.counts.refused} · errors ${s.counts.error} · retries ${s.counts.retries}`,
+    `breaker: ${s.breaker.windowErrors}/${s.breaker.windowRequests} errors in 60 s, ${s.breaker.consecutiveErrors} consecutive`,
+  ];
+  if (s.retryAfterUntil) lines.push(`Retry-After hold until ${s.retryAfterUntil}`);
+  if (s.crawlDelayUntil) lines.push(`robots.txt Crawl-delay: next request not before ${s.crawlDelayUntil}`);
+  if (s.robotsRetryAt) lines.push(`robots.txt unavailable${s.robotsError ? ` (${asText(s.robotsError)})` : ''}: asked again at ${s.robotsRetryAt}, nothing sent until then`);
+  if (s.robotsHostWait) lines.push(`one host's robots.txt unavailable (${asText(s.robotsHostWait.error)}): its URLs wait until ${s.robotsHostWait.until}; the source goes on with its other hosts`);
+  if (s.storeRetryAt) lines.push(`**store failing** (${asText(s.storeError ?? 'no details')}): nothing sent until ${s.storeRetryAt}; URLs keep their attempts`);
+  if (s.coolingUntil) lines.push(`temporary halt until ${s.coolingUntil}`);
+  if (s.haltReason) lines.push(`**HALTED**: ${asText(s.haltReason)}. Resume with the \`resume\` update or \`crawl resume\`.`);
+  const behind = behindNote(s);
+  if (behind) lines.push(`**${behind.replace(/^workers behind/, 'Workers behind**')}`);
+  const noImages = noImagesNote(s);
+  if (noImages) lines.push(`**${noImages.replace(/^no image yet/, 'No image yet**')}`);
+  const placeholder = placeholderNote(s);
+  if (placeholder) lines.push(`**${placeholder.replace(/^one image for every URL/, 'One image for every URL**')}`);
+  if (s.alerts.length) lines.push('', 'recent events:', ...s.alerts.slice(-5).map((a) => `- ${asText(a)}`));
+  return lines.join('\n');
+}
+
+/** Text as markdown shows it: every ASCII punctuation mark that markdown or HTML reads is escaped (CommonMark backslash escapes). */
+export function asText(text: string): string {
+  return text.replace(/[\\`*_{}[\]()<>#+!|~]/g, '\\$&');
+}
