@@ -782,6 +782,30 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     expect(JSON.parse(unit.trim())).toMatchObject({ url: origin.url('/r1'), outcome: 'done', redirects: 3, finalUrl: origin.url('/good.png') });
   });
 
+  it('keeps a chain\'s cookies with its hop when the grant runs out part-way: the next grant sends them', async () => {
+    const seen: (string | undefined)[] = [];
+    origin.route('/walled.jpg', (q, r) => {
+      seen.push(q.headers.cookie);
+      if (q.headers.cookie === 'passed=1') { r.writeHead(200, { 'content-type': 'image/png' }); r.end(smallPng); return; }
+      r.writeHead(302, { location: '/walled.jpg', 'set-cookie': 'passed=1; Path=/' });
+      r.end();
+    });
+    await run(['/good.png']); // robots.txt warm
+    let hop: RedirectHop | undefined;
+    // A grant of one slot; tried again if a loaded machine let it pass unsent.
+    for (let attempt = 1; attempt <= 3 && !hop; attempt++) {
+      const startMs = Date.now() + 50;
+      const one = (await new MockActivityEnvironment().run(acts.fetchBatch, { ...input(['/walled.jpg']), grantId: 30 + attempt, schedule: { startMs, endMs: startMs + 30, intervalMs: 30, burstSlots: 0 } })) as FetchBatchResult;
+      hop = one.hops?.[0]?.[1];
+    }
+    expect(hop).toMatchObject({ url: origin.url('/walled.jpg'), redirects: 1, cookies: [{ setCookie: 'passed=1; Path=/' }] });
+    // As the batch keeps it: through the workflow's history, as JSON.
+    const kept = JSON.parse(JSON.stringify(hop)) as RedirectHop;
+    const next = (await new MockActivityEnvironment().run(acts.fetchBatch, { ...input(['/walled.jpg']), grantId: 40, items: [{ url: origin.url('/walled.jpg'), attempt: 1, hop: kept }] })) as FetchBatchResult;
+    expect(next.outcomes).toMatchObject([{ cls: 'done', status: 200 }]);
+    expect(seen).toEqual([undefined, 'passed=1']);
+  });
+
   it('resumes a retried attempt part-way through a redirect chain from its heartbeat', async () => {
     const { grant, details } = await cutShort(23);
     const hop = details?.hops?.[0]?.[1];
