@@ -10,7 +10,7 @@ import { decodeWeight } from './decodeMemory';
 import { Fetcher, FetchError, type FetcherOptions, validateUrl } from './fetcher';
 import { thumbnailKey } from './keys';
 import { RobotsCache, type RobotsVerdict } from './robots';
-import { rightsFields } from './rightsHeaders';
+import { rightsFields, type RightsHeaders } from './rightsHeaders';
 import { MovedOrigins } from './movedOrigins';
 import { RedirectTargets } from './redirectTargets';
 import type { Spool } from './spool';
@@ -227,7 +227,7 @@ export class ImagePipeline implements UrlProcessor {
       }
       if (fromSpool) await this.spool.delete(url);
       const sha = analysis.sha256.slice(0, 8);
-      const rights = rightsFields(rightsHeaders, this.cfg.robotsAgent);
+      const rights = recordRights(analysis, rightsHeaders, this.cfg.robotsAgent, target);
       if (ctx.hop) this.targets.remember(target, { record: { ...analysis, ...rights, thumbnailKey: key }, status: timing.status, sha });
       return {
         outcome: { ...base, ...timing, cls: 'done', sha },
@@ -238,7 +238,7 @@ export class ImagePipeline implements UrlProcessor {
       if (fromSpool) await this.spool.delete(url);
       // Read but not decodable (a HEIC photo, a JPEG cut short after its headers): its size,
       // hash and rights were read and are worth keeping; there is no thumbnail.
-      const record = analysis ? { ...analysis, ...rightsFields(rightsHeaders, this.cfg.robotsAgent), thumbnailKey: null, finalUrl: target, redirects } : undefined;
+      const record = analysis ? { ...analysis, ...recordRights(analysis, rightsHeaders, this.cfg.robotsAgent, target), thumbnailKey: null, finalUrl: target, redirects } : undefined;
       return { outcome: { ...base, ...timing, cls: 'content', reason: err.message, ...(err.page ? { page: true as const } : {}) }, ...(record ? { record } : {}) };
     } finally {
       this.backlog -= 1;
@@ -293,4 +293,10 @@ function nextCookie(cookies: RedirectHop['cookies'], location: string): string |
   } catch {
     return undefined;
   }
+}
+
+/** The record's fields from the response's rights headers; the file's own license URL first, else the response's Link rel=license. */
+function recordRights(analysis: Analysis, raw: RightsHeaders | undefined, agent: string, url: string) {
+  const { licenseLink, ...fields } = rightsFields(raw, agent, url);
+  return { licenseUrl: analysis.licenseUrl ?? licenseLink, ...fields };
 }

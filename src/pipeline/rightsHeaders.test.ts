@@ -2,26 +2,37 @@ import { readRightsHeaders, rightsFields } from './rightsHeaders';
 
 describe('what an image\'s response headers say of its use', () => {
   const agent = 'PoliteImageCrawler';
+  const AT = 'https://site.example/img/a.jpg';
 
   it('keeps the X-Robots-Tag directives for every crawler and for ours, not another crawler\'s', () => {
     const raw = readRightsHeaders({ 'x-robots-tag': ['noai, noimageai', 'googlebot: noindex', 'PoliteImageCrawler: noarchive, NOAI', 'unavailable_after: 25 Jun 2030 15:00:00 PST'] });
-    expect(rightsFields(raw, agent).xRobotsTag).toEqual(['noai', 'noimageai', 'noarchive', 'unavailable_after: 25 jun 2030 15:00:00 pst']);
-    expect(rightsFields(readRightsHeaders({ 'x-robots-tag': 'otherbot: noindex' }), agent).xRobotsTag).toBeNull();
+    expect(rightsFields(raw, agent, AT).xRobotsTag).toEqual(['noai', 'noimageai', 'noarchive', 'unavailable_after: 25 jun 2030 15:00:00 pst']);
+    expect(rightsFields(readRightsHeaders({ 'x-robots-tag': 'otherbot: noindex' }), agent, AT).xRobotsTag).toBeNull();
   });
 
   it('reads a TDM reservation as true, false or not said, and its policy URL', () => {
-    expect(rightsFields(readRightsHeaders({ 'tdm-reservation': '1', 'tdm-policy': ' https://a.example/policy.json ' }), agent)).toEqual({
-      xRobotsTag: null, tdmReservation: true, tdmPolicy: 'https://a.example/policy.json',
+    expect(rightsFields(readRightsHeaders({ 'tdm-reservation': '1', 'tdm-policy': ' https://a.example/policy.json ' }), agent, AT)).toEqual({
+      xRobotsTag: null, tdmReservation: true, tdmPolicy: 'https://a.example/policy.json', licenseLink: null,
     });
-    expect(rightsFields(readRightsHeaders({ 'tdm-reservation': '0' }), agent).tdmReservation).toBe(false);
-    expect(rightsFields(readRightsHeaders({ 'tdm-reservation': 'yes' }), agent).tdmReservation).toBeNull();
+    expect(rightsFields(readRightsHeaders({ 'tdm-reservation': '0' }), agent, AT).tdmReservation).toBe(false);
+    expect(rightsFields(readRightsHeaders({ 'tdm-reservation': 'yes' }), agent, AT).tdmReservation).toBeNull();
   });
 
   it('keeps nothing for a response without them, and bounds what a hostile header can add', () => {
     expect(readRightsHeaders({ 'content-type': 'image/jpeg' })).toBeUndefined();
-    expect(rightsFields(undefined, agent)).toEqual({ xRobotsTag: null, tdmReservation: null, tdmPolicy: null });
+    expect(rightsFields(undefined, agent, AT)).toEqual({ xRobotsTag: null, tdmReservation: null, tdmPolicy: null, licenseLink: null });
     const many = Array.from({ length: 100 }, (_, i) => `d${i}`).join(', ');
-    expect(rightsFields(readRightsHeaders({ 'x-robots-tag': many }), agent).xRobotsTag).toHaveLength(20);
-    expect(rightsFields(readRightsHeaders({ 'tdm-policy': `https://a.example/${'p'.repeat(5000)}` }), agent).tdmPolicy).toHaveLength(2048);
+    expect(rightsFields(readRightsHeaders({ 'x-robots-tag': many }), agent, AT).xRobotsTag).toHaveLength(20);
+    expect(rightsFields(readRightsHeaders({ 'tdm-policy': `https://a.example/${'p'.repeat(5000)}` }), agent, AT).tdmPolicy).toHaveLength(2048);
+  });
+
+  it('takes a license from a Link header with rel="license", resolved against the image\'s URL, and no other link', () => {
+    const link = (...values: string[]) => rightsFields(readRightsHeaders({ link: values }), agent, AT).licenseLink;
+    expect(link('<https://creativecommons.org/licenses/by/4.0/>; rel="license"')).toBe('https://creativecommons.org/licenses/by/4.0/');
+    expect(link('</style.css>; rel=preload; as=style, </terms/license.html>; rel="alternate license"; title="a, b"')).toBe('https://site.example/terms/license.html');
+    expect(link('<https://a.example/license>; rel=License')).toBe('https://a.example/license');
+    expect(link('<https://a.example/about-our-license>; rel="author"', '<mailto:licensing@a.example>; rel="license"')).toBeNull();
+    // Links that name no license are not kept at all.
+    expect(readRightsHeaders({ link: '</style.css>; rel=preload; as=style' })).toBeUndefined();
   });
 });

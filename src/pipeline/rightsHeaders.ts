@@ -10,6 +10,8 @@ import type { IncomingHttpHeaders } from 'node:http';
  * - TDMRep (W3C community group's TDM Reservation Protocol): `tdm-reservation: 1` reserves
  *   text-and-data-mining rights, the machine-readable opt-out of EU directive 2019/790 art. 4;
  *   `tdm-policy` names the URL of the terms under which they may be licensed.
+ * - `Link: <...>; rel="license"` (RFC 8288's registered relation): the license's URL, the
+ *   record's `licenseUrl` when the file itself names none.
  * They are recorded, not acted on: the crawl does what robots.txt allows, and what the image may
  * be used for is the user's decision, made with these in the records.
  */
@@ -19,6 +21,8 @@ export interface RightsHeaders {
   xRobotsTag?: string[];
   tdmReservation?: string;
   tdmPolicy?: string;
+  /** Link header values that name a license (others, such as preloads, are not kept). */
+  link?: string[];
 }
 
 /** The record's fields: null where the response said nothing. */
@@ -28,6 +32,8 @@ export interface RightsFields {
   /** true: TDM rights reserved (`1`); false: not (`0`); null: no or another value. */
   tdmReservation: boolean | null;
   tdmPolicy: string | null;
+  /** The first `rel="license"` link's absolute http(s) URL, else null. */
+  licenseLink: string | null;
 }
 
 /** Kept at most, so that a hostile header cannot swell the record (header size is capped by undici at 16 KiB in all). */
@@ -39,10 +45,13 @@ export function readRightsHeaders(headers: IncomingHttpHeaders): RightsHeaders |
   const tag = headers['x-robots-tag'];
   const reservation = headers['tdm-reservation'];
   const policy = headers['tdm-policy'];
-  if (tag === undefined && reservation === undefined && policy === undefined) return undefined;
+  const links = headers.link;
+  const license = (Array.isArray(links) ? links : links === undefined ? [] : [links]).filter((v) => /license/i.test(v));
+  if (tag === undefined && reservation === undefined && policy === undefined && license.length === 0) return undefined;
   const first = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v);
   return {
     ...(tag !== undefined ? { xRobotsTag: Array.isArray(tag) ? tag : [tag] } : {}),
+    ...(license.length ? { link: license } : {}),
     ...(reservation !== undefined ? { tdmReservation: first(reservation) } : {}),
     ...(policy !== undefined ? { tdmPolicy: first(policy) } : {}),
   };
@@ -54,13 +63,36 @@ export function readRightsHeaders(headers: IncomingHttpHeaders): RightsHeaders |
  */
 const DIRECTIVES_WITH_VALUES = new Set(['unavailable_after', 'max-snippet', 'max-image-preview', 'max-video-preview']);
 
-/** The record's fields from a response's rights headers, for our robots product token. */
-export function rightsFields(raw: RightsHeaders | undefined, agent: string): RightsFields {
+/** The record's fields from a response's rights headers, for our robots product token; `url`: the response's, for relative links. */
+export function rightsFields(raw: RightsHeaders | undefined, agent: string, url: string): RightsFields {
   return {
     xRobotsTag: raw?.xRobotsTag ? directivesFor(raw.xRobotsTag, agent.toLowerCase()) : null,
     tdmReservation: raw?.tdmReservation?.trim() === '1' ? true : raw?.tdmReservation?.trim() === '0' ? false : null,
     tdmPolicy: raw?.tdmPolicy?.trim() ? raw.tdmPolicy.trim().slice(0, MAX_POLICY_CHARS) : null,
+    licenseLink: raw?.link ? licenseLink(raw.link, url) : null,
   };
+}
+
+/**
+ * The target of the first link whose rel names `license` (RFC 8288: `<target>; rel="a b"`, or
+ * rel=license unquoted), resolved against the response's URL; http(s) only.
+ */
+function licenseLink(values: readonly string[], base: string): string | null {
+  for (const value of values) {
+    // Each link-value: its <target>, then its parameters up to the next one's "<".
+    for (const m of value.matchAll(/<([^>]*)>([^<]*)/g)) {
+      const rel = /(?:^|;)\s*rel\s*=\s*(?:"([^"]*)"|([^\s;,"]+))/i.exec(m[2]!);
+      const types = (rel?.[1] ?? rel?.[2] ?? '').toLowerCase().split(/\s+/);
+      if (!types.includes('license')) continue;
+      try {
+        const u = new URL(m[1]!.trim(), base);
+        if ((u.protocol === 'http:' || u.protocol === 'https:') && u.href.length <= MAX_POLICY_CHARS) return u.href;
+      } catch {
+        // Not a URL: the next link may be one.
+      }
+    }
+  }
+  return null;
 }
 
 function directivesFor(values: readonly string[], agent: string): string[] | null {

@@ -238,11 +238,11 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     expect(new Set(records.map((r) => r.url)).size).toBe(records.length);
   });
 
-  it('records what the image\'s response headers say of its use: X-Robots-Tag for us, TDM reservation and policy', async () => {
+  it('records what the image\'s response headers say of its use: X-Robots-Tag for us, TDM reservation and policy, a Link to its license', async () => {
     origin.route('/opted-out.png', (_q, r) => {
       r.writeHead(200, [
         ['content-type', 'image/png'], ['x-robots-tag', 'noai, noimageai'], ['x-robots-tag', 'otherbot: noindex'], ['x-robots-tag', 'politeimagecrawler: noarchive'],
-        ['tdm-reservation', '1'], ['tdm-policy', 'https://site.example/tdm-policy.json'],
+        ['tdm-reservation', '1'], ['tdm-policy', 'https://site.example/tdm-policy.json'], ['link', '</licenses/cc-by.html>; rel="license"'],
       ].flat());
       r.end(smallPng);
     });
@@ -251,8 +251,9 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     const records = files.flatMap((f) => fs.readFileSync(path.join(dir, 'store', 'records', String(f)), 'utf8').trim().split('\n').map((l) => JSON.parse(l)));
     expect(records.find((r) => r.url.endsWith('/opted-out.png'))).toMatchObject({
       outcome: 'done', xRobotsTag: ['noai', 'noimageai', 'noarchive'], tdmReservation: true, tdmPolicy: 'https://site.example/tdm-policy.json',
+      licenseUrl: origin.url('/licenses/cc-by.html'),
     });
-    expect(records.find((r) => r.url.endsWith('/good.png'))).toMatchObject({ outcome: 'done', xRobotsTag: null, tdmReservation: null, tdmPolicy: null });
+    expect(records.find((r) => r.url.endsWith('/good.png'))).toMatchObject({ outcome: 'done', xRobotsTag: null, tdmReservation: null, tdmPolicy: null, licenseUrl: null });
   });
 
   it('undoes a content-encoding the site applied anyway, within the size limit, and records the image itself', async () => {
