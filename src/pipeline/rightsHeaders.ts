@@ -36,9 +36,14 @@ export interface RightsFields {
   licenseLink: string | null;
 }
 
-/** Kept at most, so that a hostile header cannot swell the record (header size is capped by undici at 16 KiB in all). */
-const MAX_DIRECTIVES = 20;
-const MAX_POLICY_CHARS = 2_048;
+/**
+ * Kept at most: a record travels in its grant's heartbeats (up to 500 of them, under Temporal's
+ * 2 MB), so a hostile header must not swell it. Known directives are a few characters; a URL
+ * longer than the file's own rights fields (500 characters) is left out rather than cut.
+ */
+const MAX_DIRECTIVES = 10;
+const MAX_DIRECTIVE_CHARS = 64;
+const MAX_URL_CHARS = 500;
 
 /** The rights headers of a response, or undefined when it has none (the common case: nothing is kept). */
 export function readRightsHeaders(headers: IncomingHttpHeaders): RightsHeaders | undefined {
@@ -68,7 +73,7 @@ export function rightsFields(raw: RightsHeaders | undefined, agent: string, url:
   return {
     xRobotsTag: raw?.xRobotsTag ? directivesFor(raw.xRobotsTag, agent.toLowerCase()) : null,
     tdmReservation: raw?.tdmReservation?.trim() === '1' ? true : raw?.tdmReservation?.trim() === '0' ? false : null,
-    tdmPolicy: raw?.tdmPolicy?.trim() ? raw.tdmPolicy.trim().slice(0, MAX_POLICY_CHARS) : null,
+    tdmPolicy: raw?.tdmPolicy?.trim() && raw.tdmPolicy.trim().length <= MAX_URL_CHARS ? raw.tdmPolicy.trim() : null,
     licenseLink: raw?.link ? licenseLink(raw.link, url) : null,
   };
 }
@@ -86,7 +91,7 @@ function licenseLink(values: readonly string[], base: string): string | null {
       if (!types.includes('license')) continue;
       try {
         const u = new URL(m[1]!.trim(), base);
-        if ((u.protocol === 'http:' || u.protocol === 'https:') && u.href.length <= MAX_POLICY_CHARS) return u.href;
+        if ((u.protocol === 'http:' || u.protocol === 'https:') && u.href.length <= MAX_URL_CHARS) return u.href;
       } catch {
         // Not a URL: the next link may be one.
       }
@@ -109,7 +114,7 @@ function directivesFor(values: readonly string[], agent: string): string[] | nul
     }
     for (const d of rest.split(',')) {
       const directive = d.trim().toLowerCase().replace(/\s*:\s*/, ': ');
-      if (directive && out.length < MAX_DIRECTIVES && !out.includes(directive)) out.push(directive);
+      if (directive && directive.length <= MAX_DIRECTIVE_CHARS && out.length < MAX_DIRECTIVES && !out.includes(directive)) out.push(directive);
     }
   }
   return out.length ? out : null;
