@@ -18,6 +18,7 @@ import { LocalStore } from '../../src/pipeline/store';
 import type { FetchBatchInput, FetchBatchResult, RedirectHop, RequestOutcome } from '../../src/shared/types';
 import { bombPng, hevcHeic, jpeg, png, rotatedJpeg, scanBombJpeg } from '../support/images';
 import { drip, Origin, redirect } from '../support/origin';
+import { readRecords } from '../support/records';
 import { recordingSends } from '../support/sends';
 
 /** A body sent with a Content-Encoding, whatever the request's Accept-Encoding said. */
@@ -247,13 +248,12 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
       r.end(smallPng);
     });
     await run(['/opted-out.png', '/good.png']);
-    const files = fs.readdirSync(path.join(dir, 'store', 'records'), { recursive: true }).filter((f) => String(f).endsWith('.ndjson'));
-    const records = files.flatMap((f) => fs.readFileSync(path.join(dir, 'store', 'records', String(f)), 'utf8').trim().split('\n').map((l) => JSON.parse(l)));
-    expect(records.find((r) => r.url.endsWith('/opted-out.png'))).toMatchObject({
+    const records = readRecords(dir);
+    expect(records.find((r) => String(r.url).endsWith('/opted-out.png'))).toMatchObject({
       outcome: 'done', xRobotsTag: ['noai', 'noimageai', 'noarchive'], tdmReservation: true, tdmPolicy: 'https://site.example/tdm-policy.json',
       licenseUrl: origin.url('/licenses/cc-by.html'),
     });
-    expect(records.find((r) => r.url.endsWith('/good.png'))).toMatchObject({ outcome: 'done', xRobotsTag: null, tdmReservation: null, tdmPolicy: null, licenseUrl: null });
+    expect(records.find((r) => String(r.url).endsWith('/good.png'))).toMatchObject({ outcome: 'done', xRobotsTag: null, tdmReservation: null, tdmPolicy: null, licenseUrl: null });
   });
 
   it('undoes a content-encoding the site applied anyway, within the size limit, and records the image itself', async () => {
@@ -606,11 +606,9 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     // Once; twice at most on a machine so loaded that the picture was not stored before the next redirect's answer.
     expect(sent.filter((p) => p === '/no-image.png').length).toBeLessThanOrEqual(2);
     expect(sent.filter((p) => p.startsWith('/product/')).sort()).toEqual(paths);
-    const files = fs.readdirSync(path.join(dir, 'store', 'records'), { recursive: true }).filter((f) => String(f).endsWith('.ndjson'));
-    const records = files.flatMap((f) => fs.readFileSync(path.join(dir, 'store', 'records', String(f)), 'utf8').trim().split('\n').map((l) => JSON.parse(l)))
-      .filter((r) => r.url.includes('/product/'));
+    const records = readRecords(dir).filter((r) => String(r.url).includes('/product/'));
     expect(records).toHaveLength(6);
-    const first = records[0];
+    const first = records[0]!;
     for (const r of records) {
       expect(r).toMatchObject({ outcome: 'done', status: 200, finalUrl: origin.url('/no-image.png'), redirects: 1, width: 40, height: 30, sha256: first.sha256, thumbnailKey: first.thumbnailKey });
     }
@@ -661,8 +659,7 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     expect(await spool.get(origin.url('/reserved.jpg'))).toBeUndefined(); // cleaned up once stored
     expect(fs.readdirSync(path.join(dir, 'spool-flaky'))).toEqual([]);
     // The record says what the response's headers said, though the bytes came from the spool.
-    const unit = fs.readdirSync(path.join(dir, 'store', 'records'), { recursive: true }).map(String).filter((f) => f.endsWith('-g2.ndjson'));
-    const reserved = unit.flatMap((f) => fs.readFileSync(path.join(dir, 'store', 'records', f), 'utf8').trim().split('\n').map((l) => JSON.parse(l))).find((r) => r.url.endsWith('/reserved.jpg'));
+    const reserved = readRecords(dir).find((r) => String(r.url).endsWith('/reserved.jpg'));
     expect(reserved).toMatchObject({ outcome: 'done', tdmReservation: true, width: 200, height: 400 });
     // Records that cannot be written fail the activity with the type the batch keeps attempts for.
     failRecords = true;
