@@ -8,7 +8,7 @@ import { usableCpus } from '../shared/usableCpus';
 import { checkWorkerConfig, createCrawlWorker, defaultDeps } from '../workers/worker';
 import { WorkflowNotFoundError, type WorkflowHandle } from '@temporalio/client';
 import { readCatalog } from '../crawl/catalog';
-import { exportRecords, exportRecordsToFile, type ExportSummary } from '../crawl/exportRecords';
+import { exportRecords, exportRecordsToFile, supersededNote, type ExportSummary } from '../crawl/exportRecords';
 import { FailureTally } from '../crawl/failureTally';
 import { checkManifest } from '../crawl/manifest';
 import { runCrawl } from '../crawl/run';
@@ -318,23 +318,24 @@ export function buildProgram(): Command {
     .description('write the metadata records (one NDJSON line per URL) from the store, to stdout or --out')
     .argument('[sources...]', 'only these sources (default: all)')
     .option('--out <file>', 'write to this file (replaced once complete) instead of stdout')
+    .option('--all-records', 'every record: a URL asked again keeps each of its records (its history), not only its done or else latest one')
     .option('--data-dir <dir>', 'where the local store is (as for start and worker; `crawl run --out DIR` uses DIR)', DEFAULT_DATA_DIR)
-    .action(async (sources: string[], opts: { out?: string; dataDir: string }) => {
+    .action(async (sources: string[], opts: { out?: string; dataDir: string; allRecords?: boolean }) => {
       const store = storeFromEnv(opts.dataDir);
       let summary: ExportSummary;
       if (opts.out) {
-        summary = await exportRecordsToFile(store, path.resolve(opts.out), sources);
+        summary = await exportRecordsToFile(store, path.resolve(opts.out), sources, { allRecords: opts.allRecords });
       } else {
         summary = await exportRecords(store, (text) => new Promise<void>((resolve, reject) => {
           // Waits for a slow reader (a pipe into jq) instead of buffering the whole export.
           if (!process.stdout.writable) return reject(Object.assign(new Error('stdout closed'), { code: 'ERR_STREAM_DESTROYED' }));
           if (process.stdout.write(text)) resolve();
           else process.stdout.once('drain', resolve).once('error', reject);
-        }), sources);
+        }), sources, { allRecords: opts.allRecords });
       }
       for (const s of summary.sourcesWithoutRecords) process.stderr.write(`crawl: no records for source "${s}" in the ${store.description} (see \`crawl status\`)\n`);
       if (summary.sourcesWithoutRecords.length) process.exitCode = 1;
-      process.stderr.write(`crawl: ${summary.records} record(s) from ${summary.units} file(s) in the ${store.description}${opts.out ? ` written to ${path.resolve(opts.out)}` : ''}\n`);
+      process.stderr.write(`crawl: ${summary.records} record(s) from ${summary.units} file(s) in the ${store.description}${opts.out ? ` written to ${path.resolve(opts.out)}` : ''}${supersededNote(summary)}\n`);
     });
 
   program
@@ -346,7 +347,7 @@ export function buildProgram(): Command {
     .action(async (sources: string[], opts: { dataDir: string; top: number }) => {
       const store = storeFromEnv(opts.dataDir);
       const tally = new FailureTally();
-      const summary = await exportRecords(store, () => undefined, sources, (text) => tally.addText(text));
+      const summary = await exportRecords(store, () => undefined, sources, { inspect: (text) => tally.addText(text) });
       for (const s of summary.sourcesWithoutRecords) process.stderr.write(`crawl: no records for source "${s}" in the ${store.description} (see \`crawl status\`)\n`);
       if (summary.sourcesWithoutRecords.length) process.exitCode = 1;
       const lines = tally.lines(opts.top);

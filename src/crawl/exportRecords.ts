@@ -1,11 +1,14 @@
 import fs from 'node:fs';
+import path from 'node:path';
 import { sourceSegment } from '../pipeline/keys';
 import type { ObjectStore } from '../pipeline/store';
+import { OneRecordPerUrl } from './oneRecordPerUrl';
 
 /**
  * Metadata records live in the store as one NDJSON object per unit of work under
  * `records/<source>/` (`<chunk>/<batch run>-g<grant>.ndjson`), local directory or S3 alike. This
- * joins them into one NDJSON stream: every source's, or the named ones', in key order.
+ * joins them into one NDJSON stream: every source's, or the named ones', in key order, with one
+ * record per URL of a source unless every record is asked for.
  */
 
 export interface ExportSummary {
@@ -14,44 +17,85 @@ export interface ExportSummary {
   units: number;
   /** Named sources that have no record file (yet). */
   sourcesWithoutRecords: string[];
+  /** Records left out because a later (or `done`) record of the same URL and source supersedes them (see OneRecordPerUrl). */
+  superseded: number;
+}
+
+export interface ExportOptions {
+  /** Sees each piece of text as it is written (see FailureTally). */
+  inspect?: (text: string) => void;
+  /** Every record, a URL asked again keeping each of its records (its history), instead of one per URL. */
+  allRecords?: boolean;
+  /** Where a large source's records wait while it is read (default: the system's). */
+  tmpDir?: string;
 }
 
 /** Record files fetched at once: on S3 each is a round trip. Written in key order all the same. */
 const PREFETCH = 16;
 
-/** `inspect` sees each record file's text as it is written (see FailureTally). */
-export async function exportRecords(store: ObjectStore, write: (text: string) => Promise<void> | void, sources: readonly string[] = [], inspect?: (text: string) => void): Promise<ExportSummary> {
+export async function exportRecords(store: ObjectStore, write: (text: string) => Promise<void> | void, sources: readonly string[] = [], opts: ExportOptions = {}): Promise<ExportSummary> {
   const named = [...new Set(sources)];
   const prefixes = named.length ? named.map((s) => `records/${sourceSegment(s)}/`) : ['records/'];
-  const summary: ExportSummary = { records: 0, units: 0, sourcesWithoutRecords: [] };
+  const summary: ExportSummary = { records: 0, units: 0, sourcesWithoutRecords: [], superseded: 0 };
+  const emit = async (text: string): Promise<void> => {
+    summary.records += countLines(text);
+    opts.inspect?.(text);
+    await write(text.endsWith('\n') ? text : `${text}\n`);
+  };
   for (const [i, prefix] of prefixes.entries()) {
     const keys: string[] = [];
     for await (const key of store.list(prefix)) if (key.endsWith('.ndjson')) keys.push(key);
     if (named.length && keys.length === 0) summary.sourcesWithoutRecords.push(named[i]!);
     keys.sort();
-    for (let k = 0; k < keys.length; k += PREFETCH) {
-      const bodies = await Promise.all(keys.slice(k, k + PREFETCH).map((key) => store.get(key)));
-      for (const body of bodies) {
-        if (!body) continue; // removed since it was listed
-        const text = body.toString('utf8');
-        if (text === '') continue; // a retried unit that found nothing left to record
-        summary.units += 1;
-        summary.records += countLines(text);
-        inspect?.(text);
-        await write(text.endsWith('\n') ? text : `${text}\n`);
+    // records/<source>/...: a URL's records are all under its source's directory.
+    for (const sourceKeys of bySource(keys)) {
+      const held = opts.allRecords ? undefined : new OneRecordPerUrl(opts.tmpDir);
+      try {
+        for (let k = 0; k < sourceKeys.length; k += PREFETCH) {
+          const bodies = await Promise.all(sourceKeys.slice(k, k + PREFETCH).map((key) => store.get(key)));
+          for (const body of bodies) {
+            if (!body) continue; // removed since it was listed
+            const text = body.toString('utf8');
+            if (text === '') continue; // a retried unit that found nothing left to record
+            summary.units += 1;
+            if (held) held.add(text);
+            else await emit(text);
+          }
+        }
+        if (held) {
+          for (const text of held.texts()) await emit(text);
+          summary.superseded += held.superseded;
+        }
+      } finally {
+        held?.close();
       }
     }
   }
   return summary;
 }
 
+/** Sorted keys, cut where the source directory changes. */
+function* bySource(keys: string[]): Generator<string[]> {
+  let start = 0;
+  for (let i = 1; i <= keys.length; i++) {
+    if (i === keys.length || sourceDir(keys[i]!) !== sourceDir(keys[start]!)) {
+      if (i > start) yield keys.slice(start, i);
+      start = i;
+    }
+  }
+}
+
+function sourceDir(key: string): string {
+  return key.slice(0, key.indexOf('/', 'records/'.length) + 1);
+}
+
 /** exportRecords into a file, replaced whole once complete (a reader never sees half of it). */
-export async function exportRecordsToFile(store: ObjectStore, file: string, sources: readonly string[] = [], inspect?: (text: string) => void): Promise<ExportSummary> {
+export async function exportRecordsToFile(store: ObjectStore, file: string, sources: readonly string[] = [], opts: ExportOptions = {}): Promise<ExportSummary> {
   const tmp = `${file}.${process.pid}.tmp`;
   const fd = fs.openSync(tmp, 'w');
   let summary: ExportSummary;
   try {
-    summary = await exportRecords(store, (text) => { fs.writeSync(fd, text); }, sources, inspect);
+    summary = await exportRecords(store, (text) => { fs.writeSync(fd, text); }, sources, { tmpDir: path.dirname(file), ...opts });
     fs.fsyncSync(fd);
   } catch (err) {
     fs.closeSync(fd);
@@ -61,6 +105,12 @@ export async function exportRecordsToFile(store: ObjectStore, file: string, sour
   fs.closeSync(fd);
   fs.renameSync(tmp, file);
   return summary;
+}
+
+/** What an export left out, for its closing line: empty when nothing was. */
+export function supersededNote(summary: ExportSummary): string {
+  if (!summary.superseded) return '';
+  return `; ${summary.superseded} earlier record(s) of URLs asked again left out, each URL keeping its done or else latest record`;
 }
 
 function countLines(text: string): number {

@@ -11,7 +11,7 @@ import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { resumeUpdate } from '../workflows/messages';
 import { monitorWorkflowId, type MonitorOptions } from '../workflows/monitorState';
 import { readCatalog } from './catalog';
-import { exportRecordsToFile } from './exportRecords';
+import { exportRecordsToFile, supersededNote } from './exportRecords';
 import { FailureTally } from './failureTally';
 import { checkManifest, manifestHasContent } from './manifest';
 import { continuesNote, downloadedBeforeNote, duplicatesNote, emptyManifest, grewNote, queuedElsewhereNote, nothingToCrawl, startCrawl, startWarnings, type StartSummary } from './start';
@@ -196,8 +196,8 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
     if (statuses.length) out.write(`${statusTable(statuses)}\n`);
 
     const failures = new FailureTally();
-    const exported = await exportRecordsToFile(store, metadataFile, [], (text) => failures.addText(text));
-    out.write(`metadata: ${metadataFile} (${exported.records} records); thumbnails under thumbnails/ in the ${store.description}\n`);
+    const exported = await exportRecordsToFile(store, metadataFile, [], { inspect: (text) => failures.addText(text) });
+    out.write(`metadata: ${metadataFile} (${exported.records} records${supersededNote(exported)}); thumbnails under thumbnails/ in the ${store.description}\n`);
     const why = failures.lines();
     if (why.length) out.write(`not done, by reason (commonest first; every URL's record is in ${path.basename(metadataFile)}):\n${why.map((l) => `  ${l}\n`).join('')}`);
     const halted = statuses.filter((s) => s.stats?.state === 'halted' && s.workflowStatus === 'RUNNING');
@@ -239,7 +239,7 @@ async function serverLost(reason: string, store: ObjectStore, metadataFile: stri
   process.stderr.write(`crawl: ${reason}. Nothing is lost: run the same command again to continue where this run stopped.\n`);
   try {
     const exported = await exportRecordsToFile(store, metadataFile);
-    out.write(`metadata so far: ${metadataFile} (${exported.records} records)\n`);
+    out.write(`metadata so far: ${metadataFile} (${exported.records} records${supersededNote(exported)})\n`);
   } catch (err) {
     process.stderr.write(`crawl: could not export the records so far: ${(err as Error).message}\n`);
   }
@@ -317,7 +317,7 @@ function exitCodeOf(signal: NodeJS.Signals): number {
 async function interrupted(signal: NodeJS.Signals, store: ObjectStore, metadataFile: string, out: NodeJS.WritableStream): Promise<RunResult> {
   try {
     const exported = await exportRecordsToFile(store, metadataFile);
-    out.write(`metadata so far: ${metadataFile} (${exported.records} records)\n`);
+    out.write(`metadata so far: ${metadataFile} (${exported.records} records${supersededNote(exported)})\n`);
   } catch (err) {
     process.stderr.write(`crawl: could not export the records so far: ${(err as Error).message}\n`);
   }

@@ -29,7 +29,7 @@ describe('exporting metadata records from the store', () => {
     const urls = text.split('\n').filter(Boolean).map((l) => JSON.parse(l).url);
     expect(urls.sort()).toEqual(['http://host:8080/a.jpg', 'https://m/1.jpg', 'https://m/2.jpg', 'https://m/3.jpg']);
     expect(text.endsWith('\n')).toBe(true);
-    expect(summary).toEqual({ records: 4, units: 3, sourcesWithoutRecords: [] });
+    expect(summary).toEqual({ records: 4, units: 3, sourcesWithoutRecords: [], superseded: 0 });
   });
 
   it('exports the named sources only, and names those that have no records', async () => {
@@ -42,6 +42,39 @@ describe('exporting metadata records from the store', () => {
     text = '';
     await exportRecords(store, (t) => { text += t; }, ['museum.example']);
     expect(text.split('\n').filter(Boolean).map((l) => JSON.parse(l).url)).toEqual(['https://m/1.jpg', 'https://m/2.jpg', 'https://m/3.jpg']);
+  });
+
+  it('keeps one record per URL of a source, the done or else latest one, unless every record is asked for', async () => {
+    const store = new LocalStore(root);
+    const rec = new StoreRecorder(store);
+    const at = (s: number) => `2026-11-27T10:00:0${s}.000Z`;
+    // The first manifest's chunk: two URLs answered with a wall's page; the source halted.
+    await rec.write('wall.example', 'm1-c0-g1', [
+      { url: 'https://wall/1.jpg', source: 'wall.example', outcome: 'done', recordedAt: at(0) },
+      { url: 'https://wall/2.jpg', source: 'wall.example', outcome: 'content', reason: 'not an image: an HTML page', recordedAt: at(1) },
+      { url: 'https://wall/3.jpg', source: 'wall.example', outcome: 'content', reason: 'not an image: an HTML page', recordedAt: at(2) },
+    ]);
+    // A second manifest asked for those two again (its chunk sorts first); one came, one is gone.
+    await rec.write('wall.example', 'a0-c0-g1', [
+      { url: 'https://wall/2.jpg', source: 'wall.example', outcome: 'done', recordedAt: at(5) },
+      { url: 'https://wall/3.jpg', source: 'wall.example', outcome: 'linkrot', reason: 'http 404', recordedAt: at(6) },
+    ]);
+    // The same URL under another source is that source's own record.
+    await rec.write('other', 'b1-g1', [{ url: 'https://wall/3.jpg', source: 'other', outcome: 'content', recordedAt: at(1) }]);
+    let text = '';
+    const inspected: string[] = [];
+    const summary = await exportRecords(store, (t) => { text += t; }, [], { inspect: (t) => inspected.push(t) });
+    const records = text.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { url: string; source: string; outcome: string });
+    expect(records.map((r) => `${r.source} ${r.url} ${r.outcome}`).sort()).toEqual([
+      'other https://wall/3.jpg content', 'wall.example https://wall/1.jpg done', 'wall.example https://wall/2.jpg done', 'wall.example https://wall/3.jpg linkrot',
+    ]);
+    expect(summary).toEqual({ records: 4, units: 3, sourcesWithoutRecords: [], superseded: 2 });
+    expect(inspected.join('')).toBe(text);
+
+    text = '';
+    const all = await exportRecords(store, (t) => { text += t; }, ['wall.example'], { allRecords: true });
+    expect(text.split('\n').filter(Boolean)).toHaveLength(5);
+    expect(all.superseded).toBe(0);
   });
 
   it('replaces a file whole and leaves nothing half-written when the store fails', async () => {

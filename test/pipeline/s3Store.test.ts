@@ -102,7 +102,7 @@ describe('S3 store against a real S3-protocol server (moto_server on 127.0.0.1)'
     let text = '';
     const summary = await exportRecords(store, (t) => { text += t; }, ['export.example']);
     expect(text.split('\n').filter(Boolean).map((l) => JSON.parse(l).url)).toEqual(['https://e/1.jpg', 'https://e/2.jpg', 'https://e/3.jpg']);
-    expect(summary).toEqual({ records: 3, units: 2, sourcesWithoutRecords: [] });
+    expect(summary).toEqual({ records: 3, units: 2, sourcesWithoutRecords: [], superseded: 0 });
   });
 
   it('keeps each finished chunk\'s downloaded URLs and marks unfinished ones as queued, so that another manifest started into the bucket leaves them out', async () => {
