@@ -55,11 +55,10 @@ export async function exportRecords(store: ObjectStore, write: (text: string) =>
           const bodies = await Promise.all(sourceKeys.slice(k, k + PREFETCH).map((key) => store.get(key)));
           for (const body of bodies) {
             if (!body) continue; // removed since it was listed
-            const text = body.toString('utf8');
-            if (text === '') continue; // a retried unit that found nothing left to record
+            if (body.length === 0) continue; // a retried unit that found nothing left to record
             summary.units += 1;
-            if (held) held.add(text);
-            else await emit(text);
+            if (held) held.add(body);
+            else await emit(body.toString('utf8'));
           }
         }
         if (held) {

@@ -6,6 +6,8 @@ import { OneRecordPerUrl } from './oneRecordPerUrl';
 const rec = (url: string, outcome: string, recordedAt: string, extra: Record<string, unknown> = {}) =>
   `${JSON.stringify({ url, source: 's', outcome, reason: outcome === 'done' ? null : 'x', recordedAt, ...extra })}\n`;
 
+const add = (held: OneRecordPerUrl, text: string) => held.add(Buffer.from(text));
+
 function kept(held: OneRecordPerUrl): { url: string; outcome: string; recordedAt: string }[] {
   return [...held.texts()].join('').split('\n').filter(Boolean).map((l) => JSON.parse(l));
 }
@@ -18,7 +20,7 @@ describe('one record per URL of a source', () => {
   it('gives the texts back as they came when no URL has two records', () => {
     const held = new OneRecordPerUrl(dir);
     const texts = [rec('https://a/1.jpg', 'done', '2026-01-01T00:00:00.000Z') + rec('https://a/2.jpg', 'linkrot', '2026-01-01T00:00:01.000Z'), rec('https://a/3.jpg', 'content', '2026-01-01T00:00:02.000Z')];
-    for (const t of texts) held.add(t);
+    for (const t of texts) add(held, t);
     expect([...held.texts()]).toEqual(texts);
     expect(held.superseded).toBe(0);
   });
@@ -26,16 +28,16 @@ describe('one record per URL of a source', () => {
   it('keeps the latest record of a URL asked again, and its done record over any later failure', () => {
     const held = new OneRecordPerUrl(dir);
     // The second manifest's chunk sorts first: order in the store says nothing of time.
-    held.add(rec('https://a/1.jpg', 'done', '2026-01-02T00:00:00.000Z') + rec('https://a/2.jpg', 'done', '2026-01-02T00:00:01.000Z') + rec('https://a/3.jpg', 'content', '2026-01-02T00:00:02.000Z'));
-    held.add(rec('https://a/1.jpg', 'content', '2026-01-01T00:00:00.000Z') + rec('https://a/2.jpg', 'error', '2026-01-03T00:00:00.000Z') + rec('https://a/3.jpg', 'error', '2026-01-01T00:00:00.000Z') + rec('https://a/4.jpg', 'done', '2026-01-01T00:00:00.000Z'));
+    add(held, rec('https://a/1.jpg', 'done', '2026-01-02T00:00:00.000Z') + rec('https://a/2.jpg', 'done', '2026-01-02T00:00:01.000Z') + rec('https://a/3.jpg', 'content', '2026-01-02T00:00:02.000Z'));
+    add(held, rec('https://a/1.jpg', 'content', '2026-01-01T00:00:00.000Z') + rec('https://a/2.jpg', 'error', '2026-01-03T00:00:00.000Z') + rec('https://a/3.jpg', 'error', '2026-01-01T00:00:00.000Z') + rec('https://a/4.jpg', 'done', '2026-01-01T00:00:00.000Z'));
     expect(kept(held).map((r) => `${r.url} ${r.outcome}`).sort()).toEqual(['https://a/1.jpg done', 'https://a/2.jpg done', 'https://a/3.jpg content', 'https://a/4.jpg done']);
     expect(held.superseded).toBe(3);
   });
 
   it('keeps the record read last when the times are equal, and passes lines that are not records', () => {
     const held = new OneRecordPerUrl(dir);
-    held.add(`${rec('https://a/1.jpg', 'content', 'T', { n: 1 })}not json\n`);
-    held.add(`${rec('https://a/1.jpg', 'content', 'T', { n: 2 })}{"other":1}\n`);
+    add(held, `${rec('https://a/1.jpg', 'content', 'T', { n: 1 })}not json\n`);
+    add(held, `${rec('https://a/1.jpg', 'content', 'T', { n: 2 })}{"other":1}\n`);
     const text = [...held.texts()].join('');
     expect(text).toContain('not json\n');
     expect(text).toContain('{"other":1}\n');
@@ -45,8 +47,8 @@ describe('one record per URL of a source', () => {
 
   it('finds a URL written with escapes by parsing its line', () => {
     const held = new OneRecordPerUrl(dir);
-    held.add(`{"url":"https://a/\\u00e9.jpg","outcome":"content","recordedAt":"1"}\n`);
-    held.add(`{"url":"https://a/\\u00e9.jpg","outcome":"done","recordedAt":"0"}\n`);
+    add(held, `{"url":"https://a/\\u00e9.jpg","outcome":"content","recordedAt":"1"}\n`);
+    add(held, `{"url":"https://a/\\u00e9.jpg","outcome":"done","recordedAt":"0"}\n`);
     expect(kept(held).map((r) => r.outcome)).toEqual(['done']);
   });
 
@@ -56,7 +58,7 @@ describe('one record per URL of a source', () => {
     for (let f = 0; f < 20; f++) {
       const t = Array.from({ length: 10 }, (_, i) => rec(`https://a/${(f * 10 + i) % 150}.jpg`, f >= 15 ? 'done' : 'content', `2026-01-01T00:00:${String(f).padStart(2, '0')}.000Z`)).join('');
       all.push(t);
-      held.add(t);
+      add(held, t);
     }
     expect(fs.readdirSync(dir)).toHaveLength(1);
     const out = kept(held);

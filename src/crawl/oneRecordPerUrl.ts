@@ -19,9 +19,12 @@ import path from 'node:path';
  * temporary file, so a source of millions of records costs disk, not heap.
  */
 
-const MEMORY_BYTES = 32 * 1024 * 1024;
+const MEMORY_BYTES = 64 * 1024 * 1024;
 
-type Piece = string | { offset: number; bytes: number };
+type Piece = Buffer | { offset: number; bytes: number };
+
+/** A line of a piece: its bytes [start, end), without the newline. */
+interface LineAt { buf: Buffer; start: number; end: number }
 
 export class OneRecordPerUrl {
   private fingerprints = new Float64Array(1024);
@@ -34,25 +37,35 @@ export class OneRecordPerUrl {
 
   constructor(private readonly tmpDir = os.tmpdir(), private readonly memoryBytes = MEMORY_BYTES) {}
 
-  /** One record file's text (NDJSON). */
-  add(text: string): void {
-    for (const line of lines(text)) {
-      const url = urlOf(line);
-      if (url !== undefined) this.push(fingerprint(url));
+  /** One record file's bytes (NDJSON, UTF-8), kept as they are: read back, they cost no encoding. */
+  add(body: Buffer): void {
+    // The pass every record takes, so without a string or an object per line.
+    for (let start = 0; start < body.length;) {
+      let end = body.indexOf(0x0a, start);
+      if (end < 0) end = body.length;
+      if (end > start) {
+        const from = urlStart(body, start, end);
+        if (from >= 0) {
+          this.push(fingerprintOf(body, from, body.indexOf(0x22, from)));
+        } else {
+          const url = urlOf({ buf: body, start, end });
+          if (url !== undefined) this.push(fingerprint(url));
+        }
+      }
+      start = end + 1;
     }
-    if (!this.spill && this.held + text.length > this.memoryBytes) {
+    if (!this.spill && this.held + body.length > this.memoryBytes) {
       const file = path.join(this.tmpDir, `crawl-export-${process.pid}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}.tmp`);
       this.spill = { file, fd: fs.openSync(file, 'wx+', 0o600), offset: 0 };
     }
     if (!this.spill) {
-      this.pieces.push(text);
-      this.held += text.length;
+      this.pieces.push(body);
+      this.held += body.length;
       return;
     }
-    const bytes = Buffer.from(text, 'utf8');
-    fs.writeSync(this.spill.fd, bytes, 0, bytes.length, this.spill.offset);
-    this.pieces.push({ offset: this.spill.offset, bytes: bytes.length });
-    this.spill.offset += bytes.length;
+    fs.writeSync(this.spill.fd, body, 0, body.length, this.spill.offset);
+    this.pieces.push({ offset: this.spill.offset, bytes: body.length });
+    this.spill.offset += body.length;
   }
 
   /** The texts as added, each without the records a later (or `done`) record of its URL supersedes. */
@@ -60,7 +73,7 @@ export class OneRecordPerUrl {
     this.superseded = 0;
     const twice = this.fingerprintsSeenTwice();
     if (twice.size === 0) {
-      for (let i = 0; i < this.pieces.length; i++) yield this.piece(i);
+      for (let i = 0; i < this.pieces.length; i++) yield this.piece(i).toString('utf8');
       return;
     }
     // Which line of each URL seen twice is kept, by the order of lines across all pieces.
@@ -78,7 +91,7 @@ export class OneRecordPerUrl {
     }
     n = 0;
     for (let i = 0; i < this.pieces.length; i++) {
-      let out = '';
+      const out: Buffer[] = [];
       for (const line of lines(this.piece(i))) {
         const at = n++;
         const url = urlOf(line);
@@ -86,9 +99,9 @@ export class OneRecordPerUrl {
           this.superseded++;
           continue;
         }
-        out += `${line}\n`;
+        out.push(line.buf.subarray(line.start, line.end), NEWLINE);
       }
-      if (out) yield out;
+      if (out.length) yield Buffer.concat(out).toString('utf8');
     }
   }
 
@@ -103,12 +116,12 @@ export class OneRecordPerUrl {
     }
   }
 
-  private piece(i: number): string {
+  private piece(i: number): Buffer {
     const p = this.pieces[i]!;
-    if (typeof p === 'string') return p;
+    if (Buffer.isBuffer(p)) return p;
     const buf = Buffer.allocUnsafe(p.bytes);
     fs.readSync(this.spill!.fd, buf, 0, p.bytes, p.offset);
-    return buf.toString('utf8');
+    return buf;
   }
 
   private push(fp: number): void {
@@ -128,31 +141,57 @@ export class OneRecordPerUrl {
   }
 }
 
-function* lines(text: string): Generator<string> {
+const NEWLINE = Buffer.from('\n');
+const URL_FIRST = Buffer.from('{"url":"');
+
+function* lines(buf: Buffer): Generator<LineAt> {
   let start = 0;
-  for (let end = text.indexOf('\n'); end >= 0; end = text.indexOf('\n', start)) {
-    if (end > start) yield text.slice(start, end);
+  for (let end = buf.indexOf(0x0a); end >= 0; end = buf.indexOf(0x0a, start)) {
+    if (end > start) yield { buf, start, end };
     start = end + 1;
   }
-  if (start < text.length) yield text.slice(start);
+  if (start < buf.length) yield { buf, start, end: buf.length };
 }
 
 /**
  * The record's `url` as written. Records are written with `url` first, and a URL as the WHATWG
- * parser gives it has no `"` or `\` (they are percent-encoded), so the common case is a slice; any
- * other line is parsed. Both records of one URL take the same way, as they are written alike.
+ * parser gives it is ASCII without `"` or `\` (the rest is percent-encoded), so the common case
+ * is a slice of bytes; any other line is parsed. Both records of one URL take the same way, as
+ * they are written alike.
  */
-function urlOf(line: string): string | undefined {
-  if (line.startsWith('{"url":"')) {
-    const end = line.indexOf('"', 8);
-    if (end > 8 && line.charCodeAt(end - 1) !== 0x5c) return line.slice(8, end);
-  }
+function urlOf({ buf, start, end }: LineAt): string | undefined {
+  const from = urlStart(buf, start, end);
+  if (from >= 0) return buf.toString('latin1', from, buf.indexOf(0x22, from));
   try {
-    const r = JSON.parse(line) as { url?: unknown } | null;
+    const r = JSON.parse(buf.toString('utf8', start, end)) as { url?: unknown } | null;
     return r && typeof r.url === 'string' ? r.url : undefined;
   } catch {
     return undefined; // not a record: passed on as it is
   }
+}
+
+/** Where the line's URL starts when it can be sliced as it is (see urlOf), else -1. */
+function urlStart(buf: Buffer, start: number, end: number): number {
+  const from = start + URL_FIRST.length;
+  if (from >= end) return -1;
+  for (let i = 0; i < URL_FIRST.length; i++) if (buf[start + i] !== URL_FIRST[i]) return -1;
+  const quote = buf.indexOf(0x22, from);
+  if (quote <= from || quote >= end || buf[quote - 1] === 0x5c) return -1;
+  for (let i = from; i < quote; i++) if (buf[i]! >= 0x80) return -1;
+  return from;
+}
+
+/** fingerprint() of an ASCII URL's bytes [from, to): the same number as of its string. */
+function fingerprintOf(buf: Buffer, from: number, to: number): number {
+  let a = 0x811c9dc5;
+  let b = 0x9747b28c;
+  for (let i = from; i < to; i++) {
+    const c = buf[i]!;
+    a = Math.imul(a ^ c, 0x01000193);
+    b = Math.imul(b ^ c, 0x5bd1e995);
+    b ^= b >>> 15;
+  }
+  return (a >>> 12) * 0x100000000 + (b >>> 0);
 }
 
 /** Two FNV-1a style hashes of the URL's UTF-16 units: 20 bits of one and 32 of the other, exact in a double. */
@@ -168,10 +207,10 @@ function fingerprint(url: string): number {
   return (a >>> 12) * 0x100000000 + (b >>> 0);
 }
 
-function standing(line: string, at: number): { line: number; done: boolean; at: string } {
+function standing(line: LineAt, at: number): { line: number; done: boolean; at: string } {
   let r: { outcome?: unknown; recordedAt?: unknown } = {};
   try {
-    r = JSON.parse(line) as typeof r;
+    r = JSON.parse(line.buf.toString('utf8', line.start, line.end)) as typeof r;
   } catch {
     // unreadable past its url: ranks below any readable record of the URL
   }
