@@ -120,6 +120,11 @@ describe('the status table', () => {
     expect(statusTable([only(49)]).split('\n')[1]).not.toMatch(/no image yet/);
     expect(statusTable([only(500, 1)]).split('\n')[1]).not.toMatch(/no image yet/);
     expect(statusTable([{ ...only(500), workflowStatus: 'COMPLETED' }]).split('\n')[1]).not.toMatch(/no image yet/);
+    // Pages that halted the source, resumed past: the halt said what they were.
+    const pages = (content: number, n: number): SourceStatus => ({ ...only(content), stats: { ...only(content).stats!, pages: n } });
+    expect(statusTable([pages(50, 50)]).split('\n')[1]).not.toMatch(/no image yet/);
+    expect(statusTable([pages(99, 50)]).split('\n')[1]).not.toMatch(/no image yet/);
+    expect(statusTable([pages(100, 50)]).split('\n')[1]).toMatch(note);
     const notes = new SourceNotes();
     expect(notes.changed([only(49)])).toEqual([]);
     expect(notes.changed([only(50)])).toEqual([{ source: 's', note: expect.stringMatching(note) }]);

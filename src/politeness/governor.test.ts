@@ -311,5 +311,9 @@ describe('Governor: pages where images were asked for', () => {
     expect(g.state.mode).toBe('running');
     report(g, pages(100, 1), T0 + 62_000);
     expect(g.state.mode).toBe('halted');
+    // All told, across the resume, for the no-image note to leave out; other content errors are not pages.
+    report(g, [outcome(101, 'content')], T0 + 63_000);
+    expect(g.state.pages).toBe(100);
+    expect(g.state.counts.content).toBe(101);
   });
 });

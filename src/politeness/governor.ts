@@ -89,6 +89,11 @@ export interface GovernorState {
   pausedWhileCooling?: boolean;
   /** Final outcomes that were pages, not images, since the last image (pageRun.ts). Absent until the first. */
   pagesSinceImage?: number;
+  /**
+   * Final outcomes that were pages, all told (content errors of the kind that halts a source, not
+   * files sharp does not read): the "no image yet" note leaves them out. Absent until the first.
+   */
+  pages?: number;
 }
 
 export interface PolicyEvent {
@@ -161,6 +166,7 @@ export class Governor {
     for (const o of report.outcomes) {
       if (o.final) s.counts[o.cls] += 1;
       else s.counts.retries += 1;
+      if (o.final && o.cls === 'content' && o.page) s.pages = (s.pages ?? 0) + 1;
       const pages = pagesSinceImage(s.pagesSinceImage ?? 0, o);
       if (pages !== (s.pagesSinceImage ?? 0)) {
         s.pagesSinceImage = pages;

@@ -131,6 +131,8 @@ export interface MonitorStats {
   coolingUntil: string | null;
   haltReason: string | null;
   counts: Counts;
+  /** Of `counts.content`, the answers that were pages, empty bodies, endless redirects or 4xx refusals (pageRun.ts); absent from monitors of older builds. */
+  pages?: number;
   urls: { total: number; finished: number; queuedChunks: number; inBatches: number };
   /** `lost`: batches that ended without finishing their chunks, to be started again (lostBatches.ts); absent from monitors of older builds. */
   batches: { active: number; finished: number; lost?: number };
@@ -170,7 +172,8 @@ export const NO_IMAGES_AFTER = 50;
  * so once there are NO_IMAGES_AFTER of them.
  */
 export function noImagesNote(st: MonitorStats, crawl: CrawlCommand = plainCrawl): string | undefined {
-  if (st.counts.done > 0 || st.counts.content < NO_IMAGES_AFTER) return undefined;
+  // Pages have their own word, the halt; once an operator resumes past it, they are not news.
+  if (st.counts.done > 0 || st.counts.content - (st.pages ?? 0) < NO_IMAGES_AFTER) return undefined;
   return `no image yet: its first ${NO_IMAGES_AFTER}+ answers were all content errors (files sharp does not read, such as SVGs, PDFs or HEIC photos, ` +
     `or cut short): \`${crawl(`reasons ${st.source}`)}\` shows what came instead, \`${crawl(`pause ${st.source}`)}\` stops asking`;
 }
@@ -496,6 +499,7 @@ export class MonitorModel {
       coolingUntil: g.mode === 'cooling' || (g.mode === 'paused' && g.pausedWhileCooling && g.coolingUntilMs > nowMs) ? new Date(g.coolingUntilMs).toISOString() : null,
       haltReason: g.haltReason,
       counts: { ...g.counts },
+      pages: g.pages ?? 0,
       urls: {
         total: this.state.totalUrls,
         finished: this.finishedUrls(),
