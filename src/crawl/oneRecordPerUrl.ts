@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { fingerprint53, fingerprint53Ascii } from '../shared/seenUrls';
 
 /**
  * One source's record files, held until the source is read whole, then given back with each
@@ -12,7 +13,7 @@ import path from 'node:path';
  * The record kept: a `done` one (its image and analysis are in the store, whatever a later
  * try met), else the latest by `recordedAt`, else the last read.
  *
- * Most sources have no URL twice, so finding them must cost little: a 52-bit fingerprint of
+ * Most sources have no URL twice, so finding them must cost little: a 53-bit fingerprint of
  * each record's URL (8 bytes per record, sorted once); only the lines whose fingerprint occurs
  * twice are parsed, and they are compared by their URL itself, so a fingerprint collision
  * leaves both records in. The texts are kept in memory up to MEMORY_BYTES, beyond that in a
@@ -46,10 +47,10 @@ export class OneRecordPerUrl {
       if (end > start) {
         const from = urlStart(body, start, end);
         if (from >= 0) {
-          this.push(fingerprintOf(body, from, body.indexOf(0x22, from)));
+          this.push(fingerprint53Ascii(body, from, body.indexOf(0x22, from)));
         } else {
           const url = urlOf({ buf: body, start, end });
-          if (url !== undefined) this.push(fingerprint(url));
+          if (url !== undefined) this.push(fingerprint53(url));
         }
       }
       start = end + 1;
@@ -83,7 +84,7 @@ export class OneRecordPerUrl {
       for (const line of lines(this.piece(i))) {
         const at = n++;
         const url = urlOf(line);
-        if (url === undefined || !twice.has(fingerprint(url))) continue;
+        if (url === undefined || !twice.has(fingerprint53(url))) continue;
         const mine = standing(line, at);
         const best = kept.get(url);
         if (!best || outranks(mine, best)) kept.set(url, mine);
@@ -95,7 +96,7 @@ export class OneRecordPerUrl {
       for (const line of lines(this.piece(i))) {
         const at = n++;
         const url = urlOf(line);
-        if (url !== undefined && twice.has(fingerprint(url)) && kept.get(url)!.line !== at) {
+        if (url !== undefined && twice.has(fingerprint53(url)) && kept.get(url)!.line !== at) {
           this.superseded++;
           continue;
         }
@@ -179,32 +180,6 @@ function urlStart(buf: Buffer, start: number, end: number): number {
   if (quote <= from || quote >= end || buf[quote - 1] === 0x5c) return -1;
   for (let i = from; i < quote; i++) if (buf[i]! >= 0x80) return -1;
   return from;
-}
-
-/** fingerprint() of an ASCII URL's bytes [from, to): the same number as of its string. */
-function fingerprintOf(buf: Buffer, from: number, to: number): number {
-  let a = 0x811c9dc5;
-  let b = 0x9747b28c;
-  for (let i = from; i < to; i++) {
-    const c = buf[i]!;
-    a = Math.imul(a ^ c, 0x01000193);
-    b = Math.imul(b ^ c, 0x5bd1e995);
-    b ^= b >>> 15;
-  }
-  return (a >>> 12) * 0x100000000 + (b >>> 0);
-}
-
-/** Two FNV-1a style hashes of the URL's UTF-16 units: 20 bits of one and 32 of the other, exact in a double. */
-function fingerprint(url: string): number {
-  let a = 0x811c9dc5;
-  let b = 0x9747b28c;
-  for (let i = 0; i < url.length; i++) {
-    const c = url.charCodeAt(i);
-    a = Math.imul(a ^ c, 0x01000193);
-    b = Math.imul(b ^ c, 0x5bd1e995);
-    b ^= b >>> 15;
-  }
-  return (a >>> 12) * 0x100000000 + (b >>> 0);
 }
 
 function standing(line: LineAt, at: number): { line: number; done: boolean; at: string } {

@@ -1,4 +1,4 @@
-import { SeenUrls, fingerprint } from './seenUrls';
+import { SeenUrls, fingerprint, fingerprint53, fingerprint53Ascii } from './seenUrls';
 
 describe('SeenUrls', () => {
   it('tells a URL seen before from a new one, across growth of its table', () => {
@@ -29,5 +29,15 @@ describe('SeenUrls', () => {
     expect(fingerprint('https://a.example/1.jpg')).toEqual(a);
     expect(fingerprint('https://a.example/2.jpg')).not.toEqual(a);
     expect(fingerprint('https://a.example/1.jpg ')).not.toEqual(a);
+  });
+
+  it('gives 53 bits of the fingerprint as one number, the same from a string and from its ASCII bytes', () => {
+    const url = 'https://a.example/photos/1.jpg?w=640';
+    const [hi, lo] = fingerprint(url);
+    expect(fingerprint53(url)).toBe((hi & 0x1fffff) * 2 ** 32 + lo);
+    expect(Number.isSafeInteger(fingerprint53(url))).toBe(true);
+    const line = Buffer.from(`{"url":"${url}","x":1}`);
+    expect(fingerprint53Ascii(line, 8, 8 + url.length)).toBe(fingerprint53(url));
+    expect(fingerprint53Ascii(line, 8, 7 + url.length)).not.toBe(fingerprint53(url));
   });
 });

@@ -82,6 +82,25 @@ export function fingerprint(s: string): [number, number] {
   return [hashHi, hashLo];
 }
 
+/** 53 bits of fingerprint() in one number, exact in a double: sortable in a Float64Array. */
+export function fingerprint53(s: string): number {
+  hash(s);
+  return (hashHi & 0x1fffff) * 0x100000000 + hashLo;
+}
+
+/** fingerprint53() of the ASCII text in bytes [from, to) of `buf`, without making a string of it. */
+export function fingerprint53Ascii(buf: Uint8Array, from: number, to: number): number {
+  let h1 = 0xdeadbeef;
+  let h2 = 0x41c6ce57;
+  for (let i = from; i < to; i++) {
+    const c = buf[i]!;
+    h1 = Math.imul(h1 ^ c, 2654435761);
+    h2 = Math.imul(h2 ^ c, 1597334677);
+  }
+  mix(h1, h2);
+  return (hashHi & 0x1fffff) * 0x100000000 + hashLo;
+}
+
 // hash()'s result, without allocating: it runs once per manifest line.
 let hashHi = 0;
 let hashLo = 0;
@@ -94,6 +113,10 @@ function hash(s: string): void {
     h1 = Math.imul(h1 ^ c, 2654435761);
     h2 = Math.imul(h2 ^ c, 1597334677);
   }
+  mix(h1, h2);
+}
+
+function mix(h1: number, h2: number): void {
   h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
   h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
   hashHi = h1 >>> 0;
