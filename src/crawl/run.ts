@@ -1,5 +1,4 @@
 import { setMaxListeners } from 'node:events';
-import fs from 'node:fs';
 import path from 'node:path';
 import type { NativeConnection, Worker } from '@temporalio/worker';
 import { storeFromEnv, type ObjectStore } from '../pipeline/store';
@@ -20,6 +19,7 @@ import { StartProgressLine } from './startProgress';
 import { StatusPoller } from './statusPoller';
 import { envText } from '../shared/env';
 import { forEachLimit, fulfilsWithin } from '../shared/concurrency';
+import { makeDirsSync } from '../shared/makeDirs';
 import { expectServerGone, logWorkflowMessagesAt } from '../temporal/runtime';
 
 export interface RunOptions {
@@ -81,7 +81,7 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
   // On a terminal the run reports each source's state changes itself, above its progress bar.
   if (deps && out.isTTY && process.stderr.isTTY) logWorkflowMessagesAt('OFF');
   await store.verify?.();
-  fs.mkdirSync(opts.outDir, { recursive: true });
+  makeDirsSync(opts.outDir);
   const metadataFile = path.join(opts.outDir, 'metadata.ndjson');
   const server = await ensureTemporalServer({ dataDir: path.join(opts.outDir, 'temporal'), ifPortTaken: 'another' });
   let worker: Worker | undefined;

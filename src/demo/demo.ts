@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import sharp from 'sharp';
+import { makeDirsSync } from '../shared/makeDirs';
 import { Origin } from './origin';
 
 /**
@@ -44,7 +45,7 @@ async function listenAll(origins: Origin[], hosts: string[]): Promise<void> {
 }
 
 export async function startDemoSite(dir: string, scale = 1): Promise<DemoSite> {
-  fs.mkdirSync(dir, { recursive: true });
+  makeDirsSync(dir);
   const images = await Promise.all(Array.from({ length: 12 }, (_, i) => makeImage(i)));
   const museum = new Origin();
   const photos = new Origin();

@@ -2,6 +2,7 @@ import fsSync from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { makeDirsSync } from '../shared/makeDirs';
 import { envText } from '../shared/env';
 
 /** Where thumbnails and metadata records go: a local directory or any S3-compatible store. */
@@ -58,7 +59,7 @@ export class LocalStore implements ObjectStore {
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
       // Directories are made on first need only.
-      madeDirs = newDirectories(dir, fsSync.mkdirSync(dir, { recursive: true }));
+      madeDirs = newDirectories(dir, makeDirsSync(dir));
       fd = fsSync.openSync(tmp, 'w');
     }
     try {
@@ -100,7 +101,7 @@ export class LocalStore implements ObjectStore {
 
   async verify(): Promise<void> {
     try {
-      await fs.mkdir(this.root, { recursive: true });
+      makeDirsSync(this.root);
       await fs.access(this.root, fsSync.constants.W_OK);
       // A full disk or a read-only mount passes the checks above: only writing tells.
       const probe = path.join(this.root, `.write-check.${process.pid}.tmp`);
@@ -165,7 +166,7 @@ async function fsyncDirectory(dir: string): Promise<void> {
   }
 }
 
-/** The directories mkdirSync(dir, { recursive: true }) made, from `first` (what it returned) down to `dir`. */
+/** The directories makeDirsSync(dir) made, from `first` (what it returned) down to `dir`. */
 function newDirectories(dir: string, first: string | undefined): string[] {
   if (first === undefined) return [];
   const made: string[] = [];

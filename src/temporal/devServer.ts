@@ -7,6 +7,7 @@ import { log } from '../shared/log';
 import { lowerPriority, serverNiceFromEnv } from './priority';
 import { ALL_SEARCH_ATTRIBUTES } from './searchAttributes';
 import { resolveTool, SETUP_COMMAND } from './tools';
+import { makeDirsSync } from '../shared/makeDirs';
 import { envText } from '../shared/env';
 
 export interface DevServerOptions {
@@ -234,7 +235,11 @@ export async function ensureTemporalServer(opts: DevServerOptions): Promise<Runn
   const nice = serverNiceFromEnv();
   const bin = resolveTool('temporal');
   if (!bin) throw new Error(`No Temporal CLI binary; run ${SETUP_COMMAND}`);
-  fs.mkdirSync(opts.dataDir, { recursive: true });
+  try {
+    makeDirsSync(opts.dataDir);
+  } catch (err) {
+    throw new Error(`cannot use ${opts.dataDir} for the Temporal server's database: ${(err as Error).message} (choose a writable directory: --data-dir, or --out for crawl run)`);
+  }
   const dbFile = path.join(opts.dataDir, 'temporal.sqlite');
   // Ports picked as free can be taken by another process before the server binds them (and the
   // CLI picks its HTTP and metrics ports the same way): a few fresh attempts where the caller
