@@ -20,6 +20,7 @@ import { closedListingWarner, DoneRate, listClosedSince, listedStatus, listMonit
 import { StatusPoller } from '../crawl/statusPoller';
 import { startDemoSite } from '../demo/demo';
 import { storeFromEnv } from '../pipeline/store';
+import { storeToRead } from '../crawl/storeToRead';
 import { invalidRate } from '../politeness/targetRate';
 import { pauseUpdate, resumeUpdate, setMaxRateUpdate, setRateUpdate } from '../workflows/messages';
 import { endIdleTemporalRuntime, installTemporalRuntime, logWorkflowMessagesAt, metricsAddressFromEnv } from '../temporal/runtime';
@@ -321,7 +322,7 @@ export function buildProgram(): Command {
     .option('--all-records', 'every record: a URL asked again keeps each of its records (its history), not only its done or else latest one')
     .option('--data-dir <dir>', 'where the local store is (as for start and worker; `crawl run --out DIR` uses DIR)', DEFAULT_DATA_DIR)
     .action(async (sources: string[], opts: { out?: string; dataDir: string; allRecords?: boolean }) => {
-      const store = storeFromEnv(opts.dataDir);
+      const store = storeToRead(opts.dataDir);
       let summary: ExportSummary;
       if (opts.out) {
         summary = await exportRecordsToFile(store, path.resolve(opts.out), sources, { allRecords: opts.allRecords });
@@ -345,7 +346,7 @@ export function buildProgram(): Command {
     .option('--data-dir <dir>', 'where the local store is (as for export)', DEFAULT_DATA_DIR)
     .option('--top <n>', 'reasons per source', parseTop, 3)
     .action(async (sources: string[], opts: { dataDir: string; top: number }) => {
-      const store = storeFromEnv(opts.dataDir);
+      const store = storeToRead(opts.dataDir);
       const tally = new FailureTally();
       const summary = await exportRecords(store, () => undefined, sources, { inspect: (text) => tally.addText(text) });
       for (const s of summary.sourcesWithoutRecords) process.stderr.write(`crawl: no records for source "${s}" in the ${store.description} (see \`crawl status\`)\n`);

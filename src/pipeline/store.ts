@@ -35,7 +35,7 @@ export class LocalStore implements ObjectStore {
   /** Directory fsyncs in flight, and the next one that puts arriving meanwhile share. */
   private readonly dirSyncs = new Map<string, { running: Promise<void>; queued?: Promise<void> }>();
 
-  constructor(private readonly root: string) {}
+  constructor(readonly root: string) {}
 
   get description(): string {
     return `local directory ${this.root}`;

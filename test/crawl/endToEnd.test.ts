@@ -425,7 +425,12 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
       expect(allBad.code).toBe(1);
       expect(allBad.stderr).toMatch(/line 2: scheme ftp: not allowed[\s\S]*has no URL that can be crawled: all 2 line\(s\) with content are bad/);
     }
-    const noRecords = await runCli(['export', 'no-such-source'], { CRAWL_DATA_DIR: fs.mkdtempSync(path.join(os.tmpdir(), 'export-')) });
+    const emptyData = fs.mkdtempSync(path.join(os.tmpdir(), 'export-'));
+    const noStore = await runCli(['export', 'no-such-source'], { CRAWL_DATA_DIR: emptyData });
+    expect(noStore.code).toBe(1);
+    expect(noStore.stderr).toMatch(/there is no local directory .*\/store: give --data-dir the directory `crawl run --out` wrote/);
+    fs.mkdirSync(path.join(emptyData, 'store'));
+    const noRecords = await runCli(['export', 'no-such-source'], { CRAWL_DATA_DIR: emptyData });
     expect(noRecords.code).toBe(1);
     expect(noRecords.stderr).toMatch(/no records for source "no-such-source".*crawl status/);
     const noServer = await runCli(['status'], { TEMPORAL_ADDRESS: '127.0.0.1:1' });
