@@ -2,7 +2,7 @@ import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { monitorSearchAttributes } from '../temporal/searchAttributes';
 import type { MonitorStats } from '../workflows/monitorState';
-import { ChangedSources, crawlCommandFor, DoneRate, listedStatus, listMonitors, monitoringUpdate, SourceNotes, statusTable, WorkersBehindNotice, type SourceStatus } from './status';
+import { ChangedSources, crawlCommandFor, DoneRate, listedStatus, listMonitors, monitoringUpdate, similarSources, SourceNotes, statusTable, WorkersBehindNotice, type SourceStatus } from './status';
 
 function running(done: number): SourceStatus {
   const counts = { done, linkrot: 0, robots: 0, content: 0, refused: 0, error: 0, retries: 0, requests: done };
@@ -304,5 +304,23 @@ describe('the listing of monitors', () => {
     expect(Object.fromEntries([...listed].map(([s, wf]) => [s, `${wf.status.name}@${wf.startTime.getTime()}`]))).toEqual({
       a: 'RUNNING@3', b: 'COMPLETED@6', c: 'CONTINUED_AS_NEW@4', d: 'RUNNING@9',
     });
+  });
+});
+
+describe('a source named as it is not known', () => {
+  const known = ['127.0.0.1:18095', 'a.example', 'museum', 'photos.example:8443', 'www.b.example'];
+
+  it('suggests the same host with its port, without www., in another case, or a name holding the one given', () => {
+    expect(similarSources('127.0.0.1', known)).toEqual(['127.0.0.1:18095']);
+    expect(similarSources('www.a.example', known)).toEqual(['a.example']);
+    expect(similarSources('B.example', known)).toEqual(['www.b.example']);
+    expect(similarSources('photos.example', known)).toEqual(['photos.example:8443']);
+    expect(similarSources('Museum', known)).toEqual(['museum']);
+  });
+
+  it('suggests nothing unrelated, nothing from one or two characters, and at most three', () => {
+    expect(similarSources('c.example', known)).toEqual([]);
+    expect(similarSources('a.', known)).toEqual([]);
+    expect(similarSources('host', ['host1', 'host2', 'host3', 'host4'])).toEqual(['host1', 'host2', 'host3']);
   });
 });

@@ -28,10 +28,30 @@ export interface SourceStatus {
 export const STATUS_QUERY_TIMEOUT_MS = 10_000;
 
 export class UnknownSourceError extends Error {
-  constructor(source: string) {
+  constructor(source: string, similar: readonly string[] = []) {
     super(`no crawl monitor for source "${source}" (workflow ${monitorWorkflowId(source)}). ` +
-      'Run `crawl status` to list the sources being crawled; sources are named by host unless the manifest says otherwise.');
+      (similar.length ? `Did you mean ${similar.map((s) => `"${s}"`).join(' or ')}? ` : '') +
+      'Run `crawl status` to list the sources being crawled; sources are named by host (with a port other than the default) unless the manifest says otherwise.');
   }
+}
+
+/** Suggestions for a source named as it is not known: at most this many. */
+const MAX_SIMILAR = 3;
+
+/**
+ * Known sources an operator may have meant: the same host without its port or `www.`, in
+ * another case, or a name that holds the one given (`127.0.0.1` for `127.0.0.1:8080`).
+ */
+export function similarSources(given: string, known: Iterable<string>): string[] {
+  const bare = (s: string) => s.toLowerCase().replace(/\.$/, '').replace(/:\d+$/, '').replace(/^www\./, '');
+  const g = given.toLowerCase();
+  const found: string[] = [];
+  for (const k of known) {
+    if (k === given) continue;
+    const l = k.toLowerCase();
+    if (bare(k) === bare(given) || (g.length >= 3 && l.includes(g)) || (l.length >= 3 && g.includes(l))) found.push(k);
+  }
+  return found.sort().slice(0, MAX_SIMILAR);
 }
 
 /**
@@ -46,7 +66,8 @@ export async function monitorOf(client: Client, source: string, listed?: Workflo
     const description = await handle.describe();
     return { handle, status: description.status.name, description };
   } catch (err) {
-    if (err instanceof WorkflowNotFoundError) throw new UnknownSourceError(source);
+    // Listing every monitor costs a second at thousands: only on this way out.
+    if (err instanceof WorkflowNotFoundError) throw new UnknownSourceError(source, similarSources(source, (await listMonitors(client).catch(() => new Map())).keys()));
     throw err;
   }
 }

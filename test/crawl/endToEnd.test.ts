@@ -682,6 +682,10 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
         expect(mixed.code).toBe(1);
         expect(mixed.stdout.split('\n').filter(Boolean).sort()).toEqual(['many-a.test: paused', 'many-b.test: paused']);
         expect(mixed.stderr).toMatch(/no crawl monitor for source "no-such-source"/);
+        // A name that is almost one of them is answered with it.
+        const almost = await runCli(['pause', 'Many-A.test'], childEnv);
+        expect(almost.code).toBe(1);
+        expect(almost.stderr).toMatch(/no crawl monitor for source "Many-A\.test" .*Did you mean "many-a\.test"\?/);
         // No worker on its task queue: the command says so instead of waiting for ever.
         const unserved = await runCli(['pause', 'unserved.test'], childEnv);
         expect(unserved.code).toBe(1);
