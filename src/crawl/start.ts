@@ -19,6 +19,7 @@ import { identifyManifest, type ManifestIdentity } from './manifestPortions';
 import { listSourceIndex, loadHostDownloads, loadPriorWork, sharesUrls, useHostDownloads, type HostDownloads, type PriorWork } from './priorWork';
 import { chunkQueuedKey, hostSourceKey, readHostSources } from '../pipeline/downloadedIndex';
 import { SeenUrls } from '../shared/seenUrls';
+import { siteGroups, siteGroupsWarning, type SiteGroup } from './siteGroups';
 
 /**
  * Splits a manifest per source into chunk files in the store and hands each monitor only
@@ -62,6 +63,8 @@ export interface StartSummary {
   sharedHosts: Map<string, Set<string>>;
   /** Hosts whose URLs are sources of their own both with and without `www.` (the bare names). */
   wwwTwins: string[];
+  /** Other hosts that are sources of their own and one site by the public-suffix list. */
+  siteGroups: SiteGroup[];
 }
 
 export interface SourceSummary {
@@ -174,7 +177,7 @@ export function wwwTwinsWarning(summary: StartSummary): string | undefined {
 
 /** What `start` and `run` warn of after reading a manifest, one line each. */
 export function startWarnings(summary: StartSummary): string[] {
-  return [unusedCatalogWarning(summary), sharedHostsWarning(summary), wwwTwinsWarning(summary)].filter((w): w is string => w !== undefined);
+  return [unusedCatalogWarning(summary), sharedHostsWarning(summary), wwwTwinsWarning(summary), siteGroupsWarning(summary.siteGroups)].filter((w): w is string => w !== undefined);
 }
 
 /** The global ceiling: `--max-rate` when given, else CRAWL_MAX_RATE, else none. */
@@ -306,7 +309,7 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
   const buffers = new Map<string, string[]>();
   /** Per source: ranges not yet sent to its monitor. */
   const refs = new Map<string, ChunkRange[]>();
-  const summary: StartSummary = { manifestId: id, ...(identity.continues ? { continues: identity.continues } : {}), sources: new Map(), badLines: 0, duplicates: 0, downloadedBefore: 0, downloadedUnderOtherSource: 0, queuedElsewhere: 0, unusedCatalogEntries: [], sharedHosts: new Map(), wwwTwins: [] };
+  const summary: StartSummary = { manifestId: id, ...(identity.continues ? { continues: identity.continues } : {}), sources: new Map(), badLines: 0, duplicates: 0, downloadedBefore: 0, downloadedUnderOtherSource: 0, queuedElsewhere: 0, unusedCatalogEntries: [], sharedHosts: new Map(), wwwTwins: [], siteGroups: [] };
   /**
    * Host -> the named source its URLs are in. Only for sources with a name of their own: a
    * source without one is its host (summary.sources has it), so a manifest of millions of hosts
@@ -643,6 +646,7 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
     const bare = source.startsWith('www.') ? source.slice(4) : undefined;
     if (bare && summary.sources.has(bare) && !namedSources.has(source) && !namedSources.has(bare)) summary.wwwTwins.push(bare);
   }
+  summary.siteGroups = siteGroups([...summary.sources.keys()].filter((s) => !namedSources.has(s)), summary.wwwTwins);
   // An interrupted read has not seen every source.
   if (opts.catalog && !opts.signal?.aborted) summary.unusedCatalogEntries = [...opts.catalog.keys()].filter((name) => !summary.sources.has(name));
   return summary;

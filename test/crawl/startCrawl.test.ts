@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import type { Client } from '@temporalio/client';
-import { chunkKeys, continuesNote, downloadedBeforeNote, grewNote, queuedElsewhereNote, startCrawl, sharedHostsWarning, unusedCatalogWarning, wwwTwinsWarning } from '../../src/crawl/start';
+import { chunkKeys, continuesNote, downloadedBeforeNote, grewNote, queuedElsewhereNote, startCrawl, startWarnings, sharedHostsWarning, unusedCatalogWarning, wwwTwinsWarning } from '../../src/crawl/start';
 import { createCrawlActivities, type UrlProcessor } from '../../src/activities/crawlActivities';
 import { StoreRecorder } from '../../src/activities/storeRecorder';
 import { LocalStore, type ObjectStore } from '../../src/pipeline/store';
@@ -252,6 +252,9 @@ describe('startCrawl', () => {
     expect(wwwTwinsWarning(summary)).toBe('a.example and www.a.example; b.example:8080 and www.b.example:8080 are pairs of sources, each sending at its own rate; '
       + 'if a pair is one site, its servers get the sum: give both names\' URLs one "source" to hold the site to one rate');
     expect(wwwTwinsWarning({ ...summary, wwwTwins: [] })).toBeUndefined();
+    // Hosts of one site that are not a www pair on one port, named sources left out: warned of apart.
+    expect(summary.siteGroups).toEqual([{ site: 'c.example', hosts: ['c.example', 'www.c.example:8080'] }]);
+    expect(startWarnings(summary).filter((w) => w.includes('hosts of one site'))).toEqual([expect.stringMatching(/^2 sources are hosts of one site: c\.example \(c\.example, www\.c\.example:8080\); /)]);
   });
 
   it('crawls a URL listed more than once once, whatever source or spelling it comes with', async () => {
