@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import path from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { log } from '../shared/log';
@@ -21,6 +22,7 @@ import { StatusPoller } from '../crawl/statusPoller';
 import { startDemoSite } from '../demo/demo';
 import { storeFromEnv } from '../pipeline/store';
 import { storeToRead } from '../crawl/storeToRead';
+import { type AgainKind, writeAgainManifest } from '../crawl/askAgain';
 import { invalidRate } from '../politeness/targetRate';
 import { pauseUpdate, resumeUpdate, setMaxRateUpdate, setRateUpdate } from '../workflows/messages';
 import { endIdleTemporalRuntime, installTemporalRuntime, logWorkflowMessagesAt, metricsAddressFromEnv } from '../temporal/runtime';
@@ -218,6 +220,37 @@ export function buildProgram(): Command {
       process.exitCode = result.exitCode;
       // Its server is gone: what is left (a worker that could not stop, a call retrying the dead
       // server) would only keep the process waiting.
+      if (result.exitNow) process.exit(result.exitCode);
+    });
+
+  program
+    .command('again')
+    .description('ask again for the URLs whose answer was a wall\'s (pages, empty bodies, endless redirects, 4xx refusals; with --failed also those that used up their tries): writes them to OUT/again-TIME.ndjson and crawls it as run does')
+    .argument('[sources...]', 'only these sources (default: all)')
+    .option('--out <dir>', 'the output directory of the earlier crawl (run --out)', path.resolve('crawl-out'))
+    .option('--failed', 'also the URLs that failed after their tries (timeouts, 5xx, robots.txt unreadable) or that the network guard refused')
+    .option('--catalog <file>', 'source catalogue, as for run (without it, sources go at their default rate)')
+    .option('--allow-network <cidr>', 'open a private/loopback range or host (repeatable)', collect, [] as string[])
+    .option('--max-rate <n>', 'global ceiling, requests/s per source (also CRAWL_MAX_RATE)', parseRate)
+    .action(async (sources: string[], opts: { out: string; failed?: boolean; catalog?: string; allowNetwork: string[]; maxRate?: number }) => {
+      const outDir = path.resolve(opts.out);
+      const store = storeToRead(outDir);
+      const kinds = new Set<AgainKind>(opts.failed ? ['walled', 'failed'] : ['walled']);
+      const asked = new Date().toISOString();
+      const file = path.join(outDir, `again-${asked.replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z')}.ndjson`);
+      const again = await writeAgainManifest(store, file, kinds, sources, asked);
+      for (const s of again.sourcesWithoutRecords) process.stderr.write(`crawl: no records for source "${s}" in the ${store.description} (see \`crawl status\`)\n`);
+      if (again.urls === 0) {
+        fs.rmSync(file, { force: true });
+        process.stdout.write(`nothing to ask again: none of the ${again.records} record(s) in the ${store.description} is ${opts.failed ? 'a wall\'s answer or a failure' : 'a wall\'s answer (--failed adds the URLs that used up their tries)'}\n`);
+        process.exitCode = again.sourcesWithoutRecords.length ? 1 : 0;
+        return;
+      }
+      const per = [...again.bySource].sort(([a], [b]) => a.localeCompare(b))
+        .map(([source, n]) => `${source}: ${[n.walled ? `${n.walled} walled` : '', n.failed ? `${n.failed} failed` : ''].filter(Boolean).join(', ')}`);
+      process.stdout.write(`asking again for ${again.urls} URL(s), listed in ${file}: ${per.join('; ')}\n`);
+      const result = await runCrawl({ manifest: file, catalog: opts.catalog, outDir, allowNetworks: opts.allowNetwork, maxRate: maxRateSetting(opts.maxRate) });
+      process.exitCode = result.exitCode;
       if (result.exitNow) process.exit(result.exitCode);
     });
 

@@ -19,6 +19,10 @@ describe('why URLs did not end as done, for the end of crawl run', () => {
       'dead: 3 error: robots.txt unreachable (connect ECONNREFUSED 127.0.0.2:80); gave up after 3 tries at least 5 min apart',
       'museum: 2 robots: disallowed by robots.txt · 1 content: image of WxH pixels exceeds the 100000000-pixel limit · 1 linkrot: http 404',
     ]);
+    // What `crawl again` would ask for: the failures, and no wall's answers among these.
+    expect(t.again).toEqual({ walled: 0, failed: 3 });
+    t.addText(`${rec('wall', 'content', 'not an image: an HTML page')}\n${rec('wall', 'content', 'http 401')}\n`);
+    expect(t.again).toEqual({ walled: 2, failed: 3 });
   });
 
   it('says how many more have other reasons, and stays bounded however many distinct reasons come', () => {

@@ -1,3 +1,5 @@
+import { againKind } from './askAgain';
+
 /**
  * Why URLs did not end as `done`, by source: the few commonest reasons, read from the metadata
  * records as `crawl run` exports them, so that a run ends by saying why (a dead host, a site's
@@ -10,6 +12,8 @@ const OTHER = ''; // no real key is empty: each starts with its outcome
 
 export class FailureTally {
   private readonly bySource = new Map<string, Map<string, number>>();
+  /** Records of a wall's answers and of failures (see askAgain), which `crawl again` asks for again. */
+  readonly again = { walled: 0, failed: 0 };
 
   /** One exported unit: NDJSON records. Lines that are not records are skipped. */
   addText(text: string): void {
@@ -23,6 +27,8 @@ export class FailureTally {
         continue;
       }
       if (typeof r.source !== 'string' || typeof r.outcome !== 'string' || r.outcome === 'done') continue;
+      const kind = againKind(r);
+      if (kind) this.again[kind]++;
       this.add(r.source, `${r.outcome}: ${typeof r.reason === 'string' && r.reason ? normalise(r.reason) : 'no reason given'}`);
     }
   }

@@ -14,7 +14,7 @@ import { exportRecordsToFile, supersededNote } from './exportRecords';
 import { FailureTally } from './failureTally';
 import { checkManifest, manifestHasContent } from './manifest';
 import { continuesNote, downloadedBeforeNote, duplicatesNote, emptyManifest, grewNote, queuedElsewhereNote, nothingToCrawl, startCrawl, startWarnings, type StartSummary } from './start';
-import { ChangedSources, closedListingWarner, crawlCommandFor, DoneRate, listClosedSince, monitoringUpdate, sourceStatus, statusTable, SourceNotes, stopMonitor, WorkersBehindNotice, type SourceStatus } from './status';
+import { ChangedSources, closedListingWarner, crawlCommandFor, DoneRate, listClosedSince, monitoringUpdate, sourceStatus, statusTable, shellWord, SourceNotes, stopMonitor, WorkersBehindNotice, type SourceStatus } from './status';
 import { StartProgressLine } from './startProgress';
 import { StatusPoller } from './statusPoller';
 import { envText } from '../shared/env';
@@ -200,6 +200,8 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
     out.write(`metadata: ${metadataFile} (${exported.records} records${supersededNote(exported)}); thumbnails under thumbnails/ in the ${store.description}\n`);
     const why = failures.lines();
     if (why.length) out.write(`not done, by reason (commonest first; every URL's record is in ${path.basename(metadataFile)}):\n${why.map((l) => `  ${l}\n`).join('')}`);
+    const again = againNote(failures.again, opts.outDir);
+    if (again) out.write(`${again}\n`);
     const halted = statuses.filter((s) => s.stats?.state === 'halted' && s.workflowStatus === 'RUNNING');
     const failed = statuses.filter((s) => !['RUNNING', 'COMPLETED'].includes(s.workflowStatus));
     for (const h of halted) {
@@ -323,6 +325,15 @@ async function interrupted(signal: NodeJS.Signals, store: ObjectStore, metadataF
   }
   process.stderr.write(`crawl: interrupted (${signal}). Nothing is lost: run the same command again to continue where this run stopped.\n`);
   return { exitCode: exitCodeOf(signal), statuses: [], badLines: 0 };
+}
+
+/** How to ask again for what a wall answered (and what failed), when there is any. */
+function againNote(again: { walled: number; failed: number }, outDir: string): string | undefined {
+  if (!again.walled && !again.failed) return undefined;
+  const out = shellWord(path.resolve(outDir));
+  const parts = [again.walled ? `the ${again.walled} URL(s) a wall answered (pages, empty bodies, endless redirects, 4xx refusals) with \`crawl again --out ${out}\`` : '',
+    again.failed ? `the ${again.failed} that failed or were refused with \`crawl again --failed --out ${out}\`` : ''].filter(Boolean);
+  return `once the sites let the crawler through (a halted source's crawl finished first): ask again for ${parts.join(', and ')}`;
 }
 
 /** Whether `run` has nothing left to wait for: every monitor has ended or halted (an operator's to decide). */

@@ -374,7 +374,7 @@ export function crawlCommandFor(address: string, outDir: string, envAddress = en
   return (args) => (args.startsWith('reasons ') ? `crawl ${args} --data-dir ${shellWord(outDir)}` : `${env}crawl ${args}`);
 }
 
-function shellWord(s: string): string {
+export function shellWord(s: string): string {
   return /^[\w./:@%+=,-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
 }
 

@@ -1,0 +1,78 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { ObjectStore } from '../pipeline/store';
+import { exportRecords } from './exportRecords';
+
+/**
+ * Which URLs to ask for again, from what the store's records say of each (its done or else
+ * latest record: see OneRecordPerUrl), written as a manifest that `crawl run` crawls like any
+ * other, into the same store. Done and link rot are answers; robots.txt's word is the site's.
+ * - `walled`: answers of the kind that halts a source (pageRun.ts): a page, an empty body,
+ *   endless redirects or a 4xx refusal where an image was asked for. Once the site lets the
+ *   crawler through, these are the URLs it still owes.
+ * - `failed`: URLs that used up their tries (timeouts, 5xx, a robots.txt that could not be read),
+ *   and those the network guard refused (asked again once --allow-network opens their range;
+ *   a refusal sends nothing to the site).
+ */
+export type AgainKind = 'walled' | 'failed';
+
+/** A record's reason for the answers pageRun.ts counts, as imagePipeline.ts and analyse.ts word them. */
+export const WALL_REASON = /^not an image: (an HTML page|JSON|text|empty body)|^more than \d+ redirects|^redirect loop|^http 4\d\d\b/;
+
+export interface AgainSummary {
+  urls: number;
+  bySource: Map<string, { walled: number; failed: number }>;
+  /** Records read (one per URL of a source). */
+  records: number;
+  sourcesWithoutRecords: string[];
+}
+
+export function againKind(r: { outcome?: unknown; reason?: unknown }): AgainKind | undefined {
+  if (r.outcome === 'content' && typeof r.reason === 'string' && WALL_REASON.test(r.reason)) return 'walled';
+  if (r.outcome === 'error' || r.outcome === 'refused') return 'failed';
+  return undefined;
+}
+
+/**
+ * Writes `file` (replaced whole) with a `{"url","source","asked"}` line per URL of `kinds`;
+ * sources: all, or these. `asked` (ignored by the manifest reader) makes each such manifest new:
+ * a manifest's id is its bytes, and the same URLs asked again a second time would have been
+ * found crawled already by the first.
+ */
+export async function writeAgainManifest(store: ObjectStore, file: string, kinds: ReadonlySet<AgainKind>, sources: readonly string[] = [], asked = new Date().toISOString()): Promise<AgainSummary> {
+  const summary: AgainSummary = { urls: 0, bySource: new Map(), records: 0, sourcesWithoutRecords: [] };
+  const tmp = `${file}.${process.pid}.tmp`;
+  const fd = fs.openSync(tmp, 'w');
+  try {
+    const exported = await exportRecords(store, (text) => {
+      let out = '';
+      for (const line of text.split('\n')) {
+        if (line === '' || line.includes('"outcome":"done"')) continue;
+        let r: { url?: unknown; source?: unknown; outcome?: unknown; reason?: unknown };
+        try {
+          r = JSON.parse(line) as typeof r;
+        } catch {
+          continue;
+        }
+        const kind = againKind(r);
+        if (!kind || !kinds.has(kind) || typeof r.url !== 'string' || typeof r.source !== 'string') continue;
+        out += `${JSON.stringify({ url: r.url, source: r.source, asked })}\n`;
+        summary.urls++;
+        const counts = summary.bySource.get(r.source) ?? { walled: 0, failed: 0 };
+        counts[kind]++;
+        summary.bySource.set(r.source, counts);
+      }
+      if (out) fs.writeSync(fd, out);
+    }, sources, { tmpDir: path.dirname(file) });
+    summary.records = exported.records;
+    summary.sourcesWithoutRecords = exported.sourcesWithoutRecords;
+    fs.fsyncSync(fd);
+  } catch (err) {
+    fs.closeSync(fd);
+    fs.rmSync(tmp, { force: true });
+    throw err;
+  }
+  fs.closeSync(fd);
+  fs.renameSync(tmp, file);
+  return summary;
+}
