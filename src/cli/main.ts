@@ -236,22 +236,31 @@ export function buildProgram(): Command {
       const outDir = path.resolve(opts.out);
       const store = storeToRead(outDir);
       const kinds = new Set<AgainKind>(opts.failed ? ['walled', 'failed'] : ['walled']);
-      const asked = new Date().toISOString();
-      const file = path.join(outDir, `again-${asked.replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z')}.ndjson`);
-      const again = await writeAgainManifest(store, file, kinds, sources, asked);
-      for (const s of again.sourcesWithoutRecords) process.stderr.write(`crawl: no records for source "${s}" in the ${store.description} (see \`crawl status\`)\n`);
-      if (again.urls === 0) {
-        fs.rmSync(file, { force: true });
-        process.stdout.write(`nothing to ask again: none of the ${again.records} record(s) in the ${store.description} is ${opts.failed ? 'a wall\'s answer or a failure' : 'a wall\'s answer (--failed adds the URLs that used up their tries)'}\n`);
-        process.exitCode = again.sourcesWithoutRecords.length ? 1 : 0;
-        return;
+      // A stopped crawl's unfinished chunks hold their URLs, walled ones too, and the next start
+      // for the source takes them up, skipping what they recorded: once this run has finished
+      // them, the URLs they held are asked for in a second round.
+      for (let round = 1; round <= 2; round++) {
+        const asked = new Date().toISOString();
+        const file = path.join(outDir, `again-${asked.replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z')}.ndjson`);
+        const again = await writeAgainManifest(store, file, kinds, sources, asked);
+        if (round === 1) for (const s of again.sourcesWithoutRecords) process.stderr.write(`crawl: no records for source "${s}" in the ${store.description} (see \`crawl status\`)\n`);
+        if (again.urls === 0) {
+          fs.rmSync(file, { force: true });
+          if (round === 1) {
+            process.stdout.write(`nothing to ask again: none of the ${again.records} record(s) in the ${store.description} is ${opts.failed ? 'a wall\'s answer or a failure' : 'a wall\'s answer (--failed adds the URLs that used up their tries)'}\n`);
+            process.exitCode = again.sourcesWithoutRecords.length ? 1 : 0;
+          }
+          return;
+        }
+        const per = [...again.bySource].sort(([a], [b]) => a.localeCompare(b))
+          .map(([source, n]) => `${source}: ${[n.walled ? `${n.walled} walled` : '', n.failed ? `${n.failed} failed` : ''].filter(Boolean).join(', ')}`);
+        process.stdout.write(`asking again for ${again.urls} URL(s), listed in ${file}: ${per.join('; ')}\n`);
+        const result = await runCrawl({ manifest: file, catalog: opts.catalog, outDir, allowNetworks: opts.allowNetwork, maxRate: maxRateSetting(opts.maxRate) });
+        process.exitCode = result.exitCode;
+        if (result.exitNow) process.exit(result.exitCode);
+        if (result.exitCode !== 0 || !result.queuedElsewhere) return;
+        if (round === 1) process.stdout.write(`${result.queuedElsewhere} of them were held by an earlier crawl's unfinished chunks, which this run has finished: asking again for what is still owed\n`);
       }
-      const per = [...again.bySource].sort(([a], [b]) => a.localeCompare(b))
-        .map(([source, n]) => `${source}: ${[n.walled ? `${n.walled} walled` : '', n.failed ? `${n.failed} failed` : ''].filter(Boolean).join(', ')}`);
-      process.stdout.write(`asking again for ${again.urls} URL(s), listed in ${file}: ${per.join('; ')}\n`);
-      const result = await runCrawl({ manifest: file, catalog: opts.catalog, outDir, allowNetworks: opts.allowNetwork, maxRate: maxRateSetting(opts.maxRate) });
-      process.exitCode = result.exitCode;
-      if (result.exitNow) process.exit(result.exitCode);
     });
 
   program

@@ -48,6 +48,8 @@ export interface RunResult {
   badLines: number;
   /** The embedded server ended under the run, which stopped (runCrawl has said so). */
   serverLost?: boolean;
+  /** URLs of the manifest left out because another manifest's unfinished chunks held them (see PriorWork). */
+  queuedElsewhere?: number;
   /**
    * End the process now: its server is gone, and what is left (a worker that could not be
    * stopped, a client call retrying the dead server for ~20 s) would only keep it waiting.
@@ -213,7 +215,7 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
       out.write(`HALTED ${h.source}: ${h.stats?.haltReason}. Its URLs are kept; ${next}.\n`);
     }
     for (const f of failed) out.write(`FAILED ${f.source}: monitor ${f.workflowStatus.toLowerCase()}\n`);
-    return { exitCode: halted.length || failed.length ? 1 : 0, statuses, badLines: summary.badLines };
+    return { exitCode: halted.length || failed.length ? 1 : 0, statuses, badLines: summary.badLines, queuedElsewhere: summary.queuedElsewhere };
   } catch (err) {
     if (interrupt.failure && !interrupt.signal) {
       await stopWorker();

@@ -530,12 +530,15 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
     expect((await runCli(['reasons', '--top', '0', '--data-dir', dataDir], {})).stderr).toMatch(/--top.*must be a whole number from 1 to 100/);
   });
 
-  it('ends `crawl run` with a source halted behind a wall: exit 1, its URLs kept, and the last monitoring_update shows it halted', async () => {
+  it('ends `crawl run` with a source halted behind a wall: exit 1, its URLs kept, and the last monitoring_update shows it halted; `crawl again` asks for the walled URLs once the wall is gone', async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'wall-'));
+    let walled = true;
     // A cookie wall this client never passes: every image URL redirects to itself for ever.
+    // Once it is gone, each image URL redirects to an image.
     const wall = await new Origin().route('*', (q, r) => {
       if (q.url === '/robots.txt') { r.writeHead(404); r.end(); return; }
-      r.writeHead(302, { location: q.url!, 'set-cookie': `visit=${Math.random()}; Path=/` });
+      if (walled) r.writeHead(302, { location: q.url!, 'set-cookie': `visit=${Math.random()}; Path=/` });
+      else r.writeHead(302, { location: origins[0]!.url(`/after-wall${q.url}`) });
       r.end();
     }).start('127.0.0.5');
     try {
@@ -558,6 +561,29 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
       expect(finished.length).toBeGreaterThanOrEqual(50);
       expect(finished.length).toBeLessThan(120);
       expect(finished.every((r) => r.outcome === 'content' && r.reason === 'more than 5 redirects')).toBe(true);
+      expect(run.stdout).toContain(`ask again for the ${finished.length} URL(s) a wall answered (pages, empty bodies, endless redirects, 4xx refusals) with \`crawl again --out ${dataDir}\``);
+
+      // The operator ends the halted crawl, the site lets the crawler through, and the walled URLs are asked for again.
+      walled = false;
+      const childEnv = { TEMPORAL_ADDRESS: env.address, CRAWL_TASK_QUEUE: taskQueue, CRAWL_LOG_LEVEL: 'warn' };
+      // A worker runs once: another for the operator's steps.
+      const worker2 = await createCrawlWorker({ connection: env.nativeConnection, taskQueue, deps: defaultDeps({ dataDir, allowNetworks: ['127.0.0.0/8'] }) });
+      const again = await worker2.runUntil(async () => {
+        expect((await runCli(['stop', 'wall.test'], childEnv)).code).toBe(0);
+        return runCli(['again', '--out', dataDir, '--catalog', catalog], childEnv);
+      });
+      expect(again.stdout).toMatch(new RegExp(`^asking again for ${finished.length} URL\\(s\\), listed in .*again-\\d{8}T\\d{6}Z\\.ndjson: wall\\.test: ${finished.length} walled$`, 'm'));
+      // The stopped crawl's unfinished chunks held them: this run finished those (the 70 kept URLs), then asked for the walled ones.
+      expect(again.stdout).toMatch(new RegExp(`^${finished.length} of them were held by an earlier crawl's unfinished chunks, which this run has finished`, 'm'));
+      expect(again.code).toBe(0);
+      // One record per URL in metadata.ndjson, each an image now: the walled URLs asked again, and
+      // the URLs the stopped crawl had kept, which a later start for the source takes up.
+      const records = fs.readFileSync(path.join(dataDir, 'metadata.ndjson'), 'utf8').split('\n').filter(Boolean)
+        .map((l) => JSON.parse(l) as { url: string; source: string; outcome: string }).filter((r) => r.source === 'wall.test');
+      expect(records.map((r) => r.url).sort()).toEqual(Array.from({ length: 120 }, (_, i) => wall.url(`/img/${i}.jpg`)).sort());
+      expect(records.filter((r) => r.outcome !== 'done')).toEqual([]);
+      const nothing = await runCli(['again', '--out', dataDir], childEnv);
+      expect([nothing.code, nothing.stdout]).toEqual([0, expect.stringMatching(/^nothing to ask again: none of the \d+ record\(s\) in the local directory .* is a wall's answer/)]);
     } finally {
       await wall.stop();
     }
