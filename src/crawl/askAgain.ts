@@ -1,7 +1,7 @@
-import fs from 'node:fs';
 import path from 'node:path';
 import type { ObjectStore } from '../pipeline/store';
 import { exportRecords } from './exportRecords';
+import { replaceFile } from '../shared/replaceFile';
 
 /**
  * Which URLs to ask for again, from what the store's records say of each (its done or else
@@ -41,38 +41,27 @@ export function againKind(r: { outcome?: unknown; reason?: unknown }): AgainKind
  */
 export async function writeAgainManifest(store: ObjectStore, file: string, kinds: ReadonlySet<AgainKind>, sources: readonly string[] = [], asked = new Date().toISOString()): Promise<AgainSummary> {
   const summary: AgainSummary = { urls: 0, bySource: new Map(), records: 0, sourcesWithoutRecords: [] };
-  const tmp = `${file}.${process.pid}.tmp`;
-  const fd = fs.openSync(tmp, 'w');
-  try {
-    const exported = await exportRecords(store, (text) => {
-      let out = '';
-      for (const line of text.split('\n')) {
-        if (line === '' || line.includes('"outcome":"done"')) continue;
-        let r: { url?: unknown; source?: unknown; outcome?: unknown; reason?: unknown };
-        try {
-          r = JSON.parse(line) as typeof r;
-        } catch {
-          continue;
-        }
-        const kind = againKind(r);
-        if (!kind || !kinds.has(kind) || typeof r.url !== 'string' || typeof r.source !== 'string') continue;
-        out += `${JSON.stringify({ url: r.url, source: r.source, asked })}\n`;
-        summary.urls++;
-        const counts = summary.bySource.get(r.source) ?? { walled: 0, failed: 0 };
-        counts[kind]++;
-        summary.bySource.set(r.source, counts);
+  const exported = await replaceFile(file, (write) => exportRecords(store, (text) => {
+    let out = '';
+    for (const line of text.split('\n')) {
+      if (line === '' || line.includes('"outcome":"done"')) continue;
+      let r: { url?: unknown; source?: unknown; outcome?: unknown; reason?: unknown };
+      try {
+        r = JSON.parse(line) as typeof r;
+      } catch {
+        continue;
       }
-      if (out) fs.writeSync(fd, out);
-    }, sources, { tmpDir: path.dirname(file) });
-    summary.records = exported.records;
-    summary.sourcesWithoutRecords = exported.sourcesWithoutRecords;
-    fs.fsyncSync(fd);
-  } catch (err) {
-    fs.closeSync(fd);
-    fs.rmSync(tmp, { force: true });
-    throw err;
-  }
-  fs.closeSync(fd);
-  fs.renameSync(tmp, file);
+      const kind = againKind(r);
+      if (!kind || !kinds.has(kind) || typeof r.url !== 'string' || typeof r.source !== 'string') continue;
+      out += `${JSON.stringify({ url: r.url, source: r.source, asked })}\n`;
+      summary.urls++;
+      const counts = summary.bySource.get(r.source) ?? { walled: 0, failed: 0 };
+      counts[kind]++;
+      summary.bySource.set(r.source, counts);
+    }
+    if (out) write(out);
+  }, sources, { tmpDir: path.dirname(file) }));
+  summary.records = exported.records;
+  summary.sourcesWithoutRecords = exported.sourcesWithoutRecords;
   return summary;
 }

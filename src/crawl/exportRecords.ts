@@ -1,8 +1,8 @@
-import fs from 'node:fs';
 import path from 'node:path';
 import { sourceSegment } from '../pipeline/keys';
 import type { ObjectStore } from '../pipeline/store';
 import { OneRecordPerUrl } from './oneRecordPerUrl';
+import { replaceFile } from '../shared/replaceFile';
 
 /**
  * Metadata records live in the store as one NDJSON object per unit of work under
@@ -90,20 +90,7 @@ function sourceDir(key: string): string {
 
 /** exportRecords into a file, replaced whole once complete (a reader never sees half of it). */
 export async function exportRecordsToFile(store: ObjectStore, file: string, sources: readonly string[] = [], opts: ExportOptions = {}): Promise<ExportSummary> {
-  const tmp = `${file}.${process.pid}.tmp`;
-  const fd = fs.openSync(tmp, 'w');
-  let summary: ExportSummary;
-  try {
-    summary = await exportRecords(store, (text) => { fs.writeSync(fd, text); }, sources, { tmpDir: path.dirname(file), ...opts });
-    fs.fsyncSync(fd);
-  } catch (err) {
-    fs.closeSync(fd);
-    fs.rmSync(tmp, { force: true });
-    throw err;
-  }
-  fs.closeSync(fd);
-  fs.renameSync(tmp, file);
-  return summary;
+  return replaceFile(file, (write) => exportRecords(store, write, sources, { tmpDir: path.dirname(file), ...opts }));
 }
 
 /** What an export left out, for its closing line: empty when nothing was. */
