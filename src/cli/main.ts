@@ -1,4 +1,3 @@
-import fs from 'node:fs';
 import path from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { log } from '../shared/log';
@@ -22,7 +21,8 @@ import { StatusPoller } from '../crawl/statusPoller';
 import { startDemoSite } from '../demo/demo';
 import { storeFromEnv } from '../pipeline/store';
 import { storeToRead } from '../crawl/storeToRead';
-import { type AgainKind, writeAgainManifest } from '../crawl/askAgain';
+import type { AgainKind } from '../crawl/askAgain';
+import { askAgain } from '../crawl/again';
 import { invalidRate } from '../politeness/targetRate';
 import { pauseUpdate, resumeUpdate, setMaxRateUpdate, setRateUpdate } from '../workflows/messages';
 import { endIdleTemporalRuntime, installTemporalRuntime, logWorkflowMessagesAt, metricsAddressFromEnv } from '../temporal/runtime';
@@ -234,33 +234,12 @@ export function buildProgram(): Command {
     .option('--max-rate <n>', 'global ceiling, requests/s per source (also CRAWL_MAX_RATE)', parseRate)
     .action(async (sources: string[], opts: { out: string; failed?: boolean; catalog?: string; allowNetwork: string[]; maxRate?: number }) => {
       const outDir = path.resolve(opts.out);
-      const store = storeToRead(outDir);
-      const kinds = new Set<AgainKind>(opts.failed ? ['walled', 'failed'] : ['walled']);
-      // A stopped crawl's unfinished chunks hold their URLs, walled ones too, and the next start
-      // for the source takes them up, skipping what they recorded: once this run has finished
-      // them, the URLs they held are asked for in a second round.
-      for (let round = 1; round <= 2; round++) {
-        const asked = new Date().toISOString();
-        const file = path.join(outDir, `again-${asked.replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z')}.ndjson`);
-        const again = await writeAgainManifest(store, file, kinds, sources, asked);
-        if (round === 1) for (const s of again.sourcesWithoutRecords) process.stderr.write(`crawl: no records for source "${s}" in the ${store.description} (see \`crawl status\`)\n`);
-        if (again.urls === 0) {
-          fs.rmSync(file, { force: true });
-          if (round === 1) {
-            process.stdout.write(`nothing to ask again: none of the ${again.records} record(s) in the ${store.description} is ${opts.failed ? 'a wall\'s answer or a failure' : 'a wall\'s answer (--failed adds the URLs that used up their tries)'}\n`);
-            process.exitCode = again.sourcesWithoutRecords.length ? 1 : 0;
-          }
-          return;
-        }
-        const per = [...again.bySource].sort(([a], [b]) => a.localeCompare(b))
-          .map(([source, n]) => `${source}: ${[n.walled ? `${n.walled} walled` : '', n.failed ? `${n.failed} failed` : ''].filter(Boolean).join(', ')}`);
-        process.stdout.write(`asking again for ${again.urls} URL(s), listed in ${file}: ${per.join('; ')}\n`);
-        const result = await runCrawl({ manifest: file, catalog: opts.catalog, outDir, allowNetworks: opts.allowNetwork, maxRate: maxRateSetting(opts.maxRate) });
-        process.exitCode = result.exitCode;
-        if (result.exitNow) process.exit(result.exitCode);
-        if (result.exitCode !== 0 || !result.queuedElsewhere) return;
-        if (round === 1) process.stdout.write(`${result.queuedElsewhere} of them were held by an earlier crawl's unfinished chunks, which this run has finished: asking again for what is still owed\n`);
-      }
+      const result = await askAgain({
+        outDir, store: storeToRead(outDir), kinds: new Set<AgainKind>(opts.failed ? ['walled', 'failed'] : ['walled']), sources,
+        catalog: opts.catalog, allowNetworks: opts.allowNetwork, maxRate: maxRateSetting(opts.maxRate),
+      });
+      process.exitCode = result.exitCode;
+      if (result.exitNow) process.exit(result.exitCode);
     });
 
   program

@@ -1,0 +1,45 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import type { ObjectStore } from '../pipeline/store';
+import { type AgainKind, writeAgainManifest } from './askAgain';
+import { runCrawl, type RunResult } from './run';
+
+export interface AgainOptions {
+  outDir: string;
+  store: ObjectStore;
+  kinds: ReadonlySet<AgainKind>;
+  sources: readonly string[];
+  catalog?: string;
+  allowNetworks: string[];
+  maxRate?: number;
+}
+
+/**
+ * `crawl again`: the URLs to ask for again as a new manifest in the output directory, crawled as
+ * `crawl run` crawls one. A stopped crawl's unfinished chunks hold their URLs, walled ones too,
+ * and the start for the source takes them up, skipping what they recorded: once this run has
+ * finished them, the URLs they held are asked for in a second round.
+ */
+export async function askAgain(opts: AgainOptions, out: NodeJS.WriteStream = process.stdout): Promise<Pick<RunResult, 'exitCode' | 'exitNow'>> {
+  let result: RunResult | undefined;
+  for (let round = 1; round <= 2; round++) {
+    const asked = new Date().toISOString();
+    const file = path.join(opts.outDir, `again-${asked.replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z')}.ndjson`);
+    const again = await writeAgainManifest(opts.store, file, opts.kinds, opts.sources, asked);
+    if (round === 1) for (const s of again.sourcesWithoutRecords) process.stderr.write(`crawl: no records for source "${s}" in the ${opts.store.description} (see \`crawl status\`)\n`);
+    if (again.urls === 0) {
+      fs.rmSync(file, { force: true });
+      if (result) return result;
+      const what = opts.kinds.has('failed') ? 'a wall\'s answer or a failure' : 'a wall\'s answer (--failed adds the URLs that used up their tries)';
+      out.write(`nothing to ask again: none of the ${again.records} record(s) in the ${opts.store.description} is ${what}\n`);
+      return { exitCode: again.sourcesWithoutRecords.length ? 1 : 0 };
+    }
+    const per = [...again.bySource].sort(([a], [b]) => a.localeCompare(b))
+      .map(([source, n]) => `${source}: ${[n.walled ? `${n.walled} walled` : '', n.failed ? `${n.failed} failed` : ''].filter(Boolean).join(', ')}`);
+    out.write(`asking again for ${again.urls} URL(s), listed in ${file}: ${per.join('; ')}\n`);
+    result = await runCrawl({ manifest: file, catalog: opts.catalog, outDir: opts.outDir, allowNetworks: opts.allowNetworks, maxRate: opts.maxRate, stream: out });
+    if (result.exitNow || result.exitCode !== 0 || !result.queuedElsewhere) return result;
+    if (round === 1) out.write(`${result.queuedElsewhere} of them were held by an earlier crawl's unfinished chunks, which this run has finished: asking again for what is still owed\n`);
+  }
+  return result!;
+}
