@@ -333,9 +333,11 @@ async function interrupted(signal: NodeJS.Signals, store: ObjectStore, metadataF
 function againNote(again: { walled: number; failed: number }, outDir: string): string | undefined {
   if (!again.walled && !again.failed) return undefined;
   const out = shellWord(path.resolve(outDir));
-  const parts = [again.walled ? `the ${again.walled} URL(s) a wall answered (pages, empty bodies, endless redirects, 4xx refusals) with \`crawl again --out ${out}\`` : '',
-    again.failed ? `the ${again.failed} that failed or were refused with \`crawl again --failed --out ${out}\`` : ''].filter(Boolean);
-  return `once the sites let the crawler through (a halted source's crawl finished first): ask again for ${parts.join(', and ')}`;
+  const parts = [
+    again.walled ? `for the ${again.walled} URL(s) a wall answered (pages, empty bodies, endless redirects, 4xx refusals), once the site lets the crawler through: \`crawl again --out ${out}\`` : '',
+    again.failed ? `for the ${again.failed} URL(s) that failed or were refused: \`crawl again --failed --out ${out}\`` : '',
+  ].filter(Boolean);
+  return `to ask again (a halted source's crawl finished or stopped first) ${parts.join('; ')}`;
 }
 
 /** Whether `run` has nothing left to wait for: every monitor has ended or halted (an operator's to decide). */

@@ -561,7 +561,7 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
       expect(finished.length).toBeGreaterThanOrEqual(50);
       expect(finished.length).toBeLessThan(120);
       expect(finished.every((r) => r.outcome === 'content' && r.reason === 'more than 5 redirects')).toBe(true);
-      expect(run.stdout).toContain(`ask again for the ${finished.length} URL(s) a wall answered (pages, empty bodies, endless redirects, 4xx refusals) with \`crawl again --out ${dataDir}\``);
+      expect(run.stdout).toContain(`for the ${finished.length} URL(s) a wall answered (pages, empty bodies, endless redirects, 4xx refusals), once the site lets the crawler through: \`crawl again --out ${dataDir}\``);
 
       // The operator ends the halted crawl, the site lets the crawler through, and the walled URLs are asked for again.
       walled = false;
