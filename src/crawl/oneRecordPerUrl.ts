@@ -44,15 +44,8 @@ export class OneRecordPerUrl {
     for (let start = 0; start < body.length;) {
       let end = body.indexOf(0x0a, start);
       if (end < 0) end = body.length;
-      if (end > start) {
-        const from = urlStart(body, start, end);
-        if (from >= 0) {
-          this.push(fingerprint53Ascii(body, from, body.indexOf(0x22, from)));
-        } else {
-          const url = urlOf({ buf: body, start, end });
-          if (url !== undefined) this.push(fingerprint53(url));
-        }
-      }
+      const fp = end > start ? urlFingerprint({ buf: body, start, end }) : undefined;
+      if (fp !== undefined) this.push(fp);
       start = end + 1;
     }
     if (!this.spill && this.held + body.length > this.memoryBytes) {
@@ -78,13 +71,14 @@ export class OneRecordPerUrl {
       return;
     }
     // Which line of each URL seen twice is kept, by the order of lines across all pieces.
-    const kept = new Map<string, { line: number; done: boolean; at: string }>();
+    const kept = new Map<string, Standing>();
+    const seenTwice = (line: LineAt) => twice.has(urlFingerprint(line) ?? -1);
     let n = 0;
     for (let i = 0; i < this.pieces.length; i++) {
       for (const line of lines(this.piece(i))) {
         const at = n++;
-        const url = urlOf(line);
-        if (url === undefined || !twice.has(fingerprint53(url))) continue;
+        if (!seenTwice(line)) continue;
+        const url = urlOf(line)!;
         const mine = standing(line, at);
         const best = kept.get(url);
         if (!best || outranks(mine, best)) kept.set(url, mine);
@@ -95,8 +89,7 @@ export class OneRecordPerUrl {
       const out: Buffer[] = [];
       for (const line of lines(this.piece(i))) {
         const at = n++;
-        const url = urlOf(line);
-        if (url !== undefined && twice.has(fingerprint53(url)) && kept.get(url)!.line !== at) {
+        if (seenTwice(line) && kept.get(urlOf(line)!)!.line !== at) {
           this.superseded++;
           continue;
         }
@@ -171,6 +164,14 @@ function urlOf({ buf, start, end }: LineAt): string | undefined {
   }
 }
 
+/** The fingerprint of the line's URL (see urlOf), without making a string of it where it can be sliced; undefined for a line that is not a record. */
+function urlFingerprint(line: LineAt): number | undefined {
+  const from = urlStart(line.buf, line.start, line.end);
+  if (from >= 0) return fingerprint53Ascii(line.buf, from, line.buf.indexOf(0x22, from));
+  const url = urlOf(line);
+  return url === undefined ? undefined : fingerprint53(url);
+}
+
 /** Where the line's URL starts when it can be sliced as it is (see urlOf), else -1. */
 function urlStart(buf: Buffer, start: number, end: number): number {
   const from = start + URL_FIRST.length;
@@ -182,7 +183,10 @@ function urlStart(buf: Buffer, start: number, end: number): number {
   return from;
 }
 
-function standing(line: LineAt, at: number): { line: number; done: boolean; at: string } {
+/** What decides which of a URL's records is kept: done first, then the latest, then the last read. */
+interface Standing { line: number; done: boolean; at: string }
+
+function standing(line: LineAt, at: number): Standing {
   let r: { outcome?: unknown; recordedAt?: unknown } = {};
   try {
     r = JSON.parse(line.buf.toString('utf8', line.start, line.end)) as typeof r;
@@ -192,7 +196,7 @@ function standing(line: LineAt, at: number): { line: number; done: boolean; at: 
   return { line: at, done: r.outcome === 'done', at: typeof r.recordedAt === 'string' ? r.recordedAt : '' };
 }
 
-function outranks(a: { line: number; done: boolean; at: string }, b: { line: number; done: boolean; at: string }): boolean {
+function outranks(a: Standing, b: Standing): boolean {
   if (a.done !== b.done) return a.done;
   if (a.at !== b.at) return a.at > b.at;
   return a.line > b.line;
