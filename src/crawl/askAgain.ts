@@ -1,6 +1,7 @@
 import path from 'node:path';
 import type { ObjectStore } from '../pipeline/store';
 import { exportRecords } from './exportRecords';
+import { notDoneRecords } from './recordLines';
 import { replaceFile } from '../shared/replaceFile';
 
 /**
@@ -43,16 +44,9 @@ export async function writeAgainManifest(store: ObjectStore, file: string, kinds
   const summary: AgainSummary = { urls: 0, bySource: new Map(), records: 0, sourcesWithoutRecords: [] };
   const exported = await replaceFile(file, (write) => exportRecords(store, (text) => {
     let out = '';
-    for (const line of text.split('\n')) {
-      if (line === '' || line.includes('"outcome":"done"')) continue;
-      let r: { url?: unknown; source?: unknown; outcome?: unknown; reason?: unknown };
-      try {
-        r = JSON.parse(line) as typeof r;
-      } catch {
-        continue;
-      }
+    for (const r of notDoneRecords(text)) {
       const kind = againKind(r);
-      if (!kind || !kinds.has(kind) || typeof r.url !== 'string' || typeof r.source !== 'string') continue;
+      if (!kind || !kinds.has(kind) || typeof r.url !== 'string') continue;
       out += `${JSON.stringify({ url: r.url, source: r.source, asked })}\n`;
       summary.urls++;
       const counts = summary.bySource.get(r.source) ?? { walled: 0, failed: 0 };

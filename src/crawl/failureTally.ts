@@ -1,4 +1,5 @@
 import { againKind } from './askAgain';
+import { notDoneRecords } from './recordLines';
 
 /**
  * Why URLs did not end as `done`, by source: the few commonest reasons, read from the metadata
@@ -17,16 +18,7 @@ export class FailureTally {
 
   /** One exported unit: NDJSON records. Lines that are not records are skipped. */
   addText(text: string): void {
-    for (const line of text.split('\n')) {
-      // Most records are done: those are never parsed.
-      if (line === '' || line.includes('"outcome":"done"')) continue;
-      let r: { source?: unknown; outcome?: unknown; reason?: unknown };
-      try {
-        r = JSON.parse(line) as typeof r;
-      } catch {
-        continue;
-      }
-      if (typeof r.source !== 'string' || typeof r.outcome !== 'string' || r.outcome === 'done') continue;
+    for (const r of notDoneRecords(text)) {
       const kind = againKind(r);
       if (kind) this.again[kind]++;
       this.add(r.source, `${r.outcome}: ${typeof r.reason === 'string' && r.reason ? normalise(r.reason) : 'no reason given'}`);
