@@ -225,13 +225,13 @@ export function buildProgram(): Command {
 
   program
     .command('again')
-    .description('ask again for the URLs whose answer was a wall\'s (pages, empty bodies, endless redirects, 4xx refusals; with --failed also those that used up their tries): writes them to OUT/again-TIME.ndjson and crawls it as run does')
+    .description('ask again for the URLs whose answer was a wall\'s (pages, empty bodies, endless redirects, 4xx refusals; with --failed also those that used up their tries): writes them to OUT/again-TIME.ndjson and crawls it as run does, under the catalogue, --allow-network and --max-rate the runs into OUT were given (kept in OUT/run-settings.json)')
     .argument('[sources...]', 'only these sources (default: all)')
     .option('--out <dir>', 'the output directory of the earlier crawl (run --out)', path.resolve('crawl-out'))
     .option('--failed', 'also the URLs that failed after their tries (timeouts, 5xx, robots.txt unreadable) or that the network guard refused')
-    .option('--catalog <file>', 'source catalogue, as for run (without it, sources go at their default rate)')
-    .option('--allow-network <cidr>', 'open a private/loopback range or host (repeatable)', collect, [] as string[])
-    .option('--max-rate <n>', 'global ceiling, requests/s per source (also CRAWL_MAX_RATE)', parseRate)
+    .option('--catalog <file>', 'source catalogue, as for run, instead of the one the runs into OUT were given')
+    .option('--allow-network <cidr>', 'open a private/loopback range or host, besides those the runs into OUT opened (repeatable)', collect, [] as string[])
+    .option('--max-rate <n>', 'global ceiling, requests/s per source, instead of the runs\' (also CRAWL_MAX_RATE)', parseRate)
     .action(async (sources: string[], opts: { out: string; failed?: boolean; catalog?: string; allowNetwork: string[]; maxRate?: number }) => {
       const outDir = path.resolve(opts.out);
       const result = await askAgain({
@@ -424,7 +424,7 @@ export function buildProgram(): Command {
       const site = await startDemoSite(path.join(out, 'site'), opts.scale);
       try {
         process.stdout.write('demo: museum 2/s (robots.txt, a 404), photos 25/s, throttled 10/s (429s), broken 5/s (500s: the breaker halts it)\n');
-        const result = await runCrawl({ manifest: site.manifest, catalog: site.catalog, outDir: out, allowNetworks: ['127.0.0.0/8'], halted });
+        const result = await runCrawl({ manifest: site.manifest, catalog: site.catalog, outDir: out, allowNetworks: ['127.0.0.0/8'], halted, againHint: false });
         if (result.exitCode >= 128 || result.serverLost) { // interrupted or its server gone: runCrawl has said so
           process.exitCode = result.exitCode;
           if (result.exitNow) { await site.stop(); process.exit(result.exitCode); }

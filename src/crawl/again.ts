@@ -2,7 +2,9 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { ObjectStore } from '../pipeline/store';
 import { type AgainKind, writeAgainManifest } from './askAgain';
+import { type Catalog, readCatalog } from './catalog';
 import { runCrawl, type RunResult } from './run';
+import { readRunSettings, RUN_SETTINGS_FILE } from './runSettings';
 
 export interface AgainOptions {
   outDir: string;
@@ -22,6 +24,12 @@ export interface AgainOptions {
  */
 export async function askAgain(opts: AgainOptions, out: NodeJS.WriteStream = process.stdout): Promise<Pick<RunResult, 'exitCode' | 'exitNow'>> {
   let result: RunResult | undefined;
+  const warn = (m: string) => process.stderr.write(`crawl: ${m}\n`);
+  const kept = readRunSettings(opts.outDir, warn);
+  const givenCatalog = opts.catalog !== undefined ? await readCatalog(opts.catalog) : undefined;
+  const catalog: Catalog = givenCatalog ?? kept?.catalog ?? new Map();
+  const allowNetworks = [...new Set([...(kept?.allowNetworks ?? []), ...opts.allowNetworks])];
+  const maxRate = opts.maxRate ?? kept?.maxRate;
   for (let round = 1; round <= 2; round++) {
     const asked = new Date().toISOString();
     const file = path.join(opts.outDir, `again-${asked.replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z')}.ndjson`);
@@ -37,9 +45,26 @@ export async function askAgain(opts: AgainOptions, out: NodeJS.WriteStream = pro
     const per = [...again.bySource].sort(([a], [b]) => a.localeCompare(b))
       .map(([source, n]) => `${source}: ${[n.walled ? `${n.walled} walled` : '', n.failed ? `${n.failed} failed` : ''].filter(Boolean).join(', ')}`);
     out.write(`asking again for ${again.urls} URL(s), listed in ${file}: ${per.join('; ')}\n`);
-    result = await runCrawl({ manifest: file, catalog: opts.catalog, outDir: opts.outDir, allowNetworks: opts.allowNetworks, maxRate: opts.maxRate, stream: out });
+    // Only the sources asked for: the others' entries would each be warned of as matching none.
+    const askedCatalog: Catalog = new Map([...catalog].filter(([name]) => again.bySource.has(name)));
+    if (round === 1 && kept) {
+      const terms = keptTerms(kept, askedCatalog, givenCatalog !== undefined, opts.maxRate !== undefined);
+      if (terms) out.write(`as the earlier runs into ${opts.outDir} were told (${RUN_SETTINGS_FILE}): ${terms}\n`);
+    }
+    result = await runCrawl({ manifest: file, catalog: askedCatalog, outDir: opts.outDir, allowNetworks, maxRate, maxRetryAfterMs: kept?.maxRetryAfterMs, stream: out, againHint: 'unless-held' });
     if (result.exitNow || result.exitCode !== 0 || !result.queuedElsewhere) return result;
     if (round === 1) out.write(`${result.queuedElsewhere} of them were held by an earlier crawl's unfinished chunks, which this run has finished: asking again for what is still owed\n`);
   }
   return result!;
+}
+
+/** The kept settings this run applies, in words, or undefined when it applies none. */
+function keptTerms(kept: { allowNetworks: string[]; maxRate?: number; maxRetryAfterMs?: number }, asked: Catalog, catalogGiven: boolean, maxRateGiven: boolean): string | undefined {
+  const rates = catalogGiven ? [] : [...asked].map(([name, c]) => `${name}: ${[c.rate !== undefined ? `rate ${c.rate}/s` : '', c.burst !== undefined ? `burst ${c.burst}` : '', c.imageCount !== undefined ? `${c.imageCount} images` : ''].filter(Boolean).join(', ')}`);
+  return [
+    ...rates,
+    ...kept.allowNetworks.map((n) => `--allow-network ${n}`),
+    !maxRateGiven && kept.maxRate !== undefined ? `--max-rate ${kept.maxRate}` : '',
+    kept.maxRetryAfterMs !== undefined ? `--max-retry-after ${kept.maxRetryAfterMs / 1000}` : '',
+  ].filter(Boolean).join('; ') || undefined;
 }

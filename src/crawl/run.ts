@@ -9,7 +9,8 @@ import { checkWorkerConfig, createCrawlWorker, defaultDeps } from '../workers/wo
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { resumeUpdate } from '../workflows/messages';
 import { monitorWorkflowId, type MonitorOptions } from '../workflows/monitorState';
-import { readCatalog } from './catalog';
+import { type Catalog, readCatalog } from './catalog';
+import { rememberRunSettings } from './runSettings';
 import { exportRecordsToFile, supersededNote } from './exportRecords';
 import { FailureTally } from './failureTally';
 import { checkManifest, manifestHasContent } from './manifest';
@@ -24,7 +25,8 @@ import { expectServerGone, logWorkflowMessagesAt } from '../temporal/runtime';
 
 export interface RunOptions {
   manifest: string;
-  catalog?: string;
+  /** A catalogue file, or one read already (`crawl again`'s). */
+  catalog?: string | Catalog;
   outDir: string;
   allowNetworks: string[];
   monitorOptions?: Partial<MonitorOptions>;
@@ -39,6 +41,13 @@ export interface RunOptions {
   halted?: 'resume' | 'stop';
   /** Where progress goes; a TTY gets a bar, anything else JSON lines. */
   stream?: NodeJS.WriteStream;
+  /**
+   * Whether the summary ends with the `crawl again` commands for what a wall answered or what
+   * failed (default true). Not in the demo, whose sites are gone once it ends; `unless-held`:
+   * not when other crawls' chunks held URLs of the manifest, which `crawl again` then asks for
+   * in a round of its own.
+   */
+  againHint?: boolean | 'unless-held';
   pollMs?: number;
 }
 
@@ -70,7 +79,7 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
   const out = opts.stream ?? process.stdout;
   // Inputs first: a typo in a path should not cost a server start.
   await checkManifest(opts.manifest);
-  const catalog = opts.catalog ? await readCatalog(opts.catalog) : undefined;
+  const catalog = typeof opts.catalog === 'string' ? await readCatalog(opts.catalog) : opts.catalog;
   if (!manifestHasContent(opts.manifest)) {
     // Nothing to start a server for; a manifest of blank lines only is caught here too.
     out.write(`${nothingToCrawl(opts.manifest)}\n`);
@@ -84,6 +93,7 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
   if (deps && out.isTTY && process.stderr.isTTY) logWorkflowMessagesAt('OFF');
   await store.verify?.();
   makeDirsSync(opts.outDir);
+  await rememberRunSettings(opts.outDir, { catalog, allowNetworks: opts.allowNetworks, maxRate: opts.maxRate, maxRetryAfterMs: opts.maxRetryAfterMs }, (m) => process.stderr.write(`crawl: ${m}\n`));
   const metadataFile = path.join(opts.outDir, 'metadata.ndjson');
   const server = await ensureTemporalServer({ dataDir: path.join(opts.outDir, 'temporal'), ifPortTaken: 'another' });
   let worker: Worker | undefined;
@@ -202,7 +212,8 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
     out.write(`metadata: ${metadataFile} (${exported.records} records${supersededNote(exported)}); thumbnails under thumbnails/ in the ${store.description}\n`);
     const why = failures.lines();
     if (why.length) out.write(`not done, by reason (commonest first; every URL's record is in ${path.basename(metadataFile)}):\n${why.map((l) => `  ${l}\n`).join('')}`);
-    const again = againNote(failures.again, opts.outDir);
+    const hint = opts.againHint ?? true;
+    const again = hint === false || (hint === 'unless-held' && summary.queuedElsewhere > 0) ? undefined : againNote(failures.again, opts.outDir);
     if (again) out.write(`${again}\n`);
     const halted = statuses.filter((s) => s.stats?.state === 'halted' && s.workflowStatus === 'RUNNING');
     const failed = statuses.filter((s) => !['RUNNING', 'COMPLETED'].includes(s.workflowStatus));

@@ -125,6 +125,10 @@ describe('the status table', () => {
     expect(statusTable([pages(50, 50)]).split('\n')[1]).not.toMatch(/no image yet/);
     expect(statusTable([pages(99, 50)]).split('\n')[1]).not.toMatch(/no image yet/);
     expect(statusTable([pages(100, 50)]).split('\n')[1]).toMatch(note);
+    // An earlier crawl's records of a chunk taken up after a stop: not this monitor's answers.
+    const before = (content: number, n: number): SourceStatus => ({ ...only(content), stats: { ...only(content).stats!, contentBefore: n } });
+    expect(statusTable([before(60, 50)]).split('\n')[1]).not.toMatch(/no image yet/);
+    expect(statusTable([before(100, 50)]).split('\n')[1]).toMatch(note);
     const notes = new SourceNotes();
     expect(notes.changed([only(49)])).toEqual([]);
     expect(notes.changed([only(50)])).toEqual([{ source: 's', note: expect.stringMatching(note) }]);

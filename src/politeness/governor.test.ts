@@ -278,6 +278,13 @@ describe('Governor: pages where images were asked for', () => {
     expect(g.canGrant(T0 + 60_000)).toBe(false);
   });
 
+  it('counts apart the content errors an earlier crawl recorded, which a chunk taken up after a stop reports unsent with attempt 0', () => {
+    const g = Governor.create('again.example', { rate: 5 }, T0);
+    const earlier = Array.from({ length: 50 }, (_, i) => ({ ...outcome(i, 'content'), url: '', sent: false, attempt: 0 }));
+    report(g, [...earlier, outcome(50, 'content'), outcome(51, 'content', true)]);
+    expect([g.state.counts.content, g.state.pages, g.state.contentBefore, g.state.mode]).toEqual([52, 1, 50, 'running']);
+  });
+
   it('names page URLs given for image URLs when no image came before the pages', () => {
     const g = Governor.create('pages.example', { rate: 5 }, T0);
     report(g, pages(0, 50));

@@ -94,6 +94,12 @@ export interface GovernorState {
    * files sharp does not read): the "no image yet" note leaves them out. Absent until the first.
    */
   pages?: number;
+  /**
+   * Final content errors that an earlier crawl of a chunk recorded (reported with attempt 0 by
+   * the batch that took the chunk up): not answers to this monitor, so no "no image yet" news.
+   * Absent until the first.
+   */
+  contentBefore?: number;
 }
 
 export interface PolicyEvent {
@@ -167,6 +173,7 @@ export class Governor {
       if (o.final) s.counts[o.cls] += 1;
       else s.counts.retries += 1;
       if (o.final && o.cls === 'content' && o.page) s.pages = (s.pages ?? 0) + 1;
+      if (o.final && o.cls === 'content' && o.attempt === 0) s.contentBefore = (s.contentBefore ?? 0) + 1;
       const pages = pagesSinceImage(s.pagesSinceImage ?? 0, o);
       if (pages !== (s.pagesSinceImage ?? 0)) {
         s.pagesSinceImage = pages;

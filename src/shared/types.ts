@@ -29,7 +29,7 @@ export interface RequestOutcome {
   retryAfterMs?: number;
   /** True when this outcome is final for the URL; false means "try again later". */
   final: boolean;
-  /** Attempts used for this URL so far, including this one. */
+  /** Attempts used for this URL so far, including this one; 0 for what an earlier crawl of the chunk recorded. */
   attempt: number;
   /** When the response arrived (epoch ms); a Retry-After counts from here. */
   atMs?: number;

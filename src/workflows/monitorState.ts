@@ -133,6 +133,8 @@ export interface MonitorStats {
   counts: Counts;
   /** Of `counts.content`, the answers that were pages, empty bodies, endless redirects or 4xx refusals (pageRun.ts); absent from monitors of older builds. */
   pages?: number;
+  /** Of `counts.content`, those an earlier crawl recorded, of chunks this monitor took up after a stop; absent from monitors of older builds. */
+  contentBefore?: number;
   urls: { total: number; finished: number; queuedChunks: number; inBatches: number };
   /** `lost`: batches that ended without finishing their chunks, to be started again (lostBatches.ts); absent from monitors of older builds. */
   batches: { active: number; finished: number; lost?: number };
@@ -173,7 +175,8 @@ export const NO_IMAGES_AFTER = 50;
  */
 export function noImagesNote(st: MonitorStats, crawl: CrawlCommand = plainCrawl): string | undefined {
   // Pages have their own word, the halt; once an operator resumes past it, they are not news.
-  if (st.counts.done > 0 || st.counts.content - (st.pages ?? 0) < NO_IMAGES_AFTER) return undefined;
+  // Nor are the records of an earlier crawl of the same chunks (taken up after a stop).
+  if (st.counts.done > 0 || st.counts.content - (st.pages ?? 0) - (st.contentBefore ?? 0) < NO_IMAGES_AFTER) return undefined;
   return `no image yet: its first ${NO_IMAGES_AFTER}+ answers were all content errors (files sharp does not read, such as SVGs, PDFs or HEIC photos, ` +
     `or cut short): \`${crawl(`reasons ${st.source}`)}\` shows what came instead, \`${crawl(`pause ${st.source}`)}\` stops asking`;
 }
@@ -500,6 +503,7 @@ export class MonitorModel {
       haltReason: g.haltReason,
       counts: { ...g.counts },
       pages: g.pages ?? 0,
+      contentBefore: g.contentBefore ?? 0,
       urls: {
         total: this.state.totalUrls,
         finished: this.finishedUrls(),

@@ -570,9 +570,15 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
       const worker2 = await createCrawlWorker({ connection: env.nativeConnection, taskQueue, deps: defaultDeps({ dataDir, allowNetworks: ['127.0.0.0/8'] }) });
       const again = await worker2.runUntil(async () => {
         expect((await runCli(['stop', 'wall.test'], childEnv)).code).toBe(0);
-        return runCli(['again', '--out', dataDir, '--catalog', catalog], childEnv);
+        // Without --catalog: the rate the run was given is kept in the output directory.
+        return runCli(['again', '--out', dataDir], childEnv);
       });
       expect(again.stdout).toMatch(new RegExp(`^asking again for ${finished.length} URL\\(s\\), listed in .*again-\\d{8}T\\d{6}Z\\.ndjson: wall\\.test: ${finished.length} walled$`, 'm'));
+      expect(again.stdout).toContain(`as the earlier runs into ${dataDir} were told (run-settings.json): wall.test: rate 50/s\n`);
+      // The taken-up chunk's walled records are the stopped crawl's, not answers to this one: no
+      // "no image yet" news, and no hint to run the command that is running its second round.
+      expect(again.stdout).not.toContain('no image yet');
+      expect(again.stdout).not.toContain('to ask again');
       // The stopped crawl's unfinished chunks held them: this run finished those (the 70 kept URLs), then asked for the walled ones.
       expect(again.stdout).toMatch(new RegExp(`^${finished.length} of them were held by an earlier crawl's unfinished chunks, which this run has finished`, 'm'));
       expect(again.code).toBe(0);
