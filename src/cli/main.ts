@@ -23,6 +23,7 @@ import { storeFromEnv } from '../pipeline/store';
 import { storeToRead } from '../crawl/storeToRead';
 import type { AgainKind } from '../crawl/askAgain';
 import { askAgain } from '../crawl/again';
+import { rememberRunSettings } from '../crawl/runSettings';
 import { invalidRate } from '../politeness/targetRate';
 import { pauseUpdate, resumeUpdate, setMaxRateUpdate, setRateUpdate } from '../workflows/messages';
 import { endIdleTemporalRuntime, installTemporalRuntime, logWorkflowMessagesAt, metricsAddressFromEnv } from '../temporal/runtime';
@@ -225,12 +226,12 @@ export function buildProgram(): Command {
 
   program
     .command('again')
-    .description('ask again for the URLs whose answer was a wall\'s (pages, empty bodies, endless redirects, 4xx refusals; with --failed also those that used up their tries): writes them to OUT/again-TIME.ndjson and crawls it as run does, under the catalogue, --allow-network and --max-rate the runs into OUT were given (kept in OUT/run-settings.json)')
+    .description('ask again for the URLs whose answer was a wall\'s (pages, empty bodies, endless redirects, 4xx refusals; with --failed also those that used up their tries): writes them to OUT/again-TIME.ndjson and crawls it as run does, under the catalogue, --allow-network and --max-rate the crawls into its store were given (kept there in work/run-settings.json)')
     .argument('[sources...]', 'only these sources (default: all)')
     .option('--out <dir>', 'the output directory of the earlier crawl (run --out)', path.resolve('crawl-out'))
     .option('--failed', 'also the URLs that failed after their tries (timeouts, 5xx, robots.txt unreadable) or that the network guard refused')
-    .option('--catalog <file>', 'source catalogue, as for run, instead of the one the runs into OUT were given')
-    .option('--allow-network <cidr>', 'open a private/loopback range or host, besides those the runs into OUT opened (repeatable)', collect, [] as string[])
+    .option('--catalog <file>', 'source catalogue, as for run, instead of the one the crawls into OUT were given')
+    .option('--allow-network <cidr>', 'open a private/loopback range or host, besides those the crawls into OUT opened (repeatable)', collect, [] as string[])
     .option('--max-rate <n>', 'global ceiling, requests/s per source, instead of the runs\' (also CRAWL_MAX_RATE)', parseRate)
     .action(async (sources: string[], opts: { out: string; failed?: boolean; catalog?: string; allowNetwork: string[]; maxRate?: number }) => {
       const outDir = path.resolve(opts.out);
@@ -254,8 +255,11 @@ export function buildProgram(): Command {
       await checkManifest(manifest);
       const maxRate = maxRateSetting(opts.maxRate);
       const maxRetryAfterMs = maxRetryAfterSetting(opts.maxRetryAfter);
+      const catalog = opts.catalog ? await readCatalog(opts.catalog) : undefined;
       const store = storeFromEnv(opts.dataDir);
       await store.verify?.();
+      // The network is the workers' to open (their --allow-network): nothing of it to keep here.
+      await rememberRunSettings(store, { catalog, maxRate, maxRetryAfterMs }, (m) => process.stderr.write(`crawl: ${m}\n`));
       const client = await connectClient();
       // As a worker would: `crawl start` may come first on a new server, whose monitors could
       // not start without them. Where registering is not allowed (the operator's job), the
@@ -264,8 +268,7 @@ export function buildProgram(): Command {
       // On a terminal only: stdout is the command's answer, and stderr otherwise a log of JSON lines.
       const progress = process.stderr.isTTY ? new StartProgressLine(process.stderr, manifest) : undefined;
       const summary = await startCrawl({
-        client, store, manifest, taskQueue: TASK_QUEUE, maxRate, maxRetryAfterMs,
-        catalog: opts.catalog ? await readCatalog(opts.catalog) : undefined,
+        client, store, manifest, taskQueue: TASK_QUEUE, maxRate, maxRetryAfterMs, catalog,
         onBadLine: (b) => { progress?.done(); process.stderr.write(`crawl: ${manifest} line ${b.line}: ${b.error} (skipped)\n`); },
         onProgress: progress && ((p) => progress.update(p)),
       }).finally(() => progress?.done());

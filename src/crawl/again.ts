@@ -4,7 +4,7 @@ import type { ObjectStore } from '../pipeline/store';
 import { type AgainKind, writeAgainManifest } from './askAgain';
 import { type Catalog, readCatalog } from './catalog';
 import { runCrawl, type RunResult } from './run';
-import { readRunSettings, RUN_SETTINGS_FILE } from './runSettings';
+import { readRunSettings, RUN_SETTINGS_KEY } from './runSettings';
 
 export interface AgainOptions {
   outDir: string;
@@ -25,7 +25,7 @@ export interface AgainOptions {
 export async function askAgain(opts: AgainOptions, out: NodeJS.WriteStream = process.stdout): Promise<Pick<RunResult, 'exitCode' | 'exitNow'>> {
   let result: RunResult | undefined;
   const warn = (m: string) => process.stderr.write(`crawl: ${m}\n`);
-  const kept = readRunSettings(opts.outDir, warn);
+  const kept = await readRunSettings(opts.store, warn);
   const givenCatalog = opts.catalog !== undefined ? await readCatalog(opts.catalog) : undefined;
   const catalog: Catalog = givenCatalog ?? kept?.catalog ?? new Map();
   const allowNetworks = [...new Set([...(kept?.allowNetworks ?? []), ...opts.allowNetworks])];
@@ -49,7 +49,7 @@ export async function askAgain(opts: AgainOptions, out: NodeJS.WriteStream = pro
     const askedCatalog: Catalog = new Map([...catalog].filter(([name]) => again.bySource.has(name)));
     if (round === 1 && kept) {
       const terms = keptTerms(kept, askedCatalog, givenCatalog !== undefined, opts.maxRate !== undefined);
-      if (terms) out.write(`as the earlier runs into ${opts.outDir} were told (${RUN_SETTINGS_FILE}): ${terms}\n`);
+      if (terms) out.write(`as the earlier crawls into the ${opts.store.description} were told (${RUN_SETTINGS_KEY}): ${terms}\n`);
     }
     result = await runCrawl({ manifest: file, catalog: askedCatalog, outDir: opts.outDir, allowNetworks, maxRate, maxRetryAfterMs: kept?.maxRetryAfterMs, stream: out, againHint: 'unless-held' });
     if (result.exitNow || result.exitCode !== 0 || !result.queuedElsewhere) return result;

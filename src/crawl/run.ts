@@ -93,7 +93,7 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
   if (deps && out.isTTY && process.stderr.isTTY) logWorkflowMessagesAt('OFF');
   await store.verify?.();
   makeDirsSync(opts.outDir);
-  await rememberRunSettings(opts.outDir, { catalog, allowNetworks: opts.allowNetworks, maxRate: opts.maxRate, maxRetryAfterMs: opts.maxRetryAfterMs }, (m) => process.stderr.write(`crawl: ${m}\n`));
+  await rememberRunSettings(store, { catalog, allowNetworks: opts.allowNetworks, maxRate: opts.maxRate, maxRetryAfterMs: opts.maxRetryAfterMs }, (m) => process.stderr.write(`crawl: ${m}\n`));
   const metadataFile = path.join(opts.outDir, 'metadata.ndjson');
   const server = await ensureTemporalServer({ dataDir: path.join(opts.outDir, 'temporal'), ifPortTaken: 'another' });
   let worker: Worker | undefined;

@@ -1,31 +1,34 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { readRunSettings, rememberRunSettings, RUN_SETTINGS_FILE } from './runSettings';
+import { LocalStore } from '../pipeline/store';
+import { readRunSettings, rememberRunSettings, RUN_SETTINGS_KEY } from './runSettings';
 
-describe('the settings kept for crawl again in an output directory', () => {
+describe('the settings kept in a store for crawl again', () => {
   let dir: string;
+  let store: LocalStore;
   let warnings: string[];
   const warn = (m: string) => { warnings.push(m); };
-  beforeEach(() => { dir = fs.mkdtempSync(path.join(os.tmpdir(), 'run-settings-')); warnings = []; });
+  beforeEach(() => { dir = fs.mkdtempSync(path.join(os.tmpdir(), 'run-settings-')); store = new LocalStore(dir); warnings = []; });
   afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
 
   it('has none before a run, and merges each run into what earlier ones left', async () => {
-    expect(readRunSettings(dir, warn)).toBeUndefined();
-    await rememberRunSettings(dir, { catalog: new Map([['a', { rate: 20 }], ['b', { imageCount: 90_000, burst: 2 }]]), allowNetworks: ['127.0.0.0/8'], maxRate: 30 }, warn);
+    expect(await readRunSettings(store, warn)).toBeUndefined();
+    await rememberRunSettings(store, { catalog: new Map([['a', { rate: 20 }], ['b', { imageCount: 90_000, burst: 2 }]]), allowNetworks: ['127.0.0.0/8'], maxRate: 30 }, warn);
     // A later run without a catalogue or flags changes nothing; one with them replaces its sources' entries.
-    await rememberRunSettings(dir, { allowNetworks: [] }, warn);
-    await rememberRunSettings(dir, { catalog: new Map([['a', { rate: 5 }], ['c', { rate: 2 }]]), allowNetworks: ['10.1.0.0/16', '127.0.0.0/8'], maxRetryAfterMs: 60_000 }, warn);
-    expect(readRunSettings(dir, warn)).toEqual({
+    await rememberRunSettings(store, { allowNetworks: [] }, warn);
+    await rememberRunSettings(store, { catalog: new Map([['a', { rate: 5 }], ['c', { rate: 2 }]]), allowNetworks: ['10.1.0.0/16', '127.0.0.0/8'], maxRetryAfterMs: 60_000 }, warn);
+    expect(await readRunSettings(store, warn)).toEqual({
       catalog: new Map([['a', { rate: 5 }], ['b', { imageCount: 90_000, burst: 2 }], ['c', { rate: 2 }]]),
       allowNetworks: ['127.0.0.0/8', '10.1.0.0/16'], maxRate: 30, maxRetryAfterMs: 60_000,
     });
     expect(warnings).toEqual([]);
-    expect(fs.readdirSync(dir)).toEqual([RUN_SETTINGS_FILE]);
+    expect(fs.readdirSync(path.join(dir, 'work'))).toEqual([path.basename(RUN_SETTINGS_KEY)]);
   });
 
-  it('says so and applies nothing when the file is not what a run writes, and a run writes it anew', async () => {
-    const file = path.join(dir, RUN_SETTINGS_FILE);
+  it('says so and applies nothing when what is kept is not what a run writes, and a run writes it anew', async () => {
+    const file = path.join(dir, RUN_SETTINGS_KEY);
+    fs.mkdirSync(path.dirname(file));
     for (const [text, why] of [
       ['{"catalog": {', /is not what a run writes \(.*JSON/],
       ['[]', /not a JSON object/],
@@ -35,11 +38,11 @@ describe('the settings kept for crawl again in an output directory', () => {
     ] as const) {
       fs.writeFileSync(file, text);
       warnings = [];
-      expect(readRunSettings(dir, warn)).toBeUndefined();
+      expect(await readRunSettings(store, warn)).toBeUndefined();
       expect(warnings).toEqual([expect.stringMatching(why)]);
       expect(warnings[0]).toMatch(/the earlier runs' catalogue and --allow-network are not applied$/);
     }
-    await rememberRunSettings(dir, { catalog: new Map([['a', { rate: 3 }]]), allowNetworks: [] }, warn);
-    expect(readRunSettings(dir, warn)?.catalog).toEqual(new Map([['a', { rate: 3 }]]));
+    await rememberRunSettings(store, { catalog: new Map([['a', { rate: 3 }]]), allowNetworks: [] }, warn);
+    expect((await readRunSettings(store, warn))?.catalog).toEqual(new Map([['a', { rate: 3 }]]));
   });
 });

@@ -1,16 +1,15 @@
-import fs from 'node:fs';
-import path from 'node:path';
+import type { ObjectStore } from '../pipeline/store';
 import type { SourceConfig } from '../shared/types';
 import { invalidSourceConfig } from '../politeness/targetRate';
 import { isPlainObject } from '../shared/plainObject';
-import { replaceFile } from '../shared/replaceFile';
 import type { Catalog } from './catalog';
 
 /**
- * What the runs into an output directory were told about their sources and the network, kept
- * beside their store so that `crawl again` asks for the same URLs under the same terms: without
- * it, sources given a catalogue rate were asked again at the default 1/s, and URLs on a network
- * opened with --allow-network were refused.
+ * What the crawls into a store were told about their sources and the network (`crawl run`'s
+ * catalogue and flags; `crawl start`'s catalogue and ceilings), kept in the store so that `crawl
+ * again` asks for the same URLs under the same terms: without it, sources given a catalogue rate
+ * were asked again at the default 1/s, and URLs on a network opened with --allow-network were
+ * refused.
  */
 export interface RunSettings {
   catalog: Catalog;
@@ -19,14 +18,14 @@ export interface RunSettings {
   maxRetryAfterMs?: number;
 }
 
-export const RUN_SETTINGS_FILE = 'run-settings.json';
+export const RUN_SETTINGS_KEY = 'work/run-settings.json';
 
 /**
- * Adds a run's settings to those kept in `outDir`: its catalogue entries replace earlier ones of
+ * Adds a run's settings to those kept in the store: its catalogue entries replace earlier ones of
  * the same sources, its networks join the earlier ones, and a ceiling it gives replaces the one kept.
  */
-export async function rememberRunSettings(outDir: string, run: Partial<RunSettings>, warn: (message: string) => void): Promise<void> {
-  const kept: RunSettings = readRunSettings(outDir, warn) ?? { catalog: new Map(), allowNetworks: [] };
+export async function rememberRunSettings(store: ObjectStore, run: Partial<RunSettings>, warn: (message: string) => void): Promise<void> {
+  const kept: RunSettings = (await readRunSettings(store, warn)) ?? { catalog: new Map(), allowNetworks: [] };
   const merged: RunSettings = {
     catalog: new Map([...kept.catalog, ...(run.catalog ?? [])]),
     allowNetworks: [...new Set([...kept.allowNetworks, ...(run.allowNetworks ?? [])])],
@@ -34,27 +33,21 @@ export async function rememberRunSettings(outDir: string, run: Partial<RunSettin
     maxRetryAfterMs: run.maxRetryAfterMs ?? kept.maxRetryAfterMs,
   };
   const json = { catalog: Object.fromEntries(merged.catalog), allowNetworks: merged.allowNetworks, maxRate: merged.maxRate, maxRetryAfterMs: merged.maxRetryAfterMs };
-  await replaceFile(path.join(outDir, RUN_SETTINGS_FILE), async (write) => write(`${JSON.stringify(json, null, 2)}\n`));
+  await store.put(RUN_SETTINGS_KEY, `${JSON.stringify(json, null, 2)}\n`, 'application/json');
 }
 
 /**
- * The settings kept in `outDir`, or undefined when there are none. A file that cannot be read or
- * makes no sense is said so and not used: asking at the default rate is the polite way to be wrong.
+ * The settings kept in the store, or undefined when there are none. What makes no sense is said
+ * so and not used: asking at the default rate is the polite way to be wrong. (A store that cannot
+ * be read fails the command, as it would a moment later.)
  */
-export function readRunSettings(outDir: string, warn: (message: string) => void): RunSettings | undefined {
-  const file = path.join(outDir, RUN_SETTINGS_FILE);
-  let text: string;
+export async function readRunSettings(store: ObjectStore, warn: (message: string) => void): Promise<RunSettings | undefined> {
+  const body = await store.get(RUN_SETTINGS_KEY);
+  if (body === undefined) return undefined;
   try {
-    text = fs.readFileSync(file, 'utf8');
+    return parseRunSettings(JSON.parse(body.toString('utf8')));
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    warn(`cannot read ${file} (${(err as Error).message}): the earlier runs' catalogue and --allow-network are not applied`);
-    return undefined;
-  }
-  try {
-    return parseRunSettings(JSON.parse(text));
-  } catch (err) {
-    warn(`${file} is not what a run writes (${(err as Error).message}): the earlier runs' catalogue and --allow-network are not applied`);
+    warn(`${RUN_SETTINGS_KEY} in the ${store.description} is not what a run writes (${(err as Error).message}): the earlier runs' catalogue and --allow-network are not applied`);
     return undefined;
   }
 }

@@ -574,7 +574,7 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
         return runCli(['again', '--out', dataDir], childEnv);
       });
       expect(again.stdout).toMatch(new RegExp(`^asking again for ${finished.length} URL\\(s\\), listed in .*again-\\d{8}T\\d{6}Z\\.ndjson: wall\\.test: ${finished.length} walled$`, 'm'));
-      expect(again.stdout).toContain(`as the earlier runs into ${dataDir} were told (run-settings.json): wall.test: rate 50/s\n`);
+      expect(again.stdout).toContain(`as the earlier crawls into the local directory ${path.join(dataDir, 'store')} were told (work/run-settings.json): wall.test: rate 50/s\n`);
       // The taken-up chunk's walled records are the stopped crawl's, not answers to this one: no
       // "no image yet" news, and no hint to run the command that is running its second round.
       expect(again.stdout).not.toContain('no image yet');
