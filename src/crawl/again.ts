@@ -4,6 +4,7 @@ import type { ObjectStore } from '../pipeline/store';
 import { type AgainKind, writeAgainManifest } from './askAgain';
 import { type Catalog, readCatalog } from './catalog';
 import { runCrawl, type RunResult } from './run';
+import { shellWord } from './status';
 import { readRunSettings, RUN_SETTINGS_KEY } from './runSettings';
 
 export interface AgainOptions {
@@ -18,7 +19,7 @@ export interface AgainOptions {
 
 /**
  * `crawl again`: the URLs to ask for again as a new manifest in the output directory, crawled as
- * `crawl run` crawls one. A stopped crawl's unfinished chunks hold their URLs, walled ones too,
+ * `crawl run` crawls one; a source an earlier run left halted is resumed. A stopped crawl's unfinished chunks hold their URLs, walled ones too,
  * and the start for the source takes them up, skipping what they recorded: once this run has
  * finished them, the URLs they held are asked for in a second round.
  */
@@ -51,7 +52,12 @@ export async function askAgain(opts: AgainOptions, out: NodeJS.WriteStream = pro
       const terms = keptTerms(kept, askedCatalog, givenCatalog !== undefined, opts.maxRate !== undefined);
       if (terms) out.write(`as the earlier crawls into the ${opts.store.description} were told (${RUN_SETTINGS_KEY}): ${terms}\n`);
     }
-    result = await runCrawl({ manifest: file, catalog: askedCatalog, outDir: opts.outDir, allowNetworks, maxRate, maxRetryAfterMs: kept?.maxRetryAfterMs, stream: out, againHint: 'unless-held' });
+    result = await runCrawl({ manifest: file, catalog: askedCatalog, outDir: opts.outDir, allowNetworks, maxRate, maxRetryAfterMs: kept?.maxRetryAfterMs, stream: out, againHint: 'unless-held',
+      // Asking a halted source again is the operator's word that the site lets the crawler
+      // through: a monitor left halted would keep the URLs, and the run would only report the halt.
+      halted: 'resume',
+      haltedNext: (source) => `once the site lets the crawler through, \`crawl again ${shellWord(source)} --out ${shellWord(opts.outDir)}\` resumes it and asks again; ` +
+        `\`crawl run ${shellWord(file)} --out ${shellWord(opts.outDir)} --stop-halted\` ends it for good` });
     if (result.exitNow || result.exitCode !== 0 || !result.queuedElsewhere) return result;
     if (round === 1) out.write(`${result.queuedElsewhere} of them were held by an earlier crawl's unfinished chunks, which this run has finished: asking again for what is still owed\n`);
   }

@@ -48,6 +48,8 @@ export interface RunOptions {
    * in a round of its own.
    */
   againHint?: boolean | 'unless-held';
+  /** On the embedded default, what to do about a source left halted, when not this command with --resume-halted or --stop-halted. */
+  haltedNext?: (source: string) => string;
   pollMs?: number;
 }
 
@@ -220,9 +222,9 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
     for (const h of halted) {
       // With our own server and worker gone when we exit, `crawl resume` would find nobody to
       // run it: the way on is this command again.
-      const next = deps
-        ? `run this command again with --resume-halted to try them again, or with --stop-halted to end ${h.source} for good`
-        : `resume with \`crawl resume ${h.source}\` or end it with \`crawl stop ${h.source}\``;
+      const next = !deps ? `resume with \`crawl resume ${h.source}\` or end it with \`crawl stop ${h.source}\``
+        : opts.haltedNext ? opts.haltedNext(h.source)
+          : `run this command again with --resume-halted to try them again, or with --stop-halted to end ${h.source} for good`;
       out.write(`HALTED ${h.source}: ${h.stats?.haltReason}. Its URLs are kept; ${next}.\n`);
     }
     for (const f of failed) out.write(`FAILED ${f.source}: monitor ${f.workflowStatus.toLowerCase()}\n`);
@@ -348,7 +350,7 @@ function againNote(again: { walled: number; failed: number }, outDir: string): s
     again.walled ? `for the ${again.walled} URL(s) a wall answered (pages, empty bodies, endless redirects, 4xx refusals), once the site lets the crawler through: \`crawl again --out ${out}\`` : '',
     again.failed ? `for the ${again.failed} URL(s) that failed or were refused: \`crawl again --failed --out ${out}\`` : '',
   ].filter(Boolean);
-  return `to ask again (a halted source's crawl finished or stopped first) ${parts.join('; ')}`;
+  return `to ask again ${parts.join('; ')}`;
 }
 
 /** Whether `run` has nothing left to wait for: every monitor has ended or halted (an operator's to decide). */

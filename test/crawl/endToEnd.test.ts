@@ -530,7 +530,7 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
     expect((await runCli(['reasons', '--top', '0', '--data-dir', dataDir], {})).stderr).toMatch(/--top.*must be a whole number from 1 to 100/);
   });
 
-  it('ends `crawl run` with a source halted behind a wall: exit 1, its URLs kept, and the last monitoring_update shows it halted; `crawl again` asks for the walled URLs once the wall is gone', async () => {
+  it('ends `crawl run` with a source halted behind a wall: exit 1, its URLs kept, and the last monitoring_update shows it halted; `crawl again` resumes it, and asks for the walled URLs once the wall is gone', async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'wall-'));
     let walled = true;
     // A cookie wall this client never passes: every image URL redirects to itself for ever.
@@ -563,24 +563,32 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
       expect(finished.every((r) => r.outcome === 'content' && r.reason === 'more than 5 redirects')).toBe(true);
       expect(run.stdout).toContain(`for the ${finished.length} URL(s) a wall answered (pages, empty bodies, endless redirects, 4xx refusals), once the site lets the crawler through: \`crawl again --out ${dataDir}\``);
 
-      // The operator ends the halted crawl, the site lets the crawler through, and the walled URLs are asked for again.
-      walled = false;
       const childEnv = { TEMPORAL_ADDRESS: env.address, CRAWL_TASK_QUEUE: taskQueue, CRAWL_LOG_LEVEL: 'warn' };
       // A worker runs once: another for the operator's steps.
       const worker2 = await createCrawlWorker({ connection: env.nativeConnection, taskQueue, deps: defaultDeps({ dataDir, allowNetworks: ['127.0.0.0/8'] }) });
+      let walledUrls = 0;
       const again = await worker2.runUntil(async () => {
+        // Asked again too soon, while the wall stands: the halted source is resumed, and halts again.
+        const tooSoon = await runCli(['again', '--out', dataDir], childEnv);
+        expect(tooSoon.code).toBe(1);
+        expect(tooSoon.stdout).toMatch(/^ {2}wall\.test: halted by an earlier run \(its first 50 answers were not images.*\); resumed$/m);
+        expect(tooSoon.stdout).toMatch(/^HALTED wall\.test: /m);
+        walledUrls = new Set(readRecords(dataDir).filter((r) => r.source === 'wall.test').map((r) => r.url)).size;
+        expect(walledUrls).toBeGreaterThanOrEqual(finished.length + 50);
+        // The operator ends the halted crawl, the site lets the crawler through, and the walled URLs are asked for again.
         expect((await runCli(['stop', 'wall.test'], childEnv)).code).toBe(0);
-        // Without --catalog: the rate the run was given is kept in the output directory.
+        walled = false;
+        // Without --catalog: the rate the run was given is kept in the store.
         return runCli(['again', '--out', dataDir], childEnv);
       });
-      expect(again.stdout).toMatch(new RegExp(`^asking again for ${finished.length} URL\\(s\\), listed in .*again-\\d{8}T\\d{6}Z\\.ndjson: wall\\.test: ${finished.length} walled$`, 'm'));
+      expect(again.stdout).toMatch(new RegExp(`^asking again for ${walledUrls} URL\\(s\\), listed in .*again-\\d{8}T\\d{6}Z\\.ndjson: wall\\.test: ${walledUrls} walled$`, 'm'));
       expect(again.stdout).toContain(`as the earlier crawls into the local directory ${path.join(dataDir, 'store')} were told (work/run-settings.json): wall.test: rate 50/s\n`);
       // The taken-up chunk's walled records are the stopped crawl's, not answers to this one: no
       // "no image yet" news, and no hint to run the command that is running its second round.
       expect(again.stdout).not.toContain('no image yet');
       expect(again.stdout).not.toContain('to ask again');
-      // The stopped crawl's unfinished chunks held them: this run finished those (the 70 kept URLs), then asked for the walled ones.
-      expect(again.stdout).toMatch(new RegExp(`^${finished.length} of them were held by an earlier crawl's unfinished chunks, which this run has finished`, 'm'));
+      // The stopped crawl's unfinished chunks held them: this run finished those (the URLs kept), then asked for the walled ones.
+      expect(again.stdout).toMatch(new RegExp(`^${walledUrls} of them were held by an earlier crawl's unfinished chunks, which this run has finished`, 'm'));
       expect(again.code).toBe(0);
       // One record per URL in metadata.ndjson, each an image now: the walled URLs asked again, and
       // the URLs the stopped crawl had kept, which a later start for the source takes up.
