@@ -1,9 +1,6 @@
 import fs from 'node:fs';
-import path from 'node:path';
 import { LocalStore, storeFromEnv, type ObjectStore } from '../pipeline/store';
-
-/** Directories of the working directory shown as likely `--data-dir`s; a crawl's own holds few. */
-const MAX_SUGGESTED = 5;
+import { crawlOutputsIn } from '../shared/crawlOutputs';
 
 /**
  * The store `export` and `reasons` read. A local store that is not there is an error: it is a
@@ -14,21 +11,7 @@ const MAX_SUGGESTED = 5;
 export function storeToRead(dataDir: string, cwd = process.cwd()): ObjectStore {
   const store = storeFromEnv(dataDir);
   if (!(store instanceof LocalStore) || fs.existsSync(store.root)) return store;
-  const here = crawlOutputsIn(cwd);
+  const here = crawlOutputsIn(cwd, 'records');
   throw new Error(`there is no ${store.description}: give --data-dir the directory \`crawl run --out\` wrote, or the one the workers use (CRAWL_DATA_DIR)` +
     (here.length ? `; here: ${here.map((d) => `--data-dir ${d}`).join(', ')}` : ''));
-}
-
-function crawlOutputsIn(cwd: string): string[] {
-  let entries: fs.Dirent[];
-  try {
-    entries = fs.readdirSync(cwd, { withFileTypes: true });
-  } catch {
-    return [];
-  }
-  return entries
-    .filter((e) => e.isDirectory() && fs.existsSync(path.join(cwd, e.name, 'store', 'records')))
-    .map((e) => e.name)
-    .sort()
-    .slice(0, MAX_SUGGESTED);
 }

@@ -1,9 +1,11 @@
+import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection } from '@temporalio/worker';
 import { encodeSearchAttributeIndexedValueType } from '@temporalio/common/lib/search-attributes';
 import { log } from '../shared/log';
 import { ALL_SEARCH_ATTRIBUTES } from './searchAttributes';
 import { envText } from '../shared/env';
+import { crawlOutputsIn } from '../shared/crawlOutputs';
 import { errorText } from '../shared/errorText';
 import { connectionSettings, DEFAULT_ADDRESS, type ConnectionSettings } from './connectionSettings';
 
@@ -25,12 +27,25 @@ export async function connectClient(address?: string): Promise<Client> {
   try {
     connection = await Connection.connect({ ...settings, connectTimeout: 5000 });
   } catch (err) {
+    const theirs = address === undefined && !envText('TEMPORAL_ADDRESS') ? endedRunsHint(process.cwd()) : '';
     throw new Error(
       `cannot reach the Temporal server at ${settings.address}: ${errorText(err)}. ` +
-        'Start one with `crawl dev-server`, or set TEMPORAL_ADDRESS (and TEMPORAL_TLS_* or TEMPORAL_API_KEY for a server that needs them).',
+        `Start one with \`crawl dev-server\`, or set TEMPORAL_ADDRESS (and TEMPORAL_TLS_* or TEMPORAL_API_KEY for a server that needs them)${theirs}.`,
     );
   }
   return new Client({ connection, namespace: DEFAULT_NAMESPACE });
+}
+
+/**
+ * `crawl run`'s own server ends with it: a command after the run finds none, and a new `crawl
+ * dev-server` over another directory would show an empty server. Names the way back to the
+ * crawls whose output is in `cwd`, or '' when there are none.
+ */
+export function endedRunsHint(cwd: string): string {
+  const runs = crawlOutputsIn(cwd, 'server');
+  if (!runs.length) return '';
+  return `; the server of \`crawl run --out ${runs[0]}\` ended with the run, and \`crawl dev-server --data-dir ${path.join(runs[0]!, 'temporal')}\` serves its crawl again` +
+    (runs.length > 1 ? ` (other runs' output here: ${runs.slice(1).join(', ')})` : '');
 }
 
 export function connectWorker(address?: string): Promise<NativeConnection> {
