@@ -19,9 +19,10 @@ export interface AgainOptions {
 
 /**
  * `crawl again`: the URLs to ask for again as a new manifest in the output directory, crawled as
- * `crawl run` crawls one; a source an earlier run left halted is resumed. A stopped crawl's unfinished chunks hold their URLs, walled ones too,
- * and the start for the source takes them up, skipping what they recorded: once this run has
- * finished them, the URLs they held are asked for in a second round.
+ * `crawl run` crawls one, under the settings the crawls into the store were given (runSettings);
+ * a source an earlier run left halted is resumed. A stopped crawl's unfinished chunks hold their
+ * URLs, walled ones too, and the start for the source takes them up, skipping what they
+ * recorded: once this run has finished them, the URLs they held are asked for in a second round.
  */
 export async function askAgain(opts: AgainOptions, out: NodeJS.WriteStream = process.stdout): Promise<Pick<RunResult, 'exitCode' | 'exitNow'>> {
   let result: RunResult | undefined;
