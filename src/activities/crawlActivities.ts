@@ -17,6 +17,7 @@ import { blockSource, isSourceBlocked } from './sourceBlocks';
 import { describeStoreError } from '../pipeline/storeError';
 import { CHUNK_UNREADABLE, STORE_RETRY_MS, STORE_UNAVAILABLE } from '../shared/storeOutage';
 import type { CrawlMetrics } from './crawlMetrics';
+import { log } from '../shared/log';
 
 /** What handling one URL produced: the outcome the monitor sees, and the record to keep. */
 export interface ProcessedUrl {
@@ -71,6 +72,13 @@ export interface UrlProcessor {
    * settled without taking a request slot. `hop`: where its redirects have got to.
    */
   decideWithoutRequest?(url: string, hop?: RedirectHop): ProcessedUrl | undefined;
+  /**
+   * Keeps finished URLs' outcomes and records that the store could not take: `process` returns
+   * them later (reused, final) without a request, should the grant be given up on.
+   */
+  keepRecords?(kept: readonly { url: string; outcome: RequestOutcome; record: Record<string, unknown> }[]): Promise<void>;
+  /** These URLs' records were stored: drops what keepRecords kept of them. */
+  recordsStored?(urls: readonly string[]): Promise<void>;
 }
 
 export interface Recorder {
@@ -293,8 +301,13 @@ export function createCrawlActivities(deps: CrawlDeps) {
       } catch (err) {
         // Retried as any failure is; when the retries fail too, the batch puts the grant's URLs
         // back without using their attempts and the monitor holds the source (STORE_UNAVAILABLE).
+        // What they finished is kept on this worker meanwhile: without it, a store out for longer
+        // than the retries cost the site a second request for each (45 of 300 in a disk-full run).
+        const kept = [...done.values()].flatMap((d) => (d.extra ? [{ url: d.outcome.url, outcome: d.outcome, record: d.extra }] : []));
+        await deps.processor.keepRecords?.(kept).catch((keepErr: unknown) => log.warn({ event: 'records-not-kept', source: input.source, error: String(keepErr) }, 'finished URLs not kept: a later grant asks for them again'));
         throw ApplicationFailure.retryable(`the store failed writing records: ${describeStoreError(err)}`, STORE_UNAVAILABLE);
       }
+      await deps.processor.recordsStored?.(records.map((r) => r.url as string)).catch(() => undefined);
     }
     beat();
     const unused = run.unused.sort((a, b) => a - b);

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { classifyStatus, statusReason } from '../politeness/classify';
 import { parseRetryAfter } from '../politeness/retryAfter';
 import type { ProcessedUrl, UrlProcessor } from '../activities/crawlActivities';
-import type { RedirectHop } from '../shared/types';
+import type { RedirectHop, RequestOutcome } from '../shared/types';
 import { analyse, type Analysis, ContentError, thumbnail } from './analyse';
 import { absorbSetCookies, cookieHeader } from './chainCookies';
 import type { PipelineConfig } from './config';
@@ -115,6 +115,22 @@ export class ImagePipeline implements UrlProcessor {
     return verdict && withoutFetching(url, verdict, this.cfg.robotsMaxTries);
   }
 
+  /**
+   * Keeps finished URLs' outcomes and records the store could not take, so that when their
+   * grant is given up on, the next grant with them records them without asking the site again.
+   */
+  async keepRecords(kept: readonly { url: string; outcome: RequestOutcome; record: Record<string, unknown> }[]): Promise<void> {
+    for (const { url, outcome, record } of kept) {
+      const { url: _u, final: _f, attempt: _a, ...rest } = outcome;
+      await this.spool.keepRecord(url, { outcome: rest, record });
+    }
+  }
+
+  /** Their records were stored: nothing kept of them is needed any more. */
+  recordsStored(urls: readonly string[]): Promise<void> {
+    return this.spool.dropRecords(urls);
+  }
+
   /** A redirect whose target's image was fetched within TARGET_TTL_MS ends with it. */
   private fromTarget(url: string, hop: RedirectHop): ProcessedUrl | undefined {
     const hit = this.targets.get(hop.url);
@@ -130,6 +146,9 @@ export class ImagePipeline implements UrlProcessor {
     const base = { url, sent: false };
     const known = ctx.hop && this.fromTarget(url, ctx.hop);
     if (known) return known;
+    // Finished before, but its record could not be stored then: recorded now, the site not asked.
+    const kept = ctx.hop ? undefined : await this.spool.takeRecord(url);
+    if (kept) return { outcome: { ...kept.outcome, url, sent: false }, record: kept.record, reused: true, final: true };
     // A redirect's next hop is a request of its own, in a slot of its own: the site sees no more
     // requests in a second than it was granted, however many hops an image takes.
     const target = ctx.hop?.url ?? this.moved.resolve(url);

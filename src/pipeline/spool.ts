@@ -2,17 +2,26 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { urlHash } from './keys';
 import type { RightsHeaders } from './rightsHeaders';
+import type { RequestOutcome } from '../shared/types';
 import { LocalStore } from './store';
+
+/** A URL's finished outcome and record, kept while the store cannot take the record. */
+export interface KeptRecord {
+  outcome: Omit<RequestOutcome, 'final' | 'attempt' | 'url'>;
+  record: Record<string, unknown>;
+}
 
 /**
  * Fetched bytes are put here when storing their thumbnail fails, so the retried activity can
- * store them without asking the site again. Spooled files are rare, so which URLs have one is
- * kept in memory (read from the directory once): the common case costs no file system call.
+ * store them without asking the site again; so are finished URLs' records when the store cannot
+ * take them (`.record.json`), so a later grant records them without asking again. Spooled files
+ * are rare, so which URLs have one is kept in memory (read from the directory once): the common
+ * case costs no file system call.
  */
 export class Spool {
-  private index?: Promise<Set<string>>;
+  private index?: Promise<{ bytes: Set<string>; records: Set<string> }>;
   /** The index once read (see mayHold). */
-  private loaded?: Set<string>;
+  private loaded?: { bytes: Set<string>; records: Set<string> };
   /** Writes as the local store does (synced, name included): the bytes are there after a power cut too. */
   private readonly files: LocalStore;
 
@@ -24,18 +33,57 @@ export class Spool {
     return path.join(this.dir, `${hash}.bin`);
   }
 
-  private hashes(): Promise<Set<string>> {
+  private read(): Promise<{ bytes: Set<string>; records: Set<string> }> {
+    const named = (names: string[], ending: string) => new Set(names.filter((n) => n.endsWith(ending)).map((n) => n.slice(0, -ending.length)));
     this.index ??= fs.readdir(this.dir).then(
-      (names) => new Set(names.filter((n) => n.endsWith('.bin')).map((n) => n.slice(0, -4))),
-      () => new Set<string>(),
-    ).then((set) => (this.loaded = set));
+      (names) => ({ bytes: named(names, '.bin'), records: named(names, RECORD) }),
+      () => ({ bytes: new Set<string>(), records: new Set<string>() }),
+    ).then((index) => (this.loaded = index));
     return this.index;
   }
 
-  /** False only when the URL certainly has no spooled bytes (the index has been read). */
+  private async hashes(): Promise<Set<string>> {
+    return (await this.read()).bytes;
+  }
+
+  /** False only when the URL certainly has no spooled bytes or record (the index has been read). */
   mayHold(url: string): boolean {
     if (!this.loaded) return true;
-    return this.loaded.size > 0 && this.loaded.has(urlHash(url));
+    const { bytes, records } = this.loaded;
+    if (bytes.size === 0 && records.size === 0) return false;
+    const hash = urlHash(url);
+    return bytes.has(hash) || records.has(hash);
+  }
+
+  /** Keeps the URL's finished outcome and record until `takeRecord` (written as the local store writes). */
+  async keepRecord(url: string, kept: KeptRecord): Promise<void> {
+    const hash = urlHash(url);
+    await this.files.put(`${hash}${RECORD}`, Buffer.from(JSON.stringify(kept)), 'application/json');
+    (await this.read()).records.add(hash);
+  }
+
+  /** The URL's kept outcome and record, removed from the spool; undefined when none is kept. */
+  async takeRecord(url: string): Promise<KeptRecord | undefined> {
+    const { records } = await this.read();
+    if (records.size === 0) return undefined;
+    const hash = urlHash(url);
+    if (!records.has(hash)) return undefined;
+    const file = path.join(this.dir, `${hash}${RECORD}`);
+    const kept = await fs.readFile(file, 'utf8').then(parseKept, () => undefined);
+    records.delete(hash);
+    await fs.rm(file, { force: true });
+    return kept;
+  }
+
+  /** Drops what is kept of these URLs: their records were written after all (by a retried attempt). */
+  async dropRecords(urls: readonly string[]): Promise<void> {
+    const { records } = await this.read();
+    if (records.size === 0) return;
+    for (const url of urls) {
+      const hash = urlHash(url);
+      if (!records.delete(hash)) continue;
+      await fs.rm(path.join(this.dir, `${hash}${RECORD}`), { force: true });
+    }
   }
 
   async get(url: string): Promise<{ body: Buffer; rights?: RightsHeaders } | undefined> {
@@ -67,6 +115,18 @@ export class Spool {
     (await this.hashes()).delete(hash);
     await fs.rm(this.file(hash), { force: true });
     await fs.rm(path.join(this.dir, `${hash}.json`), { force: true });
+  }
+}
+
+const RECORD = '.record.json';
+
+/** A kept record as written by keepRecord; a file cut short by a crash is none (the URL is asked again). */
+function parseKept(text: string): KeptRecord | undefined {
+  try {
+    const v = JSON.parse(text) as Partial<KeptRecord>;
+    return v && typeof v.outcome === 'object' && v.outcome !== null && typeof v.record === 'object' && v.record !== null ? (v as KeptRecord) : undefined;
+  } catch {
+    return undefined;
   }
 }
 
