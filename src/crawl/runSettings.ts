@@ -25,7 +25,7 @@ export const RUN_SETTINGS_KEY = 'work/run-settings.json';
  * the same sources, its networks join the earlier ones, and a ceiling it gives replaces the one kept.
  */
 export async function rememberRunSettings(store: ObjectStore, run: Partial<RunSettings>, warn: (message: string) => void): Promise<void> {
-  const kept: RunSettings = (await readRunSettings(store, warn)) ?? { catalog: new Map(), allowNetworks: [] };
+  const kept: RunSettings = (await readRunSettings(store, warn, 'replaced by this one\'s')) ?? { catalog: new Map(), allowNetworks: [] };
   const merged: RunSettings = {
     catalog: new Map([...kept.catalog, ...(run.catalog ?? [])]),
     allowNetworks: [...new Set([...kept.allowNetworks, ...(run.allowNetworks ?? [])])],
@@ -41,13 +41,13 @@ export async function rememberRunSettings(store: ObjectStore, run: Partial<RunSe
  * so and not used: asking at the default rate is the polite way to be wrong. (A store that cannot
  * be read fails the command, as it would a moment later.)
  */
-export async function readRunSettings(store: ObjectStore, warn: (message: string) => void): Promise<RunSettings | undefined> {
+export async function readRunSettings(store: ObjectStore, warn: (message: string) => void, then = 'not applied'): Promise<RunSettings | undefined> {
   const body = await store.get(RUN_SETTINGS_KEY);
   if (body === undefined) return undefined;
   try {
     return parseRunSettings(JSON.parse(body.toString('utf8')));
   } catch (err) {
-    warn(`${RUN_SETTINGS_KEY} in the ${store.description} is not what a run writes (${(err as Error).message}): the earlier runs' catalogue and --allow-network are not applied`);
+    warn(`${RUN_SETTINGS_KEY} in the ${store.description} is not what a run writes (${(err as Error).message}): the earlier runs' catalogue and --allow-network are ${then}`);
     return undefined;
   }
 }
