@@ -663,19 +663,20 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     expect(reserved).toMatchObject({ outcome: 'done', tdmReservation: true, width: 200, height: 400 });
     // Records that cannot be written fail the activity with the type the batch keeps attempts for.
     failRecords = true;
-    origin.route('/unrecorded.png', (_q, r) => { r.writeHead(200, { 'content-type': 'image/png' }); r.end(smallPng); });
-    await expect(new MockActivityEnvironment().run(a2.fetchBatch, { ...input(['/unrecorded.png', '/gone.jpg']), grantId: 3 }))
+    origin.route('/unrecorded.png', (_q, r) => { r.writeHead(200, { 'content-type': 'image/png' }); r.end(smallPng); })
+      .route('/unrecorded-gone.jpg', (_q, r) => { r.writeHead(410); r.end(); });
+    await expect(new MockActivityEnvironment().run(a2.fetchBatch, { ...input(['/unrecorded.png', '/unrecorded-gone.jpg']), grantId: 3 }))
       .rejects.toMatchObject({ type: 'StoreUnavailable', message: expect.stringMatching(/the store failed writing records: 503 SlowDown/) });
     // The batch gives the grant up and puts its URLs back; the store works again. The next grant
     // records what the failed one finished, without asking the site again.
     failRecords = false;
-    const asked = () => origin.requests.filter((r) => r.path === '/unrecorded.png' || r.path === '/gone.jpg').length;
+    const asked = () => origin.requests.filter((r) => r.path.startsWith('/unrecorded')).length;
     expect(asked()).toBe(2);
-    const recorded = (await new MockActivityEnvironment().run(a2.fetchBatch, { ...input(['/unrecorded.png', '/gone.jpg']), grantId: 4 })) as FetchBatchResult;
-    expect(recorded.outcomes.map((o) => [new URL(o.url).pathname, o.cls, o.sent, o.final])).toEqual([['/unrecorded.png', 'done', false, true], ['/gone.jpg', 'linkrot', false, true]]);
+    const recorded = (await new MockActivityEnvironment().run(a2.fetchBatch, { ...input(['/unrecorded.png', '/unrecorded-gone.jpg']), grantId: 4 })) as FetchBatchResult;
+    expect(recorded.outcomes.map((o) => [new URL(o.url).pathname, o.cls, o.sent, o.final])).toEqual([['/unrecorded.png', 'done', false, true], ['/unrecorded-gone.jpg', 'linkrot', false, true]]);
     expect(asked()).toBe(2);
     expect(readRecords(dir).find((r) => String(r.url).endsWith('/unrecorded.png'))).toMatchObject({ outcome: 'done', status: 200, width: 300, height: 200, format: 'png' });
-    expect(readRecords(dir).find((r) => String(r.url).endsWith('/gone.jpg'))).toMatchObject({ outcome: 'linkrot', reason: 'http 410' });
+    expect(readRecords(dir).find((r) => String(r.url).endsWith('/unrecorded-gone.jpg'))).toMatchObject({ outcome: 'linkrot', reason: 'http 410' });
     expect(fs.readdirSync(path.join(dir, 'spool-flaky'))).toEqual([]);
     await p2.close();
   });
