@@ -34,7 +34,15 @@ export interface DevServerOptions {
  * Beside the SQLite file: which process serves it and which process started it, so that a later
  * run over the same file finds it, and takes it over when its starter has died.
  */
-interface ServerMarker { pid: number; ownerPid: number; ip: string; port: number; uiUrl: string }
+interface ServerMarker {
+  pid: number;
+  ownerPid: number;
+  ip: string;
+  port: number;
+  uiUrl: string;
+  /** Stopped when its owner's command ends (`crawl run`, the demo), not by an operator's Ctrl-C (`crawl dev-server`). */
+  endsWithOwner?: boolean;
+}
 
 const MARKER = 'server.json';
 
@@ -203,12 +211,19 @@ export async function ensureTemporalServer(opts: DevServerOptions): Promise<Runn
   const marker = readMarker(opts.dataDir);
   if (marker && await portOpen(marker.ip, marker.port)) {
     const address = `${marker.ip}:${marker.port}`;
-    await waitForFrontend(address, undefined, 10_000);
     // Its starter died (a run killed with SIGKILL): it is ours now, to stop when we are done.
     const orphan = !alive(marker.ownerPid);
+    // Another run's: it stops the server when it ends, and this run's crawl would fail there
+    // ("14 UNAVAILABLE ... ECONNREFUSED" from a status call, its crawl cut off part-way).
+    if (!orphan && marker.endsWithOwner && marker.ownerPid !== process.pid && !opts.local) {
+      throw new Error(`another crawl (pid ${marker.ownerPid}) is running on the Temporal server of ${opts.dataDir} (${address}), which it stops when it ends: ` +
+        'wait for it to finish, or give this one another output directory (to run several at once over one output directory, start ' +
+        `\`crawl dev-server --data-dir ${opts.dataDir}\` before them and keep it running)`);
+    }
+    await waitForFrontend(address, undefined, 10_000);
     log.info({ event: 'temporal.reuse', address, pid: marker.pid, takenOver: orphan }, 'the Temporal server of this data directory is still running; using it');
     const markerFile = path.join(opts.dataDir, MARKER);
-    if (orphan) fs.writeFileSync(markerFile, JSON.stringify({ ...marker, ownerPid: process.pid } satisfies ServerMarker));
+    if (orphan) fs.writeFileSync(markerFile, JSON.stringify({ ...marker, ownerPid: process.pid, endsWithOwner: !opts.local } satisfies ServerMarker));
     if (!orphan) return { address, uiUrl: marker.uiUrl, owned: false, stop: async () => undefined };
     const release = endWithThisProcess(marker.pid);
     const watch = watchProcess(marker.pid, path.join(opts.dataDir, 'temporal-server.log'));
@@ -274,7 +289,7 @@ export async function ensureTemporalServer(opts: DevServerOptions): Promise<Runn
   if (threads) log.info({ event: 'temporal.priority', nice, threads }, 'embedded Temporal server runs below the crawler\'s CPU priority');
   const uiUrl = `http://${ip}:${uiPort}`;
   const markerFile = path.join(opts.dataDir, MARKER);
-  if (server.pid) fs.writeFileSync(markerFile, JSON.stringify({ pid: server.pid, ownerPid: process.pid, ip, port, uiUrl } satisfies ServerMarker));
+  if (server.pid) fs.writeFileSync(markerFile, JSON.stringify({ pid: server.pid, ownerPid: process.pid, ip, port, uiUrl, endsWithOwner: !opts.local } satisfies ServerMarker));
   const release = server.pid ? endWithThisProcess(server.pid) : () => undefined;
   let stopping = false;
   const logFile = path.join(opts.dataDir, 'temporal-server.log');

@@ -52,9 +52,17 @@ describe('local dev server (pinned temporal CLI) with a real worker', () => {
       // The first directory again (its process outlived a run): its server, not a second one on the same SQLite file.
       const again = await ensureTemporalServer({ dataDir: a, port: await freePort(), ifPortTaken: 'another' });
       expect(again).toMatchObject({ owned: false, address: first.address });
+      // Another process's run, still crawling: it stops the server when it ends, so a second run
+      // over the same directory is refused (before, that run failed part-way with ECONNREFUSED);
+      // `crawl dev-server` (local) uses it as before.
+      const marker = JSON.parse(fs.readFileSync(path.join(a, 'server.json'), 'utf8'));
+      expect(marker.endsWithOwner).toBe(true);
+      fs.writeFileSync(path.join(a, 'server.json'), JSON.stringify({ ...marker, ownerPid: process.ppid }));
+      await expect(ensureTemporalServer({ dataDir: a, port: await freePort(), ifPortTaken: 'another' }))
+        .rejects.toThrow(`another crawl (pid ${process.ppid}) is running on the Temporal server of ${a} (${first.address}), which it stops when it ends: wait for it to finish`);
+      expect(await ensureTemporalServer({ dataDir: a, port: await freePort(), local: true })).toMatchObject({ owned: false, address: first.address });
       // Its starter died (a run killed with SIGKILL): the next run takes the server over and stops it when done.
       const dead = spawnSync(process.execPath, ['-e', '']).pid!;
-      const marker = JSON.parse(fs.readFileSync(path.join(a, 'server.json'), 'utf8'));
       fs.writeFileSync(path.join(a, 'server.json'), JSON.stringify({ ...marker, ownerPid: dead }));
       const orphan = await ensureTemporalServer({ dataDir: a, port: await freePort(), ifPortTaken: 'another' });
       expect(orphan).toMatchObject({ owned: true, address: first.address });
