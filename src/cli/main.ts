@@ -236,7 +236,7 @@ export function buildProgram(): Command {
     .action(async (sources: string[], opts: { out: string; failed?: boolean; catalog?: string; allowNetwork: string[]; maxRate?: number }) => {
       const outDir = path.resolve(opts.out);
       const result = await askAgain({
-        outDir, store: storeToRead(outDir), kinds: new Set<AgainKind>(opts.failed ? ['walled', 'failed'] : ['walled']), sources,
+        outDir, store: storeToRead(outDir, process.cwd(), '--out'), kinds: new Set<AgainKind>(opts.failed ? ['walled', 'failed'] : ['walled']), sources,
         catalog: opts.catalog, allowNetworks: opts.allowNetwork, maxRate: maxRateSetting(opts.maxRate),
       });
       process.exitCode = result.exitCode;

@@ -14,6 +14,8 @@ describe('the store export and reasons read', () => {
     fs.mkdirSync(path.join(cwd, 'crawl-out', 'store', 'records'), { recursive: true });
     fs.mkdirSync(path.join(cwd, 'not-a-crawl', 'store'), { recursive: true });
     expect(() => storeToRead(path.join(cwd, '.crawl-data'), cwd)).toThrow(/; here: --data-dir crawl-out$/);
+    // `crawl again` names its own flag.
+    expect(() => storeToRead(path.join(cwd, '.crawl-data'), cwd, '--out')).toThrow(/: give --out the directory .*; here: --out crawl-out$/);
   });
 
   it('is the store when it is there, records or not', () => {

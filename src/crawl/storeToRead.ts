@@ -8,10 +8,10 @@ import { crawlOutputsIn } from '../shared/crawlOutputs';
  * it), which before exported 0 records with exit code 0. It names the directories here that
  * hold a crawl's records.
  */
-export function storeToRead(dataDir: string, cwd = process.cwd()): ObjectStore {
+export function storeToRead(dataDir: string, cwd = process.cwd(), flag: '--data-dir' | '--out' = '--data-dir'): ObjectStore {
   const store = storeFromEnv(dataDir);
   if (!(store instanceof LocalStore) || fs.existsSync(store.root)) return store;
   const here = crawlOutputsIn(cwd, 'records');
-  throw new Error(`there is no ${store.description}: give --data-dir the directory \`crawl run --out\` wrote, or the one the workers use (CRAWL_DATA_DIR)` +
-    (here.length ? `; here: ${here.map((d) => `--data-dir ${d}`).join(', ')}` : ''));
+  throw new Error(`there is no ${store.description}: give ${flag} the directory \`crawl run --out\` wrote, or the one the workers use (CRAWL_DATA_DIR)` +
+    (here.length ? `; here: ${here.map((d) => `${flag} ${d}`).join(', ')}` : ''));
 }
