@@ -39,7 +39,7 @@ export interface ProcessedUrl {
   robotsRetryAtMs?: number;
   /** With `robotsRetryAtMs`: which origin's robots.txt, and why it could not be read. */
   robotsError?: string;
-  /** An error outcome that is final although attempts are left (robots.txt given up on). */
+  /** An error outcome that is final although attempts are left (robots.txt given up on, a response that is not HTTP). */
   final?: boolean;
   /** With `requeue`: the request sent in the URL's slot was for its origin's robots.txt. */
   robotsTxt?: boolean;

@@ -15,7 +15,7 @@ import { type Connector, noteSlowFirst, WarmConnections } from './warmConnection
  */
 
 export type FetchFailure =
-  | 'bad-url' | 'bad-redirect' | 'refused' | 'too-many-redirects' | 'timeout' | 'too-slow' | 'too-large' | 'bad-encoding' | 'network' | 'late';
+  | 'bad-url' | 'bad-redirect' | 'refused' | 'too-many-redirects' | 'timeout' | 'too-slow' | 'too-large' | 'bad-encoding' | 'network' | 'protocol' | 'late';
 
 export interface FetchResult {
   ok: boolean;
@@ -472,10 +472,15 @@ function classifyError(err: unknown, aborted: Error | undefined): [FetchFailure,
   if (e.name === 'AbortError') return ['timeout', 'aborted'];
   // A reason is one line of a record: some messages carry a source excerpt after their first line.
   const message = (e.message ?? String(err)).split('\n', 1)[0]!.trim();
+  // A response no HTTP/1.1 client can read: the server's own doing, answered the same way when
+  // asked again (not a cut connection, which a content-length mismatch or a reset may be).
   // undici meets some malformed responses (a status line of 000) with an internal assertion.
-  if (code === 'ERR_ASSERTION') return ['network', `malformed response (${message})`.slice(0, 300)];
+  if (code === 'ERR_ASSERTION') return ['protocol', `malformed response (${message})`.slice(0, 300)];
   // undici drops the connection on any 100 Continue it did not ask for (RFC 9110 says to skip it).
-  if (code === 'UND_ERR_SOCKET' && message === 'bad response') return ['network', 'bad response: a 100 Continue that was not asked for, or an answer to no request'];
+  if (code === 'UND_ERR_SOCKET' && message === 'bad response') return ['protocol', 'bad response: a 100 Continue that was not asked for, or an answer to no request'];
+  if (err instanceof undiciErrors.HTTPParserError || e.name === 'HTTPParserError' || code?.startsWith('HPE_') || code === 'UND_ERR_HEADERS_OVERFLOW') {
+    return ['protocol', (message.includes(code ?? e.name ?? '') ? message : `${code ?? e.name}: ${message}`).slice(0, 300)];
+  }
   // Node's socket errors name their code already ("connect ECONNREFUSED 10.0.0.1:80"): once is enough.
   const label = code ?? e.name ?? 'error';
   return ['network', (message.includes(label) ? message : `${label}: ${message}`).slice(0, 300)];

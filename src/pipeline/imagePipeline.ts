@@ -206,6 +206,8 @@ export class ImagePipeline implements UrlProcessor {
       if (!res.ok) {
         if (res.failure === 'refused' || res.failure === 'bad-url') return { outcome: { ...base, ...timing, cls: 'refused', reason: res.reason } };
         if (res.failure === 'too-large' || res.failure === 'too-many-redirects' || res.failure === 'bad-redirect' || res.failure === 'bad-encoding') return { outcome: { ...base, ...timing, cls: 'content', reason: res.reason } };
+        // Asked again, a server that does not speak HTTP answers the same: one request is the site's cost, not three.
+        if (res.failure === 'protocol') return { outcome: { ...base, ...timing, cls: 'error', reason: `protocol: ${res.reason}; not asked again` }, final: true };
         if (res.failure) return { outcome: { ...base, ...timing, cls: 'error', reason: `${res.failure}: ${res.reason}` } };
         const meaning = classifyStatus(res.status!);
         const reason = statusReason(res.status!);

@@ -247,7 +247,7 @@ function unreadableReason(res: FetchResult): string {
   if (res.failure === undefined) return `robots.txt answered ${res.status}`;
   if (res.status === undefined) return `robots.txt unreachable (${why})`;
   // A status came but the body did not (dripped, cut off): not what the status means.
-  if (res.failure === 'too-slow' || res.failure === 'timeout' || res.failure === 'network') return `robots.txt answered ${res.status} but its body did not arrive (${why})`;
+  if (res.failure === 'too-slow' || res.failure === 'timeout' || res.failure === 'network' || res.failure === 'protocol') return `robots.txt answered ${res.status} but its body did not arrive (${why})`;
   return `robots.txt answered ${res.status} (${why})`;
 }
 

@@ -81,7 +81,13 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
       .route('/bad-redirect', redirect('http://[::1'))
       .route('/drip.jpg', drip)
       .route('/fail.jpg', (_q, r) => { r.writeHead(500); r.end(); })
-      .route('/busy.jpg', (_q, r) => { r.writeHead(503, { 'retry-after': '120' }); r.end(); });
+      .route('/busy.jpg', (_q, r) => { r.writeHead(503, { 'retry-after': '120' }); r.end(); })
+      // Answers no HTTP client can read, written to the socket past Node's HTTP server.
+      .route('/bad-chunk.jpg', (_q, r) => { r.socket!.end('HTTP/1.1 200 OK\r\ncontent-type: image/jpeg\r\ntransfer-encoding: chunked\r\n\r\nZZZ\r\nabc\r\n0\r\n\r\n'); })
+      .route('/not-http.jpg', (_q, r) => { r.socket!.end('HELLO THIS IS NOT HTTP\r\n\r\n'); })
+      .route('/many-headers.jpg', (_q, r) => {
+        r.socket!.end(`HTTP/1.1 200 OK\r\n${Array.from({ length: 2000 }, (_, i) => `x-h${i}: ${'a'.repeat(50)}\r\n`).join('')}content-length: 0\r\n\r\n`);
+      });
     await origin.start();
   });
   afterAll(async () => { await pipeline?.close(); await origin.stop(); });
@@ -154,7 +160,7 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
       '/hinted.png': 'done: ',
       '/processing.png': 'done: ',
       // undici refuses it (lib/dispatcher/client-h1.js): the record says what happened.
-      '/continue.png': 'error: network: bad response: a 100 Continue that was not asked for, or an answer to no request',
+      '/continue.png': 'error: protocol: bad response: a 100 Continue that was not asked for, or an answer to no request; not asked again',
       '/partial.jpg': 'content: http 206: part of the image only, though no range was asked for',
       '/no-location': 'content: http 302: a redirect without a Location header',
     });
@@ -173,6 +179,19 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     expect(by.get('/truncated.jpg')!.page).toBeUndefined();
     // Every request identified us the same way.
     expect(new Set(origin.requests.map((r) => r.userAgent))).toEqual(new Set([pipelineConfigFromEnv().userAgent]));
+  });
+
+  it('asks once for a URL whose answer is not HTTP (it would be the same again), while a 500 keeps its tries', async () => {
+    await new MockActivityEnvironment().run(acts.fetchBatch, input(['/good.png'])); // robots.txt read
+    const paths = ['/bad-chunk.jpg', '/not-http.jpg', '/many-headers.jpg', '/fail.jpg'];
+    const result = (await new MockActivityEnvironment().run(acts.fetchBatch, { ...input(paths), maxAttempts: 3 })) as FetchBatchResult;
+    const by = Object.fromEntries(result.outcomes.map((o) => [new URL(o.url).pathname, [o.cls, o.final, o.reason]]));
+    expect(by).toEqual({
+      '/bad-chunk.jpg': ['error', true, expect.stringMatching(/^protocol: .*Invalid character in chunk size.*; not asked again$/)],
+      '/not-http.jpg': ['error', true, expect.stringMatching(/^protocol: .*does not match the HTTP\/1\.1 protocol.*; not asked again$/)],
+      '/many-headers.jpg': ['error', true, expect.stringMatching(/^protocol: UND_ERR_HEADERS_OVERFLOW: .*; not asked again$/)],
+      '/fail.jpg': ['error', false, 'http 500'],
+    });
   });
 
   it('leaves the chunk\'s done-marker after the records when the batch\'s last URLs all end, and not when one is to be tried again', async () => {

@@ -52,7 +52,7 @@ describe('Fetcher total timeout, cancellation and malformed responses (real undi
 
   it('calls a status line of 000 a malformed response, in one line', async () => {
     const res = await fetcher.fetch(origin.url('/status-000.jpg'));
-    expect(res).toMatchObject({ ok: false, failure: 'network' });
+    expect(res).toMatchObject({ ok: false, failure: 'protocol' });
     expect(res.reason).toMatch(/^malformed response \(/);
     expect(res.reason).not.toContain('\n');
   });
