@@ -67,7 +67,10 @@ export async function askAgain(opts: AgainOptions, out: NodeJS.WriteStream = pro
 
 /** The kept settings this run applies, in words, or undefined when it applies none. */
 function keptTerms(kept: { allowNetworks: string[]; maxRate?: number; maxRetryAfterMs?: number }, asked: Catalog, catalogGiven: boolean, maxRateGiven: boolean): string | undefined {
-  const rates = catalogGiven ? [] : [...asked].map(([name, c]) => `${name}: ${[c.rate !== undefined ? `rate ${c.rate}/s` : '', c.burst !== undefined ? `burst ${c.burst}` : '', c.imageCount !== undefined ? `${c.imageCount} images` : ''].filter(Boolean).join(', ')}`);
+  const rates = catalogGiven ? [] : [...asked].flatMap(([name, c]) => {
+    const said = [c.rate !== undefined ? `rate ${c.rate}/s` : '', c.burst !== undefined ? `burst ${c.burst}` : '', c.imageCount !== undefined ? `${c.imageCount} images` : ''].filter(Boolean);
+    return said.length ? [`${name}: ${said.join(', ')}`] : [];
+  });
   return [
     ...rates,
     ...kept.allowNetworks.map((n) => `--allow-network ${n}`),
