@@ -21,6 +21,9 @@ import { describeStoreError } from './storeError';
 /** Retry-After is read up to a day (the most --max-retry-after allows); the fetch activity and the monitor cap it. */
 const MAX_RETRY_AFTER_MS = 24 * 3_600_000;
 
+/** How long the outcome and record of a URL whose record the store could not take are kept to be recorded without a request. */
+const KEPT_RECORD_MAX_AGE_MS = 24 * 60 * 60_000;
+
 /**
  * One URL through the whole pipeline: validate, robots.txt, fetch, analyse, thumbnail, store.
  * Every problem of the URL or the site becomes an outcome. When the store cannot take the
@@ -147,8 +150,12 @@ export class ImagePipeline implements UrlProcessor {
     const known = ctx.hop && this.fromTarget(url, ctx.hop);
     if (known) return known;
     // Finished before, but its record could not be stored then: recorded now, the site not asked.
+    // Not one kept for longer than a store outage lasts: another worker has recorded that URL
+    // since, and this is a later manifest asking for it afresh.
     const kept = ctx.hop ? undefined : await this.spool.takeRecord(url);
-    if (kept) return { outcome: { ...kept.outcome, url, sent: false }, record: kept.record, reused: true, final: true };
+    if (kept && Date.now() - (kept.outcome.atMs ?? 0) < KEPT_RECORD_MAX_AGE_MS) {
+      return { outcome: { ...kept.outcome, url, sent: false }, record: kept.record, reused: true, final: true };
+    }
     // A redirect's next hop is a request of its own, in a slot of its own: the site sees no more
     // requests in a second than it was granted, however many hops an image takes.
     const target = ctx.hop?.url ?? this.moved.resolve(url);

@@ -697,6 +697,12 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     expect(readRecords(dir).find((r) => String(r.url).endsWith('/unrecorded.png'))).toMatchObject({ outcome: 'done', status: 200, width: 300, height: 200, format: 'png' });
     expect(readRecords(dir).find((r) => String(r.url).endsWith('/unrecorded-gone.jpg'))).toMatchObject({ outcome: 'linkrot', reason: 'http 410' });
     expect(fs.readdirSync(path.join(dir, 'spool-flaky'))).toEqual([]);
+    // One kept for longer than an outage lasts is a later manifest's URL, asked afresh.
+    await spool.keepRecord(origin.url('/unrecorded-gone.jpg'), { outcome: { cls: 'linkrot', sent: true, status: 410, atMs: Date.now() - 2 * 86_400_000 }, record: {} });
+    const stale = (await new MockActivityEnvironment().run(a2.fetchBatch, { ...input(['/unrecorded-gone.jpg']), grantId: 5 })) as FetchBatchResult;
+    expect(stale.outcomes.map((o) => [o.cls, o.sent])).toEqual([['linkrot', true]]);
+    expect(asked()).toBe(3);
+    expect(fs.readdirSync(path.join(dir, 'spool-flaky'))).toEqual([]);
     await p2.close();
   });
 
