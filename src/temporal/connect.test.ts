@@ -17,10 +17,10 @@ describe('reaching no server after a crawl run', () => {
     serverOf('crawl-out');
     // A store without a server of its own (a crawl started against another server) is no such crawl.
     fs.mkdirSync(path.join(cwd, 'workers-data', 'store', 'records'), { recursive: true });
-    expect(endedRunsHint(cwd)).toBe('; the server of `crawl run --out crawl-out` ended with the run, and `crawl dev-server --data-dir crawl-out/temporal` serves its crawl again');
+    expect(endedRunsHint(cwd)).toBe('; the embedded server of the crawl in crawl-out (`crawl run --out`, the demo) ended with it, and `crawl dev-server --data-dir crawl-out/temporal` serves that crawl again');
     // The latest run first (the one most likely meant), whatever the names.
     serverOf('b-out');
     fs.utimesSync(path.join(cwd, 'b-out', 'temporal', 'temporal.sqlite'), new Date('2026-01-01'), new Date('2026-01-01'));
-    expect(endedRunsHint(cwd)).toMatch(/`crawl run --out crawl-out` .* --data-dir crawl-out\/temporal` serves its crawl again \(other runs' output here: b-out\)$/);
+    expect(endedRunsHint(cwd)).toMatch(/the crawl in crawl-out .* --data-dir crawl-out\/temporal` serves that crawl again \(other crawls' output here: b-out\)$/);
   });
 });

@@ -44,8 +44,8 @@ export async function connectClient(address?: string): Promise<Client> {
 export function endedRunsHint(cwd: string): string {
   const runs = crawlOutputsIn(cwd, 'server');
   if (!runs.length) return '';
-  return `; the server of \`crawl run --out ${runs[0]}\` ended with the run, and \`crawl dev-server --data-dir ${path.join(runs[0]!, 'temporal')}\` serves its crawl again` +
-    (runs.length > 1 ? ` (other runs' output here: ${runs.slice(1).join(', ')})` : '');
+  return `; the embedded server of the crawl in ${runs[0]} (\`crawl run --out\`, the demo) ended with it, and \`crawl dev-server --data-dir ${path.join(runs[0]!, 'temporal')}\` serves that crawl again` +
+    (runs.length > 1 ? ` (other crawls' output here: ${runs.slice(1).join(', ')})` : '');
 }
 
 export function connectWorker(address?: string): Promise<NativeConnection> {
