@@ -5,6 +5,7 @@ import { type AgainKind, writeAgainManifest } from './askAgain';
 import { type Catalog, readCatalog } from './catalog';
 import { runCrawl, type RunResult } from './run';
 import { shellWord } from './status';
+import { envText } from '../shared/env';
 import { readRunSettings, RUN_SETTINGS_KEY } from './runSettings';
 
 export interface AgainOptions {
@@ -73,7 +74,8 @@ function keptTerms(kept: { allowNetworks: string[]; maxRate?: number; maxRetryAf
   });
   return [
     ...rates,
-    ...kept.allowNetworks.map((n) => `--allow-network ${n}`),
+    // With TEMPORAL_ADDRESS the workers are the operator's, and open what their own flags say.
+    ...(envText('TEMPORAL_ADDRESS') ? [] : kept.allowNetworks.map((n) => `--allow-network ${n}`)),
     !maxRateGiven && kept.maxRate !== undefined ? `--max-rate ${kept.maxRate}` : '',
     kept.maxRetryAfterMs !== undefined ? `--max-retry-after ${kept.maxRetryAfterMs / 1000}` : '',
   ].filter(Boolean).join('; ') || undefined;
