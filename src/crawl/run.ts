@@ -45,7 +45,7 @@ export interface RunOptions {
    * Whether the summary ends with the `crawl again` commands for what a wall answered or what
    * failed (default true). Not in the demo, whose sites are gone once it ends; `unless-held`:
    * not when other crawls' chunks held URLs of the manifest, which `crawl again` then asks for
-   * in a round of its own.
+   * in a round of its own (nor, then, the reasons URLs are not done yet).
    */
   againHint?: boolean | 'unless-held';
   /** On the embedded default, what to do about a source left halted, when not this command with --resume-halted or --stop-halted. */
@@ -212,10 +212,12 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
     const failures = new FailureTally();
     const exported = await exportRecordsToFile(store, metadataFile, [], { inspect: (text) => failures.addText(text) });
     out.write(`metadata: ${metadataFile} (${exported.records} records${supersededNote(exported)}); thumbnails under thumbnails/ in the ${store.description}\n`);
-    const why = failures.lines();
-    if (why.length) out.write(`not done, by reason (commonest first; every URL's record is in ${path.basename(metadataFile)}):\n${why.map((l) => `  ${l}\n`).join('')}`);
     const hint = opts.againHint ?? true;
-    const again = hint === false || (hint === 'unless-held' && summary.queuedElsewhere > 0) ? undefined : againNote(failures.again, opts.outDir);
+    // `crawl again`'s first round, with a second to follow: what is not done yet is its business.
+    const interim = hint === 'unless-held' && summary.queuedElsewhere > 0;
+    const why = interim ? [] : failures.lines();
+    if (why.length) out.write(`not done, by reason (commonest first; every URL's record is in ${path.basename(metadataFile)}):\n${why.map((l) => `  ${l}\n`).join('')}`);
+    const again = hint === false || interim ? undefined : againNote(failures.again, opts.outDir);
     if (again) out.write(`${again}\n`);
     const halted = statuses.filter((s) => s.stats?.state === 'halted' && s.workflowStatus === 'RUNNING');
     const failed = statuses.filter((s) => !['RUNNING', 'COMPLETED'].includes(s.workflowStatus));

@@ -587,6 +587,7 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
       // "no image yet" news, and no hint to run the command that is running its second round.
       expect(again.stdout).not.toContain('no image yet');
       expect(again.stdout).not.toContain('to ask again');
+      expect(again.stdout).not.toContain('not done, by reason');
       // The stopped crawl's unfinished chunks held them: this run finished those (the URLs kept), then asked for the walled ones.
       expect(again.stdout).toMatch(new RegExp(`^${walledUrls} of them were held by an earlier crawl's unfinished chunks, which this run has finished`, 'm'));
       expect(again.code).toBe(0);
