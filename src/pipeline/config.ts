@@ -28,7 +28,8 @@ export interface PipelineConfig {
   /**
    * After this many unreadable reads in a row, each after waiting out robotsRetryMs, the URLs
    * waiting for it end as errors: with the defaults (3, 5 min) a site whose robots.txt answers
-   * 503 for a minute loses nothing, and a dead host ends with error records after ~10 minutes.
+   * 503 for a minute loses nothing, and a dead host ends with error records after ~10 minutes
+   * (a host with no DNS record after ~1 minute: robots.ts, NO_SUCH_HOST_RETRY_MS).
    */
   robotsMaxTries: number;
   /**

@@ -48,6 +48,13 @@ const ROBOTS_MAX_BYTES = 512 * 1024; // RFC 9309: parse at least 500 KiB
 export const ROBOTS_MAX_ORIGINS = 10_000;
 /** The longest Retry-After of an unreadable robots.txt honoured before it is asked again (the default cap of image requests'). */
 const MAX_ROBOTS_RETRY_AFTER_MS = 15 * 60_000;
+/**
+ * How soon a host that DNS says does not exist is asked again (at most robotsRetryMs): with the
+ * default three tries its URLs end after about a minute instead of ten. The tries still ride out
+ * a resolver's brief mistake; a name that is gone for longer needs an operator (`crawl again
+ * --failed`), not a longer wait.
+ */
+export const NO_SUCH_HOST_RETRY_MS = 30_000;
 /** RFC 9309: follow at least five consecutive redirects; past that, robots.txt is unavailable. */
 const ROBOTS_MAX_REDIRECTS = 5;
 
@@ -227,17 +234,28 @@ export class RobotsCache {
     const reason = unreadableReason(res);
     const failures = (this.failures.get(origin) ?? 0) + 1;
     setBounded(this.failures, origin, failures, this.maxOrigins);
+    // A host without a DNS record has no server that asking again could burden: its URLs (a
+    // manifest's typo, a domain gone) should not wait out the interval meant for a site in trouble.
+    const retryMs = noSuchHost(res) ? Math.min(this.cfg.robotsRetryMs, NO_SUCH_HOST_RETRY_MS) : this.cfg.robotsRetryMs;
     // A site that answered 429 or 503 with a Retry-After longer than our interval gets that long.
     const askedMs = res.status === 429 || res.status === 503 ? parseRetryAfter(res.retryAfter, now, MAX_ROBOTS_RETRY_AFTER_MS) : undefined;
-    const retryAtMs = now + Math.max(this.cfg.robotsRetryMs, askedMs ?? 0);
+    const retryAtMs = now + Math.max(retryMs, askedMs ?? 0);
     const giveUp = failures >= this.cfg.robotsMaxTries;
-    const told = giveUp ? `${reason}; gave up after ${failures === 1 ? '1 try' : `${failures} tries at least ${interval(this.cfg.robotsRetryMs)} apart`}` : reason;
+    const told = giveUp ? `${reason}; gave up after ${failures === 1 ? '1 try' : `${failures} tries at least ${interval(retryMs)} apart`}` : reason;
     // Once per read: the monitor shows it only while the host holds its whole source (a source
     // spanning several hosts goes on with the others meanwhile).
     log.warn({ event: 'robots-unavailable', origin, reason, try: failures, of: this.cfg.robotsMaxTries, ...(giveUp ? {} : { askedAgainAt: new Date(retryAtMs).toISOString() }) },
       giveUp ? 'robots.txt unreadable again: its URLs fail' : 'robots.txt unreadable: its URLs wait until it is asked again');
     return { expiresAt: retryAtMs, check: () => ({ kind: 'unavailable', reason: told, retryAtMs, giveUp, tries: failures }) };
   }
+}
+
+/**
+ * The resolver's answer that the name does not exist (NXDOMAIN, or no address records). Not
+ * EAI_AGAIN, which is the resolver failing: that one waits the full interval like any outage.
+ */
+function noSuchHost(res: FetchResult): boolean {
+  return res.status === undefined && res.failure === 'network' && /\bENOTFOUND\b/.test(res.reason ?? '');
 }
 
 /** Why robots.txt could not be read, for the records of the URLs that wait for it. */

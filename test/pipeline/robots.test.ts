@@ -1,3 +1,4 @@
+import dns from 'node:dns';
 import type http from 'node:http';
 import { gzipSync } from 'node:zlib';
 import { pipelineConfigFromEnv } from '../../src/pipeline/config';
@@ -159,6 +160,36 @@ describe('robots.txt (RFC 9309) per origin', () => {
       expect(await check()).toMatchObject({ kind: 'unavailable', reason: 'robots.txt answered 500', giveUp: false, tries: 1 });
     } finally {
       await o.stop();
+    }
+  });
+
+  it('asks a host that DNS says does not exist again after 30 s instead of the full interval, and gives up after as many tries', async () => {
+    // The resolver's answers are made here: no test may depend on what the machine's DNS says.
+    let code = 'ENOTFOUND';
+    const lookup = jest.spyOn(dns, 'lookup').mockImplementation(((host: string, _o: unknown, cb: (e: Error) => void) => {
+      cb(Object.assign(new Error(`getaddrinfo ${code} ${host}`), { code, hostname: host }));
+    }) as unknown as typeof dns.lookup);
+    let now = 1_000_000;
+    try {
+      const cache = new RobotsCache(fetcher, cfg, () => now);
+      const url = new URL('http://images.no-such-host.test/a.jpg');
+      const check = async () => (await cache.check(url)).verdict;
+      expect(await check()).toEqual({ kind: 'unavailable', reason: 'robots.txt unreachable (getaddrinfo ENOTFOUND images.no-such-host.test)', retryAtMs: now + 30_000, giveUp: false, tries: 1 });
+      now += 30_000;
+      expect(await check()).toMatchObject({ giveUp: false, tries: 2, retryAtMs: now + 30_000 });
+      now += 30_000;
+      expect(await check()).toMatchObject({ reason: 'robots.txt unreachable (getaddrinfo ENOTFOUND images.no-such-host.test); gave up after 3 tries at least 30 s apart', giveUp: true, tries: 3 });
+      expect(lookup.mock.calls.filter(([h]) => h === 'images.no-such-host.test')).toHaveLength(3);
+      // The resolver failing is an outage like any other: the full interval.
+      code = 'EAI_AGAIN';
+      const other = new URL('http://cdn.no-such-host.test/a.jpg');
+      expect((await cache.check(other)).verdict).toMatchObject({ kind: 'unavailable', retryAtMs: now + cfg.robotsRetryMs, tries: 1 });
+      // A shorter configured interval is not lengthened.
+      code = 'ENOTFOUND';
+      const quick = new RobotsCache(fetcher, { ...cfg, robotsRetryMs: 10_000 }, () => now);
+      expect((await quick.check(url)).verdict).toMatchObject({ retryAtMs: now + 10_000, tries: 1 });
+    } finally {
+      lookup.mockRestore();
     }
   });
 
