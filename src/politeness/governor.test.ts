@@ -324,3 +324,40 @@ describe('Governor: pages where images were asked for', () => {
     expect(g.state.counts.content).toBe(101);
   });
 });
+
+describe('Governor and a site whose TTFB rises', () => {
+  const report = (grantId: number, ttfbs: number[]) => ({
+    batchId: 'b', grantId, unused: 0,
+    outcomes: ttfbs.map((ttfbMs) => ({ url: '', cls: 'done' as const, status: 200, ttfbMs, sent: true, final: true, attempt: 1 })),
+  });
+  /** Reports of 50 samples every 10 s (5 req/s), TTFB by request number; the rate after each. */
+  const crawl = (g: Governor, ttfbOf: (n: number) => number, reports: number, t0 = T0, latencyBySample = false) => {
+    const rates: number[] = [];
+    for (let r = 0; r < reports; r++) {
+      g.applyReport(report(r + 1, Array.from({ length: 50 }, (_, i) => ttfbOf(r * 50 + i))), t0 + r * 10_000, { latencyBySample });
+      g.tick(t0 + r * 10_000 + 1); // the monitor's, before it plans the next window (the additive ramp)
+      rates.push(g.rate);
+    }
+    return rates;
+  };
+
+  it('slows down while the TTFB climbs as the crawl goes on; the old per-sample baseline did not', () => {
+    const climbing = (n: number) => Math.min(3_000, 70 + 25 * n);
+    const g = Governor.create('queueing.example', { rate: 5 }, T0);
+    const rates = crawl(g, climbing, 3);
+    expect(rates[0]).toBeCloseTo(3.75, 2);
+    expect(rates[2]).toBeLessThan(2.5);
+    const old = Governor.create('queueing.example', { rate: 5 }, T0);
+    expect(crawl(old, climbing, 3, T0, true)).toEqual([5, 5, 5]);
+  });
+
+  it('is back at its target within minutes after the TTFB stepped up for good; the old baseline kept it down', () => {
+    // A minute at 100 ms, then 400 ms for 15 minutes.
+    const stepped = (n: number) => (n < 300 ? 100 : 400);
+    const rates = crawl(Governor.create('slower.example', { rate: 5 }, T0), stepped, 6 + 90).slice(6);
+    expect(Math.min(...rates)).toBeLessThan(2.5);
+    expect(rates.slice(-10)).toEqual(Array(10).fill(5));
+    const old = crawl(Governor.create('slower.example', { rate: 5 }, T0), stepped, 6 + 90, T0, true).slice(6);
+    expect(old.slice(-30).every((r) => r < 2.5)).toBe(true);
+  });
+});

@@ -2,7 +2,7 @@ import type { OutcomeClass, OutcomeReport, SourceConfig } from '../shared/types'
 import { DEFAULT_ADAPTIVE, holdUntil, isHeld, newAdaptiveState, onLatencyElevated, onThrottle, ramp, reduceTo, type AdaptiveConfig, type AdaptiveState } from './adaptiveRate';
 import { clearWindow, DEFAULT_BREAKER, newBreakerState, recordSample, shouldCoolDown, shouldHalt, windowCounts, type BreakerConfig, type BreakerState } from './breaker';
 import { healthSample, isThrottle } from './classify';
-import { DEFAULT_LATENCY, latencyElevated, newLatencyState, recordTtfb, resetRecent, type LatencyConfig, type LatencyState } from './latency';
+import { DEFAULT_LATENCY, latencyElevated, learnBaseline, newLatencyState, recordTtfb, resetRecent, type LatencyConfig, type LatencyState } from './latency';
 import { grantLeadMs, learnDispatch } from './grantLead';
 import { newPacerState, FIRST_WINDOW_MS, planWindow, windowLengthMs, type PacerState, type PlannedGrant, type Want } from './pacing';
 import { PAGES_FOR_HALT, pagesHaltReason, pagesSinceImage } from './pageRun';
@@ -141,8 +141,11 @@ export class Governor {
     return this.state.adaptive.rate;
   }
 
-  /** Feeds one batch report into the breaker, latency watch and adaptive rate. */
-  applyReport(report: OutcomeReport, nowMs: number): PolicyEvent[] {
+  /**
+   * Feeds one batch report into the breaker, latency watch and adaptive rate. `latencyBySample`:
+   * the latency baseline's old rule (latency.ts), for a monitor whose history was made with it.
+   */
+  applyReport(report: OutcomeReport, nowMs: number, { latencyBySample = false }: { latencyBySample?: boolean } = {}): PolicyEvent[] {
     const s = this.state;
     const events: PolicyEvent[] = [];
     let throttled = false;
@@ -183,7 +186,7 @@ export class Governor {
       const sample = healthSample(o.cls, o.sent);
       if (sample !== 'none') recordSample(s.breaker, nowMs, sample === 'error', this.cfg.breaker);
       if (sample === 'error') lastFailure = o.reason;
-      if (o.ttfbMs !== undefined && o.cls !== 'error') recordTtfb(s.latency, o.ttfbMs, this.cfg.latency);
+      if (o.ttfbMs !== undefined && o.cls !== 'error') recordTtfb(s.latency, o.ttfbMs, this.cfg.latency, latencyBySample);
       if (isThrottle(o.status)) {
         throttled = true;
         if (o.atMs !== undefined) throttledAt = Math.max(throttledAt, o.atMs);
@@ -193,9 +196,15 @@ export class Governor {
     if (throttled || report.retryAfterMs !== undefined) {
       onThrottle(s.adaptive, s.target, throttledAt, retryAfterMs, this.cfg.adaptive);
       events.push({ event: 'throttled', detail: `rate ${fmt(s.adaptive.rate)}/s, hold ${Math.round((s.adaptive.holdUntilMs - nowMs) / 1000)} s` });
-    } else if (latencyElevated(s.latency, this.cfg.latency) && onLatencyElevated(s.adaptive, s.target, nowMs, this.cfg.adaptive)) {
+    }
+    // Judged against the baseline before it learns from these samples; learnt from before a
+    // slowdown clears them, so a site that stays slower is learnt all the same.
+    const elevated = !throttled && report.retryAfterMs === undefined && latencyElevated(s.latency, this.cfg.latency);
+    const baselineBefore = s.latency.baselineMs;
+    if (!latencyBySample) learnBaseline(s.latency, nowMs, this.cfg.latency);
+    if (elevated && onLatencyElevated(s.adaptive, s.target, nowMs, this.cfg.adaptive)) {
       resetRecent(s.latency);
-      events.push({ event: 'latency-slowdown', detail: `median ttfb above ${this.cfg.latency.factor}x baseline ${Math.round(s.latency.baselineMs ?? 0)} ms; rate ${fmt(s.adaptive.rate)}/s` });
+      events.push({ event: 'latency-slowdown', detail: `median ttfb above ${this.cfg.latency.factor}x baseline ${Math.round(baselineBefore ?? 0)} ms; rate ${fmt(s.adaptive.rate)}/s` });
     }
     if (s.mode === 'running' || s.mode === 'cooling') {
       if (shouldHalt(s.breaker, this.cfg.breaker)) {

@@ -2,12 +2,21 @@
  * Latency watch: a slow-moving baseline of time to first byte and a short window of recent
  * samples. When the recent median rises well above the baseline the source is struggling, and
  * we slow down before it starts returning errors.
+ *
+ * The baseline moves by time, not by sample (learnBaseline): it goes halfway towards the recent
+ * median in `baselineHalfLifeMs`, whatever the rate. It used to move 5% towards every sample
+ * below twice itself, which at 5 req/s is a time constant of 4 s: a site whose TTFB climbed from
+ * 70 ms to 3 s over 150 requests as we crawled it (a queue building up, the overload this watch
+ * is for) dragged the baseline along and was never slowed for; and one whose TTFB stepped up and
+ * stayed there was never learnt again, its rate held down for as long as the crawl lasted.
  */
 
 export interface LatencyState {
   baselineMs: number | null;
   baselineSamples: number;
   recent: number[];
+  /** When learnBaseline last ran (the monitor's clock, epoch ms); unset before its first report. */
+  learntAtMs?: number;
 }
 
 export interface LatencyConfig {
@@ -17,10 +26,13 @@ export interface LatencyConfig {
   factor: number;
   /** ...and only when it is also this many ms above it (tiny latencies are noisy). */
   minExcessMs: number;
+  /** Per-sample weight of the baseline's old rule (monitors from before learnBaseline replay with it). */
   baselineAlpha: number;
+  /** The baseline covers half the distance to the recent median in this long. */
+  baselineHalfLifeMs: number;
 }
 
-export const DEFAULT_LATENCY: LatencyConfig = { recentSize: 21, minSamples: 10, factor: 2, minExcessMs: 50, baselineAlpha: 0.05 };
+export const DEFAULT_LATENCY: LatencyConfig = { recentSize: 21, minSamples: 10, factor: 2, minExcessMs: 50, baselineAlpha: 0.05, baselineHalfLifeMs: 5 * 60_000 };
 
 export function newLatencyState(): LatencyState {
   return { baselineMs: null, baselineSamples: 0, recent: [] };
@@ -32,7 +44,8 @@ export function median(values: readonly number[]): number {
   return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
-export function recordTtfb(state: LatencyState, ttfbMs: number, cfg: LatencyConfig = DEFAULT_LATENCY): void {
+/** `bySample`: the old rule, for monitors whose history was made with it; else the baseline learns in learnBaseline. */
+export function recordTtfb(state: LatencyState, ttfbMs: number, cfg: LatencyConfig = DEFAULT_LATENCY, bySample = false): void {
   state.recent.push(ttfbMs);
   if (state.recent.length > cfg.recentSize) state.recent.shift();
   if (state.baselineMs === null || state.baselineSamples < cfg.minSamples) {
@@ -42,6 +55,7 @@ export function recordTtfb(state: LatencyState, ttfbMs: number, cfg: LatencyConf
     state.baselineSamples = n + 1;
     return;
   }
+  if (!bySample) return;
   // The baseline learns only from normal samples so that a slow period cannot raise it.
   if (ttfbMs <= cfg.factor * state.baselineMs) {
     state.baselineMs += cfg.baselineAlpha * (ttfbMs - state.baselineMs);
@@ -58,4 +72,28 @@ export function latencyElevated(state: LatencyState, cfg: LatencyConfig = DEFAUL
 /** After acting on elevated latency, start a fresh recent window so one episode acts once. */
 export function resetRecent(state: LatencyState): void {
   state.recent = [];
+}
+
+/**
+ * A report's share of the baseline's learning counts at most this much time: a source paused or
+ * held for an hour has learnt nothing meanwhile, and its first samples after it must not become
+ * its baseline at once. Reports come once per window (10-60 s).
+ */
+const MAX_LEARN_STEP_MS = 60_000;
+
+/**
+ * Moves a trusted baseline towards the recent median by the time since it last did: slowly
+ * enough that a rise within minutes stands out against it, and all the way in the end, so that a
+ * site that has become slower for good is crawled at its new normal (after its slowdowns, the rate
+ * ramps back) rather than held down for the rest of the crawl. Once per report: after
+ * latencyElevated has judged its samples, before a slowdown clears them (resetRecent).
+ */
+export function learnBaseline(state: LatencyState, nowMs: number, cfg: LatencyConfig = DEFAULT_LATENCY): void {
+  if (state.learntAtMs === undefined) state.learntAtMs = nowMs;
+  // Too few samples since a slowdown cleared them: the time counts (up to the cap) at the next report.
+  if (state.baselineMs === null || state.baselineSamples < cfg.minSamples || state.recent.length < cfg.minSamples) return;
+  const elapsed = Math.min(MAX_LEARN_STEP_MS, Math.max(0, nowMs - state.learntAtMs));
+  state.learntAtMs = nowMs;
+  const share = 1 - 0.5 ** (elapsed / cfg.baselineHalfLifeMs);
+  state.baselineMs += share * (median(state.recent) - state.baselineMs);
 }

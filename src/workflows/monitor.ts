@@ -127,7 +127,8 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
     // A monitor that met pages before it knew them did not halt for them: its history replays so.
     if (report.outcomes.some((o) => o.page) && !patched('halt-on-pages')) report = { ...report, outcomes: report.outcomes.map(({ page: _page, ...o }) => o) };
     if (report.dispatchMs !== undefined && patched('adaptive-grant-lead')) m.governor.noteDispatch(report.dispatchMs);
-    announce(m.onReport(report, Date.now()));
+    // A history made when the latency baseline learnt per sample replays with that rule.
+    announce(m.onReport(report, Date.now(), { latencyBySample: !patched('latency-baseline-by-time') }));
     // After the report: a rate it lowered (429, Crawl-delay) spaces the next window by its slower slots.
     if (report.windowTail && patched('reclaim-window-tail') && m.governor.reclaimWindowTail(report.windowTail.endMs, report.windowTail.lastSendMs)) wake();
     // Patched as the batch's side is: a monitor that met such a report before it knew `finished`

@@ -342,7 +342,8 @@ export class MonitorModel {
     b.unseen = b.unseen.filter(([seq]) => seq > req.grantsSeen);
   }
 
-  onReport(report: OutcomeReport, nowMs: number): PolicyEvent[] {
+  /** `policy`: Governor.applyReport's options (what the monitor's patches leave in effect). */
+  onReport(report: OutcomeReport, nowMs: number, policy: { latencyBySample?: boolean } = {}): PolicyEvent[] {
     this.state.unusedSlots += report.unused;
     if (report.missedSlots !== undefined) {
       this.state.missedSlots += report.missedSlots;
@@ -359,7 +360,7 @@ export class MonitorModel {
     }
     // The latest grant's share, so a site that stops ruling URLs out (a new chunk on another path) stops the extra ones.
     if (report.decided && report.decided.items > 0) this.state.decidedShare = report.decided.decided / report.decided.items;
-    return this.governor.applyReport(report, nowMs);
+    return this.governor.applyReport(report, nowMs, policy);
   }
 
   onBatchFinished(done: BatchFinished): void {

@@ -147,7 +147,7 @@ describe('crawl monitor (time-skipping server)', () => {
     };
     // Started without a level (by hand, or by code from before levels): patched() as before.
     const unlevelled = await crawl();
-    expect(patchEvents(unlevelled.monitor)).toBe(14); // 7 patches: a marker and an upsert each
+    expect(patchEvents(unlevelled.monitor)).toBe(16); // 8 patches: a marker and an upsert each
     // Its batch is a new workflow, started by this code at this code's level.
     expect(patchEvents(unlevelled.batch)).toBe(0);
     const levelled = await crawl(PATCH_LEVEL);
@@ -309,7 +309,7 @@ describe('crawl monitor (time-skipping server)', () => {
     const unlevelled = await crawl('own-unlevelled.test');
     expect(unlevelled.stats.counts).toMatchObject({ done: 2, linkrot: 1 });
     expect(eventsOf(unlevelled.history, 'startChildWorkflowExecutionInitiatedEventAttributes')).toHaveLength(0);
-    expect(patchEvents(unlevelled.history)).toBe(8);
+    expect(patchEvents(unlevelled.history)).toBe(9);
   });
 
   it('writes its final search attributes once: not again when the loop has just written the same values', async () => {
@@ -365,6 +365,21 @@ describe('crawl monitor (time-skipping server)', () => {
     const history = (file: string) => temporal.api.history.v1.History.decode(fs.readFileSync(path.join(__dirname, 'histories', file)));
     await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, history('patch-markers.session26.bin'), 'crawl-monitor:patch-markers.test');
     await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, history('batch-of-patch-markers.session26.bin'), 'crawl-monitor:patch-markers.test/batch:c0');
+  });
+
+  it('slows a source down while its TTFB climbs as the crawl goes on (a queue building up at the site)', async () => {
+    const { taskQueue, workflowId } = ids('queueing.test');
+    let requests = 0;
+    // 70 ms, then 25 ms more with every request, up to 3 s: the site does not refuse anything.
+    const { grants, acts } = scriptedActivities(() => ({ cls: 'done', status: 200, ttfbMs: Math.min(3_000, 70 + 25 * requests++) }));
+    const worker = await monitorWorker(env, taskQueue, acts);
+    const stats = await worker.runUntil(env.client.workflow.execute(crawlMonitorWorkflow, {
+      taskQueue, workflowId, args: [{ source: 'queueing.test', config: { rate: 5 }, work: chunksOf('queueing.test', 300, 300) }],
+    }));
+    expect(stats.counts.done).toBe(300);
+    expect(stats.alerts.some((a) => /latency-slowdown/.test(a))).toBe(true);
+    // Later windows' slots are at least twice as far apart as the first's (5/s less the pacing margin).
+    expect(Math.max(...grants.map((g) => g.intervalMs))).toBeGreaterThan(2 * grants[0]!.intervalMs);
   });
 
   it('keeps granting at 9% errors', async () => {
