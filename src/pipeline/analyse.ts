@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import sharp from 'sharp';
 import { estimateJpegQuality } from './jpegQuality';
-import { jpegDecodeWork, maxBlockPasses } from './jpegStructure';
+import { jpegComplete, jpegDecodeWork, maxBlockPasses } from './jpegStructure';
 import { readExifRights } from './exifRights';
 import { readIptcRights } from './iptcRights';
 import { readXmpRights } from './xmpRights';
@@ -159,11 +159,17 @@ export async function thumbnail(body: Buffer, opts: { maxPixels: number; maxSide
     if (await processedInP3(body, type, opts.maxPixels)) image = image.withIccProfile('srgb', { attach: false });
     return await image.jpeg({ quality: opts.quality }).toBuffer();
   } catch (err) {
+    // libvips keeps one error buffer for all its threads: with several images failing at once, a
+    // message can come empty ("Unknown error"), twice, or belong to another image. A JPEG cut
+    // short is told from its own bytes, the commonest case; the rest say what libvips said.
+    if (type === 'jpeg' && !jpegComplete(body)) throw new ContentError(JPEG_CUT_SHORT);
     const message = vipsMessage(err);
     if (type === 'heif' && NO_DECODER.test(message)) throw new ContentError(HEVC_NOT_DECODED);
-    throw new ContentError(`cannot decode for thumbnail: ${message}`);
+    throw new ContentError(`cannot decode for thumbnail: ${message === 'Unknown error' ? 'libvips gave no reason' : message}`);
   }
 }
+
+export const JPEG_CUT_SHORT = 'cannot decode for thumbnail: the JPEG is cut short (its bytes end before its end-of-image marker)';
 
 /**
  * sharp's prebuilt libvips reads a HEIC's headers (size, EXIF) but has no HEVC decoder (a
@@ -174,13 +180,14 @@ const NO_DECODER = /compression format has not been built in|no decoding plugin 
 export const HEVC_NOT_DECODED = 'a HEIC image (HEVC-coded, as iPhones save photos), which this build of sharp cannot decode: its prebuilt libvips has no HEVC decoder';
 
 /**
- * libvips' error on one line, without the lines its loaders add while probing ("source: bad
- * seek to 7112", a different offset in each file): reasons are grouped by their text.
+ * libvips' error on one line, each line once, without the lines its loaders add while probing
+ * ("source: bad seek to 7112", a different offset in each file): reasons are grouped by their text.
  */
 function vipsMessage(err: unknown): string {
-  return (err instanceof Error ? err.message : String(err)).split('\n')
+  const lines = (err instanceof Error ? err.message : String(err)).split('\n')
     .map((l) => l.replace(/\s*source: bad seek to \d+/g, '').replace(/:\s*$/, '').trim())
-    .filter((l) => l !== '').join('; ');
+    .filter((l) => l !== '');
+  return [...new Set(lines)].join('; ');
 }
 
 /**

@@ -14,29 +14,38 @@ export interface JpegSegment {
  * The marker segments of a JPEG in order, the entropy-coded data after each scan header passed
  * over (its 0xFF00 stuffing and restart markers are not segments). Ends at EOI, at the first
  * segment whose length runs past the bytes, or at the end of the bytes: a truncated file yields
- * what it has.
+ * what it has. Returns whether it reached EOI.
  */
-export function* jpegSegments(buf: Buffer): Generator<JpegSegment> {
-  if (buf.length < 4 || buf[0] !== 0xff || buf[1] !== 0xd8) return;
+export function* jpegSegments(buf: Buffer): Generator<JpegSegment, boolean> {
+  if (buf.length < 4 || buf[0] !== 0xff || buf[1] !== 0xd8) return false;
   let p = 2;
   while (p + 1 < buf.length) {
     if (buf[p] !== 0xff) {
       // Entropy-coded data holds a 0xFF only before a marker or a stuffed 0x00.
       p = buf.indexOf(0xff, p);
-      if (p < 0) return;
+      if (p < 0) return false;
       continue;
     }
     const marker = buf[p + 1]!;
     // Fill bytes, stuffing, and the markers that have no length.
     if (marker === 0xff) { p++; continue; }
     if (marker === 0x00 || marker === 0x01 || marker === 0xd8 || (marker >= 0xd0 && marker <= 0xd7)) { p += 2; continue; }
-    if (marker === 0xd9) return;
-    if (p + 4 > buf.length) return;
+    if (marker === 0xd9) return true;
+    if (p + 4 > buf.length) return false;
     const end = p + 2 + buf.readUInt16BE(p + 2);
-    if (end < p + 4 || end > buf.length) return;
+    if (end < p + 4 || end > buf.length) return false;
     yield { marker, start: p + 4, end };
     p = end;
   }
+  return false;
+}
+
+/** Whether a JPEG's bytes reach its end-of-image marker: a file cut short does not. */
+export function jpegComplete(buf: Buffer): boolean {
+  const segments = jpegSegments(buf);
+  let step = segments.next();
+  while (!step.done) step = segments.next();
+  return step.value;
 }
 
 /** SOF2, SOF6, SOF10, SOF14: progressive, Huffman or arithmetic coded, with or without hierarchy. */

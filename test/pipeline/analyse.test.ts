@@ -1,4 +1,5 @@
-import { analyse, ContentError, HEVC_NOT_DECODED, sniffImageType, thumbnail } from '../../src/pipeline/analyse';
+import { analyse, ContentError, HEVC_NOT_DECODED, JPEG_CUT_SHORT, sniffImageType, thumbnail } from '../../src/pipeline/analyse';
+import { jpegComplete } from '../../src/pipeline/jpegStructure';
 import { estimateJpegQuality } from '../../src/pipeline/jpegQuality';
 import sharp from 'sharp';
 import { bombPng, exifBombJpeg, gradient, hevcHeic, iptcJpeg, jpeg, png, rotatedJpeg, scanBombJpeg, xmpJpeg } from '../support/images';
@@ -100,6 +101,22 @@ describe('image analysis (real sharp)', () => {
   it('calls a truncated JPEG a content error when its pixels are decoded', async () => {
     const whole = await jpeg(200, 200);
     await expect(thumbnail(whole.subarray(0, Math.floor(whole.length / 3)), { maxPixels: 50_000_000, maxSide: 640, quality: 80 })).rejects.toThrow(ContentError);
+  });
+
+  it('says a JPEG is cut short in the same words for every file, however many fail at once', async () => {
+    // libvips' one error buffer for all threads: 50 such files at once came back with "Unknown
+    // error" for ~20 of them and the message twice or more for as many.
+    const cut = await Promise.all(Array.from({ length: 24 }, async (_, i) => {
+      const whole = await jpeg(300 + i, 200);
+      return whole.subarray(0, Math.floor(whole.length / 2));
+    }));
+    const reasons = await Promise.all([...cut, ...cut].map((file) => thumbnail(file, { maxPixels: 50_000_000, maxSide: 640, quality: 80 }).then(() => 'decoded', (e: Error) => e.message)));
+    expect(new Set(reasons)).toEqual(new Set([JPEG_CUT_SHORT]));
+    // A whole file with trailing bytes after its end marker is not cut short.
+    const whole = await jpeg(200, 200);
+    expect(jpegComplete(whole)).toBe(true);
+    expect(jpegComplete(Buffer.concat([whole, Buffer.from('trailing data')]))).toBe(true);
+    expect(jpegComplete(whole.subarray(0, whole.length - 2))).toBe(false);
   });
 
   it('makes thumbnails with the longest side 640, never enlarged, orientation applied', async () => {
