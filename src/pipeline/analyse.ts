@@ -165,7 +165,7 @@ export async function thumbnail(body: Buffer, opts: { maxPixels: number; maxSide
     if (type === 'jpeg' && !jpegComplete(body)) throw new ContentError(JPEG_CUT_SHORT);
     const message = vipsMessage(err);
     if (type === 'heif' && NO_DECODER.test(message)) throw new ContentError(HEVC_NOT_DECODED);
-    throw new ContentError(`cannot decode for thumbnail: ${message === 'Unknown error' ? 'libvips gave no reason' : message}`);
+    throw new ContentError(`cannot decode for thumbnail: ${message}`);
   }
 }
 
@@ -187,7 +187,9 @@ function vipsMessage(err: unknown): string {
   const lines = (err instanceof Error ? err.message : String(err)).split('\n')
     .map((l) => l.replace(/\s*source: bad seek to \d+/g, '').replace(/:\s*$/, '').trim())
     .filter((l) => l !== '');
-  return [...new Set(lines)].join('; ');
+  const message = [...new Set(lines)].join('; ');
+  // sharp's words for an empty libvips error buffer (another thread's failure cleared it).
+  return message === 'Unknown error' || message === '' ? 'libvips gave no reason' : message;
 }
 
 /**
