@@ -75,6 +75,19 @@ describe('the status table', () => {
     expect(statusTable([r]).split('\n')[1]).not.toMatch(/Crawl-delay/);
   });
 
+  it('says why a running source is below its target and when it is back; a finished one is not explained', () => {
+    const r = running(3);
+    const slowed = { by: 'a 429 (Retry-After 30 s)', at: '2026-11-28T01:00:00.000Z', backAt: '2026-11-28T01:02:00.000Z' };
+    const held: SourceStatus = { ...r, stats: { ...r.stats!, rate: 1, slowed } };
+    expect(statusTable([held]).split('\n')[1]).toMatch(/^s\s+running\s+1\s+2\s.*slowed by a 429 \(Retry-After 30 s\) at 2026-11-28T01:00:00.000Z: back at 2\/s by 2026-11-28T01:02:00.000Z unless slowed again$/);
+    expect(monitoringUpdate([held]).sources.s!.slowed).toEqual(slowed);
+    const ended: SourceStatus = { ...held, workflowStatus: 'COMPLETED' };
+    expect(statusTable([ended]).split('\n')[1]).not.toMatch(/slowed/);
+    expect(monitoringUpdate([ended]).sources.s!.slowed).toBeNull();
+    // A monitor of an older build has no such field.
+    expect(monitoringUpdate([r]).sources.s!.slowed).toBeNull();
+  });
+
   it('says a paused source is the operator\'s doing, and when a temporary halt it was paused in ends', () => {
     const r = running(3);
     // The halt goes on when the operator resumes, so it is shown while paused.

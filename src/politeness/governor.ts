@@ -2,7 +2,7 @@ import type { OutcomeClass, OutcomeReport, SourceConfig } from '../shared/types'
 import { DEFAULT_ADAPTIVE, holdUntil, isHeld, newAdaptiveState, onLatencyElevated, onThrottle, ramp, reduceTo, type AdaptiveConfig, type AdaptiveState } from './adaptiveRate';
 import { clearWindow, DEFAULT_BREAKER, newBreakerState, recordSample, shouldCoolDown, shouldHalt, windowCounts, type BreakerConfig, type BreakerState } from './breaker';
 import { healthSample, isThrottle } from './classify';
-import { DEFAULT_LATENCY, latencyElevated, learnBaseline, newLatencyState, recordTtfb, resetRecent, type LatencyConfig, type LatencyState } from './latency';
+import { DEFAULT_LATENCY, latencyElevated, learnBaseline, median, newLatencyState, recordTtfb, resetRecent, type LatencyConfig, type LatencyState } from './latency';
 import { grantLeadMs, learnDispatch } from './grantLead';
 import { newPacerState, FIRST_WINDOW_MS, planWindow, windowLengthMs, type PacerState, type PlannedGrant, type Want } from './pacing';
 import { PAGES_FOR_HALT, pagesHaltReason, pagesSinceImage } from './pageRun';
@@ -87,6 +87,11 @@ export interface GovernorState {
    * rest of the cool-down, then the reduced rate) instead of ending it. Absent otherwise.
    */
   pausedWhileCooling?: boolean;
+  /**
+   * What last lowered the rate below the target (a 429/503, a rising TTFB, a temporary halt), and
+   * when: the status says why a source runs slower than its target. Absent until the first.
+   */
+  slowedBy?: { by: string; atMs: number };
   /** Final outcomes that were pages, not images, since the last image (pageRun.ts). Absent until the first. */
   pagesSinceImage?: number;
   /**
@@ -153,6 +158,7 @@ export class Governor {
     let lastFailure: string | undefined; // the latest failed request, named in a halt (a 403 wall, a timeout)
     let retryAfterMs = report.retryAfterMs;
     let throttledAt = nowMs;
+    const throttleStatuses = new Set<number>();
     if (report.crawlDelayMs !== undefined && report.crawlDelayMs > 0) events.push(this.applyCrawlDelay(report.crawlDelayMs, nowMs));
     if (report.robotsRetryMs !== undefined && report.robotsRetryMs > 0 && nowMs + report.robotsRetryMs > s.adaptive.holdUntilMs) {
       // Nothing may be fetched until robots.txt has been read; the rate is not the site's problem here.
@@ -189,6 +195,7 @@ export class Governor {
       if (o.ttfbMs !== undefined && o.cls !== 'error') recordTtfb(s.latency, o.ttfbMs, this.cfg.latency, latencyBySample);
       if (isThrottle(o.status)) {
         throttled = true;
+        throttleStatuses.add(o.status!);
         if (o.atMs !== undefined) throttledAt = Math.max(throttledAt, o.atMs);
         if (o.retryAfterMs !== undefined) retryAfterMs = Math.max(retryAfterMs ?? 0, o.retryAfterMs);
       }
@@ -196,14 +203,18 @@ export class Governor {
     if (throttled || report.retryAfterMs !== undefined) {
       onThrottle(s.adaptive, s.target, throttledAt, retryAfterMs, this.cfg.adaptive);
       events.push({ event: 'throttled', detail: `rate ${fmt(s.adaptive.rate)}/s, hold ${Math.round((s.adaptive.holdUntilMs - nowMs) / 1000)} s` });
+      const answered = throttleStatuses.size ? `a ${[...throttleStatuses].sort().join(' and ')}` : 'a 429 or 503';
+      s.slowedBy = { by: `${answered}${retryAfterMs !== undefined ? ` (Retry-After ${Math.round(retryAfterMs / 1000)} s)` : ''}`, atMs: throttledAt };
     }
     // Judged against the baseline before it learns from these samples; learnt from before a
     // slowdown clears them, so a site that stays slower is learnt all the same.
     const elevated = !throttled && report.retryAfterMs === undefined && latencyElevated(s.latency, this.cfg.latency);
     const baselineBefore = s.latency.baselineMs;
+    const recentMedian = elevated ? median(s.latency.recent) : 0;
     if (!latencyBySample) learnBaseline(s.latency, nowMs, this.cfg.latency);
     if (elevated && onLatencyElevated(s.adaptive, s.target, nowMs, this.cfg.adaptive)) {
       resetRecent(s.latency);
+      s.slowedBy = { by: `its TTFB (median ${Math.round(recentMedian)} ms against a baseline of ${Math.round(baselineBefore ?? 0)} ms)`, atMs: nowMs };
       events.push({ event: 'latency-slowdown', detail: `median ttfb above ${this.cfg.latency.factor}x baseline ${Math.round(baselineBefore ?? 0)} ms; rate ${fmt(s.adaptive.rate)}/s` });
     }
     if (s.mode === 'running' || s.mode === 'cooling') {
@@ -221,6 +232,7 @@ export class Governor {
         s.coolingUntilMs = nowMs + this.cfg.breaker.coolDownMs;
         clearWindow(s.breaker);
         events.push({ event: 'cooling', detail: `${errors}/${requests} requests failed in the last ${this.cfg.breaker.windowMs / 1000} s` });
+        s.slowedBy = { by: `a temporary halt (${errors}/${requests} requests failed in ${this.cfg.breaker.windowMs / 1000} s)`, atMs: nowMs };
       }
     }
     return events;

@@ -116,6 +116,28 @@ describe('MonitorModel token bookkeeping', () => {
     expect(details).toMatch(/^\*\*HALTED\*\*: its first 50 answers/m);
   });
 
+  it('says why a running source is below its target, and when the ramp brings it back: a 429, its TTFB, a temporary halt', () => {
+    const { m } = modelWithBatch();
+    expect(m.stats(T0).slowed).toBeNull();
+    const done = (ttfbMs: number) => ({ url: '', cls: 'done' as const, status: 200, sent: true, final: true, attempt: 1, ttfbMs });
+    m.onReport({ batchId: 'b1', grantId: 1, outcomes: [done(50), { url: '', cls: 'error', status: 429, sent: true, final: false, attempt: 1, retryAfterMs: 30_000, atMs: T0 }], unused: 0 }, T0);
+    // Halved to 5/s, held 30 s, then 10/180 a second: 5/s more takes 90 s.
+    expect(m.stats(T0).slowed).toEqual({ by: 'a 429 (Retry-After 30 s)', at: new Date(T0).toISOString(), backAt: new Date(T0 + 30_000 + 90_000).toISOString() });
+    expect(detailsMarkdown(m.stats(T0), 'running')).toContain(`slowed by a 429 (Retry-After 30 s) at ${new Date(T0).toISOString()}: back at 10/s by ${new Date(T0 + 120_000).toISOString()} unless slowed again`);
+    m.governor.tick(T0 + 200_000);
+    expect(m.stats(T0 + 200_000).slowed).toBeNull();
+    m.onReport({ batchId: 'b1', grantId: 2, outcomes: Array.from({ length: 20 }, () => done(50)), unused: 0 }, T0 + 210_000);
+    m.onReport({ batchId: 'b1', grantId: 3, outcomes: Array.from({ length: 21 }, () => done(400)), unused: 0 }, T0 + 220_000);
+    expect(m.stats(T0 + 220_000).slowed).toMatchObject({ by: 'its TTFB (median 400 ms against a baseline of 50 ms)', at: new Date(T0 + 220_000).toISOString() });
+    m.governor.tick(T0 + 1_000_000);
+    const failed = { url: '', cls: 'error' as const, status: 500, sent: true, final: false, attempt: 1 };
+    m.onReport({ batchId: 'b1', grantId: 4, outcomes: [...Array.from({ length: 20 }, () => done(50)), ...Array.from({ length: 5 }, () => failed)], unused: 0 }, T0 + 1_010_000);
+    // Cooling: the temporary halt's own note says so; once it ends, the reduced rate names it.
+    expect(m.stats(T0 + 1_010_000).slowed).toBeNull();
+    m.governor.tick(T0 + 1_080_000);
+    expect(m.stats(T0 + 1_080_000).slowed).toMatchObject({ by: 'a temporary halt (5/25 requests failed in 60 s)' });
+  });
+
   it('leaves the bookkeeping alone for a report without a token request', () => {
     const { m, batchId } = modelWithBatch();
     m.onTokenRequest({ batchId, unassigned: 500, grantsSeen: 0 });

@@ -130,6 +130,12 @@ export interface MonitorStats {
   storeError?: string | null;
   coolingUntil: string | null;
   haltReason: string | null;
+  /**
+   * While a running source's rate is below its target: what lowered it last (`by`: a 429 or 503,
+   * its TTFB, a temporary halt), when, and when the additive ramp brings it back to the target
+   * if nothing lowers it again. Null otherwise; absent from monitors of older builds.
+   */
+  slowed?: { by: string; at: string; backAt: string } | null;
   counts: Counts;
   /** Of `counts.content`, the answers that were pages, empty bodies, endless redirects or 4xx refusals (pageRun.ts); absent from monitors of older builds. */
   pages?: number;
@@ -479,6 +485,15 @@ export class MonitorModel {
     return Math.max(this.state.finishedUrls, Math.min(final, this.state.totalUrls));
   }
 
+  private slowed(): MonitorStats['slowed'] {
+    const g = this.state.governor;
+    const a = g.adaptive;
+    if (g.mode !== 'running' || !g.slowedBy || a.rate >= g.target * 0.999) return null;
+    // The ramp adds target/rampSeconds a second, from the later of its last step and the hold's end.
+    const backMs = Math.max(a.lastRampMs, a.holdUntilMs) + ((g.target - a.rate) / g.target) * this.governor.cfg.adaptive.rampSeconds * 1000;
+    return { by: g.slowedBy.by, at: new Date(g.slowedBy.atMs).toISOString(), backAt: new Date(Math.ceil(backMs / 1000) * 1000).toISOString() };
+  }
+
   stats(nowMs: number): MonitorStats {
     const g = this.state.governor;
     const breakerWindow = windowCounts(g.breaker, nowMs, this.governor.cfg.breaker);
@@ -502,6 +517,7 @@ export class MonitorModel {
       // Also while paused during one: the temporary halt goes on when the operator resumes.
       coolingUntil: g.mode === 'cooling' || (g.mode === 'paused' && g.pausedWhileCooling && g.coolingUntilMs > nowMs) ? new Date(g.coolingUntilMs).toISOString() : null,
       haltReason: g.haltReason,
+      slowed: this.slowed(),
       counts: { ...g.counts },
       pages: g.pages ?? 0,
       contentBefore: g.contentBefore ?? 0,
@@ -583,6 +599,7 @@ export function detailsMarkdown(s: MonitorStats, state: string): string {
   if (s.robotsHostWait) lines.push(`one host's robots.txt unavailable (${asText(s.robotsHostWait.error)}): its URLs wait until ${s.robotsHostWait.until}; the source goes on with its other hosts`);
   if (s.storeRetryAt) lines.push(`**store failing** (${asText(s.storeError ?? 'no details')}): nothing sent until ${s.storeRetryAt}; URLs keep their attempts`);
   if (s.coolingUntil) lines.push(`temporary halt until ${s.coolingUntil}`);
+  if (s.slowed) lines.push(slowedNote(s.slowed, s.target));
   if (s.haltReason) lines.push(`**HALTED**: ${asText(s.haltReason)}. Resume with the \`resume\` update or \`crawl resume\`.`);
   const behind = behindNote(s);
   if (behind) lines.push(`**${behind.replace(/^workers behind/, 'Workers behind**')}`);
@@ -592,6 +609,11 @@ export function detailsMarkdown(s: MonitorStats, state: string): string {
   if (placeholder) lines.push(`**${placeholder.replace(/^one image for every URL/, 'One image for every URL**')}`);
   if (s.alerts.length) lines.push('', 'recent events:', ...s.alerts.slice(-5).map((a) => `- ${asText(a)}`));
   return lines.join('\n');
+}
+
+/** Why a running source's rate is below its target, and when it is back (MonitorStats.slowed). */
+export function slowedNote(slowed: NonNullable<MonitorStats['slowed']>, target: number): string {
+  return `slowed by ${slowed.by} at ${slowed.at}: back at ${target}/s by ${slowed.backAt} unless slowed again`;
 }
 
 /** Text as markdown shows it: every ASCII punctuation mark that markdown or HTML reads is escaped (CommonMark backslash escapes). */
