@@ -75,6 +75,15 @@ describe('the status table', () => {
     expect(statusTable([r]).split('\n')[1]).not.toMatch(/Crawl-delay/);
   });
 
+  it('does not show a finished source waiting for the Retry-After its last report set', () => {
+    const r = running(3);
+    const waiting: SourceStatus = { ...r, stats: { ...r.stats!, retryAfterUntil: '2026-11-28T01:47:54.415Z' } };
+    expect(statusTable([waiting]).split('\n')[1]).toMatch(/Retry-After until 2026-11-28T01:47:54.415Z$/);
+    const ended: SourceStatus = { ...waiting, workflowStatus: 'COMPLETED' };
+    expect(statusTable([ended]).split('\n')[1]).toMatch(/^s\s+finished\s[^A-Za-z]*$/);
+    expect(monitoringUpdate([ended]).sources.s!.retryAfterUntil).toBeNull();
+  });
+
   it('says why a running source is below its target and when it is back; a finished one is not explained', () => {
     const r = running(3);
     const slowed = { by: 'a 429 (Retry-After 30 s)', at: '2026-11-28T01:00:00.000Z', backAt: '2026-11-28T01:02:00.000Z' };

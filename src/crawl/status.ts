@@ -267,14 +267,15 @@ export function monitoringUpdate(statuses: SourceStatus[], previous?: { atMs: nu
       state, rate: st.rate, target: st.target, done: st.counts.done, errors: st.counts.error, linkrot: st.counts.linkrot,
       content: st.counts.content, robots: st.counts.robots, refused: st.counts.refused, finished: st.urls.finished, total: st.urls.total,
       breaker: `${st.breaker.windowErrors}/${st.breaker.windowRequests} in 60s, ${st.breaker.consecutiveErrors} consecutive`,
-      retryAfterUntil: st.retryAfterUntil,
+      // Holds only while the monitor runs: an ended one's stats are from its end.
+      retryAfterUntil: live ? st.retryAfterUntil : null,
       // Older monitors (before this field) show a Crawl-delay hold as retryAfterUntil.
-      crawlDelayUntil: st.crawlDelayUntil ?? null,
-      robotsRetryAt: st.robotsRetryAt ?? null,
-      robotsError: st.robotsRetryAt ? st.robotsError ?? null : null,
+      crawlDelayUntil: live ? st.crawlDelayUntil ?? null : null,
+      robotsRetryAt: live ? st.robotsRetryAt ?? null : null,
+      robotsError: live && st.robotsRetryAt ? st.robotsError ?? null : null,
       robotsHostWait: live ? st.robotsHostWait ?? null : null,
-      storeRetryAt: st.storeRetryAt ?? null,
-      storeError: st.storeError ?? null,
+      storeRetryAt: live ? st.storeRetryAt ?? null : null,
+      storeError: live ? st.storeError ?? null : null,
       workersBehind: slotsMissed,
       haltReason: st.haltReason ?? null,
       slowed: live ? st.slowed ?? null : null,
@@ -407,7 +408,8 @@ export function statusTable(statuses: SourceStatus[]): string {
     const u = s.unanswered;
     const note = state === 'stopped' ? `stopped by an operator${st?.haltReason ? ` (was halted: ${st.haltReason})` : ''}`
       : state === 'paused' && !st?.haltReason ? `paused by an operator${st?.coolingUntil ? `; its temporary halt lasts until ${st.coolingUntil}` : ''}`
-      : st?.haltReason ?? (st && (waitingFor(st) ?? (s.workflowStatus === 'RUNNING' ? hostWaitNote(st) ?? lostBatchesNote(st) ?? behindNote(st) ?? answersNote(st) ?? (st.slowed ? slowedNote(st.slowed, st.target) : undefined)
+      // An ended monitor's stats are from its end: a hold it had then (a Retry-After) is over.
+      : st?.haltReason ?? (st && ((s.workflowStatus === 'RUNNING' ? waitingFor(st) : undefined) ?? (s.workflowStatus === 'RUNNING' ? hostWaitNote(st) ?? lostBatchesNote(st) ?? behindNote(st) ?? answersNote(st) ?? (st.slowed ? slowedNote(st.slowed, st.target) : undefined)
         // Its records look like images: the summary's reasons for URLs not done cannot tell.
         : s.workflowStatus === 'COMPLETED' ? answersNote(st, null) : undefined)))
         ?? (st?.siteMaxRate != null ? `robots.txt Crawl-delay: at most ${st.siteMaxRate}/s${st.crawlDelayUntil ? `, next request not before ${st.crawlDelayUntil}` : ''}` : u?.note ?? s.ended ?? '');
