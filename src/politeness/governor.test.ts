@@ -54,9 +54,14 @@ describe('Governor and a global ceiling set while it runs', () => {
     g.setCeiling(undefined, T0 + 1_000);
     expect(g.state.target).toBe(30);
     expect(g.rate).toBe(10);
+    expect(g.state.slowedBy).toEqual({ by: 'the global ceiling of 10/s before', atMs: T0 + 1_000 });
     g.tick(T0 + 60_000);
     expect(g.rate).toBeGreaterThan(10);
     expect(g.rate).toBeLessThanOrEqual(30);
+    // Once at the target, nothing is said of what slowed it.
+    g.tick(T0 + 1_000 + 180_000);
+    expect(g.rate).toBe(30);
+    expect(g.state.slowedBy).toBeUndefined();
     // Never above what the site's robots.txt asks for.
     g.applyCrawlDelay(1_000, T0 + 61_000);
     g.setCeiling(50, T0 + 62_000);

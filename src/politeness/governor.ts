@@ -249,6 +249,7 @@ export class Governor {
     }
     if (s.mode === 'running') ramp(s.adaptive, s.target, nowMs, this.cfg.adaptive);
     else s.adaptive.lastRampMs = nowMs;
+    if (s.slowedBy && s.adaptive.rate >= s.target) delete s.slowedBy;
     return events;
   }
 
@@ -453,10 +454,13 @@ export class Governor {
    */
   setCeiling(ceiling: number | undefined, nowMs: number): PolicyEvent {
     const s = this.state;
+    const before = this.cfg.globalCeiling;
     this.cfg = { ...this.cfg, globalCeiling: ceiling };
     s.target = this.sourceTarget();
     s.adaptive.rate = Math.min(s.adaptive.rate, s.target);
     s.adaptive.lastRampMs = nowMs;
+    // A raised ceiling lifts the target at once and the rate by the ramp.
+    if (before !== undefined && s.adaptive.rate < s.target) s.slowedBy = { by: `the global ceiling of ${fmt(before)}/s before`, atMs: nowMs };
     return { event: 'rate-set', detail: `global ceiling ${ceiling === undefined ? 'none' : `${fmt(ceiling)}/s`}; target ${fmt(s.target)}/s` };
   }
 
