@@ -232,12 +232,12 @@ export function buildProgram(): Command {
     .option('--failed', 'also the URLs that failed after their tries (timeouts, 5xx, robots.txt unreadable) or that the network guard refused')
     .option('--catalog <file>', 'source catalogue, as for run, instead of the one the crawls into OUT were given')
     .option('--allow-network <cidr>', 'open a private/loopback range or host, besides those the crawls into OUT opened (repeatable)', collect, [] as string[])
-    .option('--max-rate <n>', 'global ceiling, requests/s per source, instead of the runs\' (also CRAWL_MAX_RATE)', parseRate)
-    .action(async (sources: string[], opts: { out: string; failed?: boolean; catalog?: string; allowNetwork: string[]; maxRate?: number }) => {
+    .option('--max-rate <n>', 'global ceiling, requests/s per source, instead of the runs\' (also CRAWL_MAX_RATE); `none` lifts the runs\' ceiling', (v: string) => (v === 'none' ? v : parseRate(v)))
+    .action(async (sources: string[], opts: { out: string; failed?: boolean; catalog?: string; allowNetwork: string[]; maxRate?: number | 'none' }) => {
       const outDir = path.resolve(opts.out);
       const result = await askAgain({
         outDir, store: storeToRead(outDir, process.cwd(), '--out'), kinds: new Set<AgainKind>(opts.failed ? ['walled', 'failed'] : ['walled']), sources,
-        catalog: opts.catalog, allowNetworks: opts.allowNetwork, maxRate: maxRateSetting(opts.maxRate),
+        catalog: opts.catalog, allowNetworks: opts.allowNetwork, maxRate: opts.maxRate === 'none' ? null : maxRateSetting(opts.maxRate),
       });
       process.exitCode = result.exitCode;
       if (result.exitNow) process.exit(result.exitCode);

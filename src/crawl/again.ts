@@ -6,7 +6,7 @@ import { type Catalog, readCatalog } from './catalog';
 import { runCrawl, type RunResult } from './run';
 import { shellWord } from './status';
 import { envText } from '../shared/env';
-import { readRunSettings, RUN_SETTINGS_KEY } from './runSettings';
+import { readRunSettings, rememberRunSettings, RUN_SETTINGS_KEY } from './runSettings';
 
 export interface AgainOptions {
   outDir: string;
@@ -15,7 +15,8 @@ export interface AgainOptions {
   sources: readonly string[];
   catalog?: string;
   allowNetworks: string[];
-  maxRate?: number;
+  /** null: `--max-rate none`, the ceiling kept from earlier runs is lifted (and no longer kept). */
+  maxRate?: number | null;
 }
 
 /**
@@ -32,7 +33,13 @@ export async function askAgain(opts: AgainOptions, out: NodeJS.WriteStream = pro
   const givenCatalog = opts.catalog !== undefined ? await readCatalog(opts.catalog) : undefined;
   const catalog: Catalog = givenCatalog ?? kept?.catalog ?? new Map();
   const allowNetworks = [...new Set([...(kept?.allowNetworks ?? []), ...opts.allowNetworks])];
-  const maxRate = opts.maxRate ?? kept?.maxRate;
+  const maxRate = opts.maxRate === null ? undefined : opts.maxRate ?? kept?.maxRate;
+  if (opts.maxRate === null && kept?.maxRate !== undefined) {
+    // Lifted for later runs too: each run's settings merge over the kept ones, and a run without
+    // a ceiling leaves the kept one in place.
+    await rememberRunSettings(opts.store, { maxRate: null }, warn);
+    out.write(`--max-rate none: the ceiling of ${kept.maxRate}/s the earlier crawls were given is lifted\n`);
+  }
   for (let round = 1; round <= 2; round++) {
     const asked = new Date().toISOString();
     const file = path.join(opts.outDir, `again-${asked.replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z')}.ndjson`);

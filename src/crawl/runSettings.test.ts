@@ -24,6 +24,12 @@ describe('the settings kept in a store for crawl again', () => {
     });
     expect(warnings).toEqual([]);
     expect(fs.readdirSync(path.join(dir, 'work'))).toEqual([path.basename(RUN_SETTINGS_KEY)]);
+    // `crawl again --max-rate none`: the ceiling is no longer kept; the rest is.
+    await rememberRunSettings(store, { maxRate: null }, warn);
+    expect(await readRunSettings(store, warn)).toEqual({
+      catalog: new Map([['a', { rate: 5 }], ['b', { imageCount: 90_000, burst: 2 }], ['c', { rate: 2 }]]),
+      allowNetworks: ['127.0.0.0/8', '10.1.0.0/16'], maxRate: undefined, maxRetryAfterMs: 60_000,
+    });
   });
 
   it('says so and applies nothing when what is kept is not what a run writes, and a run writes it anew', async () => {

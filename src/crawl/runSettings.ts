@@ -22,14 +22,15 @@ export const RUN_SETTINGS_KEY = 'work/run-settings.json';
 
 /**
  * Adds a run's settings to those kept in the store: its catalogue entries replace earlier ones of
- * the same sources, its networks join the earlier ones, and a ceiling it gives replaces the one kept.
+ * the same sources, its networks join the earlier ones, and a ceiling it gives replaces the one
+ * kept (`maxRate: null` removes it: `crawl again --max-rate none`).
  */
-export async function rememberRunSettings(store: ObjectStore, run: Partial<RunSettings>, warn: (message: string) => void): Promise<void> {
+export async function rememberRunSettings(store: ObjectStore, run: Partial<Omit<RunSettings, 'maxRate'>> & { maxRate?: number | null }, warn: (message: string) => void): Promise<void> {
   const kept: RunSettings = (await readRunSettings(store, warn, 'replaced by this one\'s')) ?? { catalog: new Map(), allowNetworks: [] };
   const merged: RunSettings = {
     catalog: new Map([...kept.catalog, ...(run.catalog ?? [])]),
     allowNetworks: [...new Set([...kept.allowNetworks, ...(run.allowNetworks ?? [])])],
-    maxRate: run.maxRate ?? kept.maxRate,
+    maxRate: run.maxRate === null ? undefined : run.maxRate ?? kept.maxRate,
     maxRetryAfterMs: run.maxRetryAfterMs ?? kept.maxRetryAfterMs,
   };
   const json = { catalog: Object.fromEntries(merged.catalog), allowNetworks: merged.allowNetworks, maxRate: merged.maxRate, maxRetryAfterMs: merged.maxRetryAfterMs };
