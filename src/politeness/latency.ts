@@ -90,7 +90,8 @@ const MAX_LEARN_STEP_MS = 60_000;
  */
 export function learnBaseline(state: LatencyState, nowMs: number, cfg: LatencyConfig = DEFAULT_LATENCY): void {
   if (state.learntAtMs === undefined) state.learntAtMs = nowMs;
-  // Too few samples since a slowdown cleared them: the time counts (up to the cap) at the next report.
+  // Too few samples to judge by (a slow source's report, or the first after a slowdown cleared
+  // them): the time counts, up to the cap, at the next report.
   if (state.baselineMs === null || state.baselineSamples < cfg.minSamples || state.recent.length < cfg.minSamples) return;
   const elapsed = Math.min(MAX_LEARN_STEP_MS, Math.max(0, nowMs - state.learntAtMs));
   state.learntAtMs = nowMs;

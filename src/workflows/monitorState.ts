@@ -132,7 +132,7 @@ export interface MonitorStats {
   haltReason: string | null;
   /**
    * While a running source's rate is below its target: what lowered it last (`by`: a 429 or 503,
-   * its TTFB, a temporary halt), when, and when the additive ramp brings it back to the target
+   * its TTFB, a temporary halt, a global ceiling since raised), when, and when the additive ramp brings it back to the target
    * if nothing lowers it again. Null otherwise; absent from monitors of older builds.
    */
   slowed?: { by: string; at: string; backAt: string } | null;
