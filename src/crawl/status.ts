@@ -409,9 +409,9 @@ export function statusTable(statuses: SourceStatus[]): string {
     const note = state === 'stopped' ? `stopped by an operator${st?.haltReason ? ` (was halted: ${st.haltReason})` : ''}`
       : state === 'paused' && !st?.haltReason ? `paused by an operator${st?.coolingUntil ? `; its temporary halt lasts until ${st.coolingUntil}` : ''}`
       // An ended monitor's stats are from its end: a hold it had then (a Retry-After) is over.
-      : st?.haltReason ?? (st && ((s.workflowStatus === 'RUNNING' ? waitingFor(st) : undefined) ?? (s.workflowStatus === 'RUNNING' ? hostWaitNote(st) ?? lostBatchesNote(st) ?? behindNote(st) ?? answersNote(st) ?? (st.slowed ? slowedNote(st.slowed, st.target) : undefined)
+      : st?.haltReason ?? (st && (s.workflowStatus === 'RUNNING' ? waitingFor(st) ?? hostWaitNote(st) ?? lostBatchesNote(st) ?? behindNote(st) ?? answersNote(st) ?? (st.slowed ? slowedNote(st.slowed, st.target) : undefined)
         // Its records look like images: the summary's reasons for URLs not done cannot tell.
-        : s.workflowStatus === 'COMPLETED' ? answersNote(st, null) : undefined)))
+        : s.workflowStatus === 'COMPLETED' ? answersNote(st, null) : undefined))
         ?? (st?.siteMaxRate != null ? `robots.txt Crawl-delay: at most ${st.siteMaxRate}/s${st.crawlDelayUntil ? `, next request not before ${st.crawlDelayUntil}` : ''}` : u?.note ?? s.ended ?? '');
     rows.push([s.source, state, String(st?.rate ?? u?.rate ?? ''), String(st?.target ?? ''), st ? `${st.urls.finished}/${st.urls.total}` : '', String(st?.counts.done ?? u?.done ?? ''),
       String(st?.counts.linkrot ?? ''), String(st?.counts.content ?? ''), String(st?.counts.robots ?? ''), String(st?.counts.error ?? u?.errors ?? ''), note]);

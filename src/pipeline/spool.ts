@@ -33,6 +33,10 @@ export class Spool {
     return path.join(this.dir, `${hash}.bin`);
   }
 
+  private recordFile(hash: string): string {
+    return path.join(this.dir, `${hash}${RECORD}`);
+  }
+
   private read(): Promise<{ bytes: Set<string>; records: Set<string> }> {
     const named = (names: string[], ending: string) => new Set(names.filter((n) => n.endsWith(ending)).map((n) => n.slice(0, -ending.length)));
     this.index ??= fs.readdir(this.dir).then(
@@ -68,10 +72,9 @@ export class Spool {
     if (records.size === 0) return undefined;
     const hash = urlHash(url);
     if (!records.has(hash)) return undefined;
-    const file = path.join(this.dir, `${hash}${RECORD}`);
-    const kept = await fs.readFile(file, 'utf8').then(parseKept, () => undefined);
+    const kept = await fs.readFile(this.recordFile(hash), 'utf8').then(parseKept, () => undefined);
     records.delete(hash);
-    await fs.rm(file, { force: true });
+    await fs.rm(this.recordFile(hash), { force: true });
     return kept;
   }
 
@@ -82,7 +85,7 @@ export class Spool {
     for (const url of urls) {
       const hash = urlHash(url);
       if (!records.delete(hash)) continue;
-      await fs.rm(path.join(this.dir, `${hash}${RECORD}`), { force: true });
+      await fs.rm(this.recordFile(hash), { force: true });
     }
   }
 
