@@ -3,6 +3,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { Agent, buildConnector, errors as undiciErrors, Pool, type Dispatcher } from 'undici';
 import type { PipelineConfig } from './config';
+import { closedUnanswered, type SendWatcher, watchNextSend } from './connectionReuse';
 import { decodeContent } from './contentEncoding';
 import { readRightsHeaders, type RightsHeaders } from './rightsHeaders';
 import { NetworkGuard } from './networkGuard';
@@ -262,11 +263,11 @@ export class Fetcher {
           if (refusal) return fail('refused', refusal);
         }
         if (aborted) throw aborted; // nothing of this hop has left
-        const hopStart = performance.now();
+        let hopStart = performance.now();
         const sendBy = redirects === 0 ? opts.sendBy : undefined;
         sent = true;
         sentTo = u.origin;
-        const res = await new Promise<HopResponse>((resolve, reject) => {
+        const send = (by: number | undefined) => new Promise<HopResponse>((resolve, reject) => {
           const handler = new CollectHandler(resolve, reject, {
             maxBytes, truncate: opts.truncate ?? false, minRateGraceMs: this.cfg.minRateGraceMs, minBytesPerSecond: this.cfg.minBytesPerSecond,
           });
@@ -281,10 +282,20 @@ export class Fetcher {
               // A chain's cookies, for its first request (a hop of its own): followed hops get none.
               ...(opts.cookie !== undefined && redirects === 0 ? { cookie: opts.cookie } : {}),
             },
-            sendBy,
-            mayGoLate: sendBy === undefined ? undefined : opts.mayGoLate,
+            sendBy: by,
+            mayGoLate: by === undefined ? undefined : opts.mayGoLate,
           } as Dispatcher.DispatchOptions, handler);
         });
+        let res: HopResponse;
+        try {
+          res = await send(sendBy);
+        } catch (err) {
+          // Reset unanswered on a connection the site had closed meanwhile (connectionReuse.ts):
+          // the site never read the request, so it is sent again at once, on a new connection.
+          if (aborted || !inFlight?.closedBeforeAnswer(err)) throw err;
+          hopStart = performance.now();
+          res = await send(undefined);
+        }
         const ttfbMs = Math.round(res.headersAt - hopStart);
         const status = res.status;
         const header = (name: string) => {
@@ -354,7 +365,7 @@ const DISCARD_LIMIT = 128 * 1024;
  * `request()` API around the same dispatch (a Readable body, an async iterator, an
  * AsyncResource per request) cost the event loop more than the rest of the fetch.
  */
-class CollectHandler implements Dispatcher.DispatchHandler {
+class CollectHandler implements Dispatcher.DispatchHandler, SendWatcher {
   private controller?: Dispatcher.DispatchController;
   private res?: HopResponse;
   private chunks: Buffer[] = [];
@@ -363,6 +374,7 @@ class CollectHandler implements Dispatcher.DispatchHandler {
   private keep = false;
   private settled = false;
   private abortReason?: Error;
+  private staleConnection = false;
 
   constructor(
     private readonly resolve: (r: HopResponse) => void,
@@ -411,6 +423,16 @@ class CollectHandler implements Dispatcher.DispatchHandler {
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.controller = controller;
     if (this.abortReason) controller.abort(this.abortReason);
+    else watchNextSend(this);
+  }
+
+  sentOn(stale: boolean): void {
+    this.staleConnection = stale;
+  }
+
+  /** The request went out on a connection the site may have closed, and it closed with no answer. */
+  closedBeforeAnswer(err: unknown): boolean {
+    return this.staleConnection && !this.res && this.abortReason === undefined && closedUnanswered(err);
   }
 
   onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {

@@ -1,5 +1,6 @@
 import type { Socket } from 'node:net';
 import type { buildConnector } from 'undici';
+import { noteConnectionOpened } from './connectionReuse';
 
 export type Connector = buildConnector.connector;
 type ConnectOptions = buildConnector.Options;
@@ -145,9 +146,13 @@ export class WarmConnections {
     const started = performance.now();
     this.opened += 1;
     this.base(opts, (err, socket) => {
-      if (!err) noteSlowFirst(this.connectMs, key, performance.now() - started);
-      if (err) callback(err, null);
-      else callback(null, socket!);
+      if (err) {
+        callback(err, null);
+        return;
+      }
+      noteSlowFirst(this.connectMs, key, performance.now() - started);
+      noteConnectionOpened(socket!);
+      callback(null, socket!);
     });
   }
 }

@@ -1,0 +1,127 @@
+import net from 'node:net';
+import { pipelineConfigFromEnv } from '../../src/pipeline/config';
+import { Fetcher } from '../../src/pipeline/fetcher';
+
+/**
+ * A keep-alive site on 127.0.0.1 that closes a connection unanswered when `refuse` says so,
+ * the way a request that crossed the site's idle close in flight is met: reset by the kernel
+ * (`reset`) or met by the close's FIN (`end`). It counts what it answered and what it refused.
+ */
+class ClosingSite {
+  connections = 0;
+  answered: string[] = [];
+  refused: string[] = [];
+  private readonly server: net.Server;
+
+  constructor(private readonly how: 'reset' | 'end', refuse: (site: ClosingSite, requestOnConnection: number, connectionAgeMs: number) => boolean) {
+    this.server = net.createServer((socket) => {
+      this.connections += 1;
+      const openedAt = Date.now();
+      let requests = 0;
+      let buffered = '';
+      socket.on('error', () => undefined);
+      socket.on('data', (chunk) => {
+        buffered += chunk.toString('latin1');
+        for (let end = buffered.indexOf('\r\n\r\n'); end >= 0; end = buffered.indexOf('\r\n\r\n')) {
+          const path = buffered.slice(0, end).split(' ')[1]!;
+          buffered = buffered.slice(end + 4);
+          requests += 1;
+          if (refuse(this, requests, Date.now() - openedAt)) {
+            this.refused.push(path);
+            if (this.how === 'reset') socket.resetAndDestroy();
+            else socket.end();
+            return;
+          }
+          this.answered.push(path);
+          socket.write('HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 2\r\n\r\nok');
+        }
+      });
+    });
+  }
+
+  async start(): Promise<string> {
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    return `http://127.0.0.1:${(this.server.address() as net.AddressInfo).port}`;
+  }
+
+  stop(): Promise<void> {
+    this.server.closeAllConnections?.();
+    return new Promise((resolve) => this.server.close(() => resolve()));
+  }
+}
+
+const fetcher = () => new Fetcher(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'] }));
+/** undici frees a connection just after the response it carried resolves: a request sent at once opens another. */
+const idle = () => new Promise((resolve) => setTimeout(resolve, 50));
+
+describe.each(['reset', 'end'] as const)('a keep-alive connection the site closed unanswered (%s)', (how) => {
+  it('is followed by the same request once more, on a new connection, which the site answers', async () => {
+    // Every connection's second request crosses the site's idle close.
+    const site = new ClosingSite(how, (_site, n) => n > 1);
+    const base = await site.start();
+    const f = fetcher();
+    try {
+      expect((await f.fetch(`${base}/a`)).status).toBe(200);
+      await idle();
+      const res = await f.fetch(`${base}/b`);
+      expect(res).toMatchObject({ ok: true, status: 200, sent: true });
+      expect(site.refused).toEqual(['/b']);
+      expect(site.answered).toEqual(['/a', '/b']);
+      expect(site.connections).toBe(2);
+    } finally {
+      await f.close();
+      await site.stop();
+    }
+  });
+
+  it('is sent again only once: a site that refuses the new connection too gets two attempts', async () => {
+    const site = new ClosingSite(how, (s) => s.answered.length > 0);
+    const base = await site.start();
+    const f = fetcher();
+    try {
+      expect((await f.fetch(`${base}/a`)).status).toBe(200);
+      await idle();
+      const res = await f.fetch(`${base}/b`);
+      expect(res).toMatchObject({ ok: false, failure: 'network', sent: true });
+      expect(site.refused).toEqual(['/b', '/b']);
+      expect(site.connections).toBe(2);
+    } finally {
+      await f.close();
+      await site.stop();
+    }
+  });
+
+  it('is followed by the same request once more when it was opened ahead and waited a second or more', async () => {
+    // The site's idle timeout applies to a connection that has carried nothing yet, too.
+    const site = new ClosingSite(how, (_site, n, ageMs) => n === 1 && ageMs >= 1_000);
+    const base = await site.start();
+    const f = fetcher();
+    try {
+      f.preconnect(`${base}/a`, Date.now() + 1_100);
+      await new Promise((resolve) => setTimeout(resolve, 1_100));
+      const res = await f.fetch(`${base}/a`);
+      expect(res).toMatchObject({ ok: true, status: 200 });
+      expect(site.refused).toEqual(['/a']);
+      expect(site.answered).toEqual(['/a']);
+      expect(site.connections).toBe(2);
+    } finally {
+      await f.close();
+      await site.stop();
+    }
+  });
+
+  it('is not sent again when the connection was opened for it: a site that closes every one is asked once', async () => {
+    const site = new ClosingSite(how, () => true);
+    const base = await site.start();
+    const f = fetcher();
+    try {
+      const res = await f.fetch(`${base}/a`);
+      expect(res).toMatchObject({ ok: false, failure: 'network', sent: true });
+      expect(site.refused).toEqual(['/a']);
+      expect(site.connections).toBe(1);
+    } finally {
+      await f.close();
+      await site.stop();
+    }
+  });
+});
