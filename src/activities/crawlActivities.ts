@@ -224,8 +224,9 @@ export function createCrawlActivities(deps: CrawlDeps) {
       if (processed.robotsError !== undefined) robotsError ??= processed.robotsError;
       if (processed.storeFailure !== undefined) storeFailure ??= processed.storeFailure;
       // Its host's robots.txt is to be read again: back to the batch, while the grant goes on
-      // with the source's other hosts.
-      if (processed.requeue && processed.robotsRetryAtMs !== undefined) return 'later';
+      // with the source's other hosts. Or the store failed: the grant sends nothing more, and
+      // the URL waits in the spool for a grant after the hold. Neither slot was missed.
+      if (processed.requeue && (processed.robotsRetryAtMs !== undefined || processed.storeFailure !== undefined)) return 'later';
       // A URL part-way through its redirects goes first in line: its next hop takes the next slot.
       // So does one whose slot read its host's robots.txt: that slot was not missed (missed slots
       // read as a worker falling behind), and the image follows on the same connection.

@@ -669,6 +669,8 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     // The first URL's thumbnail could not be stored: it goes back with its attempt, and nothing
     // more is sent to the source (the second URL is handed back unsent).
     expect(held).toMatchObject({ outcomes: [], unused: [0, 1], storeRetryMs: 60_000, storeError: 'ENOSPC: no space left on device' });
+    // Its slot sent a request: not one the worker let pass (missed slots read as "workers behind").
+    expect(held.missedSlots).toBe(0);
     expect(origin.requests.slice(before).map((r) => r.path)).toEqual(['/reserved.jpg']);
     // The store works again: the bytes come from the spool, not from the site.
     const retried = (await new MockActivityEnvironment().run(a2.fetchBatch, { ...grant, grantId: 2 })) as FetchBatchResult;
