@@ -333,7 +333,10 @@ export function createCrawlActivities(deps: CrawlDeps) {
       ...(holdForRobots ? { robotsRetryMs, ...(robotsError !== undefined ? { robotsError } : {}) } : {}),
       ...(robotsRetryAtMs !== undefined && !holdForRobots ? { robotsHostWait: { error: robotsError ?? 'robots.txt could not be read', retryAtMs: robotsRetryAtMs } } : {}),
       ...(storeFailure !== undefined ? { storeRetryMs: STORE_RETRY_MS, storeError: storeFailure } : {}),
-      missedSlots: run.missed,
+      // A retried attempt's lost slots went with the attempt that failed (records the store could
+      // not take, a worker that died), not to a worker falling behind: counted, a disk-full hold
+      // ended in "workers behind" (502 of 1,458 slots, a retry starting after its window).
+      missedSlots: ctx.info.attempt === 1 ? run.missed : 0,
       ...(run.decided > 0 ? { decidedWithoutRequest: run.decided } : {}),
       // A retried attempt knows nothing of the sends of the attempt before it.
       ...(run.lastSendMs !== undefined && ctx.info.attempt === 1 ? { lastSendMs: run.lastSendMs } : {}),

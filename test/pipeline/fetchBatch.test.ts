@@ -440,8 +440,9 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     expect(floating.missedSlots).toBe(0);
     expect(floating.lastSendMs).toBeGreaterThan(Date.now() - 2_000);
     // A retry cannot tell whether the attempt before it sent late in the float: it does not.
+    // The slot went with the failed attempt: not one a busy worker let pass.
     const retried = (await new MockActivityEnvironment({ attempt: 2 }).run(acts.fetchBatch, slowGrant(13, 30_000))) as FetchBatchResult;
-    expect(retried).toMatchObject({ outcomes: [], unused: [0], missedSlots: 1 });
+    expect(retried).toMatchObject({ outcomes: [], unused: [0], missedSlots: 0 });
     expect(origin.requests.length - before).toBe(1);
   });
 
