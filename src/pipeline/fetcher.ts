@@ -287,12 +287,20 @@ export class Fetcher {
           } as Dispatcher.DispatchOptions, handler);
         });
         let res: HopResponse;
+        let resent = false;
         try {
           res = await send(sendBy);
         } catch (err) {
           // Reset unanswered on a connection the site had closed meanwhile (connectionReuse.ts):
           // the site never read the request, so it is sent again at once, on a new connection.
           if (aborted || !inFlight?.closedBeforeAnswer(err)) throw err;
+          hopStart = performance.now();
+          resent = true;
+          res = await send(undefined);
+        }
+        // The same race with a site that says so: a 408 is what it sends on a connection it
+        // closes for having waited too long for a request (RFC 9110: send it again on a new one).
+        if (res.status === 408 && !resent && !aborted && inFlight?.onStaleConnection) {
           hopStart = performance.now();
           res = await send(undefined);
         }
@@ -428,6 +436,11 @@ class CollectHandler implements Dispatcher.DispatchHandler, SendWatcher {
 
   sentOn(stale: boolean): void {
     this.staleConnection = stale;
+  }
+
+  /** The request went out on a connection the site may have closed (connectionReuse.ts). */
+  get onStaleConnection(): boolean {
+    return this.staleConnection;
   }
 
   /** The request went out on a connection the site may have closed, and it closed with no answer. */

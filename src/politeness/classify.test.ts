@@ -5,8 +5,8 @@ describe('error classification', () => {
     expect(classifyStatus(404)).toBe('linkrot');
     expect(classifyStatus(410)).toBe('linkrot');
   });
-  it('counts 403, 429 and 5xx against the site', () => {
-    for (const s of [403, 429, 500, 502, 503, 504]) expect(classifyStatus(s)).toBe('site-error');
+  it('counts 403, 408, 429 and 5xx against the site', () => {
+    for (const s of [403, 408, 429, 500, 502, 503, 504]) expect(classifyStatus(s)).toBe('site-error');
   });
   it('treats other 4xx as the URL\'s problem', () => {
     expect(classifyStatus(400)).toBe('url-error');

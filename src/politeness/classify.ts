@@ -6,8 +6,11 @@ export type StatusMeaning = 'ok' | 'linkrot' | 'site-error' | 'url-error';
 export function classifyStatus(status: number): StatusMeaning {
   if (status >= 200 && status < 300) return 'ok';
   if (status === 404 || status === 410) return 'linkrot';
-  // 403 and 429 usually mean "you are too much for us"; 5xx means the site is struggling.
-  if (status === 403 || status === 429 || status >= 500) return 'site-error';
+  // 403 and 429 usually mean "you are too much for us"; 5xx means the site is struggling. A
+  // 408 is a timeout at the site (it gave up waiting for a request it had in full, or closed
+  // the connection as it came): asked again later, as a timeout of ours would be, not the
+  // URL's final answer.
+  if (status === 403 || status === 408 || status === 429 || status >= 500) return 'site-error';
   return 'url-error';
 }
 

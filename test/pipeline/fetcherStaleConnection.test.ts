@@ -2,20 +2,26 @@ import net from 'node:net';
 import { pipelineConfigFromEnv } from '../../src/pipeline/config';
 import { Fetcher } from '../../src/pipeline/fetcher';
 
+type How = 'reset' | 'end' | '408';
+
 /**
  * A keep-alive site on 127.0.0.1 that closes a connection unanswered when `refuse` says so,
  * the way a request that crossed the site's idle close in flight is met: reset by the kernel
- * (`reset`) or met by the close's FIN (`end`). It counts what it answered and what it refused.
+ * (`reset`), met by the close's FIN (`end`), or by the 408 some servers send as they close an
+ * idle connection (`408`). It counts what it answered and what it refused.
  */
 class ClosingSite {
   connections = 0;
   answered: string[] = [];
   refused: string[] = [];
   private readonly server: net.Server;
+  private readonly sockets = new Set<net.Socket>();
 
-  constructor(private readonly how: 'reset' | 'end', refuse: (site: ClosingSite, requestOnConnection: number, connectionAgeMs: number) => boolean) {
+  constructor(private readonly how: How, refuse: (site: ClosingSite, requestOnConnection: number, connectionAgeMs: number) => boolean) {
     this.server = net.createServer((socket) => {
       this.connections += 1;
+      this.sockets.add(socket);
+      socket.on('close', () => this.sockets.delete(socket));
       const openedAt = Date.now();
       let requests = 0;
       let buffered = '';
@@ -29,7 +35,8 @@ class ClosingSite {
           if (refuse(this, requests, Date.now() - openedAt)) {
             this.refused.push(path);
             if (this.how === 'reset') socket.resetAndDestroy();
-            else socket.end();
+            else if (this.how === 'end') socket.end();
+            else socket.end('HTTP/1.1 408 Request Timeout\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
             return;
           }
           this.answered.push(path);
@@ -45,7 +52,7 @@ class ClosingSite {
   }
 
   stop(): Promise<void> {
-    this.server.closeAllConnections?.();
+    for (const socket of this.sockets) socket.destroy();
     return new Promise((resolve) => this.server.close(() => resolve()));
   }
 }
@@ -54,7 +61,10 @@ const fetcher = () => new Fetcher(pipelineConfigFromEnv({ allowNetworks: ['127.0
 /** undici frees a connection just after the response it carried resolves: a request sent at once opens another. */
 const idle = () => new Promise((resolve) => setTimeout(resolve, 50));
 
-describe.each(['reset', 'end'] as const)('a keep-alive connection the site closed unanswered (%s)', (how) => {
+describe.each(['reset', 'end', '408'] as const)('a keep-alive connection the site closed unanswered (%s)', (how) => {
+  // What the one attempt of a request the site refused comes back as.
+  const refusedAnswer = how === '408' ? { ok: false, status: 408, sent: true } : { ok: false, failure: 'network', sent: true };
+
   it('is followed by the same request once more, on a new connection, which the site answers', async () => {
     // Every connection's second request crosses the site's idle close.
     const site = new ClosingSite(how, (_site, n) => n > 1);
@@ -82,7 +92,7 @@ describe.each(['reset', 'end'] as const)('a keep-alive connection the site close
       expect((await f.fetch(`${base}/a`)).status).toBe(200);
       await idle();
       const res = await f.fetch(`${base}/b`);
-      expect(res).toMatchObject({ ok: false, failure: 'network', sent: true });
+      expect(res).toMatchObject(refusedAnswer);
       expect(site.refused).toEqual(['/b', '/b']);
       expect(site.connections).toBe(2);
     } finally {
@@ -103,7 +113,8 @@ describe.each(['reset', 'end'] as const)('a keep-alive connection the site close
       expect(res).toMatchObject({ ok: true, status: 200 });
       expect(site.refused).toEqual(['/a']);
       expect(site.answered).toEqual(['/a']);
-      expect(site.connections).toBe(2);
+      // Two, or three when the closed connection is replaced ahead of the (past) slot as well.
+      expect(site.connections).toBeGreaterThanOrEqual(2);
     } finally {
       await f.close();
       await site.stop();
@@ -116,7 +127,7 @@ describe.each(['reset', 'end'] as const)('a keep-alive connection the site close
     const f = fetcher();
     try {
       const res = await f.fetch(`${base}/a`);
-      expect(res).toMatchObject({ ok: false, failure: 'network', sent: true });
+      expect(res).toMatchObject(refusedAnswer);
       expect(site.refused).toEqual(['/a']);
       expect(site.connections).toBe(1);
     } finally {
