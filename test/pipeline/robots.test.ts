@@ -232,10 +232,11 @@ describe('robots.txt (RFC 9309) per origin', () => {
     }
   });
 
-  it('treats a 429 robots.txt as disallow-for-now, not as the 4xx that allows all', async () => {
-    await withRobots((o) => o.route('/robots.txt', (_q, r) => { r.writeHead(429, { 'retry-after': '60' }); r.end(); }), async (o, cache) => {
+  it.each([429, 408])('treats a %i robots.txt as disallow-for-now, not as the 4xx that allows all', async (status) => {
+    // A 408 says the site gave up waiting for the request, not that it has no rules.
+    await withRobots((o) => o.route('/robots.txt', (_q, r) => { r.writeHead(status, { 'retry-after': '60' }); r.end(); }), async (o, cache) => {
       const { verdict } = await cache.check(new URL(o.url('/any.jpg')));
-      expect(verdict).toEqual({ kind: 'unavailable', reason: 'robots.txt answered 429', retryAtMs: expect.any(Number), giveUp: false, tries: 1 });
+      expect(verdict).toEqual({ kind: 'unavailable', reason: `robots.txt answered ${status}`, retryAtMs: expect.any(Number), giveUp: false, tries: 1 });
     });
   });
 
