@@ -411,7 +411,7 @@ class CollectHandler implements Dispatcher.DispatchHandler, SendWatcher {
   private failAfterHeaders(err: Error): void {
     if (!this.res) return this.settle(undefined, err);
     if (!this.keep) return this.settle(this.res);
-    const [failure, reason] = classifyError(err, err);
+    const [failure, reason] = classifyError(err, err, true);
     this.settle({ ...this.res, failure, reason });
   }
 
@@ -493,8 +493,11 @@ class CollectHandler implements Dispatcher.DispatchHandler, SendWatcher {
   }
 }
 
-/** `aborted`: the total timeout's FetchError, or the caller's reason for aborting. */
-function classifyError(err: unknown, aborted: Error | undefined): [FetchFailure, string] {
+/**
+ * `aborted`: the total timeout's FetchError, or the caller's reason for aborting.
+ * `afterHeaders`: the response's status had arrived (the body failed).
+ */
+function classifyError(err: unknown, aborted: Error | undefined, afterHeaders = false): [FetchFailure, string] {
   if (aborted instanceof FetchError) return [aborted.failure, aborted.message];
   if (err instanceof FetchError) return [err.failure, err.message];
   if (err instanceof LateError) return ['late', err.message];
@@ -513,6 +516,10 @@ function classifyError(err: unknown, aborted: Error | undefined): [FetchFailure,
   if (code === 'ERR_ASSERTION') return ['protocol', `malformed response (${message})`.slice(0, 300)];
   // undici drops the connection on any 100 Continue it did not ask for (RFC 9110 says to skip it).
   if (code === 'UND_ERR_SOCKET' && message === 'bad response') return ['protocol', 'bad response: a 100 Continue that was not asked for, or an answer to no request'];
+  // Before the status has reached us, undici's parser refused the headers and undici named the
+  // Content-Length it had read (two of them run together): a site that sends it twice. After
+  // it, a connection closed short of the length (cut, and asked again).
+  if (code === 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH' && !afterHeaders) return ['protocol', 'malformed response (its Content-Length header is sent twice or is not a number)'];
   if (err instanceof undiciErrors.HTTPParserError || e.name === 'HTTPParserError' || code?.startsWith('HPE_') || code === 'UND_ERR_HEADERS_OVERFLOW') {
     return ['protocol', (message.includes(code ?? e.name ?? '') ? message : `${code ?? e.name}: ${message}`).slice(0, 300)];
   }

@@ -18,7 +18,9 @@ describe('Fetcher total timeout, cancellation and malformed responses (real undi
       .route('/stalls.jpg', (_q, r) => { r.writeHead(200, { 'content-type': 'image/jpeg' }); r.write(Buffer.from([0xff, 0xd8, 0xff])); })
       .route('/429-stalls.jpg', (_q, r) => { r.writeHead(429, { 'retry-after': '30', 'content-type': 'text/html' }); r.write('<html>slow down'); })
       // A status line node:http would not write: straight onto the socket.
-      .route('/status-000.jpg', (_q, r) => { r.socket?.end('HTTP/1.1 000 Zero\r\ncontent-length: 0\r\n\r\n'); });
+      .route('/status-000.jpg', (_q, r) => { r.socket?.end('HTTP/1.1 000 Zero\r\ncontent-length: 0\r\n\r\n'); })
+      .route('/two-lengths.jpg', (_q, r) => { r.socket?.end('HTTP/1.1 200 OK\r\ncontent-type: image/jpeg\r\ncontent-length: 3\r\ncontent-length: 3\r\n\r\nabc'); })
+      .route('/cut-short.jpg', (_q, r) => { r.socket?.end('HTTP/1.1 200 OK\r\ncontent-type: image/jpeg\r\ncontent-length: 10\r\nconnection: close\r\n\r\nabc'); });
     await origin.start();
     fetcher = new Fetcher(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'], totalTimeoutMs: 300, headersTimeoutMs: 10_000 }));
   });
@@ -55,6 +57,14 @@ describe('Fetcher total timeout, cancellation and malformed responses (real undi
     expect(res).toMatchObject({ ok: false, failure: 'protocol' });
     expect(res.reason).toMatch(/^malformed response \(/);
     expect(res.reason).not.toContain('\n');
+  });
+
+  it('calls two Content-Length headers a malformed response (asked again, the answer is the same), not a body cut short', async () => {
+    const res = await fetcher.fetch(origin.url('/two-lengths.jpg'));
+    expect(res).toMatchObject({ ok: false, failure: 'protocol', reason: expect.stringMatching(/^malformed response \(its Content-Length/) });
+    // A body that really was cut short stays a network failure, which is asked again.
+    const cut = await fetcher.fetch(origin.url('/cut-short.jpg'));
+    expect(cut).toMatchObject({ ok: false, status: 200, failure: 'network' });
   });
 
   it("stops when the caller's signal aborts", async () => {
