@@ -24,7 +24,7 @@ import { storeToRead } from '../crawl/storeToRead';
 import type { AgainKind } from '../crawl/askAgain';
 import { askAgain } from '../crawl/again';
 import { rememberRunSettings } from '../crawl/runSettings';
-import { invalidRate } from '../politeness/targetRate';
+import { invalidBurst, invalidRate } from '../politeness/targetRate';
 import { pauseUpdate, resumeUpdate, setMaxRateUpdate, setRateUpdate } from '../workflows/messages';
 import { endIdleTemporalRuntime, installTemporalRuntime, logWorkflowMessagesAt, metricsAddressFromEnv } from '../temporal/runtime';
 import { installCrashReport, logProcessWarnings } from './crashReport';
@@ -41,6 +41,13 @@ function parsePort(value: string): number {
 function parseRate(value: string): number {
   const n = Number(value);
   const bad = invalidRate(n);
+  if (bad) throw new InvalidArgumentError(bad);
+  return n;
+}
+
+function parseBurst(value: string): number {
+  const n = Number(value);
+  const bad = invalidBurst(n);
   if (bad) throw new InvalidArgumentError(bad);
   return n;
 }
@@ -395,7 +402,7 @@ export function buildProgram(): Command {
   program.command('set-rate').description('set a source\'s target rate (and burst)')
     .argument('<source>')
     .argument('<rate>', 'requests/s', parseRate)
-    .option('--burst <n>', 'extra requests allowed at once', (v) => Number(v))
+    .option('--burst <n>', 'extra requests allowed at once', parseBurst)
     .action(async (source: string, rate: number, opts: { burst?: number }) => { await onMonitors([source], false, (h, answered) => answered(() => h.executeUpdate(setRateUpdate, { args: [{ rate, burst: opts.burst }] }))); });
   // `--max-rate` reaches only the monitors a command starts; this changes it for running ones.
   program.command('set-max-rate').description('set the global ceiling (requests/s per source) of running crawls; `none` lifts it')

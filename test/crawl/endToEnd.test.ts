@@ -405,6 +405,10 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
     const badRate = await runCli(['set-rate', 'anything', '-5'], childEnv);
     expect(badRate.code).not.toBe(0);
     expect(badRate.stderr).toMatch(/rate must be greater than 0/);
+    // Checked here too, without a server (this address reaches none): before, it went to the monitor.
+    const badBurst = await runCli(['set-rate', 'anything', '5', '--burst', '-2'], { TEMPORAL_ADDRESS: '127.0.0.1:1' });
+    expect(badBurst.code).not.toBe(0);
+    expect(badBurst.stderr).toMatch(/burst must be a whole number from 0 to 1000/);
     // Inputs are checked before anything else: the manifest's error, not the server's.
     for (const command of ['start', 'run']) {
       const noManifest = await runCli([command, '/no/such/manifest.ndjson'], { TEMPORAL_ADDRESS: '127.0.0.1:1' });
