@@ -57,9 +57,25 @@ class ClosingSite {
   }
 }
 
-const fetcher = () => new Fetcher(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'] }));
-/** undici frees a connection just after the response it carried resolves: a request sent at once opens another. */
-const idle = () => new Promise((resolve) => setTimeout(resolve, 50));
+/** A fetcher and a ClosingSite for `body`, both closed after it. */
+async function withSite(how: How, refuse: ConstructorParameters<typeof ClosingSite>[1], body: (site: ClosingSite, base: string, f: Fetcher) => Promise<void>): Promise<void> {
+  const site = new ClosingSite(how, refuse);
+  const base = await site.start();
+  const f = new Fetcher(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'] }));
+  try {
+    await body(site, base, f);
+  } finally {
+    await f.close();
+    await site.stop();
+  }
+}
+
+/** /a answered, then /b on the same connection (undici frees it just after /a resolves: a request sent at once opens another). */
+async function secondOnSameConnection(base: string, f: Fetcher) {
+  expect((await f.fetch(`${base}/a`)).status).toBe(200);
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  return f.fetch(`${base}/b`);
+}
 
 describe.each(['reset', 'end', '408'] as const)('a keep-alive connection the site closed unanswered (%s)', (how) => {
   // What the one attempt of a request the site refused comes back as.
@@ -67,72 +83,40 @@ describe.each(['reset', 'end', '408'] as const)('a keep-alive connection the sit
 
   it('is followed by the same request once more, on a new connection, which the site answers', async () => {
     // Every connection's second request crosses the site's idle close.
-    const site = new ClosingSite(how, (_site, n) => n > 1);
-    const base = await site.start();
-    const f = fetcher();
-    try {
-      expect((await f.fetch(`${base}/a`)).status).toBe(200);
-      await idle();
-      const res = await f.fetch(`${base}/b`);
-      expect(res).toMatchObject({ ok: true, status: 200, sent: true });
+    await withSite(how, (_site, n) => n > 1, async (site, base, f) => {
+      expect(await secondOnSameConnection(base, f)).toMatchObject({ ok: true, status: 200, sent: true });
       expect(site.refused).toEqual(['/b']);
       expect(site.answered).toEqual(['/a', '/b']);
       expect(site.connections).toBe(2);
-    } finally {
-      await f.close();
-      await site.stop();
-    }
+    });
   });
 
   it('is sent again only once: a site that refuses the new connection too gets two attempts', async () => {
-    const site = new ClosingSite(how, (s) => s.answered.length > 0);
-    const base = await site.start();
-    const f = fetcher();
-    try {
-      expect((await f.fetch(`${base}/a`)).status).toBe(200);
-      await idle();
-      const res = await f.fetch(`${base}/b`);
-      expect(res).toMatchObject(refusedAnswer);
+    await withSite(how, (s) => s.answered.length > 0, async (site, base, f) => {
+      expect(await secondOnSameConnection(base, f)).toMatchObject(refusedAnswer);
       expect(site.refused).toEqual(['/b', '/b']);
       expect(site.connections).toBe(2);
-    } finally {
-      await f.close();
-      await site.stop();
-    }
+    });
   });
 
   it('is followed by the same request once more when it was opened ahead and waited a second or more', async () => {
     // The site's idle timeout applies to a connection that has carried nothing yet, too.
-    const site = new ClosingSite(how, (_site, n, ageMs) => n === 1 && ageMs >= 1_000);
-    const base = await site.start();
-    const f = fetcher();
-    try {
+    await withSite(how, (_site, n, ageMs) => n === 1 && ageMs >= 1_000, async (site, base, f) => {
       f.preconnect(`${base}/a`, Date.now() + 1_100);
       await new Promise((resolve) => setTimeout(resolve, 1_100));
-      const res = await f.fetch(`${base}/a`);
-      expect(res).toMatchObject({ ok: true, status: 200 });
+      expect(await f.fetch(`${base}/a`)).toMatchObject({ ok: true, status: 200 });
       expect(site.refused).toEqual(['/a']);
       expect(site.answered).toEqual(['/a']);
       // Two, or three when the closed connection is replaced ahead of the (past) slot as well.
       expect(site.connections).toBeGreaterThanOrEqual(2);
-    } finally {
-      await f.close();
-      await site.stop();
-    }
+    });
   });
 
   it('is not sent again when the connection was opened for it: a site that closes every one is asked once', async () => {
-    const site = new ClosingSite(how, () => true);
-    const base = await site.start();
-    const f = fetcher();
-    try {
-      const res = await f.fetch(`${base}/a`);
-      expect(res).toMatchObject(refusedAnswer);
+    await withSite(how, () => true, async (site, base, f) => {
+      expect(await f.fetch(`${base}/a`)).toMatchObject(refusedAnswer);
       expect(site.refused).toEqual(['/a']);
       expect(site.connections).toBe(1);
-    } finally {
-      await f.close();
-      await site.stop();
-    }
+    });
   });
 });
