@@ -286,21 +286,16 @@ export class Fetcher {
             mayGoLate: by === undefined ? undefined : opts.mayGoLate,
           } as Dispatcher.DispatchOptions, handler);
         });
-        let res: HopResponse;
-        let resent = false;
+        let res: HopResponse | undefined;
         try {
           res = await send(sendBy);
         } catch (err) {
-          // Reset unanswered on a connection the site had closed meanwhile (connectionReuse.ts):
-          // the site never read the request, so it is sent again at once, on a new connection.
           if (aborted || !inFlight?.closedBeforeAnswer(err)) throw err;
-          hopStart = performance.now();
-          resent = true;
-          res = await send(undefined);
         }
-        // The same race with a site that says so: a 408 is what it sends on a connection it
-        // closes for having waited too long for a request (RFC 9110: send it again on a new one).
-        if (res.status === 408 && !resent && !aborted && inFlight?.onStaleConnection) {
+        // Reset unanswered on a connection the site had closed meanwhile (connectionReuse.ts), or
+        // answered 408, what a site sends as it closes a connection for waiting too long: the
+        // site never read the request, so it is sent again at once, on a new connection, once.
+        if (!res || (res.status === 408 && !aborted && inFlight?.staleConnection)) {
           hopStart = performance.now();
           res = await send(undefined);
         }
@@ -382,7 +377,8 @@ class CollectHandler implements Dispatcher.DispatchHandler, SendWatcher {
   private keep = false;
   private settled = false;
   private abortReason?: Error;
-  private staleConnection = false;
+  /** The request went out on a connection the site may have closed (connectionReuse.ts). */
+  staleConnection = false;
 
   constructor(
     private readonly resolve: (r: HopResponse) => void,
@@ -436,11 +432,6 @@ class CollectHandler implements Dispatcher.DispatchHandler, SendWatcher {
 
   sentOn(stale: boolean): void {
     this.staleConnection = stale;
-  }
-
-  /** The request went out on a connection the site may have closed (connectionReuse.ts). */
-  get onStaleConnection(): boolean {
-    return this.staleConnection;
   }
 
   /** The request went out on a connection the site may have closed, and it closed with no answer. */
