@@ -142,6 +142,8 @@ export class Fetcher {
   private readonly pools = new Map<string, Pool>();
   /** Origin -> the latest slot a paced request is expected in (preconnect). */
   private readonly demand = new Map<string, { slotMs: number; opts: ConnectTarget }>();
+  /** Origin -> its next connection check, for a slot further ahead than the origin's lead. */
+  private readonly checks = new Map<string, { atMs: number; timer: NodeJS.Timeout }>();
   /** Origin -> typical time a request takes, ms (to tell whether a busy connection frees in time). */
   private readonly responseMs = new Map<string, number>();
   private closed = false;
@@ -167,7 +169,7 @@ export class Fetcher {
         const key = String(origin);
         this.pools.set(key, pool);
         // The site closed a connection (after a response, or idle): if a paced request is due,
-        // open another now rather than at its slot.
+        // open another ahead of its slot rather than at it.
         pool.on('disconnect', () => this.ensureConnection(key));
         return pool;
       },
@@ -177,6 +179,8 @@ export class Fetcher {
 
   close(): Promise<void> {
     this.closed = true;
+    for (const c of this.checks.values()) clearTimeout(c.timer);
+    this.checks.clear();
     this.warm.close();
     return this.agent.close();
   }
@@ -200,19 +204,26 @@ export class Fetcher {
     const origin = u.origin;
     if (this.demand.size >= MAX_TRACKED_ORIGINS && !this.demand.has(origin)) this.demand.clear();
     this.demand.set(origin, { slotMs: Math.max(slotMs, this.demand.get(origin)?.slotMs ?? 0), opts: { protocol: u.protocol, host: u.host, hostname: host, port: u.port } });
-    const checkAt = slotMs - this.warm.leadMs(origin);
-    if (checkAt - Date.now() > FAR_AHEAD_MS) {
-      setTimeout(() => this.ensureConnection(origin), checkAt - Date.now()).unref();
-      return;
-    }
     this.ensureConnection(origin);
   }
 
+  /**
+   * Opens a connection for the origin's next paced request if it needs one, once the origin's
+   * lead before that slot has come. Also when the site closes a connection: opened at once, a
+   * connection for a slot 10 s away sat unused until the site closed it too (a server's 5 s idle
+   * limit), and its slot then opened a third, arriving late (at one request per 10 s, each image
+   * cost two TLS handshakes, and the late sends pushed each window's last slot out of it).
+   */
   private ensureConnection(origin: string): void {
     if (this.closed) return;
     const due = this.demand.get(origin);
     const now = Date.now();
     if (!due || due.slotMs < now - 1_000) return; // no paced request expected
+    const checkAt = due.slotMs - this.warm.leadMs(origin);
+    if (checkAt - now > FAR_AHEAD_MS) {
+      this.checkLater(origin, checkAt);
+      return;
+    }
     const pool = this.pools.get(origin);
     if (pool && !pool.closed && !pool.destroyed) {
       const stats = pool.stats;
@@ -221,6 +232,19 @@ export class Fetcher {
       if (stats.connected > 0 && stats.running > 0 && 2 * (this.responseMs.get(origin) ?? 100) < due.slotMs - now) return;
     }
     this.warm.preconnect(due.opts);
+  }
+
+  /** One pending check per origin: an earlier one looks again at the demand when it fires. */
+  private checkLater(origin: string, atMs: number): void {
+    const pending = this.checks.get(origin);
+    if (pending && pending.atMs <= atMs) return;
+    if (pending) clearTimeout(pending.timer);
+    const timer = setTimeout(() => {
+      this.checks.delete(origin);
+      this.ensureConnection(origin);
+    }, atMs - Date.now());
+    timer.unref();
+    this.checks.set(origin, { atMs, timer });
   }
 
   /**

@@ -159,6 +159,29 @@ describe('connections opened ahead of paced requests (real undici, origin on 127
     }
   });
 
+  it('after the site closes a connection, opens the next one only its lead before a far slot', async () => {
+    // Opened at once, it sat unused until a site with a short idle limit closed it too, and the
+    // slot then had to open yet another, late.
+    const fetcher = new Fetcher(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'] }));
+    try {
+      const url = origin.url('/close/1.jpg');
+      const slotMs = Date.now() + 2_500;
+      fetcher.preconnect(url, slotMs);
+      const before = origin.connections;
+      // On a connection of its own, which the site closes after the answer.
+      expect(await fetcher.fetch(url)).toMatchObject({ ok: true, status: 200 });
+      await new Promise((r) => setTimeout(r, 400));
+      expect(origin.connections).toBe(before + 1);
+      await new Promise((r) => setTimeout(r, slotMs - Date.now()));
+      expect(origin.connections).toBe(before + 2);
+      const started = Date.now();
+      expect(await fetcher.fetch(url, { sendBy: started + 10 })).toMatchObject({ ok: true, sent: true });
+      expect(origin.connections).toBe(before + 2); // it took the one opened ahead
+    } finally {
+      await fetcher.close();
+    }
+  });
+
   it('opens nothing to a refused address or a bad URL', async () => {
     const fetcher = new Fetcher(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'] }));
     try {
