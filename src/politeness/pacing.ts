@@ -163,6 +163,21 @@ export function slowWindowFloatMs(intervalMs: number): number {
 }
 
 /**
+ * How much later a grant may slide when its window holds one or two slots (Grant.floatMs), or 0:
+ * a source's short first window (FIRST_WINDOW_MS) at 0.1-0.2 req/s. An activity that starts
+ * after a slot moves the window's slots later: the last falls out of it, which for a window of one
+ * slot is the whole window. Measured: a source at 0.1 req/s whose monitor's first workflow task
+ * took 311 ms on a fresh worker (its lead: 300 ms) started its activity 12 ms after its only
+ * slot, sent nothing for 10 s, and showed "workers behind" for 45 s. Such a window's report comes
+ * back a spacing or more before the next window is planned, so the float is reclaimed
+ * (reclaimWindowTail) and costs nothing; half a spacing once if the report never comes. In a
+ * longer window a late start costs one slot, and a float would cost about the lead each time.
+ */
+export function shortGrantFloatMs(slots: number, intervalMs: number): number {
+  return slots <= 2 ? intervalMs / 2 : 0;
+}
+
+/**
  * A grant that may float (Grant.floatMs), moved so that its first slot is no sooner than
  * `leadMs` after `nowMs`: by at most its float, which shrinks by the move. Its window plus what
  * is left of its float end where the monitor's booking ends, so the next window is as far away.

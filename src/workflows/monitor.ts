@@ -4,7 +4,7 @@ import {
 } from '@temporalio/workflow';
 import type { PolicyEvent } from '../politeness/governor';
 import { STOPPED_BATCHES_WAIT_MS } from '../shared/heartbeat';
-import { slowWindowFloatMs } from '../politeness/pacing';
+import { shortGrantFloatMs, slowWindowFloatMs } from '../politeness/pacing';
 import { invalidBurst, invalidRate } from '../politeness/targetRate';
 import { FINISHED, monitorSearchAttributes, shownBy, shownKey } from '../temporal/searchAttributes';
 import type { Grant, WorkChunk, WorkItem } from '../shared/types';
@@ -296,6 +296,12 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
     return f > 0 ? m.floatGrant(g, f) : g;
   };
 
+  /** A grant of one or two slots may float (shortGrantFloatMs); the patch is asked only for such grants. */
+  const shortFloat = (g: Grant): number => {
+    const f = shortGrantFloatMs(g.slots, g.intervalMs);
+    return f > 0 && patched('float-short-first-grant') ? f : 0;
+  };
+
   for (;;) {
     const now = Date.now();
     announce(m.governor.tick(now));
@@ -323,7 +329,7 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
       // The source's last window floats: after any other, the next is planned ahead of its end
       // (but for a slow source's: see floated).
       const last = planned !== undefined && planned.slots >= chunk.count && m.queuedChunks() === 0;
-      const firstGrant = planned && floated(planned, last ? START_FLOAT_MS : 0);
+      const firstGrant = planned && floated(planned, last ? START_FLOAT_MS : shortFloat(planned));
       // A source of a few URLs, all in this chunk: the monitor runs the batch itself. As a child
       // workflow it cost 17 of a one-URL source's 33 history events, a second workflow and four of
       // its six workflow tasks, and the embedded server spent ~180 ms of CPU per such source
@@ -381,7 +387,7 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
       await getExternalWorkflowHandle(b.batchId).signal(pingSignal).then(() => heardFrom(b, Date.now()), (err) => lose(b, `a ping did not reach it: ${String(err)}`));
     }
 
-    if (!alone) grants = planGrants().map((g) => floated(g));
+    if (!alone) grants = planGrants().map((g) => floated(g, shortFloat(g)));
     for (const g of grants) {
       try {
         // The time of issue lets the fetch activity report how long the grant took to reach it,

@@ -52,9 +52,11 @@ const LEVEL_10 = [...LEVEL_9, 'halt-on-pages'] as const;
 
 const LEVEL_11 = [...LEVEL_10, 'latency-baseline-by-time'] as const;
 
-export type PatchId = (typeof LEVEL_11)[number];
+const LEVEL_12 = [...LEVEL_11, 'float-short-first-grant'] as const;
 
-const LEVELS: readonly (readonly PatchId[])[] = [[], LEVEL_1, LEVEL_2, LEVEL_3, LEVEL_4, LEVEL_5, LEVEL_6, LEVEL_7, LEVEL_8, LEVEL_9, LEVEL_10, LEVEL_11];
+export type PatchId = (typeof LEVEL_12)[number];
+
+const LEVELS: readonly (readonly PatchId[])[] = [[], LEVEL_1, LEVEL_2, LEVEL_3, LEVEL_4, LEVEL_5, LEVEL_6, LEVEL_7, LEVEL_8, LEVEL_9, LEVEL_10, LEVEL_11, LEVEL_12];
 
 /** The level of this code: what a workflow it starts puts in its input. */
 export const PATCH_LEVEL = LEVELS.length - 1;
