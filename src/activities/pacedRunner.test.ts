@@ -263,6 +263,25 @@ describe('paced runner', () => {
     expect(r.unused).toEqual([]);
   });
 
+  it('prepares an item handed back as "next" only while a slot is left for it', async () => {
+    const clock = fakeClock(10_000);
+    const prepared: number[] = [];
+    let release!: () => void;
+    const answered = new Promise<void>((resolve) => { release = resolve; });
+    // One slot: the run (robots.txt, say) answers after the loop has ended.
+    const runP = runPaced({
+      count: 1, schedule: { ...schedule, endMs: 11_000 }, shouldStop: () => false, ...clock,
+      run: async () => { await answered; return 'hop'; },
+      requeued: (res) => (res === 'hop' ? 'next' : false),
+      prepare: (i) => { prepared.push(i); },
+    });
+    await new Promise((r) => setImmediate(r));
+    release();
+    const r = await runP;
+    expect(prepared).toEqual([0]); // for its own slot, not again for a slot gone by
+    expect(r.unused).toEqual([0]);
+  });
+
   it('hands an item put off as "later" back unused, by decide without a slot or by its run, and never tries it again in the grant', async () => {
     const clock = fakeClock(10_000);
     const ran: number[] = [];

@@ -117,6 +117,7 @@ export async function runPaced<R>(o: PacedRunOptions<R>): Promise<PacedRunResult
   };
   // Slots keep coming while runs are in flight: one may hand its item back for a later slot.
   let waitingFor = 0; // the slot the loop is waiting for (or about to send in)
+  let slotsLeft = true; // false once the loop has ended: no slot is waited for
   let sends = 0;
   // The first run that failed. Its rejection is taken at once, not left for the Promise.all
   // after the loop: a rejection with no handler while the loop waits for its next slot ended
@@ -187,10 +188,11 @@ export async function runPaced<R>(o: PacedRunOptions<R>): Promise<PacedRunResult
       const again = o.requeued?.(r);
       if (again) {
         // A redirect hop used its slot for a request: not a missed one. The loop may already
-        // be waiting for the next slot, so the item is prepared now.
+        // be waiting for the next slot, so the item is prepared now (not after the last slot:
+        // a connection opened for a slot gone by went unused, one per slow source's first window).
         if (again === 'next') {
           items.splice(next, 0, index);
-          o.prepare?.(index, slotAt(waitingFor));
+          if (slotsLeft) o.prepare?.(index, slotAt(waitingFor));
         } else if (again === 'later') {
           // Put off to another grant (its host's robots.txt is to be read again): it needs no
           // slot in this one, and the worker did not fall behind. Counted as a miss, a source
@@ -208,6 +210,7 @@ export async function runPaced<R>(o: PacedRunOptions<R>): Promise<PacedRunResult
       failure ??= { err };
     }));
   }
+  slotsLeft = false;
   await Promise.all(inflight);
   // Nothing more was sent after the failure; the runs still in flight have finished.
   if (failure) throw failure.err;
