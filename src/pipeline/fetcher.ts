@@ -228,8 +228,9 @@ export class Fetcher {
     if (pool && !pool.closed && !pool.destroyed) {
       const stats = pool.stats;
       if (stats.free > 0) return;
-      // Busy, but its request will be done by the slot: no second connection.
-      if (stats.connected > 0 && stats.running > 0 && 2 * (this.responseMs.get(origin) ?? 100) < due.slotMs - now) return;
+      // Busy, but its request will be done by the slot: no second connection. Also just after
+      // an answer, before undici marks its connection free (nothing running, nothing free).
+      if (stats.connected > 0 && 2 * (this.responseMs.get(origin) ?? 100) < due.slotMs - now) return;
     }
     this.warm.preconnect(due.opts);
   }

@@ -145,6 +145,23 @@ describe('connections opened ahead of paced requests (real undici, origin on 127
     }
   });
 
+  it('opens none for a slot due just after an answer: the connection that carried it is about to be free', async () => {
+    // As after robots.txt, whose image takes the next slot: undici marks the connection free a
+    // moment after the body, and a second one was opened that nothing used.
+    const fetcher = new Fetcher(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'] }), { wrapConnector: far });
+    try {
+      const url = origin.url('/keep.jpg');
+      const connections = origin.connections;
+      expect(await fetcher.fetch(url)).toMatchObject({ ok: true, status: 200 });
+      fetcher.preconnect(url, Date.now() + 500);
+      await new Promise((r) => setTimeout(r, CONNECT_MS + 40));
+      expect(origin.connections).toBe(connections + 1);
+      expect(fetcher.warm.opened).toBe(1);
+    } finally {
+      await fetcher.close();
+    }
+  });
+
   it('for a slot far ahead, opens the connection only its lead before the slot', async () => {
     const fetcher = new Fetcher(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'] }));
     try {
