@@ -41,8 +41,8 @@ export interface ProcessedUrl {
   robotsError?: string;
   /** An error outcome that is final although attempts are left (robots.txt given up on, a response that is not HTTP). */
   final?: boolean;
-  /** With `requeue`: the request sent in the URL's slot was for its origin's robots.txt. */
-  robotsTxt?: boolean;
+  /** With `requeue`: the request sent in the URL's slot was for a file of its origin's own (robots.txt, tdmrep.json). */
+  siteFile?: 'robots.txt' | 'tdmrep.json';
   /**
    * With `requeue`: the store could not take the URL's thumbnail (the bytes are spooled). Nothing
    * more is sent to the source in this grant, and the monitor holds it for STORE_RETRY_MS.
@@ -215,7 +215,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
     if (input.items.length > 0) checkCrawlDelay(input.items[0]!.url);
     const settle = (i: number, processed: ProcessedUrl): 'done' | 'requeue' | 'next' | 'later' => {
       const item = input.items[i]!;
-      if (processed.outcome.sent) deps.metrics?.request(processed.robotsTxt ? 'robots.txt' : 'image', processed.outcome.status, processed.outcome.ttfbMs);
+      if (processed.outcome.sent) deps.metrics?.request(processed.siteFile ?? 'image', processed.outcome.status, processed.outcome.ttfbMs);
       if (processed.hop) hops.set(i, processed.hop);
       if (processed.robotsRetryAtMs !== undefined) {
         robotsRetryMs = Math.max(robotsRetryMs ?? 0, processed.robotsRetryAtMs - Date.now(), 1);
@@ -228,9 +228,9 @@ export function createCrawlActivities(deps: CrawlDeps) {
       // the URL waits in the spool for a grant after the hold. Neither slot was missed.
       if (processed.requeue && (processed.robotsRetryAtMs !== undefined || processed.storeFailure !== undefined)) return 'later';
       // A URL part-way through its redirects goes first in line: its next hop takes the next slot.
-      // So does one whose slot read its host's robots.txt: that slot was not missed (missed slots
-      // read as a worker falling behind), and the image follows on the same connection.
-      if (processed.requeue) return hops.has(i) || (processed.robotsTxt && processed.outcome.sent) ? 'next' : 'requeue';
+      // So does one whose slot read its host's robots.txt (or tdmrep.json): that slot was not
+      // missed (missed slots read as a worker falling behind), and the image follows on the same connection.
+      if (processed.requeue) return hops.has(i) || (processed.siteFile && processed.outcome.sent) ? 'next' : 'requeue';
       const o = processed.outcome;
       const final = o.cls !== 'error' || item.attempt >= input.maxAttempts || processed.final === true;
       const outcome: RequestOutcome = { ...o, url: item.url, final, attempt: item.attempt, atMs: Date.now() };

@@ -7,20 +7,20 @@ import type { OutcomeClass } from '../shared/types';
  * label would make one series per website, and the monitors show sources already.
  */
 export interface CrawlMetrics {
-  /** A request sent to a site, with the status it got (robots.txt's status is not known here). */
-  request(kind: 'image' | 'robots.txt', status: number | undefined, ttfbMs: number | undefined): void;
+  /** A request sent to a site, with the status it got (a site file's status is not known here). */
+  request(kind: 'image' | 'robots.txt' | 'tdmrep.json', status: number | undefined, ttfbMs: number | undefined): void;
   /** A URL whose outcome is final; `bytes` for a downloaded image. */
   finished(cls: OutcomeClass, bytes: number | undefined): void;
 }
 
 export function crawlMetrics(meter: MetricMeter): CrawlMetrics {
-  const requests = meter.createCounter('crawl_requests', 'requests', 'Requests sent to sites: kind image by status class (none: no response), kind robots.txt');
+  const requests = meter.createCounter('crawl_requests', 'requests', 'Requests sent to sites: kind image by status class (none: no response), kinds robots.txt and tdmrep.json');
   const ttfb = meter.createHistogram('crawl_time_to_first_byte', 'float', 's', 'Time to the first byte of image responses');
   const finished = meter.createCounter('crawl_urls_finished', 'urls', 'URLs whose outcome is final, by outcome (done, linkrot, content, robots, refused, error)');
   const downloaded = meter.createCounter('crawl_downloaded_bytes', 'bytes', 'Bytes of the images downloaded and stored');
   return {
     request(kind, status, ttfbMs) {
-      if (kind === 'robots.txt') return requests.add(1, { kind });
+      if (kind !== 'image') return requests.add(1, { kind });
       requests.add(1, { kind, status: status === undefined ? 'none' : `${Math.floor(status / 100)}xx` });
       if (ttfbMs !== undefined) ttfb.record(ttfbMs / 1000);
     },

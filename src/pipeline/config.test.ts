@@ -20,6 +20,15 @@ describe('pipeline configuration from the environment', () => {
     expect(cfg.maxBodyBytes).toBe(50 * 1024 * 1024);
   });
 
+  it('reads sites\' TDMRep files only when asked, and says which words it takes', () => {
+    const on = (v: string) => (withEnv({ CRAWL_READ_TDMREP: v })() as ReturnType<typeof pipelineConfigFromEnv>).readTdmRep;
+    expect(on('')).toBe(false);
+    expect(on('true')).toBe(true);
+    expect(on(' Yes ')).toBe(true);
+    expect(on('0')).toBe(false);
+    expect(withEnv({ CRAWL_READ_TDMREP: 'maybe' })).toThrow(/CRAWL_READ_TDMREP must be true, false, 1, 0, yes or no, got "maybe"/);
+  });
+
   it('refuses a User-Agent that would not identify us, or would fail every request', () => {
     expect(withEnv({ CRAWL_USER_AGENT: 'Bot/1.0 (+https://x.example)\u00e9' })).toThrow(/printable ASCII/);
     expect(withEnv({ CRAWL_USER_AGENT: 'Bot/1.0 (+https://x.example)\r\nX-Injected: 1' })).toThrow(/printable ASCII on one line/);

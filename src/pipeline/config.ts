@@ -1,5 +1,5 @@
 import { constants as bufferConstants } from 'node:buffer';
-import { envText, intFromEnv } from '../shared/env';
+import { envText, flagFromEnv, intFromEnv } from '../shared/env';
 import { usableCpus } from '../shared/usableCpus';
 
 /** Pipeline settings, from the environment with safe defaults. */
@@ -55,6 +55,11 @@ export interface PipelineConfig {
    * buffers and its threads' malloc arenas): sharp alone reaches full speed at twice the cores.
    */
   imageConcurrency: number;
+  /**
+   * Read each origin's TDMRep file (/.well-known/tdmrep.json, tdmRep.ts) before its first image:
+   * one more request per host, so off unless asked for.
+   */
+  readTdmRep: boolean;
 }
 
 export const DEFAULT_USER_AGENT = 'PoliteImageCrawler/0.1 (+https://github.com/polite-image-crawler; crawler@example.org)';
@@ -118,6 +123,7 @@ export function pipelineConfigFromEnv(overrides: Partial<PipelineConfig> = {}): 
     maxBacklogBytes: num('CRAWL_MAX_BACKLOG_BYTES', 256 * 1024 * 1024),
     maxDecodePixels: num('CRAWL_MAX_DECODE_PIXELS', 400_000_000),
     imageConcurrency: Math.max(1, Math.floor(num('CRAWL_IMAGE_CONCURRENCY', 2 * usableCpus()))),
+    readTdmRep: flagFromEnv('CRAWL_READ_TDMREP', false),
     ...overrides,
   };
 }

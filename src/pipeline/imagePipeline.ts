@@ -11,6 +11,7 @@ import { Fetcher, FetchError, type FetcherOptions, validateUrl } from './fetcher
 import { thumbnailKey } from './keys';
 import { RobotsCache, type RobotsVerdict } from './robots';
 import { rightsFields, type RightsHeaders } from './rightsHeaders';
+import { TdmRepCache, withSiteRule } from './tdmRep';
 import { MovedOrigins } from './movedOrigins';
 import { RedirectTargets } from './redirectTargets';
 import type { Spool } from './spool';
@@ -34,6 +35,8 @@ const KEPT_RECORD_MAX_AGE_MS = 24 * 60 * 60_000;
 export class ImagePipeline implements UrlProcessor {
   readonly fetcher: Fetcher;
   readonly robots: RobotsCache;
+  /** Sites' TDMRep files, when CRAWL_READ_TDMREP asks for them. */
+  private readonly tdmRep?: TdmRepCache;
   /** Origins that moved (http to https, to www): their URLs are asked where they went (movedOrigins.ts). */
   readonly moved = new MovedOrigins();
   /** Images that many URLs redirect to, fetched once (redirectTargets.ts). */
@@ -60,6 +63,7 @@ export class ImagePipeline implements UrlProcessor {
     this.decodeBudget = new WeightedBudget(cfg.maxDecodePixels - this.smallDecodeBudget.capacity);
     this.imageSlots = new FairSlots(cfg.imageConcurrency);
     this.robots = new RobotsCache(this.fetcher, cfg);
+    this.tdmRep = cfg.readTdmRep ? new TdmRepCache(this.fetcher, cfg) : undefined;
   }
 
   close(): Promise<void> {
@@ -183,11 +187,17 @@ export class ImagePipeline implements UrlProcessor {
         const { verdict: first, fetched } = await this.robots.check(u, ctx.signal, ctx.sendBy, ctx.mayGoLate);
         // Nothing left for a refused address: the URL is refused in this slot.
         if (first.kind === 'refused') return { outcome: { ...base, cls: 'refused', reason: first.reason } };
-        return { outcome: { ...base, cls: 'error', sent: fetched, reason: `robots.txt ${fetched ? 'fetched' : 'not fetched yet'}` }, requeue: true, robotsTxt: true };
+        return { outcome: { ...base, cls: 'error', sent: fetched, reason: `robots.txt ${fetched ? 'fetched' : 'not fetched yet'}` }, requeue: true, siteFile: 'robots.txt' };
       }
       const { verdict } = await this.robots.check(u, ctx.signal);
       const unfetchable = withoutFetching(url, verdict, this.cfg.robotsMaxTries);
       if (unfetchable) return unfetchable;
+      // The origin's TDMRep file before its first image, in a slot of its own as robots.txt.
+      if (this.tdmRep && !this.tdmRep.known(u)) {
+        if (tooLate()) return late;
+        const fetched = await this.tdmRep.load(u, ctx.signal, ctx.sendBy, ctx.mayGoLate);
+        return { outcome: { ...base, cls: 'error', sent: fetched, reason: `tdmrep.json ${fetched ? 'fetched' : 'not fetched yet'}` }, requeue: true, siteFile: 'tdmrep.json' };
+      }
 
       if (tooLate()) return late;
       const busy = this.busy(ctx.source);
@@ -227,7 +237,8 @@ export class ImagePipeline implements UrlProcessor {
       // Analysed, it was called a corrupt image ("premature end of JPEG image").
       if (res.status === 206) return { outcome: { ...base, ...timing, cls: 'content', reason: statusReason(206) } };
       body = res.body!;
-      rightsHeaders = res.rightsHeaders;
+      // With the site's TDMRep rule, kept with the bytes should the store fail (the spool).
+      rightsHeaders = withSiteRule(res.rightsHeaders, this.tdmRep?.ruleFor(u));
     }
 
     const held = body.length;

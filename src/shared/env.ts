@@ -18,3 +18,12 @@ export function envText(name: string, fallback?: string): string | undefined {
   const raw = process.env[name];
   return raw === undefined || raw.trim() === '' ? fallback : raw;
 }
+
+/** A yes/no setting: `fallback` when unset or blank; true, 1, yes / false, 0, no; anything else is an error naming it. */
+export function flagFromEnv(name: string, fallback: boolean): boolean {
+  const raw = (process.env[name] ?? '').trim().toLowerCase();
+  if (raw === '') return fallback;
+  if (['true', '1', 'yes'].includes(raw)) return true;
+  if (['false', '0', 'no'].includes(raw)) return false;
+  throw new Error(`${name} must be true, false, 1, 0, yes or no, got ${JSON.stringify(process.env[name])}`);
+}
