@@ -11,6 +11,8 @@ export interface CrawlMetrics {
   request(kind: 'image' | 'robots.txt' | 'tdmrep.json', status: number | undefined, ttfbMs: number | undefined): void;
   /** A URL whose outcome is final; `bytes` for a downloaded image. */
   finished(cls: OutcomeClass, bytes: number | undefined): void;
+  /** A request sent again at once after the site closed its connection unanswered (fetcher.ts). */
+  resent(): void;
 }
 
 export function crawlMetrics(meter: MetricMeter): CrawlMetrics {
@@ -18,6 +20,8 @@ export function crawlMetrics(meter: MetricMeter): CrawlMetrics {
   const ttfb = meter.createHistogram('crawl_time_to_first_byte', 'float', 's', 'Time to the first byte of image responses');
   const finished = meter.createCounter('crawl_urls_finished', 'urls', 'URLs whose outcome is final, by outcome (done, linkrot, content, robots, refused, error)');
   const downloaded = meter.createCounter('crawl_downloaded_bytes', 'bytes', 'Bytes of the images downloaded and stored');
+  const resent = meter.createCounter('crawl_requests_resent', 'requests',
+    'Requests sent again at once on a new connection: the site had closed the one they went out on, unanswered (a keep-alive connection it timed out as the request arrived)');
   return {
     request(kind, status, ttfbMs) {
       if (kind !== 'image') return requests.add(1, { kind });
@@ -27,6 +31,9 @@ export function crawlMetrics(meter: MetricMeter): CrawlMetrics {
     finished(cls, bytes) {
       finished.add(1, { outcome: cls });
       if (bytes) downloaded.add(bytes);
+    },
+    resent() {
+      resent.add(1);
     },
   };
 }

@@ -131,6 +131,8 @@ type ConnectTarget = { protocol: string; host: string; hostname: string; port: s
 export interface FetcherOptions {
   /** Wraps the connector undici would use (tests: a far host's connect time on loopback). */
   wrapConnector?: (connect: Connector) => Connector;
+  /** Told of each request sent again after the site closed its connection unanswered (metrics). */
+  onResend?: () => void;
 }
 
 export class Fetcher {
@@ -148,7 +150,10 @@ export class Fetcher {
   private readonly responseMs = new Map<string, number>();
   private closed = false;
 
+  private readonly onResend?: () => void;
+
   constructor(private readonly cfg: PipelineConfig, opts: FetcherOptions = {}) {
+    this.onResend = opts.onResend;
     this.guard = new NetworkGuard(cfg.allowNetworks);
     // rejectUnauthorized explicitly: Node's default follows NODE_TLS_REJECT_UNAUTHORIZED, and a
     // variable set for some other tool must not turn verification off for every site we crawl.
@@ -321,6 +326,7 @@ export class Fetcher {
         // answered 408, what a site sends as it closes a connection for waiting too long: the
         // site never read the request, so it is sent again at once, on a new connection, once.
         if (!res || (res.status === 408 && !aborted && inFlight?.staleConnection)) {
+          this.onResend?.();
           hopStart = performance.now();
           res = await send(undefined);
         }

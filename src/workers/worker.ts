@@ -40,11 +40,12 @@ export function defaultDeps(opts: DepsOptions = {}): CrawlDeps {
   const store = storeFromEnv(dataDir);
   const base = pipelineConfigFromEnv();
   const cfg = { ...base, allowNetworks: [...base.allowNetworks, ...(opts.allowNetworks ?? [])] };
+  const metrics = servesMetrics() ? crawlMetrics(Runtime.instance().metricMeter) : undefined;
   return {
-    processor: new ImagePipeline(cfg, store, new Spool(path.join(dataDir, 'spool'))),
+    processor: new ImagePipeline(cfg, store, new Spool(path.join(dataDir, 'spool')), metrics ? { onResend: () => metrics.resent() } : undefined),
     recorder: new StoreRecorder(store),
     store,
-    ...(servesMetrics() ? { metrics: crawlMetrics(Runtime.instance().metricMeter) } : {}),
+    ...(metrics ? { metrics } : {}),
   };
 }
 

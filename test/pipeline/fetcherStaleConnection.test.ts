@@ -12,6 +12,8 @@ type How = 'reset' | 'end' | '408';
  */
 class ClosingSite {
   connections = 0;
+  /** Requests the fetcher said it sent again (its onResend). */
+  resent = 0;
   answered: string[] = [];
   refused: string[] = [];
   private readonly server: net.Server;
@@ -61,7 +63,7 @@ class ClosingSite {
 async function withSite(how: How, refuse: ConstructorParameters<typeof ClosingSite>[1], body: (site: ClosingSite, base: string, f: Fetcher) => Promise<void>): Promise<void> {
   const site = new ClosingSite(how, refuse);
   const base = await site.start();
-  const f = new Fetcher(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'] }));
+  const f = new Fetcher(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'] }), { onResend: () => { site.resent += 1; } });
   try {
     await body(site, base, f);
   } finally {
@@ -88,6 +90,7 @@ describe.each(['reset', 'end', '408'] as const)('a keep-alive connection the sit
       expect(site.refused).toEqual(['/b']);
       expect(site.answered).toEqual(['/a', '/b']);
       expect(site.connections).toBe(2);
+      expect(site.resent).toBe(1); // for the crawl_requests_resent metric
     });
   });
 
@@ -96,6 +99,7 @@ describe.each(['reset', 'end', '408'] as const)('a keep-alive connection the sit
       expect(await secondOnSameConnection(base, f)).toMatchObject(refusedAnswer);
       expect(site.refused).toEqual(['/b', '/b']);
       expect(site.connections).toBe(2);
+      expect(site.resent).toBe(1);
     });
   });
 
@@ -119,6 +123,7 @@ describe.each(['reset', 'end', '408'] as const)('a keep-alive connection the sit
       expect(await f.fetch(`${base}/a`)).toMatchObject(refusedAnswer);
       expect(site.refused).toEqual(['/a']);
       expect(site.connections).toBe(1);
+      expect(site.resent).toBe(0);
     });
   });
 });
