@@ -20,11 +20,18 @@ export const STALE_AFTER_MS = 1_000;
 interface Use {
   openedAt: number;
   requests: number;
+  /** When its last response ended (or it opened), performance.now() ms. */
+  idleSince: number;
+  /** A request is out on it. */
+  busy: boolean;
 }
 
 export interface SendWatcher {
-  /** Called as the request is written: `stale` if its connection may have been closed by the site. */
-  sentOn(stale: boolean): void;
+  /**
+   * Called as the request is written: `stale` if its connection may have been closed by the
+   * site; `idleMs`, how long the connection had waited unused; `socket`, to say when it is free.
+   */
+  sentOn(stale: boolean, idleMs: number, socket: object): void;
 }
 
 const connections = new WeakMap<object, Use>();
@@ -32,7 +39,24 @@ let next: SendWatcher | undefined;
 
 /** A connection was opened (every one goes through the fetcher's connector). */
 export function noteConnectionOpened(socket: object, now = performance.now()): void {
-  connections.set(socket, { openedAt: now, requests: 0 });
+  connections.set(socket, { openedAt: now, requests: 0, idleSince: now, busy: false });
+}
+
+/** The response on the connection has ended: it waits for the next request from now on. */
+export function noteConnectionFree(socket: object, now = performance.now()): void {
+  const use = connections.get(socket);
+  if (!use) return;
+  use.busy = false;
+  use.idleSince = now;
+}
+
+/**
+ * How long a connection that has carried a request will have waited unused `inMs` from now;
+ * undefined while a request is out on it, or before its first (one opened ahead for a slot).
+ */
+export function idleAfter(socket: object, inMs: number, now = performance.now()): number | undefined {
+  const use = connections.get(socket);
+  return use && !use.busy && use.requests > 0 ? now - use.idleSince + inMs : undefined;
 }
 
 /**
@@ -51,8 +75,10 @@ diagnosticsChannel.subscribe('undici:client:sendHeaders', (message) => {
   if (!socket) return;
   const use = connections.get(socket);
   if (!use) return; // not one of ours (Node's own fetch publishes here too)
-  watcher?.sentOn(use.requests > 0 || performance.now() - use.openedAt >= STALE_AFTER_MS);
+  const now = performance.now();
+  watcher?.sentOn(use.requests > 0 || now - use.openedAt >= STALE_AFTER_MS, now - use.idleSince, socket);
   use.requests += 1;
+  use.busy = true;
 });
 
 /** The connection closed (or was reset) before any of the response arrived. */

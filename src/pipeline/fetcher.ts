@@ -3,7 +3,8 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { Agent, buildConnector, errors as undiciErrors, Pool, type Dispatcher } from 'undici';
 import type { PipelineConfig } from './config';
-import { closedUnanswered, type SendWatcher, watchNextSend } from './connectionReuse';
+import { setBounded } from '../shared/boundedMap';
+import { closedUnanswered, noteConnectionFree, type SendWatcher, watchNextSend } from './connectionReuse';
 import { decodeContent } from './contentEncoding';
 import { readRightsHeaders, type RightsHeaders } from './rightsHeaders';
 import { NetworkGuard } from './networkGuard';
@@ -125,6 +126,13 @@ const sendByInterceptor: Dispatcher.DispatcherComposeInterceptor = (dispatch) =>
 
 /** A paced request's slot further ahead than this gets its connection check on a timer. */
 const FAR_AHEAD_MS = 1_000;
+
+const MIN_IDLE_LIMIT_MS = 500;
+
+/** Connections are closed this much before a site's learnt idle limit: its clock and ours differ by a round trip or so. */
+function idleMargin(limitMs: number): number {
+  return Math.max(100, 0.2 * limitMs);
+}
 const MAX_TRACKED_ORIGINS = 10_000;
 type ConnectTarget = { protocol: string; host: string; hostname: string; port: string };
 
@@ -148,6 +156,11 @@ export class Fetcher {
   private readonly checks = new Map<string, { atMs: number; timer: NodeJS.Timeout }>();
   /** Origin -> typical time a request takes, ms (to tell whether a busy connection frees in time). */
   private readonly responseMs = new Map<string, number>();
+  /**
+   * Origin -> the shortest wait after which the site was seen to have closed a connection
+   * unannounced (a request on it was reset, and sent again): its idle timeout is at most that.
+   */
+  private readonly idleLimits = new Map<string, number>();
   private closed = false;
 
   private readonly onResend?: () => void;
@@ -225,8 +238,19 @@ export class Fetcher {
     const now = Date.now();
     if (!due || due.slotMs < now - 1_000) return; // no paced request expected
     const checkAt = due.slotMs - this.warm.leadMs(origin);
-    if (checkAt - now > FAR_AHEAD_MS) {
+    const limit = this.idleLimits.get(origin);
+    // A site known to close idle connections: checked at the lead itself, so that a connection
+    // opened for the slot has not waited longer than the site allows by then.
+    if (checkAt - now > (limit === undefined ? FAR_AHEAD_MS : 0)) {
       this.checkLater(origin, checkAt);
+      return;
+    }
+    // Its connections that will have waited too long by the slot are closed here, and one is
+    // opened ahead in their place: a request sent on one was reset, then sent again on a new
+    // connection that had to open at the slot (each image at a site with a 1.06 s idle limit, at
+    // one request a second, was a reset request in the site's log).
+    if (limit !== undefined && this.warm.closeIdle(origin, due.slotMs - now, limit - idleMargin(limit)) > 0) {
+      this.warm.preconnect(due.opts);
       return;
     }
     const pool = this.pools.get(origin);
@@ -238,6 +262,20 @@ export class Fetcher {
       if (stats.connected > 0 && 2 * (this.responseMs.get(origin) ?? 100) < due.slotMs - now) return;
     }
     this.warm.preconnect(due.opts);
+  }
+
+  /**
+   * A reset after a shorter wait is not taken for an idle timeout (servers' are seconds: Apache
+   * and Node 5 s, nginx 75 s): learnt, it would have this origin's connections closed after
+   * every request.
+   */
+  private learnIdleLimit(origin: string, idleMs: number | undefined): void {
+    if (idleMs === undefined || idleMs < MIN_IDLE_LIMIT_MS) return;
+    const known = this.idleLimits.get(origin);
+    if (known !== undefined && known <= idleMs) return;
+    setBounded(this.idleLimits, origin, idleMs, MAX_TRACKED_ORIGINS);
+    // The next slot's check ran before this was known: it is timed again, by the limit.
+    this.ensureConnection(origin);
   }
 
   /** One pending check per origin: an earlier one looks again at the demand when it fires. */
@@ -327,6 +365,7 @@ export class Fetcher {
         // site never read the request, so it is sent again at once, on a new connection, once.
         if (!res || (res.status === 408 && !aborted && inFlight?.staleConnection)) {
           this.onResend?.();
+          this.learnIdleLimit(u.origin, inFlight?.idleBeforeSendMs);
           hopStart = performance.now();
           res = await send(undefined);
         }
@@ -410,6 +449,9 @@ class CollectHandler implements Dispatcher.DispatchHandler, SendWatcher {
   private abortReason?: Error;
   /** The request went out on a connection the site may have closed (connectionReuse.ts). */
   staleConnection = false;
+  /** How long that connection had waited unused before this request. */
+  idleBeforeSendMs?: number;
+  private socket?: object;
 
   constructor(
     private readonly resolve: (r: HopResponse) => void,
@@ -461,8 +503,10 @@ class CollectHandler implements Dispatcher.DispatchHandler, SendWatcher {
     else watchNextSend(this);
   }
 
-  sentOn(stale: boolean): void {
+  sentOn(stale: boolean, idleMs: number, socket: object): void {
     this.staleConnection = stale;
+    this.idleBeforeSendMs = idleMs;
+    this.socket = socket;
   }
 
   /** The request went out on a connection the site may have closed, and it closed with no answer. */
@@ -506,6 +550,7 @@ class CollectHandler implements Dispatcher.DispatchHandler, SendWatcher {
   }
 
   onResponseEnd(): void {
+    if (this.socket) noteConnectionFree(this.socket);
     if (this.settled || !this.res) return;
     this.settle(this.keep ? { ...this.res, body: Buffer.concat(this.chunks, this.size) } : this.res);
   }

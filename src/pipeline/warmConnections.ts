@@ -1,6 +1,6 @@
 import type { Socket } from 'node:net';
 import type { buildConnector } from 'undici';
-import { noteConnectionOpened } from './connectionReuse';
+import { idleAfter, noteConnectionOpened } from './connectionReuse';
 
 export type Connector = buildConnector.connector;
 type ConnectOptions = buildConnector.Options;
@@ -51,6 +51,8 @@ function originKey(opts: ConnectOptions): string {
 export class WarmConnections {
   private readonly warm = new Map<string, Warm>();
   private readonly connectMs = new Map<string, number>();
+  /** Origin -> its connections open now (handed to undici or not), to close idle ones (closeIdle). */
+  private readonly sockets = new Map<string, Set<Socket>>();
   /** Connections opened by this class, whether undici or preconnect asked (for tests and logs). */
   opened = 0;
 
@@ -133,6 +135,22 @@ export class WarmConnections {
     });
   }
 
+  /**
+   * Closes the origin's connections that have carried a request, are free, and will have waited
+   * unused `limitMs` or more `inMs` from now; returns how many. undici takes such a close as the
+   * site's own.
+   */
+  closeIdle(key: string, inMs: number, limitMs: number): number {
+    let closed = 0;
+    for (const socket of this.sockets.get(key) ?? []) {
+      const idle = idleAfter(socket, inMs);
+      if (idle === undefined || idle < limitMs) continue;
+      socket.destroy();
+      closed += 1;
+    }
+    return closed;
+  }
+
   /** Closes every connection not yet handed over. */
   close(): void {
     for (const w of this.warm.values()) {
@@ -140,6 +158,19 @@ export class WarmConnections {
       w.socket?.destroy();
     }
     this.warm.clear();
+  }
+
+  private track(key: string, socket: Socket): void {
+    if (this.sockets.size >= MAX_TRACKED_ORIGINS && !this.sockets.has(key)) {
+      for (const [k, set] of this.sockets) if (set.size === 0) this.sockets.delete(k);
+    }
+    let set = this.sockets.get(key);
+    if (!set) this.sockets.set(key, (set = new Set()));
+    set.add(socket);
+    socket.once('close', () => {
+      set!.delete(socket);
+      if (set!.size === 0 && this.sockets.get(key) === set) this.sockets.delete(key);
+    });
   }
 
   private open(key: string, opts: ConnectOptions, callback: Callback): void {
@@ -152,6 +183,7 @@ export class WarmConnections {
       }
       noteSlowFirst(this.connectMs, key, performance.now() - started);
       noteConnectionOpened(socket!);
+      this.track(key, socket!);
       callback(null, socket!);
     });
   }

@@ -19,12 +19,13 @@ class ClosingSite {
   private readonly server: net.Server;
   private readonly sockets = new Set<net.Socket>();
 
-  constructor(private readonly how: How, refuse: (site: ClosingSite, requestOnConnection: number, connectionAgeMs: number) => boolean) {
+  constructor(private readonly how: How, refuse: (site: ClosingSite, requestOnConnection: number, connectionAgeMs: number, idleMs: number) => boolean) {
     this.server = net.createServer((socket) => {
       this.connections += 1;
       this.sockets.add(socket);
       socket.on('close', () => this.sockets.delete(socket));
       const openedAt = Date.now();
+      let lastAnswerAt = openedAt;
       let requests = 0;
       let buffered = '';
       socket.on('error', () => undefined);
@@ -34,7 +35,7 @@ class ClosingSite {
           const path = buffered.slice(0, end).split(' ')[1]!;
           buffered = buffered.slice(end + 4);
           requests += 1;
-          if (refuse(this, requests, Date.now() - openedAt)) {
+          if (refuse(this, requests, Date.now() - openedAt, Date.now() - lastAnswerAt)) {
             this.refused.push(path);
             if (this.how === 'reset') socket.resetAndDestroy();
             else if (this.how === 'end') socket.end();
@@ -42,6 +43,7 @@ class ClosingSite {
             return;
           }
           this.answered.push(path);
+          lastAnswerAt = Date.now();
           socket.write('HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: 2\r\n\r\nok');
         }
       });
@@ -124,6 +126,60 @@ describe.each(['reset', 'end', '408'] as const)('a keep-alive connection the sit
       expect(site.refused).toEqual(['/a']);
       expect(site.connections).toBe(1);
       expect(site.resent).toBe(0);
+    });
+  });
+});
+
+describe('a site seen to close connections that waited a while', () => {
+  const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms)));
+
+  it('has its connections that would have waited as long by a slot closed, and one opened ahead instead', async () => {
+    // Resets a request on a connection that waited 600 ms or more since its last answer: the
+    // race with its idle close, as a site with a 600 ms idle timeout meets a request.
+    await withSite('reset', (_site, n, _ageMs, idleMs) => n > 1 && idleMs >= 600, async (site, base, f) => {
+      expect((await f.fetch(`${base}/a`)).status).toBe(200);
+      await sleep(800);
+      // Reset, then sent again on a new connection: the fetcher learns the site's limit from it.
+      expect(await f.fetch(`${base}/b`)).toMatchObject({ ok: true, status: 200 });
+      expect(site.resent).toBe(1);
+      const slotMs = Date.now() + 800;
+      f.preconnect(`${base}/c`, slotMs);
+      await sleep(slotMs - Date.now());
+      expect(await f.fetch(`${base}/c`, { sendBy: Date.now() + 10 })).toMatchObject({ ok: true, status: 200, sent: true });
+      // Before, /c went on the connection that had waited 800 ms, was reset and sent again.
+      expect(site.refused).toEqual(['/b']);
+      expect(site.resent).toBe(1);
+      expect(site.connections).toBe(3);
+    });
+  });
+
+  it('takes no idle limit from a reset after a short wait: the connections are still reused', async () => {
+    // A site that resets a reused connection whatever its wait (not an idle timeout).
+    await withSite('reset', (_site, n) => n > 1, async (site, base, f) => {
+      expect((await f.fetch(`${base}/a`)).status).toBe(200);
+      await sleep(100);
+      expect(await f.fetch(`${base}/b`)).toMatchObject({ ok: true, status: 200 });
+      const slotMs = Date.now() + 300;
+      f.preconnect(`${base}/c`, slotMs);
+      await sleep(slotMs - Date.now());
+      expect(await f.fetch(`${base}/c`)).toMatchObject({ ok: true, status: 200 });
+      // /c went on /b's connection (not closed ahead for a 100 ms limit), and was reset there.
+      expect(site.refused).toEqual(['/b', '/c']);
+      expect(site.resent).toBe(2);
+    });
+  });
+
+  it('keeps a connection that has not waited that long', async () => {
+    await withSite('reset', (_site, n, _ageMs, idleMs) => n > 1 && idleMs >= 600, async (site, base, f) => {
+      expect((await f.fetch(`${base}/a`)).status).toBe(200);
+      await sleep(800);
+      expect(await f.fetch(`${base}/b`)).toMatchObject({ ok: true, status: 200 });
+      const slotMs = Date.now() + 150;
+      f.preconnect(`${base}/c`, slotMs);
+      await sleep(slotMs - Date.now());
+      expect(await f.fetch(`${base}/c`)).toMatchObject({ ok: true, status: 200 });
+      expect(site.refused).toEqual(['/b']);
+      expect(site.connections).toBe(2); // /c on /b's connection, 150 ms after its answer
     });
   });
 });
