@@ -126,14 +126,19 @@ const sendByInterceptor: Dispatcher.DispatcherComposeInterceptor = (dispatch) =>
 
 /** A paced request's slot further ahead than this gets its connection check on a timer. */
 const FAR_AHEAD_MS = 1_000;
+const MAX_TRACKED_ORIGINS = 10_000;
 
+/**
+ * A reset after a shorter wait is not taken for an idle timeout (servers' are seconds: Apache
+ * and Node 5 s, nginx 75 s): learnt, it would have the origin's connections closed after every
+ * request.
+ */
 const MIN_IDLE_LIMIT_MS = 500;
 
 /** Connections are closed this much before a site's learnt idle limit: its clock and ours differ by a round trip or so. */
 function idleMargin(limitMs: number): number {
   return Math.max(100, 0.2 * limitMs);
 }
-const MAX_TRACKED_ORIGINS = 10_000;
 type ConnectTarget = { protocol: string; host: string; hostname: string; port: string };
 
 export interface FetcherOptions {
@@ -264,11 +269,7 @@ export class Fetcher {
     this.warm.preconnect(due.opts);
   }
 
-  /**
-   * A reset after a shorter wait is not taken for an idle timeout (servers' are seconds: Apache
-   * and Node 5 s, nginx 75 s): learnt, it would have this origin's connections closed after
-   * every request.
-   */
+  /** A request on a connection that had waited `idleMs` was reset: the site's idle limit is at most that. */
   private learnIdleLimit(origin: string, idleMs: number | undefined): void {
     if (idleMs === undefined || idleMs < MIN_IDLE_LIMIT_MS) return;
     const known = this.idleLimits.get(origin);
