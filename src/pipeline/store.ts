@@ -3,7 +3,7 @@ import fs from 'node:fs/promises';
 import path from 'node:path';
 import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { makeDirsSync } from '../shared/makeDirs';
-import { envText } from '../shared/env';
+import { envText, readFlag } from '../shared/env';
 
 /** Where thumbnails and metadata records go: a local directory or any S3-compatible store. */
 export interface ObjectStore {
@@ -292,10 +292,8 @@ export function s3ConfigFromEnv(env: NodeJS.ProcessEnv = process.env): S3StoreCo
     }
     if (u.username || u.password) throw new Error('CRAWL_S3_ENDPOINT must not hold credentials: they come from the AWS credential chain');
   }
-  const pathStyle = (env.CRAWL_S3_FORCE_PATH_STYLE ?? '').trim().toLowerCase();
-  if (!['', 'true', 'false', '1', '0', 'yes', 'no'].includes(pathStyle)) {
-    throw new Error(`CRAWL_S3_FORCE_PATH_STYLE must be true or false, got ${JSON.stringify(env.CRAWL_S3_FORCE_PATH_STYLE)}`);
-  }
+  const forcePathStyle = readFlag(env.CRAWL_S3_FORCE_PATH_STYLE, false,
+    () => new Error(`CRAWL_S3_FORCE_PATH_STYLE must be true or false, got ${JSON.stringify(env.CRAWL_S3_FORCE_PATH_STYLE)}`));
   // A prefix names a folder: "crawl" and "crawl/" both put every key under crawl/.
   let prefix = env.CRAWL_S3_PREFIX ?? '';
   if (prefix.startsWith('/')) throw new Error(`CRAWL_S3_PREFIX must not start with "/", got ${JSON.stringify(prefix)}`);
@@ -305,6 +303,6 @@ export function s3ConfigFromEnv(env: NodeJS.ProcessEnv = process.env): S3StoreCo
     prefix,
     endpoint,
     region: env.CRAWL_S3_REGION || env.AWS_REGION || undefined,
-    forcePathStyle: ['true', '1', 'yes'].includes(pathStyle),
+    forcePathStyle,
   };
 }

@@ -21,7 +21,7 @@ import type { RightsHeaders } from './rightsHeaders';
  * only when CRAWL_READ_TDMREP is set: it is one more request to every host.
  */
 
-export const TDMREP_PATH = '/.well-known/tdmrep.json';
+const TDMREP_PATH = '/.well-known/tdmrep.json';
 /** A file of a few hundred rules is a few tens of KiB; a larger answer is not a TDMRep file. */
 const TDMREP_MAX_BYTES = 256 * 1024;
 /** Rules kept at most per origin: the first match wins, so later ones are rarely reached. */
@@ -119,16 +119,20 @@ export class TdmRepCache {
 
   constructor(private readonly fetcher: Fetcher, private readonly cfg: PipelineConfig, private readonly now: () => number = Date.now) {}
 
+  private fresh(url: URL): Entry | undefined {
+    const e = this.entries.get(url.origin);
+    return e && e.expiresAt > this.now() ? e : undefined;
+  }
+
   /** Whether the URL's origin's file is known (no request needed). */
   known(url: URL): boolean {
-    const e = this.entries.get(url.origin);
-    return e !== undefined && e.expiresAt > this.now();
+    return this.fresh(url) !== undefined;
   }
 
   /** The rule for a URL when its origin's file is known, else undefined. */
   ruleFor(url: URL): TdmRule | undefined {
-    const e = this.entries.get(url.origin);
-    return e && e.expiresAt > this.now() ? tdmRuleFor(e.rules, url) : undefined;
+    const e = this.fresh(url);
+    return e && tdmRuleFor(e.rules, url);
   }
 
   /**
@@ -145,7 +149,7 @@ export class TdmRepCache {
       const now = this.now();
       // A site in trouble (5xx, 429, no answer) may have a file: it is asked again as robots.txt would be.
       const trouble = res.status === undefined || res.status >= 500 || res.status === 429 || res.status === 408;
-      const rules = res.ok && res.body && res.location === undefined ? parseTdmRep(res.body.toString('utf8')) : [];
+      const rules = res.ok && res.body ? parseTdmRep(res.body.toString('utf8')) : [];
       setBounded(this.entries, origin, { expiresAt: now + (trouble ? this.cfg.robotsRetryMs : this.cfg.robotsTtlMs), rules }, MAX_ORIGINS);
       return res.sent;
     } finally {

@@ -160,10 +160,8 @@ export class WarmConnections {
     this.warm.clear();
   }
 
+  /** Until it closes: an origin's entry goes with its last connection, so the map holds open ones only. */
   private track(key: string, socket: Socket): void {
-    if (this.sockets.size >= MAX_TRACKED_ORIGINS && !this.sockets.has(key)) {
-      for (const [k, set] of this.sockets) if (set.size === 0) this.sockets.delete(k);
-    }
     let set = this.sockets.get(key);
     if (!set) this.sockets.set(key, (set = new Set()));
     set.add(socket);

@@ -19,11 +19,16 @@ export function envText(name: string, fallback?: string): string | undefined {
   return raw === undefined || raw.trim() === '' ? fallback : raw;
 }
 
-/** A yes/no setting: `fallback` when unset or blank; true, 1, yes / false, 0, no; anything else is an error naming it. */
+/** A yes/no value: `fallback` when unset or blank; true, 1, yes / false, 0, no in any case; anything else throws `bad()`. */
+export function readFlag(raw: string | undefined, fallback: boolean, bad: () => Error): boolean {
+  const word = (raw ?? '').trim().toLowerCase();
+  if (word === '') return fallback;
+  if (['true', '1', 'yes'].includes(word)) return true;
+  if (['false', '0', 'no'].includes(word)) return false;
+  throw bad();
+}
+
+/** A yes/no setting (readFlag); anything else is an error naming it. */
 export function flagFromEnv(name: string, fallback: boolean): boolean {
-  const raw = (process.env[name] ?? '').trim().toLowerCase();
-  if (raw === '') return fallback;
-  if (['true', '1', 'yes'].includes(raw)) return true;
-  if (['false', '0', 'no'].includes(raw)) return false;
-  throw new Error(`${name} must be true, false, 1, 0, yes or no, got ${JSON.stringify(process.env[name])}`);
+  return readFlag(process.env[name], fallback, () => new Error(`${name} must be true, false, 1, 0, yes or no, got ${JSON.stringify(process.env[name])}`));
 }
