@@ -64,8 +64,11 @@ export interface UrlProcessor {
    * be ready then, so the request can leave the moment its slot comes.
    */
   preconnect?(url: string, slotMs: number): void;
-  /** The time the URL's site asks for between requests (robots.txt Crawl-delay), when known. */
-  crawlDelayMs?(url: string): number | undefined;
+  /**
+   * The time the site the URL's next request goes to asks for between requests (its robots.txt
+   * Crawl-delay), with that site's origin, when known.
+   */
+  crawlDelay?(url: string): { origin: string; ms: number } | undefined;
   /**
    * The URL's result when it is certain without sending anything or doing image work (robots.txt
    * disallows it, its address is refused, its redirect's target was fetched just before): it is
@@ -201,18 +204,51 @@ export function createCrawlActivities(deps: CrawlDeps) {
     let throttled = false;
     let errorRun = 0;
     let pageRun = 0;
-    // The site's robots.txt asks for more time between requests than this grant's slots leave
-    // (or for none of the grant's burst): nothing more is sent; the monitor lowers the rate.
+    // The site's robots.txt asks for more time between requests than this grant's slots leave,
+    // and every URL of the grant is on such a site (or it asks for none of the grant's burst):
+    // nothing more is sent; the monitor lowers the source's rate.
     let crawlDelayMs: number | undefined;
     let robotsRetryMs: number | undefined;
     let robotsRetryAtMs: number | undefined;
     let robotsError: string | undefined;
     let storeFailure: string | undefined;
-    const checkCrawlDelay = (url: string) => {
-      const d = deps.processor.crawlDelayMs?.(url);
-      if (d !== undefined && (d > input.schedule.intervalMs || input.schedule.burstSlots > 0)) crawlDelayMs = Math.max(crawlDelayMs ?? 0, d);
+    const { intervalMs, burstSlots } = input.schedule;
+    const urlOf = (i: number) => hops.get(i)?.url ?? input.items[i]!.url;
+    const delayOf = (url: string) => deps.processor.crawlDelay?.(url);
+    // Hosts whose Crawl-delay is longer than the grant's spacing, in a grant that also holds URLs
+    // of other hosts (a source spanning a site and the host its images are on): each gets a
+    // request at most once per its delay, counted from the end of the one before, and its URLs
+    // wait for that while the others take the slots. Before, the whole source went at the
+    // strictest host's pace (222 s against 62 s for the same URLs as two sources).
+    const delayedHosts = new Map<string, { ms: number; freeAtMs: number }>();
+    const grantItems = input.items.flatMap((_, i) => (done.has(i) ? [] : [i]));
+    const delayedHostOf = (url: string) => {
+      const d = delayOf(url);
+      return d && delayedHosts.get(d.origin);
     };
-    if (input.items.length > 0) checkCrawlDelay(input.items[0]!.url);
+    const everyItemWaits = () => grantItems.every((i) => delayedHostOf(urlOf(i)) !== undefined);
+    /** Takes note of the Crawl-delay of the site `url` is on, as far as its robots.txt is known. */
+    const checkCrawlDelay = (url: string) => {
+      const d = delayOf(url);
+      if (d === undefined) return;
+      if (d.ms <= intervalMs) {
+        if (burstSlots > 0) crawlDelayMs = Math.max(crawlDelayMs ?? 0, d.ms);
+        return;
+      }
+      if (delayedHosts.has(d.origin)) return;
+      // The grant's first slot is at least a spacing after the last request of the window before
+      // it, whichever worker sent that. A retry cannot know what the attempt before it sent.
+      delayedHosts.set(d.origin, { ms: d.ms, freeAtMs: ctx.info.attempt === 1 ? input.schedule.startMs - intervalMs + d.ms : Infinity });
+      if (everyItemWaits()) crawlDelayMs = Math.max(crawlDelayMs ?? 0, ...[...delayedHosts.values()].map((h) => h.ms));
+    };
+    /** A request to the site `url` is on has just ended (or gone out): its next one waits the delay. */
+    const noteRequest = (url: string) => {
+      checkCrawlDelay(url);
+      const h = delayedHostOf(url);
+      if (h) h.freeAtMs = Math.max(h.freeAtMs, Date.now() + h.ms);
+    };
+    const mayGoNow = (i: number, slotMs: number) => (delayedHosts.size === 0 ? true : (delayedHostOf(urlOf(i))?.freeAtMs ?? 0) <= slotMs);
+    for (const i of grantItems) checkCrawlDelay(urlOf(i));
     const settle = (i: number, processed: ProcessedUrl): 'done' | 'requeue' | 'next' | 'later' => {
       const item = input.items[i]!;
       if (processed.outcome.sent) deps.metrics?.request(processed.siteFile ?? 'image', processed.outcome.status, processed.outcome.ttfbMs);
@@ -263,13 +299,24 @@ export function createCrawlActivities(deps: CrawlDeps) {
       skip: new Set(done.keys()),
       signal: ctx.cancellationSignal,
       // A URL part-way through its redirects goes next to its next hop's origin.
-      prepare: deps.processor.preconnect && ((i, slotMs) => deps.processor.preconnect!(hops.get(i)?.url ?? input.items[i]!.url, slotMs)),
+      prepare: deps.processor.preconnect && ((i, slotMs) => { if (mayGoNow(i, slotMs)) deps.processor.preconnect!(urlOf(i), slotMs); }),
+      // A URL of a host that waits out its Crawl-delay gives its slot to another host's; among
+      // those that may go, such a URL first, as its host has the fewest slots to spare.
+      choose: (line, slotMs) => {
+        if (delayedHosts.size === 0) return 0;
+        const ready = line.findIndex((i) => (delayedHostOf(urlOf(i))?.freeAtMs ?? Infinity) <= slotMs);
+        return ready >= 0 ? ready : line.findIndex((i) => delayedHostOf(urlOf(i)) === undefined);
+      },
       shouldStop: () => superseded() || throttled || crawlDelayMs !== undefined || storeFailure !== undefined || errorRun >= ERROR_BURST || pageRun >= PAGE_BURST || isSourceBlocked(input.source),
       run: async (i, slotMs, mayGoLate) => {
         const item = input.items[i]!;
         const sendBy = slotMs + MAX_LATENESS_MS;
+        const target = urlOf(i);
+        noteRequest(target);
         const processed = await deps.processor.process(item.url, { source: input.source, attempt: item.attempt, signal: inFlight.signal, sendBy, mayGoLate, hop: hops.get(i) });
-        checkCrawlDelay(item.url);
+        // Its robots.txt may have been read in this slot; a redirect may lead to another host.
+        noteRequest(target);
+        if (processed.hop) checkCrawlDelay(processed.hop.url);
         // Cut off by our own abort, not failed by the site: no attempt used, nothing held against
         // the site's health; it goes back unused.
         if (inFlight.signal.aborted && processed.outcome.cls === 'error' && processed.outcome.status === undefined) return 'requeue';

@@ -301,6 +301,49 @@ describe('paced runner', () => {
     expect(r.missed).toBe(0);
   });
 
+  it('gives each slot to the item chosen for it, lets a slot pass when none may go, and counts neither as missed', async () => {
+    const clock = fakeClock(10_000);
+    const ran: [number, number][] = [];
+    const prepared: [number, number][] = [];
+    // Items 0-2 share a host that takes a request every 2.5 s at most; 3 and 4 are elsewhere.
+    let hostFreeAt = 0;
+    const slow = (i: number) => i <= 2;
+    const r = await runPaced({
+      count: 5, schedule: { ...schedule, endMs: 17_000 }, shouldStop: () => false, ...clock, // slots at 10..16 s
+      choose: (line, slotMs) => line.findIndex((i) => !slow(i) || hostFreeAt <= slotMs),
+      prepare: (i, slotMs) => { prepared.push([i, slotMs]); },
+      run: async (i, slotMs) => { ran.push([i, slotMs]); if (slow(i)) hostFreeAt = slotMs + 2_500; return i; },
+    });
+    expect(ran).toEqual([[0, 10_000], [3, 11_000], [4, 12_000], [1, 13_000], [2, 16_000]]);
+    // The slots at 14 and 15 s had only item 2 in line, and it had to wait.
+    expect(r.passed).toBe(2);
+    expect(r.missed).toBe(0);
+    expect(r.unused).toEqual([]);
+    expect(prepared.map(([i]) => i)).toEqual([0, 3, 4, 1, 2]);
+    // What the host never got to is handed back unused.
+    hostFreeAt = 0;
+    const short = await runPaced({
+      count: 3, schedule: { ...schedule, endMs: 13_000 }, shouldStop: () => false, ...fakeClock(10_000),
+      choose: (line, slotMs) => line.findIndex(() => hostFreeAt <= slotMs),
+      run: async (i, slotMs) => { hostFreeAt = slotMs + 5_000; return i; },
+    });
+    expect([...short.results.keys()]).toEqual([0]);
+    expect(short.unused).toEqual([1, 2]);
+    expect(short).toMatchObject({ passed: 2, missed: 0 });
+    // Slots a late wake-up pushed past the grant's end are missed only if an item could have gone in them.
+    for (const [freeAt, missed] of [[13_000, 0], [0, 2]] as const) {
+      const clock = fakeClock(9_000); // wakes for the first slot 1.5 s late: the rest move past the end
+      let first = true;
+      const late = await runPaced({
+        count: 3, schedule: { ...schedule, endMs: 13_000 }, shouldStop: () => false, now: clock.now,
+        sleep: async (ms) => { await clock.sleep(ms); if (first) { first = false; clock.advance(1_500); } },
+        choose: (line, slotMs) => line.findIndex((i) => i === 0 || freeAt <= slotMs),
+        run: async (i) => i,
+      });
+      expect(late).toMatchObject({ missed, unused: [1, 2] });
+    }
+  });
+
   it('skips items an earlier attempt already finished', async () => {
     const clock = fakeClock(10_000);
     const sent: number[] = [];

@@ -50,6 +50,12 @@ export interface PacedRunOptions<R> {
    * such an item takes no slot, so the grant's slots all go to requests.
    */
   decide?(index: number): R | undefined;
+  /**
+   * Which item in line may take the slot at `slotMs` (its position in `line`), or -1 when none may
+   * yet (each waits for its host's Crawl-delay, say): that slot passes unused, not missed. Without
+   * it, the item first in line takes every slot.
+   */
+  choose?(line: readonly number[], slotMs: number): number;
   /** Checked before every send: true stops dispatching (e.g. the source said 429). */
   shouldStop(): boolean;
   now?: () => number;
@@ -70,6 +76,8 @@ export interface PacedRunResult<R> {
   missed: number;
   /** Items settled by `decide` (or put off by it for a later grant), without a slot. */
   decided: number;
+  /** Slots that passed with items in line that `choose` let none of take. */
+  passed: number;
   /**
    * The latest slot a request went out in (moved, as a late send moves it); undefined when none
    * did. The grant's timeline after it plus one spacing is free once the run has returned.
@@ -109,10 +117,12 @@ export async function runPaced<R>(o: PacedRunOptions<R>): Promise<PacedRunResult
   /** How far late wake-ups have moved the grant's remaining slots. */
   let shiftMs = 0;
   const slotAt = (j: number) => slotTime(o.schedule, j) + shiftMs;
+  /** Slots lost to lateness count as missed only if an item in line could have gone in them. */
+  const couldSend = (slotMs: number) => next < items.length && (!o.choose || o.choose(items.slice(next), slotMs) >= 0);
   /** True when slot j has been moved past the grant's last slot: it and the ones after are lost. */
   const ranOut = (j: number) => {
     if (slotAt(j) <= lastSlotMs) return false;
-    if (next < items.length) missed += slots - j;
+    if (couldSend(slotAt(j))) missed += slots - j;
     return true;
   };
   // Slots keep coming while runs are in flight: one may hand its item back for a later slot.
@@ -124,6 +134,7 @@ export async function runPaced<R>(o: PacedRunOptions<R>): Promise<PacedRunResult
   // the whole worker process (Node's default for unhandled rejections).
   let failure: { err: unknown } | undefined;
   let decided = 0;
+  let passed = 0;
   let lastSendMs: number | undefined;
   /** Items put off to a later grant: they go back unused. */
   const later: number[] = [];
@@ -139,12 +150,20 @@ export async function runPaced<R>(o: PacedRunOptions<R>): Promise<PacedRunResult
       decided += 1;
     }
   };
+  /** Brings the item `choose` picks for the slot to the head of the line; false when it picks none. */
+  const chooseFor = (slotMs: number): boolean => {
+    if (!o.choose || next >= items.length) return true;
+    const k = o.choose(items.slice(next), slotMs);
+    if (k < 0) return false;
+    if (k > 0) items.splice(next, 0, ...items.splice(next + k, 1));
+    return true;
+  };
   for (let j = 0; j < slots; j++) {
     decideHead();
     if (next >= items.length && running === 0) break;
     waitingFor = j;
     if (ranOut(j)) break;
-    if (o.prepare && next < items.length && !o.shouldStop()) o.prepare(items[next]!, slotAt(j));
+    if (o.prepare && next < items.length && !o.shouldStop() && chooseFor(slotAt(j))) o.prepare(items[next]!, slotAt(j));
     // Timers may fire a little early by the wall clock: wait until the slot has really come
     // (and, should a late send have moved it meanwhile, until it has come again).
     for (let t = now(); t < slotAt(j); t = now()) {
@@ -157,10 +176,14 @@ export async function runPaced<R>(o: PacedRunOptions<R>): Promise<PacedRunResult
     // What came back while the loop waited (robots.txt read meanwhile) may need no slot now.
     decideHead();
     if (next >= items.length) continue; // nothing to send in this slot right now
+    if (!chooseFor(at)) {
+      passed += 1;
+      continue;
+    }
     const t = now();
     if (t > at + MAX_LATENESS_MS) {
       if (t > lastSlotMs) {
-        missed += slots - j; // even this slot, moved to now, would be past the grant's end
+        if (couldSend(t)) missed += slots - j; // even this slot, moved to now, would be past the grant's end
         break;
       }
       shiftMs += t - at;
@@ -222,5 +245,5 @@ export async function runPaced<R>(o: PacedRunOptions<R>): Promise<PacedRunResult
     else results.set(index, r);
     if (r !== undefined) decided += 1;
   }
-  return { results, unused, sentAt, missed, decided, ...(lastSendMs !== undefined ? { lastSendMs } : {}) };
+  return { results, unused, sentAt, missed, decided, passed, ...(lastSendMs !== undefined ? { lastSendMs } : {}) };
 }

@@ -78,9 +78,11 @@ export class ImagePipeline implements UrlProcessor {
     this.fetcher.preconnect(this.nextRequestUrl(this.moved.resolve(url)), slotMs);
   }
 
-  crawlDelayMs(url: string): number | undefined {
+  crawlDelay(url: string): { origin: string; ms: number } | undefined {
     try {
-      return this.robots.crawlDelayMs(new URL(this.moved.resolve(url)));
+      const u = new URL(this.moved.resolve(url));
+      const ms = this.robots.crawlDelayMs(u);
+      return ms === undefined ? undefined : { origin: u.origin, ms };
     } catch {
       return undefined;
     }

@@ -324,6 +324,42 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     }
   });
 
+  it('in a grant that spans hosts, spaces a Crawl-delay host\'s requests by its delay, across grants too, and gives the other host the slots between', async () => {
+    const slowSite = await new Origin().serve('/robots.txt', 'User-agent: *\nCrawl-delay: 1\n', 'text/plain').serve('/a.png', await png(30, 20), 'image/png').start();
+    const fastSite = await new Origin().serve('/robots.txt', 'User-agent: *\nAllow: /\n', 'text/plain').serve('/b.png', await png(30, 20), 'image/png').start('127.0.0.2');
+    try {
+      const intervalMs = 100;
+      const grant = (grantId: number, startMs: number, items: string[]): FetchBatchInput => ({
+        source: 'spanning', batchId: 'b1', grantId, maxAttempts: 1,
+        items: items.map((url) => ({ url, attempt: 1 })),
+        schedule: { startMs, endMs: startMs + 25 * intervalMs, intervalMs, burstSlots: 0 },
+      });
+      const slow = [0, 1, 2, 3, 4].map((i) => slowSite.url(`/a.png?${i}`));
+      const fast = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9].map((i) => fastSite.url(`/b.png?${i}`));
+      const mixed = fast.flatMap((u, i) => (i % 2 === 0 && slow[i / 2] ? [slow[i / 2]!, u] : [u]));
+      const first = grant(1, Date.now() + 100, mixed);
+      const one = (await new MockActivityEnvironment().run(acts.fetchBatch, first)) as FetchBatchResult;
+      // The grant goes on with the other host instead of stopping the source.
+      expect(one.crawlDelayMs).toBeUndefined();
+      // The slots that passed while only the delayed host's URLs were left are not a worker falling behind.
+      expect(one.missedSlots).toBeLessThanOrEqual(1);
+      expect(fastSite.hits('/b.png')).toHaveLength(10);
+      // 2.5 s of slots: robots.txt and two images at most, a second apart; the rest wait for a later grant.
+      const slowDone = one.outcomes.filter((o) => o.url.includes('/a.png')).map((o) => o.url);
+      expect(slowDone.length).toBeGreaterThanOrEqual(1);
+      expect(one.unused.map((k) => first.items[k]!.url).sort()).toEqual(slow.filter((u) => !slowDone.includes(u)).sort());
+      // The next window starts a spacing after this one's last slot, whoever runs it.
+      const left = slow.filter((u) => !slowDone.includes(u));
+      await new MockActivityEnvironment().run(acts.fetchBatch, grant(2, first.schedule.endMs, [...left, fastSite.url('/b.png?10')]));
+      const at = slowSite.requests.map((r) => r.atMs);
+      expect(at.length).toBeGreaterThanOrEqual(3);
+      for (let k = 1; k < at.length; k++) expect(at[k]! - at[k - 1]!).toBeGreaterThanOrEqual(1_000);
+    } finally {
+      await slowSite.stop();
+      await fastSite.stop();
+    }
+  });
+
   it('waits for an unreadable robots.txt without using the URLs\' attempts, and gives them up after three failed reads', async () => {
     const site = await new Origin().route('/robots.txt', (_q, r) => { r.writeHead(503); r.end(); }).serve('/a.jpg', await png(30, 20), 'image/png').start();
     const retryMs = 300;
