@@ -169,6 +169,37 @@ export class RobotsCache {
     }
   }
 
+  /** The entry for a robots.txt file of `robotsUrl` with these rules, read at `now`. */
+  private parsed(robotsUrl: string, rules: string, now: number): Entry {
+    const robot = robotsParser(robotsUrl, rules);
+    const agent = this.cfg.robotsAgent;
+    const delayS = robot.getCrawlDelay(agent);
+    const wildcards = wildcardChars(robot, agent);
+    const memo = new Map<string, RobotsVerdict>();
+    const match = (u: string): RobotsVerdict => {
+      // The whole URL is longer than its path: most URLs need no parsing to be under the bound.
+      if (wildcards * u.length > MAX_ROBOTS_MATCH_STEPS) {
+        const { pathname, search } = new URL(u);
+        if (wildcards * (pathname.length + search.length) > MAX_ROBOTS_MATCH_STEPS) {
+          return { kind: 'disallowed', reason: `robots.txt has too many wildcard rules (${wildcards} characters) to match a path of ${pathname.length + search.length} characters against` };
+        }
+      }
+      return robot.isAllowed(u, agent) === false ? { kind: 'disallowed', reason: `robots.txt disallows ${new URL(u).pathname}` } : { kind: 'allowed' };
+    };
+    return {
+      expiresAt: now + this.cfg.robotsTtlMs,
+      ...(delayS !== undefined && delayS > 0 ? { crawlDelayMs: Math.min(delayS * 1000, MAX_CRAWL_DELAY_MS) } : {}),
+      check: (u) => {
+        if (wildcards * u.length <= ROBOTS_MEMO_STEPS) return match(u);
+        let verdict = memo.get(u);
+        if (verdict) return verdict;
+        verdict = match(u);
+        setBounded(memo, u, verdict, ROBOTS_MEMO_URLS);
+        return verdict;
+      },
+    };
+  }
+
   /** `sendBy`: robots.txt takes an image's request slot, so it leaves by that slot's deadline or not at all. */
   private async load(origin: string, signal?: AbortSignal, sendBy?: number, mayGoLate?: () => boolean): Promise<Entry | 'late' | 'redirected'> {
     const robotsUrl = `${origin}/robots.txt`;
@@ -191,33 +222,14 @@ export class RobotsCache {
       // A longer file is parsed up to its first 512 KiB (RFC 9309 asks for at least 500 KiB),
       // without the line the cut went through.
       const text = res.body.toString('utf8');
-      const robot = robotsParser(robotsUrl, res.truncated ? text.slice(0, text.lastIndexOf('\n') + 1) : text);
-      const agent = this.cfg.robotsAgent;
-      const delayS = robot.getCrawlDelay(agent);
-      const wildcards = wildcardChars(robot, agent);
-      const memo = new Map<string, RobotsVerdict>();
-      const match = (u: string): RobotsVerdict => {
-        // The whole URL is longer than its path: most URLs need no parsing to be under the bound.
-        if (wildcards * u.length > MAX_ROBOTS_MATCH_STEPS) {
-          const { pathname, search } = new URL(u);
-          if (wildcards * (pathname.length + search.length) > MAX_ROBOTS_MATCH_STEPS) {
-            return { kind: 'disallowed', reason: `robots.txt has too many wildcard rules (${wildcards} characters) to match a path of ${pathname.length + search.length} characters against` };
-          }
-        }
-        return robot.isAllowed(u, agent) === false ? { kind: 'disallowed', reason: `robots.txt disallows ${new URL(u).pathname}` } : { kind: 'allowed' };
-      };
-      return {
-        expiresAt: now + this.cfg.robotsTtlMs,
-        ...(delayS !== undefined && delayS > 0 ? { crawlDelayMs: Math.min(delayS * 1000, MAX_CRAWL_DELAY_MS) } : {}),
-        check: (u) => {
-          if (wildcards * u.length <= ROBOTS_MEMO_STEPS) return match(u);
-          let verdict = memo.get(u);
-          if (verdict) return verdict;
-          verdict = match(u);
-          setBounded(memo, u, verdict, ROBOTS_MEMO_URLS);
-          return verdict;
-        },
-      };
+      const rules = res.truncated ? text.slice(0, text.lastIndexOf('\n') + 1) : text;
+      // Redirected to another origin's own robots.txt (a site moved to https, or to www.): that
+      // answer is that origin's file too, so its images do not ask for it again. Not with a
+      // cookie sent, which a plain request would not carry.
+      if (asked.origin !== origin && asked.pathname === '/robots.txt' && !asked.search && !cookie && !this.fresh(asked.origin)) {
+        this.remember(asked.origin, this.parsed(`${asked.origin}/robots.txt`, rules, now));
+      }
+      return this.parsed(robotsUrl, rules, now);
     }
     // 4xx: no robots.txt, no restrictions (RFC 9309), except 429 and 408: a site that asks us
     // to slow down, or that timed out waiting for the request, has not said it has no rules, so

@@ -333,6 +333,33 @@ describe('robots.txt (RFC 9309) per origin', () => {
     }
   });
 
+  it('keeps a robots.txt redirected to another origin\'s robots.txt (a site moved to https) as that origin\'s file too: asked once', async () => {
+    const moved = await new Origin().serve('/robots.txt', 'User-agent: *\nDisallow: /no/\nCrawl-delay: 2\n', 'text/plain').start('127.0.0.2');
+    const elsewhere = await new Origin().serve('/rules.txt', 'User-agent: *\nDisallow: /\n', 'text/plain').start('127.0.0.3');
+    try {
+      await withRobots((o) => o.route('/robots.txt', redirect(moved.url('/robots.txt'), 301)), async (o, cache) => {
+        const old = new URL(o.url('/no/a.jpg'));
+        await cache.check(old, undefined, Date.now() + 5_000);
+        expect((await cache.check(old, undefined, Date.now() + 5_000)).verdict.kind).toBe('disallowed');
+        // The new origin's URLs are judged by the file already read, with no request of their own.
+        expect(cache.known(new URL(moved.url('/yes/a.jpg')))).toBe(true);
+        expect(await cache.check(new URL(moved.url('/no/b.jpg')))).toMatchObject({ verdict: { kind: 'disallowed' }, fetched: false });
+        expect((await cache.check(new URL(moved.url('/yes/b.jpg')))).verdict.kind).toBe('allowed');
+        expect(cache.crawlDelayMs(new URL(moved.url('/yes/b.jpg')))).toBe(2_000);
+        expect(moved.requests.map((r) => r.path)).toEqual(['/robots.txt']);
+        // A file at another path is the old origin's rules only: the other origin's own robots.txt is still to be read.
+        const viaRules = new RobotsCache(fetcher, cfg);
+        o.route('/robots.txt', redirect(elsewhere.url('/rules.txt'), 301));
+        await viaRules.check(old, undefined, Date.now() + 5_000);
+        expect((await viaRules.check(old, undefined, Date.now() + 5_000)).verdict.kind).toBe('disallowed');
+        expect(viaRules.known(new URL(elsewhere.url('/a.jpg')))).toBe(false);
+      });
+    } finally {
+      await moved.stop();
+      await elsewhere.stop();
+    }
+  });
+
   it('passes a cookie wall in front of robots.txt: the cookie its redirect sets goes on the next hop', async () => {
     const wall = (q: http.IncomingMessage, r: http.ServerResponse) => {
       if (q.headers.cookie === 'passed=1') {
