@@ -219,14 +219,15 @@ export function createCrawlActivities(deps: CrawlDeps) {
     // of other hosts (a source spanning a site and the host its images are on): each gets a
     // request at most once per its delay, counted from the end of the one before, and its URLs
     // wait for that while the others take the slots. Before, the whole source went at the
-    // strictest host's pace (222 s against 62 s for the same URLs as two sources).
+    // strictest host's pace (40 URLs at 2/s, 10 of them behind a Crawl-delay of 5: 222 s, now 69 s).
     const delayedHosts = new Map<string, { ms: number; freeAtMs: number }>();
-    const grantItems = input.items.flatMap((_, i) => (done.has(i) ? [] : [i]));
     const delayedHostOf = (url: string) => {
       const d = delayOf(url);
       return d && delayedHosts.get(d.origin);
     };
-    const everyItemWaits = () => grantItems.every((i) => delayedHostOf(urlOf(i)) !== undefined);
+    // Every URL of the grant as given, those an earlier attempt finished too: a retry left with
+    // only the delayed host's URLs is still a grant of a source that spans hosts.
+    const everyItemWaits = () => input.items.every((_, i) => delayedHostOf(urlOf(i)) !== undefined);
     /** Takes note of the Crawl-delay of the site `url` is on, as far as its robots.txt is known. */
     const checkCrawlDelay = (url: string) => {
       const d = delayOf(url);
@@ -248,7 +249,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
       if (h) h.freeAtMs = Math.max(h.freeAtMs, Date.now() + h.ms);
     };
     const mayGoNow = (i: number, slotMs: number) => (delayedHosts.size === 0 ? true : (delayedHostOf(urlOf(i))?.freeAtMs ?? 0) <= slotMs);
-    for (const i of grantItems) checkCrawlDelay(urlOf(i));
+    input.items.forEach((_, i) => { if (!done.has(i)) checkCrawlDelay(urlOf(i)); });
     const settle = (i: number, processed: ProcessedUrl): 'done' | 'requeue' | 'next' | 'later' => {
       const item = input.items[i]!;
       if (processed.outcome.sent) deps.metrics?.request(processed.siteFile ?? 'image', processed.outcome.status, processed.outcome.ttfbMs);

@@ -354,6 +354,19 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
       const at = slowSite.requests.map((r) => r.atMs);
       expect(at.length).toBeGreaterThanOrEqual(3);
       for (let k = 1; k < at.length; k++) expect(at[k]! - at[k - 1]!).toBeGreaterThanOrEqual(1_000);
+      // A retried attempt sends nothing to the delayed host (the attempt before may have), and
+      // one left with only that host's URLs still does not hold the whole source to its delay.
+      const sentToSlow = slowSite.requests.length;
+      const third = grant(3, Date.now() + 50, [fastSite.url('/b.png?11'), slow[4]!]);
+      third.schedule.endMs = third.schedule.startMs + 3 * intervalMs;
+      let details: unknown;
+      const firstAttempt = new MockActivityEnvironment();
+      firstAttempt.on('heartbeat', (d: unknown) => { details = d; });
+      expect(((await firstAttempt.run(acts.fetchBatch, third)) as FetchBatchResult).unused).toEqual([1]);
+      const retried = (await new MockActivityEnvironment({ attempt: 2, heartbeatDetails: details }).run(acts.fetchBatch, { ...third, schedule: { ...third.schedule, startMs: Date.now() + 50, endMs: Date.now() + 1_550 } })) as FetchBatchResult;
+      expect(retried.crawlDelayMs).toBeUndefined();
+      expect(retried.unused).toEqual([1]);
+      expect(slowSite.requests.length).toBe(sentToSlow);
     } finally {
       await slowSite.stop();
       await fastSite.stop();
