@@ -5,7 +5,7 @@ import { DEFAULT_ADAPTIVE } from '../politeness/adaptiveRate';
 import { isThrottle } from '../politeness/classify';
 import { PAGE_BURST, pagesSinceImage } from '../politeness/pageRun';
 import type { ObjectStore } from '../pipeline/store';
-import type { FetchBatchInput, FetchBatchResult, FinalRecordInput, OutcomeClass, RedirectHop, RequestOutcome, WorkChunk } from '../shared/types';
+import type { FetchBatchInput, FetchBatchResult, FinalRecordInput, HostCrawlDelay, OutcomeClass, RedirectHop, RequestOutcome, WorkChunk } from '../shared/types';
 import { chunkRecordFiles, chunkRecordFilesIn } from '../pipeline/keys';
 import { chunkIndexKey, encodeFingerprints } from '../pipeline/downloadedIndex';
 import { recordFile, type RecordFile } from '../shared/recordUnits';
@@ -150,6 +150,11 @@ export const ERROR_BURST = 5;
  * aborting them would mean asking it again later.
  */
 export const CANCEL_GRACE_MS = 5_000;
+
+function strictest(hosts: ReadonlyMap<string, { ms: number }>): HostCrawlDelay {
+  const [origin, { ms }] = [...hosts].reduce((a, b) => (b[1].ms > a[1].ms ? b : a));
+  return { origin, delayMs: ms };
+}
 
 type Done = Map<number, { outcome: RequestOutcome; extra: Record<string, unknown> | null }>;
 type Hops = Map<number, RedirectHop>;
@@ -381,6 +386,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
       ...(holdForRobots ? { robotsRetryMs, ...(robotsError !== undefined ? { robotsError } : {}) } : {}),
       ...(robotsRetryAtMs !== undefined && !holdForRobots ? { robotsHostWait: { error: robotsError ?? 'robots.txt could not be read', retryAtMs: robotsRetryAtMs } } : {}),
       ...(storeFailure !== undefined ? { storeRetryMs: STORE_RETRY_MS, storeError: storeFailure } : {}),
+      ...(crawlDelayMs === undefined && delayedHosts.size > 0 ? { hostCrawlDelay: strictest(delayedHosts) } : {}),
       // A retried attempt's lost slots went with the attempt that failed (records the store could
       // not take, a worker that died), not to a worker falling behind: counted, a disk-full hold
       // ended in "workers behind" (502 of 1,458 slots, a retry starting after its window).

@@ -291,6 +291,10 @@ describe('notes while crawl run shows its bar', () => {
     expect(notes.changed([oneHost])).toEqual([{ source: 's', note: `one host's robots.txt unavailable (${hostWait.error}): its URLs wait until ${hostWait.until}, the other hosts go on` }]);
     expect(statusTable([oneHost]).split('\n')[1]).toMatch(/one host's robots.txt unavailable \(http:\/\/cdn: .*\): its URLs wait until 2026-11-23T12:05:00.000Z, the other hosts go on$/);
     expect(monitoringUpdate([oneHost])).toMatchObject({ global: { waiting: 0 }, sources: { s: { robotsHostWait: hostWait, robotsRetryAt: null } } });
+    // So is one host of several going at its own Crawl-delay.
+    const paced: SourceStatus = { ...r, stats: { ...r.stats!, hostCrawlDelay: { origin: 'http://www.h', delayS: 5 } } };
+    expect(notes.changed([paced])).toEqual([{ source: 's', note: 'http://www.h asks for 5 s between requests (robots.txt Crawl-delay): its URLs go one at a time that far apart, the source\'s other hosts at its rate' }]);
+    expect(monitoringUpdate([paced])).toMatchObject({ global: { waiting: 0 }, sources: { s: { hostCrawlDelay: { origin: 'http://www.h', delayS: 5 }, crawlDelayUntil: null } } });
     // A completed monitor says nothing more; a paused one is the operator's doing.
     expect(notes.changed([{ ...halted, workflowStatus: 'COMPLETED' }])).toEqual([]);
     expect(notes.changed([{ ...r, stats: { ...r.stats!, state: 'paused', retryAfterUntil: '2026-11-23T12:05:00.000Z' } }])).toEqual([]);

@@ -5,7 +5,7 @@ import { callSignal } from '../shared/callSignal';
 import { errorText } from '../shared/errorText';
 import { STOPPED_BATCHES_WAIT_MS } from '../shared/heartbeat';
 import { statsQuery, stopUpdate } from '../workflows/messages';
-import { answersNote, behindNote, type CrawlCommand, monitorWorkflowId, type MonitorStats, slowedNote } from '../workflows/monitorState';
+import { answersNote, behindNote, type CrawlCommand, hostCrawlDelayNote, monitorWorkflowId, type MonitorStats, slowedNote } from '../workflows/monitorState';
 import { BEHIND_MISS_RATE } from '../politeness/missedSlots';
 import { fulfilsWithin } from '../shared/concurrency';
 import { envText } from '../shared/env';
@@ -204,7 +204,7 @@ export interface MonitoringUpdate {
   time: string;
   /** `workersBehind`: running sources that missed 30% or more of their recent slots (see behindNote). */
   global: { sources: number; running: number; paused: number; halted: number; waiting: number; ratePerS: number; targetPerS: number; done: number; errors: number; finishedUrls: number; totalUrls: number; imagesPerS: number | null; workersBehind: number };
-  sources: Record<string, { state: string; rate: number; target: number; done: number; errors: number; linkrot: number; content: number; robots: number; refused: number; finished: number; total: number; breaker: string; retryAfterUntil: string | null; crawlDelayUntil: string | null; robotsRetryAt: string | null; robotsError: string | null; robotsHostWait: { error: string; until: string } | null; storeRetryAt: string | null; storeError: string | null; workersBehind: boolean; haltReason: string | null; slowed: { by: string; at: string; backAt: string } | null; note?: string }>;
+  sources: Record<string, { state: string; rate: number; target: number; done: number; errors: number; linkrot: number; content: number; robots: number; refused: number; finished: number; total: number; breaker: string; retryAfterUntil: string | null; crawlDelayUntil: string | null; robotsRetryAt: string | null; robotsError: string | null; robotsHostWait: { error: string; until: string } | null; hostCrawlDelay: { origin: string; delayS: number } | null; storeRetryAt: string | null; storeError: string | null; workersBehind: boolean; haltReason: string | null; slowed: { by: string; at: string; backAt: string } | null; note?: string }>;
 }
 
 /**
@@ -243,7 +243,7 @@ export function monitoringUpdate(statuses: SourceStatus[], previous?: { atMs: nu
       total += u?.total ?? 0;
       sources[s.source] = {
         state, rate: u?.rate ?? 0, target: 0, done: u?.done ?? 0, errors: u?.errors ?? 0, linkrot: 0, content: 0, robots: 0, refused: 0, finished: 0, total: u?.total ?? 0,
-        breaker: '', retryAfterUntil: null, crawlDelayUntil: null, robotsRetryAt: null, robotsError: null, robotsHostWait: null, storeRetryAt: null, storeError: null, workersBehind: false, haltReason: null, slowed: null, ...(u ? { note: u.note } : s.ended ? { note: s.ended } : {}),
+        breaker: '', retryAfterUntil: null, crawlDelayUntil: null, robotsRetryAt: null, robotsError: null, robotsHostWait: null, hostCrawlDelay: null, storeRetryAt: null, storeError: null, workersBehind: false, haltReason: null, slowed: null, ...(u ? { note: u.note } : s.ended ? { note: s.ended } : {}),
       };
       continue;
     }
@@ -274,6 +274,7 @@ export function monitoringUpdate(statuses: SourceStatus[], previous?: { atMs: nu
       robotsRetryAt: live ? st.robotsRetryAt ?? null : null,
       robotsError: live && st.robotsRetryAt ? st.robotsError ?? null : null,
       robotsHostWait: live ? st.robotsHostWait ?? null : null,
+      hostCrawlDelay: live ? st.hostCrawlDelay ?? null : null,
       storeRetryAt: live ? st.storeRetryAt ?? null : null,
       storeError: live ? st.storeError ?? null : null,
       workersBehind: slotsMissed,
@@ -331,7 +332,7 @@ export function waitingFor(st: MonitorStats): string | undefined {
 /** A host of a source spanning several waits for its robots.txt while the others go on (not a hold). */
 export function hostWaitNote(st: MonitorStats): string | undefined {
   const w = st.robotsHostWait;
-  return w ? `one host's robots.txt unavailable (${w.error}): its URLs wait until ${w.until}, the other hosts go on` : undefined;
+  return w ? `one host's robots.txt unavailable (${w.error}): its URLs wait until ${w.until}, the other hosts go on` : st.hostCrawlDelay ? hostCrawlDelayNote(st.hostCrawlDelay) : undefined;
 }
 
 /** Batches that ended without finishing their chunks (an operator terminated one, say): the monitor starts them again. */

@@ -82,6 +82,8 @@ export interface GovernorState {
    * source went on with the others, and until when its URLs wait (shown until then).
    */
   robotsHostWait?: { error: string; untilMs: number };
+  /** The latest host of the source whose Crawl-delay paced its URLs within a grant, and when that was reported. */
+  hostCrawlDelay?: { origin: string; delayMs: number; atMs: number };
   /**
    * An operator paused the source during a temporary halt: its resume finishes that halt (the
    * rest of the cool-down, then the reduced rate) instead of ending it. Absent otherwise.
@@ -170,6 +172,7 @@ export class Governor {
     }
     // No event: it holds nothing, and the worker logs each failed read (robots-unavailable).
     if (report.robotsHostWait) s.robotsHostWait = { error: report.robotsHostWait.error, untilMs: report.robotsHostWait.retryAtMs };
+    if (report.hostCrawlDelay) s.hostCrawlDelay = { origin: report.hostCrawlDelay.origin, delayMs: report.hostCrawlDelay.delayMs, atMs: nowMs };
     if (report.storeRetryMs !== undefined && report.storeRetryMs > 0) {
       // Images that cannot be kept are not downloaded; nor is this the site's doing: the rate stays.
       s.storeError = report.storeError ?? 'the store failed';

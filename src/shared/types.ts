@@ -89,6 +89,12 @@ export interface TokenRequest {
 }
 
 /** One host's robots.txt could not be read; the source goes on with its other hosts. */
+/** A host of a source spanning several whose robots.txt Crawl-delay paced its own URLs within a grant. */
+export interface HostCrawlDelay {
+  origin: string;
+  delayMs: number;
+}
+
 export interface RobotsHostWait {
   /** The origin, why its robots.txt could not be read, and its try count. */
   error: string;
@@ -114,6 +120,8 @@ export interface OutcomeReport {
   robotsError?: string;
   /** One host of a source spanning several waits for its robots.txt (FetchBatchResult.robotsHostWait). */
   robotsHostWait?: RobotsHostWait;
+  /** One host of a source spanning several goes at its Crawl-delay (FetchBatchResult.hostCrawlDelay). */
+  hostCrawlDelay?: HostCrawlDelay;
   /** Set when the store failed (FetchBatchResult.storeRetryMs), with what it said. */
   storeRetryMs?: number;
   storeError?: string;
@@ -253,6 +261,13 @@ export interface FetchBatchResult {
    * wait.
    */
   robotsHostWait?: RobotsHostWait;
+  /**
+   * Set when a host of the grant asks for more time between requests than its slots leave, and
+   * the grant went on with the source's other hosts (its URLs were spaced by the delay, or went
+   * back): the strictest such host. Not a hold; the monitor shows it so an operator can see why
+   * those URLs go slower than the source.
+   */
+  hostCrawlDelay?: HostCrawlDelay;
   /**
    * Set when the store could not take a thumbnail: the activity sent nothing more and handed the
    * rest back, the URL included (its bytes are spooled); nothing is sent to the source for this

@@ -353,6 +353,7 @@ export async function runBatch(input: BatchInput, run: BatchRun): Promise<BatchR
         // Slots the grant did not use: a grant can carry more URLs than slots (grantItemCount).
         batchId, grantId: g.grantId, unused: Math.min(g.slots, result.unused.length), retryAfterMs: result.retryAfterMs, crawlDelayMs: result.crawlDelayMs, robotsRetryMs: result.robotsRetryMs, robotsError: result.robotsError,
         ...(result.robotsHostWait ? { robotsHostWait: result.robotsHostWait } : {}),
+        ...(result.hostCrawlDelay ? { hostCrawlDelay: result.hostCrawlDelay } : {}),
         storeRetryMs: result.storeRetryMs, storeError: result.storeError, missedSlots: result.missedSlots, dispatchMs: result.dispatchMs, decided: lastGrant,
         // The window's end as the monitor booked it: a floating grant's float is part of it.
         ...(result.lastSendMs !== undefined ? { windowTail: { endMs: g.endMs + (g.floatMs ?? 0), lastSendMs: result.lastSendMs } } : {}),

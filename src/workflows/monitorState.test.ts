@@ -424,4 +424,19 @@ describe('MonitorModel stats: what holds a source', () => {
     m.onReport({ batchId: 'b1', grantId: 3, outcomes: [], unused: 20, robotsRetryMs: 290_000, robotsError: why }, T0 + 10_000);
     expect(m.stats(T0 + 11_000)).toMatchObject({ robotsHostWait: null, robotsRetryAt: new Date(T0 + 300_000).toISOString(), robotsError: why });
   });
+
+  it('shows one host of several going at its own Crawl-delay while the source keeps its rate, until the source itself is capped', () => {
+    const m = MonitorModel.fromInput({ source: 's', config: { rate: 10 }, work: [{ chunkId: 'c1', count: 500 }] }, T0);
+    const [chunk] = m.takeChunksToStart();
+    m.batchStarted('b1', chunk!);
+    expect(m.onReport({ batchId: 'b1', grantId: 1, outcomes: [], unused: 3, hostCrawlDelay: { origin: 'https://www.museum.example', delayMs: 5_000 } }, T0)).toEqual([]);
+    expect(m.stats(T0 + 1_000)).toMatchObject({ hostCrawlDelay: { origin: 'https://www.museum.example', delayS: 5 }, siteMaxRate: null, crawlDelayUntil: null, rate: 10, target: 10 });
+    expect(detailsMarkdown(m.stats(T0 + 1_000), 'running')).toContain('https://www.museum.example asks for 5 s between requests \\(robots.txt Crawl-delay\\): its URLs go one at a time that far apart');
+    // Not once grants stop saying so (that host's URLs are done).
+    expect(m.stats(T0 + 121_000).hostCrawlDelay).toBeNull();
+    // Nor once a grant held nothing else and the whole source is capped: that says it.
+    m.onReport({ batchId: 'b1', grantId: 2, outcomes: [], unused: 3, hostCrawlDelay: { origin: 'https://www.museum.example', delayMs: 5_000 } }, T0 + 130_000);
+    m.onReport({ batchId: 'b1', grantId: 3, outcomes: [], unused: 20, crawlDelayMs: 5_000 }, T0 + 140_000);
+    expect(m.stats(T0 + 141_000)).toMatchObject({ hostCrawlDelay: null, siteMaxRate: 0.2 });
+  });
 });

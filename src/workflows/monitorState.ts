@@ -101,6 +101,14 @@ export interface MonitorInput {
   patchLevel?: number;
 }
 
+/** How long after a grant last reported a host paced by its own Crawl-delay the monitor still shows it (two of the longest windows). */
+const HOST_CRAWL_DELAY_SHOWN_MS = 120_000;
+
+/** A host of a spanning source that goes at its own Crawl-delay while the others go at the source's rate. */
+export function hostCrawlDelayNote(h: { origin: string; delayS: number }): string {
+  return `${h.origin} asks for ${h.delayS} s between requests (robots.txt Crawl-delay): its URLs go one at a time that far apart, the source's other hosts at its rate`;
+}
+
 export interface MonitorStats {
   source: string;
   state: GovernorMode;
@@ -125,6 +133,12 @@ export interface MonitorStats {
    * be read: that host (origin, why, try count) and when its URLs are tried again. Null otherwise.
    */
   robotsHostWait?: { error: string; until: string } | null;
+  /**
+   * A source spanning several hosts whose grants have been spacing one host's URLs by its
+   * robots.txt Crawl-delay (seconds) while the others went at the source's rate: the strictest such
+   * host reported in the last two minutes, while the source itself is not capped by one. Null otherwise.
+   */
+  hostCrawlDelay?: { origin: string; delayS: number } | null;
   /** No grant before this time: the store failed (`storeError` says how); the URLs keep their attempts. */
   storeRetryAt?: string | null;
   storeError?: string | null;
@@ -512,6 +526,7 @@ export class MonitorModel {
       robotsRetryAt: g.adaptive.holdReason === 'robots' ? heldUntil : null,
       robotsError: g.adaptive.holdReason === 'robots' && heldUntil ? g.robotsError ?? null : null,
       robotsHostWait: g.robotsHostWait && g.robotsHostWait.untilMs > nowMs ? { error: g.robotsHostWait.error, until: new Date(g.robotsHostWait.untilMs).toISOString() } : null,
+      hostCrawlDelay: g.hostCrawlDelay && g.siteMaxRate === undefined && nowMs - g.hostCrawlDelay.atMs <= HOST_CRAWL_DELAY_SHOWN_MS ? { origin: g.hostCrawlDelay.origin, delayS: g.hostCrawlDelay.delayMs / 1000 } : null,
       storeRetryAt: g.adaptive.holdReason === 'store' ? heldUntil : null,
       storeError: g.adaptive.holdReason === 'store' && heldUntil ? g.storeError ?? null : null,
       // Also while paused during one: the temporary halt goes on when the operator resumes.
@@ -597,6 +612,7 @@ export function detailsMarkdown(s: MonitorStats, state: string): string {
   if (s.crawlDelayUntil) lines.push(`robots.txt Crawl-delay: next request not before ${s.crawlDelayUntil}`);
   if (s.robotsRetryAt) lines.push(`robots.txt unavailable${s.robotsError ? ` (${asText(s.robotsError)})` : ''}: asked again at ${s.robotsRetryAt}, nothing sent until then`);
   if (s.robotsHostWait) lines.push(`one host's robots.txt unavailable (${asText(s.robotsHostWait.error)}): its URLs wait until ${s.robotsHostWait.until}; the source goes on with its other hosts`);
+  if (s.hostCrawlDelay) lines.push(asText(hostCrawlDelayNote(s.hostCrawlDelay)));
   if (s.storeRetryAt) lines.push(`**store failing** (${asText(s.storeError ?? 'no details')}): nothing sent until ${s.storeRetryAt}; URLs keep their attempts`);
   if (s.coolingUntil) lines.push(`temporary halt until ${s.coolingUntil}`);
   if (s.slowed) lines.push(slowedNote(s.slowed, s.target));

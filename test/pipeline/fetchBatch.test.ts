@@ -309,6 +309,7 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
       // The first slot goes to robots.txt; its Crawl-delay then stops the grant.
       const fast = (await new MockActivityEnvironment().run(acts.fetchBatch, grant(30))) as FetchBatchResult;
       expect(fast).toMatchObject({ outcomes: [], crawlDelayMs: 2_000 });
+      expect(fast.hostCrawlDelay).toBeUndefined();
       expect(fast.unused).toEqual([0, 1, 2, 3]);
       expect(site.requests.map((r) => r.path)).toEqual(['/robots.txt']);
       // A grant that already leaves the delay between its slots goes ahead, but not with a burst.
@@ -341,6 +342,7 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
       const one = (await new MockActivityEnvironment().run(acts.fetchBatch, first)) as FetchBatchResult;
       // The grant goes on with the other host instead of stopping the source.
       expect(one.crawlDelayMs).toBeUndefined();
+      expect(one.hostCrawlDelay).toEqual({ origin: new URL(slowSite.url('/')).origin, delayMs: 1_000 });
       // The slots that passed while only the delayed host's URLs were left are not a worker falling behind.
       expect(one.missedSlots).toBeLessThanOrEqual(1);
       expect(fastSite.hits('/b.png')).toHaveLength(10);
