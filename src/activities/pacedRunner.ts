@@ -178,6 +178,9 @@ export async function runPaced<R>(o: PacedRunOptions<R>): Promise<PacedRunResult
     if (next >= items.length) continue; // nothing to send in this slot right now
     if (!chooseFor(at)) {
       passed += 1;
+      // Nothing in line may go by the grant's last slot, and nothing in flight can hand one back:
+      // the run ends now, so that the monitor may give the rest of the window to the next grant.
+      if (running === 0 && !couldSend(lastSlotMs)) break;
       continue;
     }
     const t = now();
