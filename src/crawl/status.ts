@@ -329,7 +329,10 @@ export function waitingFor(st: MonitorStats): string | undefined {
   return undefined;
 }
 
-/** A host of a source spanning several waits for its robots.txt while the others go on (not a hold). */
+/**
+ * A host of a source spanning several waits for its robots.txt, or goes at its own Crawl-delay,
+ * while the others go on (not a hold).
+ */
 export function hostWaitNote(st: MonitorStats): string | undefined {
   const w = st.robotsHostWait;
   return w ? `one host's robots.txt unavailable (${w.error}): its URLs wait until ${w.until}, the other hosts go on` : st.hostCrawlDelay ? hostCrawlDelayNote(st.hostCrawlDelay) : undefined;

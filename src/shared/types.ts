@@ -88,13 +88,13 @@ export interface TokenRequest {
   grantsSeen: number;
 }
 
-/** One host's robots.txt could not be read; the source goes on with its other hosts. */
 /** A host of a source spanning several whose robots.txt Crawl-delay paced its own URLs within a grant. */
 export interface HostCrawlDelay {
   origin: string;
   delayMs: number;
 }
 
+/** One host's robots.txt could not be read; the source goes on with its other hosts. */
 export interface RobotsHostWait {
   /** The origin, why its robots.txt could not be read, and its try count. */
   error: string;
