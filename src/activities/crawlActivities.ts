@@ -233,24 +233,29 @@ export function createCrawlActivities(deps: CrawlDeps) {
     // Every URL of the grant as given, those an earlier attempt finished too: a retry left with
     // only the delayed host's URLs is still a grant of a source that spans hosts.
     const everyItemWaits = () => input.items.every((_, i) => delayedHostOf(urlOf(i)) !== undefined);
-    /** Takes note of the Crawl-delay of the site `url` is on, as far as its robots.txt is known. */
+    /**
+     * Takes note of the Crawl-delay of the site `url` is on, as far as its robots.txt is known;
+     * returns that site's entry when its delay is longer than the grant's spacing.
+     */
     const checkCrawlDelay = (url: string) => {
       const d = delayOf(url);
-      if (d === undefined) return;
+      if (d === undefined) return undefined;
       if (d.ms <= intervalMs) {
         if (burstSlots > 0) crawlDelayMs = Math.max(crawlDelayMs ?? 0, d.ms);
-        return;
+        return undefined;
       }
-      if (delayedHosts.has(d.origin)) return;
+      const known = delayedHosts.get(d.origin);
+      if (known) return known;
       // The grant's first slot is at least a spacing after the last request of the window before
       // it, whichever worker sent that. A retry cannot know what the attempt before it sent.
-      delayedHosts.set(d.origin, { ms: d.ms, freeAtMs: ctx.info.attempt === 1 ? input.schedule.startMs - intervalMs + d.ms : Infinity });
+      const host = { ms: d.ms, freeAtMs: ctx.info.attempt === 1 ? input.schedule.startMs - intervalMs + d.ms : Infinity };
+      delayedHosts.set(d.origin, host);
       if (everyItemWaits()) crawlDelayMs = Math.max(crawlDelayMs ?? 0, ...[...delayedHosts.values()].map((h) => h.ms));
+      return host;
     };
     /** A request to the site `url` is on has just ended (or gone out): its next one waits the delay. */
     const noteRequest = (url: string) => {
-      checkCrawlDelay(url);
-      const h = delayedHostOf(url);
+      const h = checkCrawlDelay(url);
       if (h) h.freeAtMs = Math.max(h.freeAtMs, Date.now() + h.ms);
     };
     const mayGoNow = (i: number, slotMs: number) => (delayedHosts.size === 0 ? true : (delayedHostOf(urlOf(i))?.freeAtMs ?? 0) <= slotMs);
@@ -318,7 +323,8 @@ export function createCrawlActivities(deps: CrawlDeps) {
         const item = input.items[i]!;
         const sendBy = slotMs + MAX_LATENESS_MS;
         const target = urlOf(i);
-        noteRequest(target);
+        // Only a host already known to be delayed needs marking as the request goes out.
+        if (delayedHosts.size > 0) noteRequest(target);
         const processed = await deps.processor.process(item.url, { source: input.source, attempt: item.attempt, signal: inFlight.signal, sendBy, mayGoLate, hop: hops.get(i) });
         // Its robots.txt may have been read in this slot; a redirect may lead to another host.
         noteRequest(target);
