@@ -21,6 +21,8 @@ describe('crawl monitor: lost batches (time-skipping server)', () => {
     const runId = (await env.client.workflow.getHandle(batchId).describe()).runId;
     await env.client.workflow.getHandle(batchId).terminate('operator test');
     return async () => {
+      // The new run completes just after its last report, which may reach the monitor first: waited for, not raced.
+      await env.client.workflow.getHandle(batchId).result();
       const [latest, lost] = await Promise.all([env.client.workflow.getHandle(batchId).describe(), env.client.workflow.getHandle(batchId, runId).describe()]);
       return { lost: lost.status.name, latest: latest.status.name, newRun: latest.runId !== runId };
     };
