@@ -184,7 +184,9 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
   it('asks once for a URL whose answer is not HTTP (it would be the same again), while a 500 keeps its tries', async () => {
     await new MockActivityEnvironment().run(acts.fetchBatch, input(['/good.png'])); // robots.txt read
     const paths = ['/bad-chunk.jpg', '/not-http.jpg', '/many-headers.jpg', '/fail.jpg'];
-    const result = (await new MockActivityEnvironment().run(acts.fetchBatch, { ...input(paths), maxAttempts: 3 })) as FetchBatchResult;
+    // Slack in the window: under CI load a late slot must not leave /fail.jpg unsent (unused).
+    const result = (await new MockActivityEnvironment().run(acts.fetchBatch, { ...input(paths, 10, 4 * paths.length), maxAttempts: 3 })) as FetchBatchResult;
+    expect(result.unused).toEqual([]);
     const by = Object.fromEntries(result.outcomes.map((o) => [new URL(o.url).pathname, [o.cls, o.final, o.reason]]));
     expect(by).toEqual({
       '/bad-chunk.jpg': ['error', true, expect.stringMatching(/^protocol: .*Invalid character in chunk size.*; not asked again$/)],
