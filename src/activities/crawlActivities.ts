@@ -382,6 +382,10 @@ export function createCrawlActivities(deps: CrawlDeps) {
     const midChain = unused.flatMap((i): [number, RedirectHop][] => (hops.has(i) ? [[i, hops.get(i)!]] : []));
     // The monitor holds the whole source until robots.txt is read again only when this grant
     // could send nothing else: a source spanning several hosts went on with the others.
+    const hostWaitedOf = (left: number[]) => {
+      const waited = left.filter((i) => delayedHostOf(urlOf(i)) !== undefined);
+      return waited.length ? { hostWaited: waited } : {};
+    };
     const holdForRobots = robotsRetryMs !== undefined && ![...done.values()].some((d) => d.outcome.sent);
     return {
       outcomes: [...done.values()].map((d) => d.outcome),
@@ -393,6 +397,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
       ...(robotsRetryAtMs !== undefined && !holdForRobots ? { robotsHostWait: { error: robotsError ?? 'robots.txt could not be read', retryAtMs: robotsRetryAtMs } } : {}),
       ...(storeFailure !== undefined ? { storeRetryMs: STORE_RETRY_MS, storeError: storeFailure } : {}),
       ...(crawlDelayMs === undefined && delayedHosts.size > 0 ? { hostCrawlDelay: strictest(delayedHosts) } : {}),
+      ...(crawlDelayMs === undefined && delayedHosts.size > 0 ? hostWaitedOf(unused) : {}),
       // A retried attempt's lost slots went with the attempt that failed (records the store could
       // not take, a worker that died), not to a worker falling behind: counted, a disk-full hold
       // ended in "workers behind" (502 of 1,458 slots, a retry starting after its window).

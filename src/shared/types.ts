@@ -269,6 +269,12 @@ export interface FetchBatchResult {
    */
   hostCrawlDelay?: HostCrawlDelay;
   /**
+   * With hostCrawlDelay: the indices of `unused` whose host's Crawl-delay kept them back (not the
+   * grant's end alone). The batch gives them to its next grants first, a few a grant, so they go
+   * alongside the other hosts' URLs instead of after all of them.
+   */
+  hostWaited?: number[];
+  /**
    * Set when the store could not take a thumbnail: the activity sent nothing more and handed the
    * rest back, the URL included (its bytes are spooled); nothing is sent to the source for this
    * long. `storeError` says what the store answered.

@@ -230,6 +230,33 @@ export async function runBatch(input: BatchInput, run: BatchRun): Promise<BatchR
 
     /** The done-marker is written and the monitor told, with the last grant's report. */
     let finishReported = false;
+    /**
+     * URLs that went back because their host's Crawl-delay kept them waiting (a source spanning
+     * hosts), and the strictest such delay reported. Put back at the end of `pending`, they went
+     * only after every other host's URL of the chunk: in a chunk listing one host's URLs first,
+     * those waited until the other hosts were done and then went at one per delay, the whole
+     * source capped to it (60 + 540 URLs at 10/s, Crawl-delay 1: 60 s of the others, then 50 s).
+     */
+    const hostWaited = new Set<number>();
+    let hostWaitMs = 0;
+    /**
+     * A grant's URLs: `count` from the front of the queue, and with them as many URLs waiting for
+     * a host's Crawl-delay as the window can serve at that pace (one a delay, and one more), so
+     * they go alongside the other hosts' instead of after them. Once only waiting URLs are left,
+     * the grant takes them as any (the activity then asks the monitor to cap the source).
+     */
+    const takeForGrant = (g: Grant, count: number): number[] => {
+      if (hostWaited.size === 0 || hostWaitMs <= 0 || !patched('spread-host-waited-urls')) return pending.splice(0, count);
+      const others = pending.filter((i) => !hostWaited.has(i)).slice(0, count);
+      if (others.length === 0) return pending.splice(0, count);
+      const perWindow = Math.floor((g.endMs + (g.floatMs ?? 0) - g.startMs) / hostWaitMs) + 1;
+      const waiting = pending.filter((i) => hostWaited.has(i)).slice(0, perWindow);
+      const taken = new Set([...waiting, ...others]);
+      const rest = pending.filter((i) => !taken.has(i));
+      pending.splice(0, pending.length, ...rest);
+      return [...waiting, ...others];
+    };
+
     /** The latest grant's URLs and how many of them needed no request (see grantItemCount). */
     let lastGrant: { items: number; decided: number } | undefined;
 
@@ -329,6 +356,7 @@ export async function runBatch(input: BatchInput, run: BatchRun): Promise<BatchR
       for (const o of result.outcomes) {
         const i = byUrl.get(o.url);
         if (i === undefined) continue;
+        hostWaited.delete(i);
         attempts[i] = o.attempt;
         // Answered: a retry starts again from the URL itself (the redirect may have changed).
         hops[i] = undefined;
@@ -336,6 +364,8 @@ export async function runBatch(input: BatchInput, run: BatchRun): Promise<BatchR
         else pending.push(i);
       }
       for (const k of result.unused) pending.push(indices[k]!);
+      for (const k of result.hostWaited ?? []) if (indices[k] !== undefined) hostWaited.add(indices[k]!);
+      if (result.hostCrawlDelay) hostWaitMs = result.hostCrawlDelay.delayMs;
       for (const [k, hop] of result.hops ?? []) if (indices[k] !== undefined) hops[indices[k]!] = hop;
       lastGrant = { items: indices.length, decided: result.decidedWithoutRequest ?? 0 };
       // The chunk's last report also says the batch has finished (after its done-marker): a
@@ -396,7 +426,7 @@ export async function runBatch(input: BatchInput, run: BatchRun): Promise<BatchR
         // Its own latest grant tells best; before it has one, the source's latest (from the monitor).
         const share = lastGrant ? lastGrant.decided / lastGrant.items : g.decidedShare;
         const count = share && patched('grants-carry-decided-urls') ? grantItemCount(g.slots, pending.length, share) : g.slots;
-        const indices = pending.splice(0, count);
+        const indices = takeForGrant(g, count);
         if (indices.length === 0) {
           await handBack(g, g.slots);
           continue;

@@ -54,9 +54,11 @@ const LEVEL_11 = [...LEVEL_10, 'latency-baseline-by-time'] as const;
 
 const LEVEL_12 = [...LEVEL_11, 'float-short-first-grant'] as const;
 
-export type PatchId = (typeof LEVEL_12)[number];
+const LEVEL_13 = [...LEVEL_12, 'spread-host-waited-urls'] as const;
 
-const LEVELS: readonly (readonly PatchId[])[] = [[], LEVEL_1, LEVEL_2, LEVEL_3, LEVEL_4, LEVEL_5, LEVEL_6, LEVEL_7, LEVEL_8, LEVEL_9, LEVEL_10, LEVEL_11, LEVEL_12];
+export type PatchId = (typeof LEVEL_13)[number];
+
+const LEVELS: readonly (readonly PatchId[])[] = [[], LEVEL_1, LEVEL_2, LEVEL_3, LEVEL_4, LEVEL_5, LEVEL_6, LEVEL_7, LEVEL_8, LEVEL_9, LEVEL_10, LEVEL_11, LEVEL_12, LEVEL_13];
 
 /** The level of this code: what a workflow it starts puts in its input. */
 export const PATCH_LEVEL = LEVELS.length - 1;

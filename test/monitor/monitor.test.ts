@@ -945,6 +945,58 @@ describe('crawl monitor (time-skipping server)', () => {
     await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, history, grants[0]!.batchId);
   });
 
+  it('spreads the URLs of a host that asks for a Crawl-delay over the grants of a chunk that lists that host first, instead of leaving them all to the end', async () => {
+    const { taskQueue, workflowId } = ids('museum.test');
+    const { acts } = scriptedActivities(() => ({ cls: 'done', status: 200 }));
+    const delayMs = 1_000;
+    const onDelayedHost = (url: string) => indexOf(url) < 40;
+    const calls: { delayed: number; others: number; capped: boolean }[] = [];
+    // Like the real activity: the delayed host's URLs go one per delay (the first a delay after
+    // the window before), the others take the slots between; a grant of nothing but the delayed
+    // host's URLs at a pace faster than its delay sends nothing and asks for the source to be capped.
+    const fetchBatch = async (input: FetchBatchInput): Promise<FetchBatchResult> => {
+      const { startMs, endMs, intervalMs } = input.schedule;
+      if (intervalMs < delayMs && input.items.every((item) => onDelayedHost(item.url))) {
+        calls.push({ delayed: 0, others: 0, capped: true });
+        return { outcomes: [], unused: input.items.map((_, i) => i), crawlDelayMs: delayMs };
+      }
+      const slots = slotCount(input.schedule);
+      const delayedMay = Math.max(0, Math.floor((endMs - startMs - (delayMs - intervalMs)) / delayMs) + 1);
+      const outcomes: RequestOutcome[] = [];
+      const unused: number[] = [];
+      const hostWaited: number[] = [];
+      let delayed = 0;
+      input.items.forEach((item, i) => {
+        const slow = onDelayedHost(item.url);
+        if (outcomes.length >= slots || (slow && delayed >= delayedMay)) {
+          unused.push(i);
+          if (slow) hostWaited.push(i);
+          return;
+        }
+        if (slow) delayed += 1;
+        outcomes.push({ url: item.url, cls: 'done', status: 200, sent: true, final: true, attempt: item.attempt, atMs: startMs + outcomes.length * intervalMs });
+      });
+      calls.push({ delayed, others: outcomes.length - delayed, capped: false });
+      const spanning = input.items.some((item) => onDelayedHost(item.url));
+      return { outcomes, unused, ...(spanning ? { hostCrawlDelay: { origin: 'https://www.museum.test', delayMs }, hostWaited } : {}) };
+    };
+    const worker = await monitorWorker(env, taskQueue, { ...acts, fetchBatch });
+    const stats = await worker.runUntil(env.client.workflow.execute(crawlMonitorWorkflow, {
+      taskQueue, workflowId, args: [{ source: 'museum.test', config: { rate: 10 }, work: chunksOf('museum.test', 400, 500) }],
+    }));
+    expect(stats.urls).toMatchObject({ total: 400, finished: 400 });
+    // At 10/s a window holds 100 slots and ~10 of the delayed host's requests. Left at the back of
+    // the queue, its URLs waited for the other host's 360 (10 went in the first grant) and then
+    // went at one a second with the source capped (19 of 40 alongside); now they go alongside.
+    const lastWithOthers = calls.map((c) => c.others > 0).lastIndexOf(true);
+    const delayedAlongside = calls.slice(0, lastWithOthers + 1).reduce((n, c) => n + c.delayed, 0);
+    expect(delayedAlongside).toBeGreaterThanOrEqual(35);
+    // So no grant was left with nothing but them, and the source was never capped to their pace.
+    expect(calls.filter((c) => c.capped)).toEqual([]);
+    const batchId = `${workflowId}/batch:c0`;
+    await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, await env.client.workflow.getHandle(batchId).fetchHistory(), batchId);
+  });
+
   it('gives batches more URLs than slots once robots.txt rules most of them out, so a disallowing site ends in a few windows', async () => {
     const { taskQueue, workflowId } = ids('disallowing.test');
     const { acts } = scriptedActivities(() => ({ cls: 'done', status: 200 }));

@@ -352,6 +352,8 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
       const slowDone = one.outcomes.filter((o) => o.url.includes('/a.png')).map((o) => o.url);
       expect(slowDone.length).toBeGreaterThanOrEqual(1);
       expect(one.unused.map((k) => first.items[k]!.url).sort()).toEqual(slow.filter((u) => !slowDone.includes(u)).sort());
+      // They waited for their host, not for the grant's end: the batch spreads them over its next grants.
+      expect(one.hostWaited).toEqual(one.unused);
       // The next window starts a spacing after this one's last slot, whoever runs it.
       const left = slow.filter((u) => !slowDone.includes(u));
       await new MockActivityEnvironment().run(acts.fetchBatch, grant(2, first.schedule.endMs, [...left, fastSite.url('/b.png?10')]));
