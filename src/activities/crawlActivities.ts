@@ -386,6 +386,17 @@ export function createCrawlActivities(deps: CrawlDeps) {
       const waited = left.filter((i) => delayedHostOf(urlOf(i)) !== undefined);
       return waited.length ? { hostWaited: waited } : {};
     };
+    // A monitor capped to one host's Crawl-delay lifts the cap by it: one lookup for a grant
+    // that sent to a host without a delay first, the usual case.
+    const leastHostDelay = () => {
+      let least: number | undefined;
+      for (const [i, d] of done) {
+        if (!d.outcome.sent) continue;
+        least = Math.min(least ?? Infinity, delayOf(input.items[i]!.url)?.ms ?? 0);
+        if (least === 0) break;
+      }
+      return least !== undefined ? { leastHostDelayMs: least } : {};
+    };
     const holdForRobots = robotsRetryMs !== undefined && ![...done.values()].some((d) => d.outcome.sent);
     return {
       outcomes: [...done.values()].map((d) => d.outcome),
@@ -398,6 +409,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
       ...(storeFailure !== undefined ? { storeRetryMs: STORE_RETRY_MS, storeError: storeFailure } : {}),
       ...(crawlDelayMs === undefined && delayedHosts.size > 0 ? { hostCrawlDelay: strictest(delayedHosts) } : {}),
       ...(crawlDelayMs === undefined && delayedHosts.size > 0 ? hostWaitedOf(unused) : {}),
+      ...leastHostDelay(),
       // A retried attempt's lost slots went with the attempt that failed (records the store could
       // not take, a worker that died), not to a worker falling behind: counted, a disk-full hold
       // ended in "workers behind" (502 of 1,458 slots, a retry starting after its window).

@@ -39,6 +39,49 @@ describe('Governor and a robots.txt Crawl-delay', () => {
   });
 });
 
+describe('Governor and a Crawl-delay cap on a source spanning hosts', () => {
+  const report = (batchId: string, extra: object) => ({ batchId, grantId: 1, outcomes: [], unused: 0, ...extra });
+  const lift = () => true;
+
+  it('keeps the cap while a batch holds only the delayed host\'s URLs, and lifts it once none does and a grant reaches another host', () => {
+    const g = Governor.create('museum.example', { rate: 10, burst: 2 }, T0);
+    g.applyReport(report('x', { crawlDelayMs: 2_000 }), T0, { liftCrawlDelay: lift });
+    expect(g.state).toMatchObject({ siteMaxRate: 0.5, target: 0.5, burst: 0 });
+    // Another batch reaches a host without a delay, but x still has only the delayed host's URLs.
+    expect(g.applyReport(report('y', { leastHostDelayMs: 0 }), T0 + 10_000, { liftCrawlDelay: lift })).toEqual([]);
+    g.applyReport(report('x', { leastHostDelayMs: 2_000 }), T0 + 20_000, { liftCrawlDelay: lift });
+    expect(g.state.siteMaxRate).toBe(0.5);
+    // x ends; that alone says nothing of the hosts still to come.
+    g.batchEnded('x');
+    expect(g.state.siteMaxRate).toBe(0.5);
+    const events = g.applyReport(report('y', { leastHostDelayMs: 0 }), T0 + 30_000, { liftCrawlDelay: lift });
+    expect(events).toEqual([{ event: 'crawl-delay', detail: expect.stringMatching(/at most 0\.50\/s no longer, the rate ramps up to 10\/s$/) }]);
+    expect(g.state.siteMaxRate).toBeUndefined();
+    expect(g.state).toMatchObject({ target: 10, burst: 2 });
+    // Ramped, not jumped: those hosts have not had our full rate yet.
+    expect(g.rate).toBe(0.5);
+    expect(g.state.slowedBy?.by).toMatch(/Crawl-delay/);
+    g.tick(T0 + 30_000 + 90_000);
+    expect(g.rate).toBeGreaterThan(4);
+    expect(g.rate).toBeLessThan(10);
+  });
+
+  it('never lifts the cap of a source whose grants reach only the delayed host, nor without the monitor\'s leave', () => {
+    const g = Governor.create('one-host.example', { rate: 10 }, T0);
+    g.applyReport(report('x', { crawlDelayMs: 1_000 }), T0, { liftCrawlDelay: lift });
+    for (let k = 1; k <= 5; k++) g.applyReport(report(k % 2 ? 'x' : 'y', { leastHostDelayMs: 1_000 }), T0 + k * 10_000, { liftCrawlDelay: lift });
+    g.batchEnded('x');
+    g.applyReport(report('y', { leastHostDelayMs: 1_000 }), T0 + 60_000, { liftCrawlDelay: lift });
+    expect(g.state.siteMaxRate).toBe(1);
+    // A history from before the lift replays without it.
+    const h = Governor.create('old.example', { rate: 10 }, T0);
+    h.applyReport(report('x', { crawlDelayMs: 1_000 }), T0);
+    h.batchEnded('x');
+    h.applyReport(report('y', { leastHostDelayMs: 0 }), T0 + 10_000);
+    expect(h.state.siteMaxRate).toBe(1);
+  });
+});
+
 describe('Governor and a global ceiling set while it runs', () => {
   it('caps the target and the rate at once, ramps back up when it is raised, and keeps the source\'s own rate and the site\'s limit', () => {
     const g = Governor.create('big.example', { rate: 40 }, T0);

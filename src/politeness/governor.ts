@@ -69,6 +69,12 @@ export interface GovernorState {
    */
   siteMaxRate?: number;
   /**
+   * With siteMaxRate: the batches whose latest grant held nothing but URLs of hosts that ask for
+   * that delay (or more). The cap is lifted when none is left and a grant sends to a host that
+   * asks for less: a source spanning hosts whose chunk listed the delayed host's URLs first.
+   */
+  crawlDelayHolders?: string[];
+  /**
    * How long a grant has been taking to reach its fetch activity, learnt from reports (see
    * grantLead.ts); absent until the first report that carries one, and the configured lead applies.
    */
@@ -152,7 +158,7 @@ export class Governor {
    * Feeds one batch report into the breaker, latency watch and adaptive rate. `latencyBySample`:
    * the latency baseline's old rule (latency.ts), for a monitor whose history was made with it.
    */
-  applyReport(report: OutcomeReport, nowMs: number, { latencyBySample = false }: { latencyBySample?: boolean } = {}): PolicyEvent[] {
+  applyReport(report: OutcomeReport, nowMs: number, { latencyBySample = false, liftCrawlDelay }: { latencyBySample?: boolean; liftCrawlDelay?: () => boolean } = {}): PolicyEvent[] {
     const s = this.state;
     const events: PolicyEvent[] = [];
     let throttled = false;
@@ -161,7 +167,15 @@ export class Governor {
     let retryAfterMs = report.retryAfterMs;
     let throttledAt = nowMs;
     const throttleStatuses = new Set<number>();
-    if (report.crawlDelayMs !== undefined && report.crawlDelayMs > 0) events.push(this.applyCrawlDelay(report.crawlDelayMs, nowMs));
+    if (report.crawlDelayMs !== undefined && report.crawlDelayMs > 0) {
+      events.push(this.applyCrawlDelay(report.crawlDelayMs, nowMs));
+      this.holdsCrawlDelay(report.batchId, true);
+    } else if (s.siteMaxRate !== undefined && report.leastHostDelayMs !== undefined && liftCrawlDelay?.()) {
+      // Within a millisecond of the cap's delay is the capped host itself (1000 / (1000 / d)).
+      const holds = report.leastHostDelayMs >= 1000 / s.siteMaxRate - 1;
+      this.holdsCrawlDelay(report.batchId, holds);
+      if (!holds && s.crawlDelayHolders!.length === 0) events.push(this.liftCrawlDelay(nowMs));
+    }
     if (report.robotsRetryMs !== undefined && report.robotsRetryMs > 0 && nowMs + report.robotsRetryMs > s.adaptive.holdUntilMs) {
       // Nothing may be fetched until robots.txt has been read; the rate is not the site's problem here.
       holdUntil(s.adaptive, nowMs + report.robotsRetryMs, 'robots');
@@ -437,6 +451,36 @@ export class Governor {
     s.adaptive.rate = Math.min(s.adaptive.rate, limit);
     s.burst = 0;
     return { event: 'crawl-delay', detail: `robots.txt asks for ${Math.round(delayMs) / 1000} s between requests: rate at most ${fmt(limit)}/s, no burst` };
+  }
+
+  /** Whether a batch's latest grant held only URLs of hosts that ask for the capped delay or more. */
+  private holdsCrawlDelay(batchId: string, holds: boolean): void {
+    const rest = (this.state.crawlDelayHolders ?? []).filter((b) => b !== batchId);
+    this.state.crawlDelayHolders = holds ? [...rest, batchId] : rest;
+  }
+
+  /** A batch has ended: its grants hold the source to a Crawl-delay no longer. */
+  batchEnded(batchId: string): void {
+    if (this.state.crawlDelayHolders?.includes(batchId)) this.holdsCrawlDelay(batchId, false);
+  }
+
+  /**
+   * No batch holds only the delayed host's URLs any more, and one sent to a host that asks for
+   * less: the cap goes. A grant left with only a delayed host's URLs at the faster rate sends
+   * nothing and brings it back (applyCrawlDelay), so this is safe whatever the other hosts ask.
+   * The rate ramps up from the cap as after a back-off: the other hosts have not had our full
+   * rate yet.
+   */
+  private liftCrawlDelay(nowMs: number): PolicyEvent {
+    const s = this.state;
+    const before = s.siteMaxRate!;
+    delete s.siteMaxRate;
+    delete s.crawlDelayHolders;
+    s.burst = s.sourceConfig.burst ?? 0;
+    s.target = this.sourceTarget();
+    s.adaptive.lastRampMs = nowMs;
+    if (s.adaptive.rate < s.target) s.slowedBy = { by: `a host's robots.txt Crawl-delay (at most ${fmt(before)}/s)`, atMs: nowMs };
+    return { event: 'crawl-delay', detail: `the source's grants reach hosts without that Crawl-delay again: at most ${fmt(before)}/s no longer, the rate ramps up to ${fmt(s.target)}/s` };
   }
 
   /** An operator's explicit rate becomes the target and the current rate at once. */

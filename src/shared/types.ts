@@ -122,6 +122,8 @@ export interface OutcomeReport {
   robotsHostWait?: RobotsHostWait;
   /** One host of a source spanning several goes at its Crawl-delay (FetchBatchResult.hostCrawlDelay). */
   hostCrawlDelay?: HostCrawlDelay;
+  /** The shortest Crawl-delay of the hosts the grant sent to (FetchBatchResult.leastHostDelayMs). */
+  leastHostDelayMs?: number;
   /** Set when the store failed (FetchBatchResult.storeRetryMs), with what it said. */
   storeRetryMs?: number;
   storeError?: string;
@@ -274,6 +276,12 @@ export interface FetchBatchResult {
    * alongside the other hosts' URLs instead of after all of them.
    */
   hostWaited?: number[];
+  /**
+   * The shortest Crawl-delay (ms, 0 for none) of the hosts of the URLs the grant sent to; absent
+   * when it sent none. A source capped to one host's delay is capped no longer once its batches
+   * send to hosts that ask for less (Governor.applyReport).
+   */
+  leastHostDelayMs?: number;
   /**
    * Set when the store could not take a thumbnail: the activity sent nothing more and handed the
    * rest back, the URL included (its bytes are spooled); nothing is sent to the source for this

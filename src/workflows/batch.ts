@@ -384,6 +384,7 @@ export async function runBatch(input: BatchInput, run: BatchRun): Promise<BatchR
         batchId, grantId: g.grantId, unused: Math.min(g.slots, result.unused.length), retryAfterMs: result.retryAfterMs, crawlDelayMs: result.crawlDelayMs, robotsRetryMs: result.robotsRetryMs, robotsError: result.robotsError,
         ...(result.robotsHostWait ? { robotsHostWait: result.robotsHostWait } : {}),
         ...(result.hostCrawlDelay ? { hostCrawlDelay: result.hostCrawlDelay } : {}),
+        ...(result.leastHostDelayMs !== undefined ? { leastHostDelayMs: result.leastHostDelayMs } : {}),
         storeRetryMs: result.storeRetryMs, storeError: result.storeError, missedSlots: result.missedSlots, dispatchMs: result.dispatchMs, decided: lastGrant,
         // The window's end as the monitor booked it: a floating grant's float is part of it.
         ...(result.lastSendMs !== undefined ? { windowTail: { endMs: g.endMs + (g.floatMs ?? 0), lastSendMs: result.lastSendMs } } : {}),

@@ -128,7 +128,8 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
     if (report.outcomes.some((o) => o.page) && !patched('halt-on-pages')) report = { ...report, outcomes: report.outcomes.map(({ page: _page, ...o }) => o) };
     if (report.dispatchMs !== undefined && patched('adaptive-grant-lead')) m.governor.noteDispatch(report.dispatchMs);
     // A history made when the latency baseline learnt per sample replays with that rule.
-    announce(m.onReport(report, Date.now(), { latencyBySample: !patched('latency-baseline-by-time') }));
+    // Only activities of this version report leastHostDelayMs, and only such a report lifts a cap.
+    announce(m.onReport(report, Date.now(), { latencyBySample: !patched('latency-baseline-by-time'), liftCrawlDelay: () => patched('lift-crawl-delay-cap') }));
     // After the report: a rate it lowered (429, Crawl-delay) spaces the next window by its slower slots.
     if (report.windowTail && patched('reclaim-window-tail') && m.governor.reclaimWindowTail(report.windowTail.endMs, report.windowTail.lastSendMs)) wake();
     // Patched as the batch's side is: a monitor that met such a report before it knew `finished`
@@ -309,7 +310,7 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
     // patched() only until the first grant: the choice concerns that window alone. The tail
     // slack's patch only when a window is a source's last, and the whole-source one only when
     // a short first window would be that: histories from before them planned such windows without.
-    const planGrants = () => m.planGrants(now, m.governor.isFirstWindow() && patched('short-first-window'), () => patched('tail-grant-slack'), () => patched('whole-source-in-one-window'));
+    const planGrants = () => m.planGrants(now, m.governor.isFirstWindow() && patched('short-first-window'), () => patched('tail-grant-slack'), () => patched('whole-source-in-one-window'), () => patched('lift-crawl-delay-cap'));
     const chunks = m.takeChunksToStart();
     const batchIdOf = (chunk: WorkChunk) => `${workflowInfo().workflowId}/batch:${chunk.chunkId}`;
     // A batch that starts alone (no other wants slots) gets its first grant in its start input:

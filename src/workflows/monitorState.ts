@@ -363,7 +363,7 @@ export class MonitorModel {
   }
 
   /** `policy`: Governor.applyReport's options (what the monitor's patches leave in effect). */
-  onReport(report: OutcomeReport, nowMs: number, policy: { latencyBySample?: boolean } = {}): PolicyEvent[] {
+  onReport(report: OutcomeReport, nowMs: number, policy: { latencyBySample?: boolean; liftCrawlDelay?: () => boolean } = {}): PolicyEvent[] {
     this.state.unusedSlots += report.unused;
     if (report.missedSlots !== undefined) {
       this.state.missedSlots += report.missedSlots;
@@ -387,6 +387,7 @@ export class MonitorModel {
     const i = this.state.batches.findIndex((x) => x.batchId === done.batchId);
     if (i < 0) return;
     this.state.batches.splice(i, 1);
+    this.governor.batchEnded(done.batchId);
     this.state.finishedBatches += 1;
     this.state.finishedUrls += done.urls;
   }
@@ -421,13 +422,20 @@ export class MonitorModel {
    * `wholeIfFits`: asked only for a short first window whose source's work all fits in one usual
    * window (Governor.fitsInOneWindow); true grants it all in that one window instead.
    */
-  planGrants(nowMs: number, shortFirst = false, tailSlack?: () => boolean, wholeIfFits?: () => boolean): Grant[] {
+  planGrants(nowMs: number, shortFirst = false, tailSlack?: () => boolean, wholeIfFits?: () => boolean, holdersFirst?: () => boolean): Grant[] {
     if (nowMs < this.governor.nextPlanAtMs()) return [];
     const missRate = this.state.missRate;
     const share = this.state.decidedShare;
-    const needs = this.wants().filter((w) => w.wanted > 0).map((w) => ({ batchId: w.batchId, needed: slotsNeeded(w.wanted, share) }));
-    if (needs.length === 0) return [];
-    const last = needs.length === 1 && this.state.queue.length === 0 && tailSlack?.() === true;
+    const wanting = this.wants().filter((w) => w.wanted > 0).map((w) => ({ batchId: w.batchId, needed: slotsNeeded(w.wanted, share) }));
+    if (wanting.length === 0) return [];
+    const last = wanting.length === 1 && this.state.queue.length === 0 && tailSlack?.() === true;
+    // Capped to a host's Crawl-delay by batches that hold only its URLs: they get the windows.
+    // The others' hosts would go no faster than the cap anyway, and once the holders are done
+    // the cap is lifted for them (Governor.liftCrawlDelay); shared, the delayed host got a
+    // quarter of its pace with four batches and kept the whole source capped four times as long.
+    const holders = this.state.governor.siteMaxRate !== undefined ? this.state.governor.crawlDelayHolders ?? [] : [];
+    const holding = wanting.filter((w) => holders.includes(w.batchId));
+    const needs = holding.length > 0 && holding.length < wanting.length && holdersFirst?.() === true ? holding : wanting;
     const wants = needs.map(({ batchId, needed }) => ({
       batchId,
       wanted: Math.max(slotsWithMissAllowance(needed, missRate), last ? tailGrantSlots(needed, this.governor.slotIntervalMs(), this.governor.leadMs()) : 0),

@@ -54,7 +54,7 @@ const LEVEL_11 = [...LEVEL_10, 'latency-baseline-by-time'] as const;
 
 const LEVEL_12 = [...LEVEL_11, 'float-short-first-grant'] as const;
 
-const LEVEL_13 = [...LEVEL_12, 'spread-host-waited-urls'] as const;
+const LEVEL_13 = [...LEVEL_12, 'spread-host-waited-urls', 'lift-crawl-delay-cap'] as const;
 
 export type PatchId = (typeof LEVEL_13)[number];
 

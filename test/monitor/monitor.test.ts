@@ -997,6 +997,52 @@ describe('crawl monitor (time-skipping server)', () => {
     await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, await env.client.workflow.getHandle(batchId).fetchHistory(), batchId);
   });
 
+  it('lifts a Crawl-delay cap once the batches holding only the delayed host\'s URLs are done, and gives them the windows until then', async () => {
+    const { taskQueue, workflowId } = ids('gallery.test');
+    const { acts } = scriptedActivities(() => ({ cls: 'done', status: 200 }));
+    const delayMs = 1_000;
+    // The first chunk is all on a host that asks for 1 s between requests; the other five on hosts that ask for nothing.
+    const onDelayedHost = (url: string) => indexOf(url) < 100;
+    const sends: { atMs: number; delayed: boolean }[] = [];
+    const fetchBatch = async (input: FetchBatchInput): Promise<FetchBatchResult> => {
+      const { startMs, endMs, intervalMs } = input.schedule;
+      // As the real activity: a grant of nothing but the delayed host's URLs, faster than its delay, sends nothing.
+      if (intervalMs < delayMs && input.items.every((item) => onDelayedHost(item.url))) return { outcomes: [], unused: input.items.map((_, i) => i), crawlDelayMs: delayMs };
+      const slots = slotCount(input.schedule);
+      const delayedMay = Math.max(0, Math.floor((endMs - startMs - Math.max(0, delayMs - intervalMs)) / delayMs) + 1);
+      const outcomes: RequestOutcome[] = [];
+      const unused: number[] = [];
+      let delayed = 0;
+      input.items.forEach((item, i) => {
+        const slow = onDelayedHost(item.url);
+        if (outcomes.length >= slots || (slow && delayed >= delayedMay)) { unused.push(i); return; }
+        if (slow) delayed += 1;
+        const atMs = startMs + outcomes.length * intervalMs;
+        sends.push({ atMs, delayed: slow });
+        outcomes.push({ url: item.url, cls: 'done', status: 200, sent: true, final: true, attempt: item.attempt, atMs });
+      });
+      const leastHostDelayMs = outcomes.length === 0 ? undefined : outcomes.length > delayed ? 0 : delayMs;
+      return { outcomes, unused, ...(leastHostDelayMs !== undefined ? { leastHostDelayMs } : {}) };
+    };
+    const worker = await monitorWorker(env, taskQueue, { ...acts, fetchBatch });
+    const stats = await worker.runUntil(env.client.workflow.execute(crawlMonitorWorkflow, {
+      taskQueue, workflowId, args: [{ source: 'gallery.test', config: { rate: 10 }, work: chunksOf('gallery.test', 600, 100) }],
+    }));
+    expect(stats.urls).toMatchObject({ total: 600, finished: 600 });
+    // Capped for good, all 600 went at 1/s (~600 s). Now the delayed host's 100 go first at its
+    // pace, then the cap goes and the rest ramp up to 10/s.
+    const first = Math.min(...sends.map((x) => x.atMs));
+    const lastDelayed = Math.max(...sends.filter((x) => x.delayed).map((x) => x.atMs));
+    const last = Math.max(...sends.map((x) => x.atMs));
+    expect(lastDelayed - first).toBeLessThan(150_000);
+    expect(last - first).toBeLessThan(300_000);
+    expect(stats.siteMaxRate).toBeNull();
+    for (const batchId of [`${workflowId}/batch:c0`, `${workflowId}/batch:c100`]) {
+      await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, await env.client.workflow.getHandle(batchId).fetchHistory(), batchId);
+    }
+    await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, await env.client.workflow.getHandle(workflowId).fetchHistory(), workflowId);
+  });
+
   it('gives batches more URLs than slots once robots.txt rules most of them out, so a disallowing site ends in a few windows', async () => {
     const { taskQueue, workflowId } = ids('disallowing.test');
     const { acts } = scriptedActivities(() => ({ cls: 'done', status: 200 }));

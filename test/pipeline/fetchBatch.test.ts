@@ -322,6 +322,9 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
       const slow = (await new MockActivityEnvironment().run(acts.fetchBatch, paced)) as FetchBatchResult;
       expect(slow.crawlDelayMs).toBeUndefined();
       expect(slow.outcomes.map((o) => o.cls)).toEqual(['done']);
+      // What a capped monitor needs to know whether the source still reaches only such hosts.
+      expect(slow.leastHostDelayMs).toBe(2_000);
+      expect(fast.leastHostDelayMs).toBeUndefined();
     } finally {
       await site.stop();
     }
@@ -354,6 +357,7 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
       expect(one.unused.map((k) => first.items[k]!.url).sort()).toEqual(slow.filter((u) => !slowDone.includes(u)).sort());
       // They waited for their host, not for the grant's end: the batch spreads them over its next grants.
       expect(one.hostWaited).toEqual(one.unused);
+      expect(one.leastHostDelayMs).toBe(0);
       // The next window starts a spacing after this one's last slot, whoever runs it.
       const left = slow.filter((u) => !slowDone.includes(u));
       await new MockActivityEnvironment().run(acts.fetchBatch, grant(2, first.schedule.endMs, [...left, fastSite.url('/b.png?10')]));
