@@ -370,13 +370,14 @@ export class Governor {
    * `stretch`: the window is that many times its usual length (see windowStretch). `shortFirst`:
    * the source's first window is at most FIRST_WINDOW_MS. `leadMs`: this window's lead, when not leadMs().
    */
-  plan(wants: readonly Want[], nowMs: number, stretch = 1, shortFirst = false, leadMs = this.leadMs()): (PlannedGrant & { grantId: number })[] {
+  /** `short`: this window at most FIRST_WINDOW_MS, as a source's first with `shortFirst`. */
+  plan(wants: readonly Want[], nowMs: number, stretch = 1, shortFirst = false, leadMs = this.leadMs(), short = false): (PlannedGrant & { grantId: number })[] {
     if (!this.canGrant(nowMs)) return [];
     const paced = this.pacedRate();
     const usual = this.usualWindowMs(stretch);
     const planned = planWindow(
       this.state.pacer,
-      { nowMs, rate: paced, burst: this.state.burst, leadMs, windowMs: shortFirst && this.isFirstWindow() ? Math.min(usual, FIRST_WINDOW_MS) : usual },
+      { nowMs, rate: paced, burst: this.state.burst, leadMs, windowMs: (shortFirst && this.isFirstWindow()) || short ? Math.min(usual, FIRST_WINDOW_MS) : usual },
       wants,
     );
     return planned.map((g) => ({ ...g, grantId: this.state.nextGrantId++ }));
@@ -468,8 +469,8 @@ export class Governor {
    * No batch holds only the delayed host's URLs any more, and one sent to a host that asks for
    * less: the cap goes. A grant left with only a delayed host's URLs at the faster rate sends
    * nothing and brings it back (applyCrawlDelay), so this is safe whatever the other hosts ask.
-   * The rate ramps up from the cap as after a back-off: the other hosts have not had our full
-   * rate yet.
+   * The other hosts start at the target, as a new source does: nothing has slowed them, and a
+   * ramp from the cap (180 s to full) took longer than their URLs at full rate (500 at 10/s).
    */
   private liftCrawlDelay(nowMs: number): PolicyEvent {
     const s = this.state;
@@ -478,9 +479,9 @@ export class Governor {
     delete s.crawlDelayHolders;
     s.burst = s.sourceConfig.burst ?? 0;
     s.target = this.sourceTarget();
+    s.adaptive.rate = s.target;
     s.adaptive.lastRampMs = nowMs;
-    if (s.adaptive.rate < s.target) s.slowedBy = { by: `a host's robots.txt Crawl-delay (at most ${fmt(before)}/s)`, atMs: nowMs };
-    return { event: 'crawl-delay', detail: `the source's grants reach hosts without that Crawl-delay again: at most ${fmt(before)}/s no longer, the rate ramps up to ${fmt(s.target)}/s` };
+    return { event: 'crawl-delay', detail: `the source's grants reach hosts without that Crawl-delay again: at most ${fmt(before)}/s no longer, back to ${fmt(s.target)}/s` };
   }
 
   /** An operator's explicit rate becomes the target and the current rate at once. */

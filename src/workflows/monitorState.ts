@@ -433,9 +433,14 @@ export class MonitorModel {
     // The others' hosts would go no faster than the cap anyway, and once the holders are done
     // the cap is lifted for them (Governor.liftCrawlDelay); shared, the delayed host got a
     // quarter of its pace with four batches and kept the whole source capped four times as long.
-    const holders = this.state.governor.siteMaxRate !== undefined ? this.state.governor.crawlDelayHolders ?? [] : [];
-    const holding = wanting.filter((w) => holders.includes(w.batchId));
-    const needs = holding.length > 0 && holding.length < wanting.length && holdersFirst?.() === true ? holding : wanting;
+    // A window for the others is short (FIRST_WINDOW_MS), since its report may lift the cap: a
+    // batch of another host's URLs waited out a 40 s window at the capped rate, then another
+    // planned before that report came (80 s at 1/s instead of a ramp to 10/s).
+    const holders = this.state.governor.siteMaxRate !== undefined ? this.state.governor.crawlDelayHolders : undefined;
+    const holding = wanting.filter((w) => holders?.includes(w.batchId));
+    const lane = holders !== undefined && holding.length < wanting.length && holdersFirst?.() === true;
+    const needs = lane && holding.length > 0 ? holding : wanting;
+    const probe = lane && holding.length === 0;
     const wants = needs.map(({ batchId, needed }) => ({
       batchId,
       wanted: Math.max(slotsWithMissAllowance(needed, missRate), last ? tailGrantSlots(needed, this.governor.slotIntervalMs(), this.governor.leadMs()) : 0),
@@ -449,7 +454,7 @@ export class MonitorModel {
     const lead = last ? this.governor.cfg.grantLeadMs : undefined;
     const stretch = windowStretch(missRate);
     const whole = shortFirst && last && this.governor.fitsInOneWindow(wants[0]!.wanted, stretch) && wholeIfFits?.() === true;
-    const planned = this.governor.plan(wants, nowMs, stretch, shortFirst && !whole, lead);
+    const planned = this.governor.plan(wants, nowMs, stretch, shortFirst && !whole, lead, probe);
     // A batch puts this much more than a URL per slot into its first grant (grantItemCount).
     const { maxRetryAfterMs } = this.governor.cfg.adaptive;
     const extra = {

@@ -1029,13 +1029,15 @@ describe('crawl monitor (time-skipping server)', () => {
       taskQueue, workflowId, args: [{ source: 'gallery.test', config: { rate: 10 }, work: chunksOf('gallery.test', 600, 100) }],
     }));
     expect(stats.urls).toMatchObject({ total: 600, finished: 600 });
-    // Capped for good, all 600 went at 1/s (~600 s). Now the delayed host's 100 go first at its
-    // pace, then the cap goes and the rest ramp up to 10/s.
+    // Capped for good, all 600 went at 1/s (628 s; the delayed host's done at 473 s, with a
+    // quarter of the windows). Now the delayed host's 100 go first at its pace (102 s), then the
+    // cap goes and the rest go at 10/s (166 s in all; 195 s when the others' window after the
+    // delayed host's was a full one at the capped rate, 232 s with a ramp up from the cap).
     const first = Math.min(...sends.map((x) => x.atMs));
     const lastDelayed = Math.max(...sends.filter((x) => x.delayed).map((x) => x.atMs));
     const last = Math.max(...sends.map((x) => x.atMs));
     expect(lastDelayed - first).toBeLessThan(150_000);
-    expect(last - first).toBeLessThan(300_000);
+    expect(last - first).toBeLessThan(180_000);
     expect(stats.siteMaxRate).toBeNull();
     for (const batchId of [`${workflowId}/batch:c0`, `${workflowId}/batch:c100`]) {
       await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, await env.client.workflow.getHandle(batchId).fetchHistory(), batchId);
