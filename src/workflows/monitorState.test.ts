@@ -425,6 +425,30 @@ describe('MonitorModel stats: what holds a source', () => {
     expect(m.stats(T0 + 11_000)).toMatchObject({ robotsHostWait: null, robotsRetryAt: new Date(T0 + 300_000).toISOString(), robotsError: why });
   });
 
+  it('gives the windows of a source capped to a Crawl-delay to the batches holding it, short ones to the others, and lifts the cap when their hosts ask for less', () => {
+    const m = MonitorModel.fromInput({ source: 's', config: { rate: 10 }, work: [{ chunkId: 'c1', count: 100 }, { chunkId: 'c2', count: 100 }] }, T0);
+    for (const [k, chunk] of m.takeChunksToStart().entries()) m.batchStarted(`b${k + 1}`, chunk, false, T0);
+    m.onTokenRequest({ batchId: 'b1', unassigned: 100, grantsSeen: 0 });
+    m.onTokenRequest({ batchId: 'b2', unassigned: 100, grantsSeen: 0 });
+    // b1's chunk is all on a host with Crawl-delay 1: its grant sent nothing and capped the source.
+    m.onReport({ batchId: 'b1', grantId: 1, outcomes: [], unused: 10, crawlDelayMs: 1_000, tokens: { unassigned: 100, grantsSeen: 0 } }, T0);
+    const holdersFirst = () => true;
+    let now = T0 + 2_000;
+    const held = m.planGrants(now, false, undefined, undefined, holdersFirst);
+    expect(held.map((g) => g.batchId)).toEqual(['b1']);
+    expect(held[0]!.intervalMs).toBeGreaterThanOrEqual(1_000);
+    // b1's chunk ends: b2 gets a short window, whose report can lift the cap.
+    m.onReport({ batchId: 'b1', grantId: held[0]!.grantId, outcomes: [], unused: 0, leastHostDelayMs: 1_000, finished: { chunkId: 'c1', urls: 100 } }, held[0]!.endMs);
+    m.onBatchFinished({ batchId: 'b1', chunkId: 'c1', urls: 100 });
+    now = held[0]!.endMs;
+    const probe = m.planGrants(now, false, undefined, undefined, holdersFirst);
+    expect(probe.map((g) => g.batchId)).toEqual(['b2']);
+    expect(probe[0]!.endMs - probe[0]!.startMs).toBeLessThanOrEqual(10_000);
+    expect(m.stats(now).siteMaxRate).toBe(1);
+    m.onReport({ batchId: 'b2', grantId: probe[0]!.grantId, outcomes: [], unused: 0, leastHostDelayMs: 0 }, probe[0]!.endMs, { liftCrawlDelay: () => true });
+    expect(m.stats(probe[0]!.endMs)).toMatchObject({ siteMaxRate: null, rate: 10, target: 10 });
+  });
+
   it('shows one host of several going at its own Crawl-delay while the source keeps its rate, until the source itself is capped', () => {
     const m = MonitorModel.fromInput({ source: 's', config: { rate: 10 }, work: [{ chunkId: 'c1', count: 500 }] }, T0);
     const [chunk] = m.takeChunksToStart();
