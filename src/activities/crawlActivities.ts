@@ -380,12 +380,8 @@ export function createCrawlActivities(deps: CrawlDeps) {
     // A URL part-way through its redirects goes back with where it has got to: its next grant
     // continues from there instead of asking the site again for the hops already made.
     const midChain = unused.flatMap((i): [number, RedirectHop][] => (hops.has(i) ? [[i, hops.get(i)!]] : []));
-    // The monitor holds the whole source until robots.txt is read again only when this grant
-    // could send nothing else: a source spanning several hosts went on with the others.
-    const hostWaitedOf = (left: number[]) => {
-      const waited = left.filter((i) => delayedHostOf(urlOf(i)) !== undefined);
-      return waited.length ? { hostWaited: waited } : {};
-    };
+    // Left because their host's Crawl-delay kept them waiting: the batch spreads them over its next grants.
+    const hostWaited = crawlDelayMs === undefined && delayedHosts.size > 0 ? unused.filter((i) => delayedHostOf(urlOf(i)) !== undefined) : [];
     // A monitor capped to one host's Crawl-delay lifts the cap by it: one lookup for a grant
     // that sent to a host without a delay first, the usual case.
     const leastHostDelay = () => {
@@ -397,6 +393,8 @@ export function createCrawlActivities(deps: CrawlDeps) {
       }
       return least !== undefined ? { leastHostDelayMs: least } : {};
     };
+    // The monitor holds the whole source until robots.txt is read again only when this grant
+    // could send nothing else: a source spanning several hosts went on with the others.
     const holdForRobots = robotsRetryMs !== undefined && ![...done.values()].some((d) => d.outcome.sent);
     return {
       outcomes: [...done.values()].map((d) => d.outcome),
@@ -408,7 +406,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
       ...(robotsRetryAtMs !== undefined && !holdForRobots ? { robotsHostWait: { error: robotsError ?? 'robots.txt could not be read', retryAtMs: robotsRetryAtMs } } : {}),
       ...(storeFailure !== undefined ? { storeRetryMs: STORE_RETRY_MS, storeError: storeFailure } : {}),
       ...(crawlDelayMs === undefined && delayedHosts.size > 0 ? { hostCrawlDelay: strictest(delayedHosts) } : {}),
-      ...(crawlDelayMs === undefined && delayedHosts.size > 0 ? hostWaitedOf(unused) : {}),
+      ...(hostWaited.length ? { hostWaited } : {}),
       ...leastHostDelay(),
       // A retried attempt's lost slots went with the attempt that failed (records the store could
       // not take, a worker that died), not to a worker falling behind: counted, a disk-full hold

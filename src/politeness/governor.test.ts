@@ -65,6 +65,19 @@ describe('Governor and a Crawl-delay cap on a source spanning hosts', () => {
     expect(g.state).toMatchObject({ siteMaxRate: 0.5, crawlDelayHolders: ['z'] });
   });
 
+  it('lets a rate that something else lowered under the cap ramp back, not jump', () => {
+    const g = Governor.create('museum.example', { rate: 10 }, T0);
+    g.applyReport(report('x', { crawlDelayMs: 2_000 }), T0, { liftCrawlDelay: lift });
+    g.applyReport(report('y', { retryAfterMs: 5_000, outcomes: [{ url: '', cls: 'error', status: 429, sent: true, final: false, attempt: 1 }] }), T0 + 5_000);
+    const slowed = g.rate;
+    expect(slowed).toBeLessThan(0.5);
+    g.batchEnded('x');
+    const events = g.applyReport(report('y', { leastHostDelayMs: 0 }), T0 + 20_000, { liftCrawlDelay: lift });
+    expect(events.map((e) => e.detail)).toEqual([expect.stringMatching(/ramping up to 10\/s$/)]);
+    expect(g.state.target).toBe(10);
+    expect(g.rate).toBeLessThan(1);
+  });
+
   it('never lifts the cap of a source whose grants reach only the delayed host, nor without the monitor\'s leave', () => {
     const g = Governor.create('one-host.example', { rate: 10 }, T0);
     g.applyReport(report('x', { crawlDelayMs: 1_000 }), T0, { liftCrawlDelay: lift });

@@ -369,8 +369,8 @@ export class Governor {
   /**
    * `stretch`: the window is that many times its usual length (see windowStretch). `shortFirst`:
    * the source's first window is at most FIRST_WINDOW_MS. `leadMs`: this window's lead, when not leadMs().
+   * `short`: this window is at most FIRST_WINDOW_MS too (its report is wanted soon).
    */
-  /** `short`: this window at most FIRST_WINDOW_MS, as a source's first with `shortFirst`. */
   plan(wants: readonly Want[], nowMs: number, stretch = 1, shortFirst = false, leadMs = this.leadMs(), short = false): (PlannedGrant & { grantId: number })[] {
     if (!this.canGrant(nowMs)) return [];
     const paced = this.pacedRate();
@@ -479,9 +479,11 @@ export class Governor {
     delete s.crawlDelayHolders;
     s.burst = s.sourceConfig.burst ?? 0;
     s.target = this.sourceTarget();
-    s.adaptive.rate = s.target;
+    // Unless something else slowed it meanwhile (a 429, a temporary halt): then it ramps as usual.
+    const atCap = s.mode === 'running' && !isHeld(s.adaptive, nowMs) && s.adaptive.rate >= before * 0.999;
+    if (atCap) s.adaptive.rate = s.target;
     s.adaptive.lastRampMs = nowMs;
-    return { event: 'crawl-delay', detail: `the source's grants reach hosts without that Crawl-delay again: at most ${fmt(before)}/s no longer, back to ${fmt(s.target)}/s` };
+    return { event: 'crawl-delay', detail: `the source's grants reach hosts without that Crawl-delay again: at most ${fmt(before)}/s no longer, ${atCap ? 'back to' : 'ramping up to'} ${fmt(s.target)}/s` };
   }
 
   /** An operator's explicit rate becomes the target and the current rate at once. */

@@ -438,7 +438,7 @@ export class MonitorModel {
     // quarter of its pace with four batches and kept the whole source capped four times as long.
     // A window for the others is short (FIRST_WINDOW_MS), since its report may lift the cap: a
     // batch of another host's URLs waited out a 40 s window at the capped rate, then another
-    // planned before that report came (80 s at 1/s instead of a ramp to 10/s).
+    // planned before that report came (80 s at 1/s after the delayed host's chunk was done).
     const holders = this.state.governor.siteMaxRate !== undefined ? this.state.governor.crawlDelayHolders : undefined;
     const holding = wanting.filter((w) => holders?.includes(w.batchId));
     const lane = holders !== undefined && holding.length < wanting.length && holdersFirst?.() === true;
