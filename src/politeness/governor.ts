@@ -4,7 +4,7 @@ import { clearWindow, DEFAULT_BREAKER, newBreakerState, recordSample, shouldCool
 import { healthSample, isThrottle } from './classify';
 import { DEFAULT_LATENCY, latencyElevated, learnBaseline, median, newLatencyState, recordTtfb, resetRecent, type LatencyConfig, type LatencyState } from './latency';
 import { grantLeadMs, learnDispatch } from './grantLead';
-import { newPacerState, FIRST_WINDOW_MS, planWindow, windowLengthMs, type PacerState, type PlannedGrant, type Want } from './pacing';
+import { newPacerState, FIRST_WINDOW_MS, PROBE_WINDOW_MS, planWindow, windowLengthMs, type PacerState, type PlannedGrant, type Want } from './pacing';
 import { PAGES_FOR_HALT, pagesHaltReason, pagesSinceImage } from './pageRun';
 import { targetRate } from './targetRate';
 
@@ -369,15 +369,15 @@ export class Governor {
   /**
    * `stretch`: the window is that many times its usual length (see windowStretch). `shortFirst`:
    * the source's first window is at most FIRST_WINDOW_MS. `leadMs`: this window's lead, when not leadMs().
-   * `short`: this window is at most FIRST_WINDOW_MS too (its report is wanted soon).
+   * `probe`: this window is at most PROBE_WINDOW_MS (its report is wanted soon).
    */
-  plan(wants: readonly Want[], nowMs: number, stretch = 1, shortFirst = false, leadMs = this.leadMs(), short = false): (PlannedGrant & { grantId: number })[] {
+  plan(wants: readonly Want[], nowMs: number, stretch = 1, shortFirst = false, leadMs = this.leadMs(), probe = false): (PlannedGrant & { grantId: number })[] {
     if (!this.canGrant(nowMs)) return [];
     const paced = this.pacedRate();
     const usual = this.usualWindowMs(stretch);
     const planned = planWindow(
       this.state.pacer,
-      { nowMs, rate: paced, burst: this.state.burst, leadMs, windowMs: (shortFirst && this.isFirstWindow()) || short ? Math.min(usual, FIRST_WINDOW_MS) : usual },
+      { nowMs, rate: paced, burst: this.state.burst, leadMs, windowMs: probe ? Math.min(usual, PROBE_WINDOW_MS) : shortFirst && this.isFirstWindow() ? Math.min(usual, FIRST_WINDOW_MS) : usual },
       wants,
     );
     return planned.map((g) => ({ ...g, grantId: this.state.nextGrantId++ }));

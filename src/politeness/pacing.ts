@@ -59,6 +59,13 @@ export function windowLengthMs(rate: number): number {
 export const FIRST_WINDOW_MS = 10_000;
 
 /**
+ * A window whose report is wanted as soon as it can come: one that may lift a Crawl-delay cap
+ * (MonitorModel.planGrants). At a 1/s cap, 10 s windows (one more planned before the first's
+ * report came) kept a source's other host at 1/s for 19 s after the delayed host was done.
+ */
+export const PROBE_WINDOW_MS = 3_000;
+
+/**
  * Hands `total` slots to the wants in rotating order, filling one batch before the next. Over
  * successive windows every batch gets its turn (fair), while each window makes as few grants as
  * possible: every grant costs history events in the monitor and the batch.

@@ -443,7 +443,7 @@ describe('MonitorModel stats: what holds a source', () => {
     now = held[0]!.endMs;
     const probe = m.planGrants(now, false, undefined, undefined, holdersFirst);
     expect(probe.map((g) => g.batchId)).toEqual(['b2']);
-    expect(probe[0]!.endMs - probe[0]!.startMs).toBeLessThanOrEqual(10_000);
+    expect(probe[0]!.endMs - probe[0]!.startMs).toBeLessThanOrEqual(3_000);
     expect(m.stats(now).siteMaxRate).toBe(1);
     m.onReport({ batchId: 'b2', grantId: probe[0]!.grantId, outcomes: [], unused: 0, leastHostDelayMs: 0 }, probe[0]!.endMs, { liftCrawlDelay: () => true });
     expect(m.stats(probe[0]!.endMs)).toMatchObject({ siteMaxRate: null, rate: 10, target: 10 });

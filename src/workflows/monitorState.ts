@@ -436,7 +436,7 @@ export class MonitorModel {
     // The others' hosts would go no faster than the cap anyway, and once the holders are done
     // the cap is lifted for them (Governor.liftCrawlDelay); shared, the delayed host got a
     // quarter of its pace with four batches and kept the whole source capped four times as long.
-    // A window for the others is short (FIRST_WINDOW_MS), since its report may lift the cap: a
+    // A window for the others is short (PROBE_WINDOW_MS), since its report may lift the cap: a
     // batch of another host's URLs waited out a 40 s window at the capped rate, then another
     // planned before that report came (80 s at 1/s after the delayed host's chunk was done).
     const holders = this.state.governor.siteMaxRate !== undefined ? this.state.governor.crawlDelayHolders : undefined;

@@ -710,6 +710,53 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
     }
   });
 
+  it('crawls a source spanning hosts whose first chunk is all on a host with a Crawl-delay: that host at its delay, then the others at the source\'s rate', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'crawl-delay-span-'));
+    const body = await jpeg(60, 40);
+    const site = (robots: string) => (req: { url?: string }, res: import('node:http').ServerResponse) => {
+      if (req.url === '/robots.txt') { res.writeHead(200, { 'content-type': 'text/plain' }); res.end(robots); return; }
+      res.writeHead(200, { 'content-type': 'image/jpeg', 'content-length': body.length });
+      res.end(body);
+    };
+    const slow = await new Origin().route('*', site('User-agent: *\nCrawl-delay: 1\n')).start('127.0.0.6');
+    const fast = await new Origin().route('*', site('User-agent: *\nAllow: /\n')).start('127.0.0.7');
+    try {
+      const source = 'span.test';
+      const manifest = path.join(dataDir, 'manifest.ndjson');
+      const lines = [
+        ...Array.from({ length: 12 }, (_, i) => JSON.stringify({ url: slow.url(`/slow/${i}.jpg`), source })),
+        ...Array.from({ length: 60 }, (_, i) => JSON.stringify({ url: fast.url(`/fast/${i}.jpg`), source })),
+      ];
+      fs.writeFileSync(manifest, lines.join('\n'));
+      const taskQueue = 'crawl-delay-span';
+      const worker = await createCrawlWorker({ connection: env.nativeConnection, taskQueue, deps: defaultDeps({ dataDir, allowNetworks: ['127.0.0.0/8'] }) });
+      let stats: MonitorStats | undefined;
+      await worker.runUntil(async () => {
+        // Chunks of 12: the first is all the delayed host's URLs, the other five the other host's.
+        await startCrawl({ client: env.client, store: new LocalStore(path.join(dataDir, 'store')), manifest, catalog: new Map([[source, { rate: 10 }]]), taskQueue, chunkSize: 12 });
+        stats = (await env.client.workflow.getHandle(monitorWorkflowId(source)).result()) as MonitorStats;
+      });
+      expect(stats!.urls.finished).toBe(72);
+      const records = readRecords(dataDir);
+      expect(records.filter((r) => r.outcome === 'done')).toHaveLength(72);
+      // The delayed host's requests (robots.txt included) a delay apart, give or take this
+      // process's event loop, which logs them.
+      const slowAt = slow.requests.map((r) => r.atMs).sort((x, y) => x - y);
+      expect(slowAt).toHaveLength(13);
+      for (let i = 1; i < slowAt.length; i++) expect(slowAt[i]! - slowAt[i - 1]!).toBeGreaterThanOrEqual(900);
+      // Then the cap went: the other host's URLs left after the delayed host's chunk came at the
+      // source's rate (26 s in all; capped for good, 70 s), and no faster.
+      const fastAt = fast.requests.filter((r) => r.path !== '/robots.txt').map((r) => r.atMs).sort((x, y) => x - y);
+      expect(fastAt).toHaveLength(60);
+      expect(stats!.siteMaxRate).toBeNull();
+      expect(Math.max(...fastAt, ...slowAt) - Math.min(...slowAt)).toBeLessThan(50_000);
+      expect(maxInAnyWindow(fastAt, 1_000)).toBeLessThanOrEqual(ceilings(10, 0).perSecond);
+    } finally {
+      await slow.stop();
+      await fast.stop();
+    }
+  });
+
   it('pauses and resumes several sources or --all at once, each answered on its own line, and names a monitor no worker serves', async () => {
     const taskQueue = 'operator-many';
     const start = (source: string, queue: string) => env.client.workflow.start(crawlMonitorWorkflow, {

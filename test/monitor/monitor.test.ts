@@ -1031,7 +1031,7 @@ describe('crawl monitor (time-skipping server)', () => {
     expect(stats.urls).toMatchObject({ total: 600, finished: 600 });
     // Capped for good, all 600 went at 1/s (628 s; the delayed host's done at 473 s, with a
     // quarter of the windows). Now the delayed host's 100 go first at its pace (102 s), then the
-    // cap goes and the rest go at 10/s (166 s in all; 195 s when the others' window after the
+    // cap goes and the rest go at 10/s (160 s in all; 195 s when the others' window after the
     // delayed host's was a full one at the capped rate, 232 s with a ramp up from the cap).
     const first = Math.min(...sends.map((x) => x.atMs));
     const lastDelayed = Math.max(...sends.filter((x) => x.delayed).map((x) => x.atMs));
