@@ -380,8 +380,10 @@ export function createCrawlActivities(deps: CrawlDeps) {
     // A URL part-way through its redirects goes back with where it has got to: its next grant
     // continues from there instead of asking the site again for the hops already made.
     const midChain = unused.flatMap((i): [number, RedirectHop][] => (hops.has(i) ? [[i, hops.get(i)!]] : []));
+    // Some host went at its own Crawl-delay while the grant went on with the others.
+    const hostPaced = crawlDelayMs === undefined && delayedHosts.size > 0;
     // Left because their host's Crawl-delay kept them waiting: the batch spreads them over its next grants.
-    const hostWaited = crawlDelayMs === undefined && delayedHosts.size > 0 ? unused.filter((i) => delayedHostOf(urlOf(i)) !== undefined) : [];
+    const hostWaited = hostPaced ? unused.filter((i) => delayedHostOf(urlOf(i)) !== undefined) : [];
     // A monitor capped to one host's Crawl-delay lifts the cap by it: one lookup for a grant
     // that sent to a host without a delay first, the usual case.
     const leastHostDelay = () => {
@@ -405,7 +407,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
       ...(holdForRobots ? { robotsRetryMs, ...(robotsError !== undefined ? { robotsError } : {}) } : {}),
       ...(robotsRetryAtMs !== undefined && !holdForRobots ? { robotsHostWait: { error: robotsError ?? 'robots.txt could not be read', retryAtMs: robotsRetryAtMs } } : {}),
       ...(storeFailure !== undefined ? { storeRetryMs: STORE_RETRY_MS, storeError: storeFailure } : {}),
-      ...(crawlDelayMs === undefined && delayedHosts.size > 0 ? { hostCrawlDelay: strictest(delayedHosts) } : {}),
+      ...(hostPaced ? { hostCrawlDelay: strictest(delayedHosts) } : {}),
       ...(hostWaited.length ? { hostWaited } : {}),
       ...leastHostDelay(),
       // A retried attempt's lost slots went with the attempt that failed (records the store could

@@ -380,9 +380,6 @@ export class MonitorModel {
     }
     // The latest grant's share, so a site that stops ruling URLs out (a new chunk on another path) stops the extra ones.
     if (report.decided && report.decided.items > 0) this.state.decidedShare = report.decided.decided / report.decided.items;
-    // A batch taken off the books without finishing (a stop, a lost batch given up on) holds no Crawl-delay cap.
-    const g = this.state.governor;
-    if (g.crawlDelayHolders?.some((id) => !this.batch(id))) g.crawlDelayHolders = g.crawlDelayHolders.filter((id) => this.batch(id));
     return this.governor.applyReport(report, nowMs, policy);
   }
 
