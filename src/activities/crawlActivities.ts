@@ -211,8 +211,13 @@ export function createCrawlActivities(deps: CrawlDeps) {
     let pageRun = 0;
     // The site's robots.txt asks for more time between requests than this grant's slots leave,
     // and every URL of the grant is on such a site (or it asks for none of the grant's burst):
-    // nothing more is sent; the monitor lowers the source's rate.
+    // the monitor lowers the source's rate to it.
     let crawlDelayMs: number | undefined;
+    // A burst would put requests closer together than any delay: nothing more is sent. A grant
+    // whose every URL waits for its host goes on at the hosts' pace instead: stopped, it left
+    // the rest of its window unused (a new source's first window shared by two batches: no
+    // request for 10 s after robots.txt).
+    let burstTooClose = false;
     let robotsRetryMs: number | undefined;
     let robotsRetryAtMs: number | undefined;
     let robotsError: string | undefined;
@@ -241,7 +246,10 @@ export function createCrawlActivities(deps: CrawlDeps) {
       const d = delayOf(url);
       if (d === undefined) return undefined;
       if (d.ms <= intervalMs) {
-        if (burstSlots > 0) crawlDelayMs = Math.max(crawlDelayMs ?? 0, d.ms);
+        if (burstSlots > 0) {
+          crawlDelayMs = Math.max(crawlDelayMs ?? 0, d.ms);
+          burstTooClose = true;
+        }
         return undefined;
       }
       const known = delayedHosts.get(d.origin);
@@ -318,7 +326,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
         const ready = line.findIndex((i) => (delayedHostOf(urlOf(i))?.freeAtMs ?? Infinity) <= slotMs);
         return ready >= 0 ? ready : line.findIndex((i) => delayedHostOf(urlOf(i)) === undefined);
       },
-      shouldStop: () => superseded() || throttled || crawlDelayMs !== undefined || storeFailure !== undefined || errorRun >= ERROR_BURST || pageRun >= PAGE_BURST || isSourceBlocked(input.source),
+      shouldStop: () => superseded() || throttled || burstTooClose || storeFailure !== undefined || errorRun >= ERROR_BURST || pageRun >= PAGE_BURST || isSourceBlocked(input.source),
       run: async (i, slotMs, mayGoLate) => {
         const item = input.items[i]!;
         const sendBy = slotMs + MAX_LATENESS_MS;

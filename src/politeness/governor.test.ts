@@ -39,6 +39,38 @@ describe('Governor and a robots.txt Crawl-delay', () => {
   });
 });
 
+describe('Governor: the first request at a Crawl-delay cap', () => {
+  it('waits the delay after the last slot booked at the faster rate, where other batches may still send at the host\'s pace', () => {
+    const booked = () => {
+      const g = Governor.create('site.example', { rate: 10 }, T0);
+      // A new source's first window, shared by two batches: a's stretch, then b's.
+      const [a, b] = g.plan([{ batchId: 'a', wanted: 50 }, { batchId: 'b', wanted: 50 }], T0);
+      expect(b!.startMs).toBe(a!.endMs);
+      return { g, a: a!, b: b! };
+    };
+    const at = (g: Governor, t: number) => g.canGrant(t);
+    // a reports the delay while b's stretch is still to come.
+    const { g, a, b } = booked();
+    g.applyReport({ batchId: 'a', grantId: a.grantId, outcomes: [], unused: 40, crawlDelayMs: 1_000, windowTail: { endMs: a.endMs, lastSendMs: a.startMs + 4_000 } }, a.endMs, { crawlDelayAfterBooked: () => true });
+    expect(at(g, b.endMs + 999)).toBe(false);
+    expect(at(g, b.endMs + 1_000)).toBe(true);
+    expect(g.plan([{ batchId: 'a', wanted: 10 }], b.endMs + 1_000)[0]!.startMs).toBeGreaterThanOrEqual(b.endMs + 1_000);
+    // Without the patch (histories from before it): the delay after the report only.
+    const old = booked();
+    old.g.applyReport({ batchId: 'a', grantId: old.a.grantId, outcomes: [], unused: 40, crawlDelayMs: 1_000 }, old.a.endMs, { crawlDelayAfterBooked: () => false });
+    expect(at(old.g, old.a.endMs + 1_000)).toBe(true);
+    // The last booked stretch's own report: nothing booked after it, so the delay after the
+    // report (which comes once its last request has ended), not after the stretch's end.
+    const last = booked();
+    last.g.applyReport({ batchId: 'b', grantId: last.b.grantId, outcomes: [], unused: 40, crawlDelayMs: 1_000, windowTail: { endMs: last.b.endMs, lastSendMs: last.b.endMs - 3_000 } }, last.b.endMs - 2_500, { crawlDelayAfterBooked: () => true });
+    expect(at(last.g, last.b.endMs - 1_501)).toBe(false);
+    expect(at(last.g, last.b.endMs - 1_500)).toBe(true);
+    const none = booked();
+    none.g.applyReport({ batchId: 'b', grantId: none.b.grantId, outcomes: [], unused: 40, crawlDelayMs: 1_000 }, none.b.startMs, { crawlDelayAfterBooked: () => true });
+    expect(at(none.g, none.b.endMs + 999)).toBe(false);
+  });
+});
+
 describe('Governor and a Crawl-delay cap on a source spanning hosts', () => {
   const report = (batchId: string, extra: object) => ({ batchId, grantId: 1, outcomes: [], unused: 0, ...extra });
   const lift = () => true;

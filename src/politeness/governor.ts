@@ -124,6 +124,16 @@ export function emptyCounts(): Counts {
   return { done: 0, linkrot: 0, robots: 0, content: 0, refused: 0, error: 0, requests: 0, retries: 0 };
 }
 
+/** What a monitor's patches leave in effect for Governor.applyReport. */
+export interface ReportPolicy {
+  /** The latency baseline's old rule (latency.ts), for a monitor whose history was made with it. */
+  latencyBySample?: boolean;
+  /** Whether a report reaching a host with a shorter Crawl-delay may lift the cap (liftCrawlDelay). */
+  liftCrawlDelay?: () => boolean;
+  /** Whether a Crawl-delay's first wait counts from the windows already booked (applyCrawlDelay). */
+  crawlDelayAfterBooked?: () => boolean;
+}
+
 export class Governor {
   // Replaced, never changed in place: it may be DEFAULT_GOVERNOR itself.
   constructor(public readonly state: GovernorState, public cfg: GovernorConfig = DEFAULT_GOVERNOR) {}
@@ -154,11 +164,8 @@ export class Governor {
     return this.state.adaptive.rate;
   }
 
-  /**
-   * Feeds one batch report into the breaker, latency watch and adaptive rate. `latencyBySample`:
-   * the latency baseline's old rule (latency.ts), for a monitor whose history was made with it.
-   */
-  applyReport(report: OutcomeReport, nowMs: number, { latencyBySample = false, liftCrawlDelay }: { latencyBySample?: boolean; liftCrawlDelay?: () => boolean } = {}): PolicyEvent[] {
+  /** Feeds one batch report into the breaker, latency watch and adaptive rate. */
+  applyReport(report: OutcomeReport, nowMs: number, { latencyBySample = false, liftCrawlDelay, crawlDelayAfterBooked }: ReportPolicy = {}): PolicyEvent[] {
     const s = this.state;
     const events: PolicyEvent[] = [];
     let throttled = false;
@@ -168,7 +175,7 @@ export class Governor {
     let throttledAt = nowMs;
     const throttleStatuses = new Set<number>();
     if (report.crawlDelayMs !== undefined && report.crawlDelayMs > 0) {
-      events.push(this.applyCrawlDelay(report.crawlDelayMs, nowMs));
+      events.push(this.applyCrawlDelay(report.crawlDelayMs, nowMs, crawlDelayAfterBooked?.() ? report.windowTail ?? null : undefined));
       this.holdsCrawlDelay(report.batchId, true);
     } else if (s.siteMaxRate !== undefined && report.leastHostDelayMs !== undefined && liftCrawlDelay?.()) {
       // Within a millisecond of the cap's delay is the capped host itself (1000 / (1000 / d)).
@@ -439,14 +446,22 @@ export class Governor {
 
   /**
    * The site's robots.txt asks for this long between requests (a fetch activity found our
-   * grants closer together and stopped): the rate goes down to it at once and the target stays
-   * at or below it, with no burst, since a burst is requests closer together than the rate.
+   * grants closer together and went on at the site's pace): the rate goes down to it at once and
+   * the target stays at or below it, with no burst, since a burst is requests closer together
+   * than the rate.
    */
-  applyCrawlDelay(delayMs: number, nowMs: number): PolicyEvent {
+  applyCrawlDelay(delayMs: number, nowMs: number, afterBooked?: { endMs: number; lastSendMs: number } | null): PolicyEvent {
     const s = this.state;
     const limit = 1000 / delayMs;
-    // The activity stopped right after the request that read robots.txt: the next one waits the delay too.
-    holdUntil(s.adaptive, nowMs + delayMs, 'crawl-delay');
+    // The next request waits the delay after the last one that may have gone. That is the
+    // reporting activity's, at most now; with `afterBooked` (its window's tail, or null: none
+    // sent) also any in the windows booked after it at the faster spacing, which other batches
+    // may still be sending in, at their hosts' pace: a new source's first window, shared by three
+    // batches, was followed at the capped rate 308 ms after a request to the same host.
+    const lastBookedMs = afterBooked === undefined ? nowMs
+      : afterBooked !== null && s.pacer.nextFreeMs === afterBooked.endMs ? afterBooked.lastSendMs
+        : s.pacer.nextFreeMs;
+    holdUntil(s.adaptive, Math.max(nowMs, lastBookedMs) + delayMs, 'crawl-delay');
     s.siteMaxRate = limit;
     s.target = Math.min(s.target, limit);
     s.adaptive.rate = Math.min(s.adaptive.rate, limit);
@@ -468,7 +483,8 @@ export class Governor {
   /**
    * No batch holds only the delayed host's URLs any more, and one sent to a host that asks for
    * less: the cap goes. A grant left with only a delayed host's URLs at the faster rate sends
-   * nothing and brings it back (applyCrawlDelay), so this is safe whatever the other hosts ask.
+   * at that host's pace and brings it back (applyCrawlDelay), so this is safe whatever the other
+   * hosts ask.
    * The other hosts start at the target, as a new source does: nothing has slowed them, and a
    * ramp from the cap (180 s to full) took longer than their URLs at full rate (500 at 10/s).
    */

@@ -1,6 +1,6 @@
 import { slotsNeeded } from '../shared/grantItems';
 import { DEFAULT_ADAPTIVE } from '../politeness/adaptiveRate';
-import { DEFAULT_GOVERNOR, Governor, type Counts, type GovernorConfig, type GovernorMode, type GovernorState, type PolicyEvent } from '../politeness/governor';
+import { DEFAULT_GOVERNOR, Governor, type Counts, type GovernorConfig, type GovernorMode, type GovernorState, type PolicyEvent, type ReportPolicy } from '../politeness/governor';
 import { windowCounts } from '../politeness/breaker';
 import { median } from '../politeness/latency';
 import { slotsWithMissAllowance, tailGrantSlots, updateMissRate, windowStretch, workersBehindNote } from '../politeness/missedSlots';
@@ -363,7 +363,7 @@ export class MonitorModel {
   }
 
   /** `policy`: Governor.applyReport's options (what the monitor's patches leave in effect). */
-  onReport(report: OutcomeReport, nowMs: number, policy: { latencyBySample?: boolean; liftCrawlDelay?: () => boolean } = {}): PolicyEvent[] {
+  onReport(report: OutcomeReport, nowMs: number, policy: ReportPolicy = {}): PolicyEvent[] {
     this.state.unusedSlots += report.unused;
     if (report.missedSlots !== undefined) {
       this.state.missedSlots += report.missedSlots;

@@ -296,7 +296,7 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     }
   });
 
-  it('sends nothing more once robots.txt asks for more time between requests than the grant leaves, and says how much', async () => {
+  it('says how much more time between requests robots.txt asks for than the grant leaves, and sends nothing within it', async () => {
     const site = await new Origin().serve('/robots.txt', 'User-agent: *\nCrawl-delay: 2\n', 'text/plain').serve('/a.jpg', await png(30, 20), 'image/png').start();
     try {
       let grantId = 0;
@@ -308,7 +308,7 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
           schedule: { startMs, endMs: startMs + 10 * intervalMs, intervalMs, burstSlots },
         };
       };
-      // The first slot goes to robots.txt; its Crawl-delay then stops the grant.
+      // The first slot goes to robots.txt; its Crawl-delay outlasts the grant.
       const fast = (await new MockActivityEnvironment().run(acts.fetchBatch, grant(30))) as FetchBatchResult;
       expect(fast).toMatchObject({ outcomes: [], crawlDelayMs: 2_000 });
       expect(fast.hostCrawlDelay).toBeUndefined();
@@ -325,6 +325,33 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
       // What a capped monitor needs to know whether the source still reaches only such hosts.
       expect(slow.leastHostDelayMs).toBe(2_000);
       expect(fast.leastHostDelayMs).toBeUndefined();
+    } finally {
+      await site.stop();
+    }
+  });
+
+  it('goes on at the site\'s Crawl-delay in a grant whose slots are closer, instead of leaving the rest of its window unused', async () => {
+    const site = await new Origin().serve('/robots.txt', 'User-agent: *\nCrawl-delay: 1\n', 'text/plain').serve('/a.png', await png(30, 20), 'image/png').start();
+    try {
+      const startMs = Date.now() + 50;
+      // A new source's first window at 10/s: 3.5 s of it here.
+      const r = (await new MockActivityEnvironment().run(acts.fetchBatch, {
+        source: 'delayed-first', batchId: 'b1', grantId: 1, maxAttempts: 1,
+        items: Array.from({ length: 10 }, (_, i) => ({ url: site.url(`/a.png?${i}`), attempt: 1 })),
+        schedule: { startMs, endMs: startMs + 35 * 100, intervalMs: 100, burstSlots: 0 },
+      })) as FetchBatchResult;
+      // The monitor still learns the delay and caps the source to it.
+      expect(r.crawlDelayMs).toBe(1_000);
+      expect(r.hostCrawlDelay).toBeUndefined();
+      const images = site.requests.filter((q) => q.path !== '/robots.txt');
+      // Before, the grant ended at robots.txt: no image for the whole window.
+      expect(images.length).toBeGreaterThanOrEqual(2);
+      expect(r.outcomes.map((o) => o.cls)).toEqual(images.map(() => 'done'));
+      expect(r.unused).toHaveLength(10 - images.length);
+      // Never closer than the delay, the first counted from the window before this one.
+      expect(images[0]!.atMs).toBeGreaterThanOrEqual(startMs - 100 + 1_000 - 5);
+      for (let k = 1; k < images.length; k++) expect(images[k]!.atMs - images[k - 1]!.atMs).toBeGreaterThanOrEqual(1_000);
+      expect(r.leastHostDelayMs).toBe(1_000);
     } finally {
       await site.stop();
     }
