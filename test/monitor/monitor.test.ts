@@ -953,13 +953,10 @@ describe('crawl monitor (time-skipping server)', () => {
     const calls: { delayed: number; others: number; capped: boolean }[] = [];
     // Like the real activity: the delayed host's URLs go one per delay (the first a delay after
     // the window before), the others take the slots between; a grant of nothing but the delayed
-    // host's URLs at a pace faster than its delay sends nothing and asks for the source to be capped.
+    // host's URLs at a pace faster than its delay asks for the source to be capped.
     const fetchBatch = async (input: FetchBatchInput): Promise<FetchBatchResult> => {
       const { startMs, endMs, intervalMs } = input.schedule;
-      if (intervalMs < delayMs && input.items.every((item) => onDelayedHost(item.url))) {
-        calls.push({ delayed: 0, others: 0, capped: true });
-        return { outcomes: [], unused: input.items.map((_, i) => i), crawlDelayMs: delayMs };
-      }
+      const onlyDelayed = intervalMs < delayMs && input.items.every((item) => onDelayedHost(item.url));
       const slots = slotCount(input.schedule);
       const delayedMay = Math.max(0, Math.floor((endMs - startMs - (delayMs - intervalMs)) / delayMs) + 1);
       const outcomes: RequestOutcome[] = [];
@@ -976,7 +973,8 @@ describe('crawl monitor (time-skipping server)', () => {
         if (slow) delayed += 1;
         outcomes.push({ url: item.url, cls: 'done', status: 200, sent: true, final: true, attempt: item.attempt, atMs: startMs + outcomes.length * intervalMs });
       });
-      calls.push({ delayed, others: outcomes.length - delayed, capped: false });
+      calls.push({ delayed, others: outcomes.length - delayed, capped: onlyDelayed });
+      if (onlyDelayed) return { outcomes, unused, crawlDelayMs: delayMs };
       const spanning = input.items.some((item) => onDelayedHost(item.url));
       return { outcomes, unused, ...(spanning ? { hostCrawlDelay: { origin: 'https://www.museum.test', delayMs }, hostWaited } : {}) };
     };
@@ -997,6 +995,51 @@ describe('crawl monitor (time-skipping server)', () => {
     await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, await env.client.workflow.getHandle(batchId).fetchHistory(), batchId);
   });
 
+  it('crawls a one-host source at its Crawl-delay from its first window on, its first capped window a delay after the last request of those booked before', async () => {
+    const { taskQueue, workflowId } = ids('archive.test');
+    const { acts } = scriptedActivities(() => ({ cls: 'done', status: 200 }));
+    const delayMs = 1_000;
+    const sends: number[] = [];
+    // As the real activity: in a grant whose slots are closer than the delay, the host's first
+    // request goes a delay after the window before, each next a delay after the one before has
+    // ended (10 ms here), and the delay is reported; at or beyond it, every slot sends.
+    const fetchBatch = async (input: FetchBatchInput): Promise<FetchBatchResult> => {
+      const { startMs, intervalMs } = input.schedule;
+      const slots = slotCount(input.schedule);
+      const paced = intervalMs < delayMs;
+      const outcomes: RequestOutcome[] = [];
+      const unused: number[] = [];
+      let freeAtMs = paced ? startMs - intervalMs + delayMs : startMs;
+      let slot = 0;
+      input.items.forEach((item, i) => {
+        if (paced) slot = Math.max(slot, Math.ceil((freeAtMs - startMs) / intervalMs - 1e-9));
+        if (slot >= slots) { unused.push(i); return; }
+        const atMs = startMs + slot * intervalMs;
+        slot += 1;
+        freeAtMs = atMs + 10 + delayMs;
+        sends.push(atMs);
+        outcomes.push({ url: item.url, cls: 'done', status: 200, sent: true, final: true, attempt: item.attempt, atMs });
+      });
+      const lastSendMs = outcomes.at(-1)?.atMs;
+      return { outcomes, unused, ...(paced ? { crawlDelayMs: delayMs } : {}), ...(lastSendMs !== undefined ? { lastSendMs, leastHostDelayMs: delayMs } : {}) };
+    };
+    const worker = await monitorWorker(env, taskQueue, { ...acts, fetchBatch });
+    const stats = await worker.runUntil(env.client.workflow.execute(crawlMonitorWorkflow, {
+      taskQueue, workflowId, args: [{ source: 'archive.test', config: { rate: 10 }, work: chunksOf('archive.test', 150, 50) }],
+    }));
+    expect(stats.urls).toMatchObject({ total: 150, finished: 150 });
+    expect(stats.siteMaxRate).toBe(1);
+    const sorted = [...sends].sort((a, b) => a - b);
+    // Every request a delay after the one before, across batches and across the cap: the first
+    // capped window came right after the first window's last stretch, where another batch was
+    // still sending at the host's pace (103 ms after one of its requests).
+    const closest = Math.min(...sorted.slice(1).map((t, k) => t - sorted[k]!));
+    expect(closest).toBeGreaterThanOrEqual(delayMs);
+    // About one request a second from the first window on (~155 s; the 3% pacing margin).
+    expect(sorted.at(-1)! - sorted[0]!).toBeLessThan(165_000);
+    await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, await env.client.workflow.getHandle(workflowId).fetchHistory(), workflowId);
+  });
+
   it('lifts a Crawl-delay cap once the batches holding only the delayed host\'s URLs are done, and gives them the windows until then', async () => {
     const { taskQueue, workflowId } = ids('gallery.test');
     const { acts } = scriptedActivities(() => ({ cls: 'done', status: 200 }));
@@ -1006,8 +1049,9 @@ describe('crawl monitor (time-skipping server)', () => {
     const sends: { atMs: number; delayed: boolean }[] = [];
     const fetchBatch = async (input: FetchBatchInput): Promise<FetchBatchResult> => {
       const { startMs, endMs, intervalMs } = input.schedule;
-      // As the real activity: a grant of nothing but the delayed host's URLs, faster than its delay, sends nothing.
-      if (intervalMs < delayMs && input.items.every((item) => onDelayedHost(item.url))) return { outcomes: [], unused: input.items.map((_, i) => i), crawlDelayMs: delayMs };
+      // As the real activity: a grant of nothing but the delayed host's URLs, faster than its
+      // delay, goes at the host's pace and asks for the source to be capped.
+      const onlyDelayed = intervalMs < delayMs && input.items.every((item) => onDelayedHost(item.url));
       const slots = slotCount(input.schedule);
       const delayedMay = Math.max(0, Math.floor((endMs - startMs - Math.max(0, delayMs - intervalMs)) / delayMs) + 1);
       const outcomes: RequestOutcome[] = [];
@@ -1022,7 +1066,7 @@ describe('crawl monitor (time-skipping server)', () => {
         outcomes.push({ url: item.url, cls: 'done', status: 200, sent: true, final: true, attempt: item.attempt, atMs });
       });
       const leastHostDelayMs = outcomes.length === 0 ? undefined : outcomes.length > delayed ? 0 : delayMs;
-      return { outcomes, unused, ...(leastHostDelayMs !== undefined ? { leastHostDelayMs } : {}) };
+      return { outcomes, unused, ...(leastHostDelayMs !== undefined ? { leastHostDelayMs } : {}), ...(onlyDelayed ? { crawlDelayMs: delayMs } : {}) };
     };
     const worker = await monitorWorker(env, taskQueue, { ...acts, fetchBatch });
     const stats = await worker.runUntil(env.client.workflow.execute(crawlMonitorWorkflow, {
