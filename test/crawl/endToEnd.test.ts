@@ -686,7 +686,9 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
     try {
       const source = 'delay.test';
       const manifest = path.join(dataDir, 'manifest.ndjson');
-      fs.writeFileSync(manifest, Array.from({ length: 5 }, (_, i) => JSON.stringify({ url: site.url(`/delay/${i}.jpg`), source })).join('\n'));
+      // More than one window's worth at the delay: the first grant goes on at the site's pace
+      // and reports the delay at its end, and the crawl is still on for the set-rate.
+      fs.writeFileSync(manifest, Array.from({ length: 20 }, (_, i) => JSON.stringify({ url: site.url(`/delay/${i}.jpg`), source })).join('\n'));
       const taskQueue = 'crawl-delay';
       const worker = await createCrawlWorker({ connection: env.nativeConnection, taskQueue, deps: defaultDeps({ dataDir, allowNetworks: ['127.0.0.0/8'] }) });
       await worker.runUntil(async () => {
@@ -697,13 +699,13 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
         expect(await handle.query(statsQuery)).toMatchObject({ target: 1, burst: 0, siteMaxRate: 1 });
         const reply = await runCli(['set-rate', source, '30'], { TEMPORAL_ADDRESS: env.address });
         expect(reply.stdout).toContain('target 1/s (capped by the site\'s robots.txt Crawl-delay)');
-        expect(((await handle.result()) as MonitorStats).urls.finished).toBe(5);
+        expect(((await handle.result()) as MonitorStats).urls.finished).toBe(20);
       });
       // At the catalogue's 10/s and burst 2 the images would have come 100 ms apart or closer.
       // robots.txt first: the delay holds between it and the first image too.
       const sent = site.requests.map((r) => r.atMs).sort((x, y) => x - y);
       expect(site.requests.map((r) => r.path).filter((p) => p === '/robots.txt')).toHaveLength(1);
-      expect(sent).toHaveLength(6);
+      expect(sent).toHaveLength(21);
       for (let i = 1; i < sent.length; i++) expect(sent[i]! - sent[i - 1]!).toBeGreaterThanOrEqual(800);
     } finally {
       await site.stop();
