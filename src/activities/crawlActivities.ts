@@ -331,6 +331,12 @@ export function createCrawlActivities(deps: CrawlDeps) {
         const item = input.items[i]!;
         const sendBy = slotMs + MAX_LATENESS_MS;
         const target = urlOf(i);
+        // Its host's robots.txt may have been read since the grant began, by another grant on
+        // this worker: its Crawl-delay holds from now on, the first request a delay after the
+        // window before. Unchecked, a grant that began before the worker knew of the delay sent
+        // in its first slot, 520 ms after another grant's request to the host. The item takes a
+        // later slot (none if the delay rules out this grant's burst); this one was not missed.
+        if ((checkCrawlDelay(target)?.freeAtMs ?? -Infinity) > slotMs || burstTooClose) return 'next';
         // Only a host already known to be delayed needs marking as the request goes out.
         if (delayedHosts.size > 0) noteRequest(target);
         const processed = await deps.processor.process(item.url, { source: input.source, attempt: item.attempt, signal: inFlight.signal, sendBy, mayGoLate, hop: hops.get(i) });

@@ -357,6 +357,34 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     }
   });
 
+  it('keeps to a Crawl-delay that another grant on the worker learnt after this one began', async () => {
+    const site = await new Origin().serve('/robots.txt', 'User-agent: *\nCrawl-delay: 1\n', 'text/plain').serve('/a.png', await png(30, 20), 'image/png').start();
+    try {
+      const startMs = Date.now() + 100;
+      const grant = (grantId: number, from: number, slots: number, paths: string[]): FetchBatchInput => ({
+        source: 'delayed-later', batchId: `b${grantId}`, grantId, maxAttempts: 1,
+        items: paths.map((p) => ({ url: site.url(p), attempt: 1 })),
+        schedule: { startMs: from, endMs: from + slots * 100, intervalMs: 100, burstSlots: 0 },
+      });
+      // Both begin before robots.txt is known: the first grant reads it in its first slot, the
+      // second's stretch of the timeline comes right after the first's.
+      const [first, second] = (await Promise.all([
+        new MockActivityEnvironment().run(acts.fetchBatch, grant(1, startMs, 15, ['/a.png?1', '/a.png?2'])),
+        new MockActivityEnvironment().run(acts.fetchBatch, grant(2, startMs + 1_500, 10, ['/a.png?3'])),
+      ])) as FetchBatchResult[];
+      expect(first!.outcomes.map((o) => o.cls)).toEqual(['done']);
+      // Not in its first slot, 400 ms after the first grant's request: a delay after the window before.
+      expect(second!.outcomes.map((o) => o.cls)).toEqual(['done']);
+      const images = site.requests.filter((q) => q.path !== '/robots.txt').map((q) => q.atMs);
+      expect(images).toHaveLength(2);
+      expect(images[1]! - images[0]!).toBeGreaterThanOrEqual(1_000);
+      expect(images[1]!).toBeGreaterThanOrEqual(startMs + 1_500 - 100 + 1_000 - 5);
+      expect(second!.missedSlots).toBe(0);
+    } finally {
+      await site.stop();
+    }
+  });
+
   it('in a grant that spans hosts, spaces a Crawl-delay host\'s requests by its delay, across grants too, and gives the other host the slots between', async () => {
     const slowSite = await new Origin().serve('/robots.txt', 'User-agent: *\nCrawl-delay: 1\n', 'text/plain').serve('/a.png', await png(30, 20), 'image/png').start();
     const fastSite = await new Origin().serve('/robots.txt', 'User-agent: *\nAllow: /\n', 'text/plain').serve('/b.png', await png(30, 20), 'image/png').start('127.0.0.2');
