@@ -262,10 +262,10 @@ export function createCrawlActivities(deps: CrawlDeps) {
       return host;
     };
     /** A request to the site `url` is on has just ended (or gone out): its next one waits the delay. */
-    const noteRequest = (url: string) => {
-      const h = checkCrawlDelay(url);
+    const noteHostRequest = (h: { ms: number; freeAtMs: number } | undefined) => {
       if (h) h.freeAtMs = Math.max(h.freeAtMs, Date.now() + h.ms);
     };
+    const noteRequest = (url: string) => noteHostRequest(checkCrawlDelay(url));
     const mayGoNow = (i: number, slotMs: number) => (delayedHosts.size === 0 ? true : (delayedHostOf(urlOf(i))?.freeAtMs ?? 0) <= slotMs);
     input.items.forEach((_, i) => { if (!done.has(i)) checkCrawlDelay(urlOf(i)); });
     const settle = (i: number, processed: ProcessedUrl): 'done' | 'requeue' | 'next' | 'later' => {
@@ -336,9 +336,9 @@ export function createCrawlActivities(deps: CrawlDeps) {
         // window before. Unchecked, a grant that began before the worker knew of the delay sent
         // in its first slot, 520 ms after another grant's request to the host. The item takes a
         // later slot (none if the delay rules out this grant's burst); this one was not missed.
-        if ((checkCrawlDelay(target)?.freeAtMs ?? -Infinity) > slotMs || burstTooClose) return 'next';
-        // Only a host already known to be delayed needs marking as the request goes out.
-        if (delayedHosts.size > 0) noteRequest(target);
+        const host = checkCrawlDelay(target);
+        if ((host?.freeAtMs ?? -Infinity) > slotMs || burstTooClose) return 'next';
+        noteHostRequest(host);
         const processed = await deps.processor.process(item.url, { source: input.source, attempt: item.attempt, signal: inFlight.signal, sendBy, mayGoLate, hop: hops.get(i) });
         // Its robots.txt may have been read in this slot; a redirect may lead to another host.
         noteRequest(target);
