@@ -43,6 +43,8 @@ export interface ProcessedUrl {
   final?: boolean;
   /** With `requeue`: the request sent in the URL's slot was for a file of its origin's own (robots.txt, tdmrep.json). */
   siteFile?: 'robots.txt' | 'tdmrep.json';
+  /** With `siteFile`: it was read from the store, no request made; the slot passed unused, not missed. */
+  siteFileKept?: boolean;
   /**
    * With `requeue`: the store could not take the URL's thumbnail (the bytes are spooled). Nothing
    * more is sent to the source in this grant, and the monitor holds it for STORE_RETRY_MS.
@@ -285,7 +287,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
       // A URL part-way through its redirects goes first in line: its next hop takes the next slot.
       // So does one whose slot read its host's robots.txt (or tdmrep.json): that slot was not
       // missed (missed slots read as a worker falling behind), and the image follows on the same connection.
-      if (processed.requeue) return hops.has(i) || (processed.siteFile && processed.outcome.sent) ? 'next' : 'requeue';
+      if (processed.requeue) return hops.has(i) || (processed.siteFile && (processed.outcome.sent || processed.siteFileKept)) ? 'next' : 'requeue';
       const o = processed.outcome;
       const final = o.cls !== 'error' || item.attempt >= input.maxAttempts || processed.final === true;
       const outcome: RequestOutcome = { ...o, url: item.url, final, attempt: item.attempt, atMs: Date.now() };

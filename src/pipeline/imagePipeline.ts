@@ -9,7 +9,8 @@ import type { PipelineConfig } from './config';
 import { decodeWeight } from './decodeMemory';
 import { Fetcher, FetchError, type FetcherOptions, validateUrl } from './fetcher';
 import { thumbnailKey } from './keys';
-import { RobotsCache, type RobotsVerdict } from './robots';
+import { ROBOTS_MAX_ORIGINS, RobotsCache, type RobotsVerdict } from './robots';
+import { RobotsShelf } from './robotsShelf';
 import { rightsFields, type RightsHeaders } from './rightsHeaders';
 import { TdmRepCache, withSiteRule } from './tdmRep';
 import { MovedOrigins } from './movedOrigins';
@@ -62,7 +63,7 @@ export class ImagePipeline implements UrlProcessor {
     this.smallDecodeBudget = new WeightedBudget(Math.ceil(cfg.maxDecodePixels / 10));
     this.decodeBudget = new WeightedBudget(cfg.maxDecodePixels - this.smallDecodeBudget.capacity);
     this.imageSlots = new FairSlots(cfg.imageConcurrency);
-    this.robots = new RobotsCache(this.fetcher, cfg);
+    this.robots = new RobotsCache(this.fetcher, cfg, Date.now, ROBOTS_MAX_ORIGINS, new RobotsShelf(store));
     this.tdmRep = cfg.readTdmRep ? new TdmRepCache(this.fetcher, cfg) : undefined;
   }
 
@@ -75,7 +76,14 @@ export class ImagePipeline implements UrlProcessor {
    * robots.txt redirected: open a connection there ahead.
    */
   preconnect(url: string, slotMs: number): void {
-    this.fetcher.preconnect(this.nextRequestUrl(this.moved.resolve(url)), slotMs);
+    const next = this.nextRequestUrl(this.moved.resolve(url));
+    this.fetcher.preconnect(next, slotMs);
+    // Another worker (or an earlier run) may have kept this origin's robots.txt in the store.
+    try {
+      this.robots.warm(new URL(next).origin);
+    } catch {
+      // not a URL: process() refuses it
+    }
   }
 
   crawlDelay(url: string): { origin: string; ms: number } | undefined {
@@ -186,10 +194,13 @@ export class ImagePipeline implements UrlProcessor {
       if (!this.robots.known(u)) {
         if (tooLate()) return late;
         // Fetching robots.txt spends this slot: the image waits for a later one.
-        const { verdict: first, fetched } = await this.robots.check(u, ctx.signal, ctx.sendBy, ctx.mayGoLate);
+        const { verdict: first, fetched, shared } = await this.robots.check(u, ctx.signal, ctx.sendBy, ctx.mayGoLate);
         // Nothing left for a refused address: the URL is refused in this slot.
         if (first.kind === 'refused') return { outcome: { ...base, cls: 'refused', reason: first.reason } };
-        return { outcome: { ...base, cls: 'error', sent: fetched, reason: `robots.txt ${fetched ? 'fetched' : 'not fetched yet'}` }, requeue: true, siteFile: 'robots.txt' };
+        if (!shared) return { outcome: { ...base, cls: 'error', sent: fetched, reason: `robots.txt ${fetched ? 'fetched' : 'not fetched yet'}` }, requeue: true, siteFile: 'robots.txt' };
+        // Read from the store, no request made: the image takes this slot, unless the file asks
+        // for a Crawl-delay, which the activity applies before the host's first request.
+        if (this.robots.crawlDelayMs(u) !== undefined) return { outcome: { ...base, cls: 'error', reason: 'robots.txt read from the store' }, requeue: true, siteFile: 'robots.txt', siteFileKept: true };
       }
       const { verdict } = await this.robots.check(u, ctx.signal);
       const unfetchable = withoutFetching(url, verdict, this.cfg.robotsMaxTries);

@@ -6,6 +6,7 @@ import type { RedirectHop } from '../shared/types';
 import { absorbSetCookies, cookieHeader } from './chainCookies';
 import type { PipelineConfig } from './config';
 import type { Fetcher, FetchResult } from './fetcher';
+import type { RobotsShelf, SharedRobots } from './robotsShelf';
 
 /**
  * robots.txt per origin with RFC 9309 semantics: 2xx is parsed (its first 512 KiB); 4xx but
@@ -55,6 +56,12 @@ const MAX_ROBOTS_RETRY_AFTER_MS = 15 * 60_000;
  * --failed`), not a longer wait.
  */
 export const NO_SUCH_HOST_RETRY_MS = 30_000;
+/**
+ * An origin whose file the store did not have is not looked for there again sooner than this:
+ * each URL of a new origin checks, and the first one's slot fetches it from the site meanwhile.
+ * A read of robots.txt that failed is followed by a look in the store when it is due again.
+ */
+const SHELF_REREAD_MS = 30_000;
 /** RFC 9309: follow at least five consecutive redirects; past that, robots.txt is unavailable. */
 const ROBOTS_MAX_REDIRECTS = 5;
 
@@ -90,7 +97,11 @@ function wildcardChars(robot: unknown, agent: string): number {
 
 export class RobotsCache {
   private readonly entries = new Map<string, Entry>();
-  private readonly inflight = new Map<string, Promise<Entry | 'late' | 'redirected'>>();
+  private readonly inflight = new Map<string, Promise<Entry | 'late' | 'redirected' | 'shared'>>();
+  /** Origin -> the last look for its file in the store (see RobotsShelf): when, and whether it found one once it has. */
+  private readonly shelfReads = new Map<string, { atMs: number; found: boolean | undefined; read: Promise<boolean> }>();
+  /** Writes to the store under way (settled() waits for them). */
+  private readonly shelfWrites = new Set<Promise<void>>();
   /**
    * Origin -> where its robots.txt redirected to: each hop is a request of its own and takes a
    * slot of its own, like an image's (an http -> https redirect made robots.txt two requests in
@@ -100,7 +111,56 @@ export class RobotsCache {
   /** Origin -> reads of its robots.txt that failed in a row (cleared by any answer that is not a failure). */
   private readonly failures = new Map<string, number>();
 
-  constructor(private readonly fetcher: Fetcher, private readonly cfg: PipelineConfig, private readonly now: () => number = Date.now, private readonly maxOrigins = ROBOTS_MAX_ORIGINS) {}
+  /** `shelf`: where the workers of a crawl keep the files they read (see RobotsShelf). */
+  constructor(private readonly fetcher: Fetcher, private readonly cfg: PipelineConfig, private readonly now: () => number = Date.now, private readonly maxOrigins = ROBOTS_MAX_ORIGINS, private readonly shelf?: RobotsShelf) {}
+
+  /**
+   * Starts looking for the origin's file in the store ahead of the slot that would fetch it
+   * from the site, so that the slot can go to an image instead (and a Crawl-delay in it is
+   * known before the first request).
+   */
+  warm(origin: string): void {
+    if (this.shelf && !this.fresh(origin) && !this.inflight.has(origin)) void this.fromShelf(origin);
+  }
+
+  /** Store writes under way have finished (for tests and an orderly shutdown). */
+  async settled(): Promise<void> {
+    while (this.shelfWrites.size) await Promise.all([...this.shelfWrites]);
+  }
+
+  /** Whether the store had a fresh file for the origin; it is remembered if so. */
+  private fromShelf(origin: string): Promise<boolean> {
+    if (!this.shelf) return Promise.resolve(false);
+    const now = this.now();
+    const last = this.shelfReads.get(origin);
+    // A look under way is joined; a miss holds for a while. A find is not reused: its entry
+    // may have expired since (this is only asked when there is no fresh one).
+    if (last && (last.found === undefined || (!last.found && now - last.atMs < SHELF_REREAD_MS))) return last.read;
+    const look = { atMs: now, found: undefined as boolean | undefined, read: Promise.resolve(false) };
+    look.read = this.shelf.read(origin, now, this.cfg.robotsTtlMs).then((kept) => {
+      if (kept && !this.fresh(origin)) {
+        this.hops.delete(origin);
+        this.failures.delete(origin);
+        this.remember(origin, this.fromKept(origin, kept));
+      }
+      return (look.found = kept !== undefined);
+    }).catch(() => (look.found = false));
+    setBounded(this.shelfReads, origin, look, this.maxOrigins);
+    return look.read;
+  }
+
+  private fromKept(origin: string, kept: SharedRobots): Entry {
+    if (kept.rules !== undefined) return this.parsed(`${origin}/robots.txt`, kept.rules, kept.fetchedAtMs);
+    return { expiresAt: kept.fetchedAtMs + this.cfg.robotsTtlMs, check: () => ({ kind: 'allowed' }) };
+  }
+
+  private keep(origin: string, kept: SharedRobots): void {
+    if (!this.shelf) return;
+    // The look before the fetch found nothing; what is in the store now is this file.
+    this.shelfReads.delete(origin);
+    const write = this.shelf.write(origin, kept).finally(() => this.shelfWrites.delete(write));
+    this.shelfWrites.add(write);
+  }
 
   /** The origin's robots.txt while its cache entry lasts. */
   private fresh(origin: string): Entry | undefined {
@@ -135,16 +195,22 @@ export class RobotsCache {
    * The verdict for a URL. When robots.txt is not cached, fetches it (one request) and
    * returns its verdict; the caller decides whether the image request may follow in the same slot.
    */
-  async check(url: URL, signal?: AbortSignal, sendBy?: number, mayGoLate?: () => boolean): Promise<{ verdict: RobotsVerdict; fetched: boolean }> {
+  async check(url: URL, signal?: AbortSignal, sendBy?: number, mayGoLate?: () => boolean): Promise<{ verdict: RobotsVerdict; fetched: boolean; shared?: boolean }> {
     const origin = url.origin;
     const cached = this.fresh(origin);
     if (cached) return { verdict: cached.check(url.href), fetched: false };
     const running = this.inflight.get(origin);
     if (running) return { verdict: { kind: 'pending' }, fetched: false };
-    const p = this.load(origin, signal, sendBy, mayGoLate);
+    const p = this.fromShelf(origin).then((found): Promise<Entry | 'late' | 'redirected' | 'shared'> | 'shared' => (found ? 'shared' : this.load(origin, signal, sendBy, mayGoLate)));
     this.inflight.set(origin, p);
     try {
       const entry = await p;
+      // Read from the store: no request was made, and the slot is still the URL's.
+      if (entry === 'shared') {
+        const kept = this.fresh(origin);
+        if (kept) return { verdict: kept.check(url.href), fetched: false, shared: true };
+        return { verdict: { kind: 'pending' }, fetched: false };
+      }
       // Not sent: it could not leave by its send-by time. Nothing is known; ask again later.
       if (entry === 'late') return { verdict: { kind: 'pending' }, fetched: false };
       // Redirected: the next hop goes in a later slot.
@@ -229,6 +295,7 @@ export class RobotsCache {
       if (asked.origin !== origin && asked.pathname === '/robots.txt' && !asked.search && !cookie && !this.fresh(asked.origin)) {
         this.remember(asked.origin, this.parsed(`${asked.origin}/robots.txt`, rules, now));
       }
+      this.keep(origin, { fetchedAtMs: now, status: res.status ?? 200, rules });
       return this.parsed(robotsUrl, rules, now);
     }
     // 4xx: no robots.txt, no restrictions (RFC 9309), except 429 and 408: a site that asks us
@@ -236,6 +303,7 @@ export class RobotsCache {
     // it is treated as unavailable, as 5xx (a 408 allowed every URL for 24 h).
     if (res.status !== undefined && res.status >= 400 && res.status < 500 && res.status !== 429 && res.status !== 408) {
       this.failures.delete(origin);
+      this.keep(origin, { fetchedAtMs: now, status: res.status });
       return { expiresAt: now + this.cfg.robotsTtlMs, check: () => ({ kind: 'allowed' }) };
     }
     // The origin itself refused (not a redirect's target): so is every URL on it.
