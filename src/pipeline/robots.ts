@@ -294,6 +294,7 @@ export class RobotsCache {
       // cookie sent, which a plain request would not carry.
       if (asked.origin !== origin && asked.pathname === '/robots.txt' && !asked.search && !cookie && !this.fresh(asked.origin)) {
         this.remember(asked.origin, this.parsed(`${asked.origin}/robots.txt`, rules, now));
+        this.keep(asked.origin, { fetchedAtMs: now, status: res.status ?? 200, rules });
       }
       this.keep(origin, { fetchedAtMs: now, status: res.status ?? 200, rules });
       return this.parsed(robotsUrl, rules, now);

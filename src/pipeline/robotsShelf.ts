@@ -18,9 +18,9 @@ export interface SharedRobots {
   rules?: string;
 }
 
-/** Kept beside the other work files; one small object per origin. */
+/** Kept beside the other work files, one small object per origin, all in one directory (a directory per origin cost the local store a mkdir each). */
 export function robotsKey(origin: string): string {
-  return `sites/${sourceSegment(origin)}/robots.txt.json`;
+  return `sites/robots.txt/${sourceSegment(origin)}.json`;
 }
 
 /** A fetchedAtMs this far ahead of our clock is a skewed or damaged entry, not a file to trust for a day. */

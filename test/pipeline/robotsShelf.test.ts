@@ -6,7 +6,7 @@ import { Fetcher } from '../../src/pipeline/fetcher';
 import { RobotsCache, ROBOTS_MAX_ORIGINS } from '../../src/pipeline/robots';
 import { robotsKey, RobotsShelf } from '../../src/pipeline/robotsShelf';
 import { LocalStore, type ObjectStore } from '../../src/pipeline/store';
-import { Origin } from '../support/origin';
+import { Origin, redirect } from '../support/origin';
 
 const DAY_MS = 24 * 3600_000;
 
@@ -95,6 +95,25 @@ describe('robots.txt kept in the store for every worker of a crawl', () => {
     expect(await w.check(new URL(o.url('/private/b.jpg')))).toMatchObject({ verdict: { kind: 'disallowed' }, fetched: true });
     await w.settled();
     expect(o.hits('/robots.txt')).toHaveLength(2);
+  });
+
+  it('keeps a file redirected to another origin\'s robots.txt (a site moved to https) for both origins', async () => {
+    const moved = await new Origin().serve('/robots.txt', 'User-agent: *\nDisallow: /no/\n', 'text/plain').start('127.0.0.2');
+    try {
+      await o.route('/robots.txt', redirect(moved.url('/robots.txt'), 301)).start();
+      const first = worker();
+      const old = new URL(o.url('/no/a.jpg'));
+      await first.check(old, undefined, Date.now() + 5_000); // the redirect, a request of its own
+      expect((await first.check(old, undefined, Date.now() + 5_000)).verdict.kind).toBe('disallowed');
+      await first.settled();
+      const second = worker();
+      expect(await second.check(new URL(moved.url('/no/b.jpg')))).toMatchObject({ verdict: { kind: 'disallowed' }, fetched: false, shared: true });
+      expect(await second.check(new URL(o.url('/no/b.jpg')))).toMatchObject({ verdict: { kind: 'disallowed' }, fetched: false, shared: true });
+      expect(moved.hits('/robots.txt')).toHaveLength(1);
+      expect(o.hits('/robots.txt')).toHaveLength(1);
+    } finally {
+      await moved.stop();
+    }
   });
 
   it('looks in the store once for URLs of a new origin checked at the same time, and sends nothing', async () => {
