@@ -15,6 +15,11 @@ import { recordKey } from '../../src/pipeline/keys';
 import { S3Store } from '../../src/pipeline/store';
 import { describeStoreError } from '../../src/pipeline/storeError';
 import { S3TestServer } from '../support/s3server';
+import { pipelineConfigFromEnv } from '../../src/pipeline/config';
+import { Fetcher } from '../../src/pipeline/fetcher';
+import { RobotsCache, ROBOTS_MAX_ORIGINS } from '../../src/pipeline/robots';
+import { RobotsShelf } from '../../src/pipeline/robotsShelf';
+import { Origin } from '../support/origin';
 
 describe('S3 store against a real S3-protocol server (moto_server on 127.0.0.1)', () => {
   const server = new S3TestServer();
@@ -87,6 +92,24 @@ describe('S3 store against a real S3-protocol server (moto_server on 127.0.0.1)'
     await store.put('thumbnails/ab/cd/x.jpg', Buffer.from('second'), 'image/jpeg');
     expect((await store.get('thumbnails/ab/cd/x.jpg'))?.toString()).toBe('second');
     expect(await store.get('thumbnails/none.jpg')).toBeUndefined();
+  });
+
+  it('keeps a robots.txt in the bucket for the other workers, and has none for an origin never read', async () => {
+    const site = await new Origin().serve('/robots.txt', 'User-agent: *\nDisallow: /no/\n', 'text/plain').start();
+    const cfg = pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'] });
+    const fetcher = new Fetcher(cfg);
+    try {
+      const worker = () => new RobotsCache(fetcher, cfg, Date.now, ROBOTS_MAX_ORIGINS, new RobotsShelf(store));
+      const first = worker();
+      expect(await first.check(new URL(site.url('/no/a.jpg')))).toMatchObject({ verdict: { kind: 'disallowed' }, fetched: true });
+      await first.settled();
+      expect(await worker().check(new URL(site.url('/no/b.jpg')))).toMatchObject({ verdict: { kind: 'disallowed' }, fetched: false, shared: true });
+      expect(site.hits('/robots.txt')).toHaveLength(1);
+      expect(await new RobotsShelf(store).read('http://127.0.0.1:1', Date.now(), 86_400_000)).toBeUndefined();
+    } finally {
+      await fetcher.close();
+      await site.stop();
+    }
   });
 
   it('stores metadata records as NDJSON', async () => {
