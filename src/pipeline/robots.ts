@@ -123,7 +123,7 @@ export class RobotsCache {
     if (this.shelf && !this.fresh(origin) && !this.inflight.has(origin)) void this.fromShelf(origin);
   }
 
-  /** Store writes under way have finished (for tests and an orderly shutdown). */
+  /** Store writes under way have finished (tests wait for them before a second worker looks). */
   async settled(): Promise<void> {
     while (this.shelfWrites.size) await Promise.all([...this.shelfWrites]);
   }

@@ -3,12 +3,12 @@ import { sourceSegment } from './keys';
 import type { ObjectStore } from './store';
 
 /**
- * robots.txt files kept in the store, so that every worker writing to it (and every later run
- * over it) reads an origin's file from the site once per RobotsCache lifetime (24 h), not once
- * per worker process: with ten workers a site saw its robots.txt asked ten times, and each
- * worker's first request could come sooner than the file's Crawl-delay after another's image
- * request. Only answers that settle the rules are kept (a file, or a 4xx that means none);
- * failures are each worker's own to retry.
+ * robots.txt files kept in the store, so that the workers writing to it (and later runs over
+ * it) ask the site for an origin's file once a day between them, not each worker process once:
+ * with ten workers a site saw its robots.txt asked ten times, and a worker's first request
+ * could come sooner than the file's Crawl-delay after another worker's image request. Only
+ * answers that settle the rules are kept (a file, or a 4xx that means none); failures are each
+ * worker's own to retry.
  */
 export interface SharedRobots {
   /** When the file was fetched from the site (epoch ms): it is good for robotsTtlMs from then. */
