@@ -26,18 +26,29 @@ export function robotsKey(origin: string): string {
 /** A fetchedAtMs this far ahead of our clock is a skewed or damaged entry, not a file to trust for a day. */
 const MAX_FUTURE_MS = 5 * 60_000;
 
-export class RobotsShelf {
-  constructor(private readonly store: ObjectStore) {}
+/**
+ * How long a look in the store may take before the site is asked instead: the robots.txt request
+ * waits for it, and an S3 store that hangs would otherwise hold a new origin for its 60 s
+ * request timeout. A GET takes milliseconds when the store is well.
+ */
+export const SHELF_READ_TIMEOUT_MS = 2_000;
 
-  /** The origin's kept file while it is younger than `ttlMs`, else undefined (also when the store cannot be read). */
+export class RobotsShelf {
+  constructor(private readonly store: ObjectStore, private readonly readTimeoutMs = SHELF_READ_TIMEOUT_MS) {}
+
+  /** The origin's kept file while it is younger than `ttlMs`, else undefined (also when the store cannot be read in time). */
   async read(origin: string, now: number, ttlMs: number): Promise<SharedRobots | undefined> {
     let body: Buffer | undefined;
+    let timer: ReturnType<typeof setTimeout> | undefined;
     try {
-      body = await this.store.get(robotsKey(origin));
+      const late = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`no answer in ${this.readTimeoutMs} ms`)), this.readTimeoutMs); });
+      body = await Promise.race([this.store.get(robotsKey(origin)), late]);
     } catch (err) {
       // The site is asked instead: one request, as before the shelf.
       log.debug({ event: 'robots-shelf', origin, err }, 'stored robots.txt could not be read');
       return undefined;
+    } finally {
+      clearTimeout(timer);
     }
     if (!body) return undefined;
     const kept = parse(body);

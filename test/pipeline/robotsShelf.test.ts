@@ -97,6 +97,21 @@ describe('robots.txt kept in the store for every worker of a crawl', () => {
     expect(o.hits('/robots.txt')).toHaveLength(2);
   });
 
+  it('asks the site when the store does not answer in time, instead of holding the origin', async () => {
+    await o.serve('/robots.txt', 'User-agent: *\nDisallow: /private/\n', 'text/plain').start();
+    const hanging: ObjectStore = {
+      description: 'a store that never answers',
+      put: () => new Promise(() => {}),
+      get: () => new Promise(() => {}),
+      list: () => { throw new Error('not used'); },
+    };
+    const w = new RobotsCache(fetcher, cfg, Date.now, ROBOTS_MAX_ORIGINS, new RobotsShelf(hanging, 200));
+    const started = Date.now();
+    expect(await w.check(new URL(o.url('/private/a.jpg')))).toMatchObject({ verdict: { kind: 'disallowed' }, fetched: true });
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(o.hits('/robots.txt')).toHaveLength(1);
+  });
+
   it('keeps a file redirected to another origin\'s robots.txt (a site moved to https) for both origins', async () => {
     const moved = await new Origin().serve('/robots.txt', 'User-agent: *\nDisallow: /no/\n', 'text/plain').start('127.0.0.2');
     try {
