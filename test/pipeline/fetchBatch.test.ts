@@ -392,22 +392,24 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     return { other, acts: createCrawlActivities({ processor: other, recorder: new StoreRecorder(store) }) };
   }
 
+  /** A grant of `paths` on `site`, a slot every 100 ms from now on. */
+  function grantOn(site: Origin, source: string, grantId: number, paths: string[], slots: number): FetchBatchInput {
+    const startMs = Date.now() + 50;
+    return {
+      source, batchId: 'b1', grantId, maxAttempts: 1,
+      items: paths.map((p) => ({ url: site.url(p), attempt: 1 })),
+      schedule: { startMs, endMs: startMs + slots * 100, intervalMs: 100, burstSlots: 0 },
+    };
+  }
+
   it('gives the first slot for a host to an image when another worker kept its robots.txt in the store', async () => {
     const site = await new Origin().serve('/robots.txt', 'User-agent: *\nDisallow: /private/\n', 'text/plain').serve('/a.png', await png(30, 20), 'image/png').start();
     const { other, acts: otherActs } = secondWorker();
     try {
-      const grant = (grantId: number, paths: string[]): FetchBatchInput => {
-        const startMs = Date.now() + 50;
-        return {
-          source: 'kept-robots', batchId: 'b1', grantId, maxAttempts: 1,
-          items: paths.map((p) => ({ url: site.url(p), attempt: 1 })),
-          schedule: { startMs, endMs: startMs + (2 * paths.length + 3) * 100, intervalMs: 100, burstSlots: 0 },
-        };
-      };
-      const first = (await new MockActivityEnvironment().run(acts.fetchBatch, grant(1, ['/a.png?1']))) as FetchBatchResult;
+      const first = (await new MockActivityEnvironment().run(acts.fetchBatch, grantOn(site, 'kept-robots', 1, ['/a.png?1'], 5))) as FetchBatchResult;
       expect(first.outcomes.map((o) => o.cls)).toEqual(['done']);
       await pipeline.robots.settled();
-      const r = (await new MockActivityEnvironment().run(otherActs.fetchBatch, grant(2, ['/a.png?2', '/private/b.png', '/a.png?3']))) as FetchBatchResult;
+      const r = (await new MockActivityEnvironment().run(otherActs.fetchBatch, grantOn(site, 'kept-robots', 2, ['/a.png?2', '/private/b.png', '/a.png?3'], 9))) as FetchBatchResult;
       expect(r.outcomes.map((o) => o.cls).sort()).toEqual(['done', 'done', 'robots']);
       // The site was asked for robots.txt once, by the first worker; the second's first request was an image.
       expect(site.requests.map((q) => q.path)).toEqual(['/robots.txt', '/a.png', '/a.png', '/a.png']);
@@ -422,25 +424,17 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     const site = await new Origin().serve('/robots.txt', 'User-agent: *\nCrawl-delay: 1\n', 'text/plain').serve('/a.png', await png(30, 20), 'image/png').start();
     const { other, acts: otherActs } = secondWorker();
     try {
-      const grant = (acts2: typeof acts, grantId: number, paths: string[]) => {
-        const startMs = Date.now() + 50;
-        return { startMs, run: new MockActivityEnvironment().run(acts2.fetchBatch, {
-          source: 'kept-delay', batchId: 'b1', grantId, maxAttempts: 1,
-          items: paths.map((p) => ({ url: site.url(p), attempt: 1 })),
-          schedule: { startMs, endMs: startMs + 30 * 100, intervalMs: 100, burstSlots: 0 },
-        }) as Promise<FetchBatchResult> };
-      };
-      await grant(acts, 1, ['/a.png?1']).run;
+      await new MockActivityEnvironment().run(acts.fetchBatch, grantOn(site, 'kept-delay', 1, ['/a.png?1'], 30));
       await pipeline.robots.settled();
       site.requests.length = 0;
-      const { startMs, run } = grant(otherActs, 2, ['/a.png?2', '/a.png?3']);
-      const r = await run;
+      const second = grantOn(site, 'kept-delay', 2, ['/a.png?2', '/a.png?3'], 30);
+      const r = (await new MockActivityEnvironment().run(otherActs.fetchBatch, second)) as FetchBatchResult;
       expect(r.outcomes.map((o) => o.cls)).toEqual(['done', 'done']);
       expect(r.crawlDelayMs).toBe(1_000);
       const images = site.requests.map((q) => q.atMs);
       expect(site.requests.map((q) => q.path)).toEqual(['/a.png', '/a.png']);
       // The first a delay after the window before (which another worker may have used to the end), the next a delay after it.
-      expect(images[0]!).toBeGreaterThanOrEqual(startMs - 100 + 1_000 - 5);
+      expect(images[0]!).toBeGreaterThanOrEqual(second.schedule.startMs - 100 + 1_000 - 5);
       expect(images[1]! - images[0]!).toBeGreaterThanOrEqual(1_000);
       expect(r.missedSlots).toBe(0);
     } finally {
