@@ -62,6 +62,13 @@ export const NO_SUCH_HOST_RETRY_MS = 30_000;
  * A read of robots.txt that failed is followed by a look in the store when it is due again.
  */
 const SHELF_REREAD_MS = 30_000;
+/**
+ * Workers that read one kept file would all find it expired at the same moment and ask the site
+ * together. Each takes a kept file for up to this much less than the cache's lifetime, at
+ * random, so the first to find it expired asks the site and keeps the new file, and the others
+ * read that one.
+ */
+const SHELF_SPREAD_MS = 3600_000;
 /** RFC 9309: follow at least five consecutive redirects; past that, robots.txt is unavailable. */
 const ROBOTS_MAX_REDIRECTS = 5;
 
@@ -137,11 +144,12 @@ export class RobotsCache {
     // may have expired since (this is only asked when there is no fresh one).
     if (last && (last.found === undefined || (!last.found && now - last.atMs < SHELF_REREAD_MS))) return last.read;
     const look = { atMs: now, found: undefined as boolean | undefined, read: Promise.resolve(false) };
-    look.read = this.shelf.read(origin, now, this.cfg.robotsTtlMs).then((kept) => {
+    const ttlMs = this.cfg.robotsTtlMs - Math.floor(Math.random() * Math.min(SHELF_SPREAD_MS, this.cfg.robotsTtlMs / 10));
+    look.read = this.shelf.read(origin, now, ttlMs).then((kept) => {
       if (kept && !this.fresh(origin)) {
         this.hops.delete(origin);
         this.failures.delete(origin);
-        this.remember(origin, this.fromKept(origin, kept));
+        this.remember(origin, this.fromKept(origin, kept, ttlMs));
       }
       return (look.found = kept !== undefined);
     }).catch(() => (look.found = false));
@@ -149,9 +157,9 @@ export class RobotsCache {
     return look.read;
   }
 
-  private fromKept(origin: string, kept: SharedRobots): Entry {
-    if (kept.rules !== undefined) return this.parsed(`${origin}/robots.txt`, kept.rules, kept.fetchedAtMs);
-    return { expiresAt: kept.fetchedAtMs + this.cfg.robotsTtlMs, check: () => ({ kind: 'allowed' }) };
+  private fromKept(origin: string, kept: SharedRobots, ttlMs: number): Entry {
+    if (kept.rules !== undefined) return this.parsed(`${origin}/robots.txt`, kept.rules, kept.fetchedAtMs, ttlMs);
+    return { expiresAt: kept.fetchedAtMs + ttlMs, check: () => ({ kind: 'allowed' }) };
   }
 
   private keep(origin: string, kept: SharedRobots): void {
@@ -201,15 +209,14 @@ export class RobotsCache {
     if (cached) return { verdict: cached.check(url.href), fetched: false };
     const running = this.inflight.get(origin);
     if (running) return { verdict: { kind: 'pending' }, fetched: false };
-    const p = this.fromShelf(origin).then((found): Promise<Entry | 'late' | 'redirected' | 'shared'> | 'shared' => (found ? 'shared' : this.load(origin, signal, sendBy, mayGoLate)));
+    const p = this.fromShelf(origin).then((found): Promise<Entry | 'late' | 'redirected' | 'shared'> | 'shared' => (found && this.fresh(origin) ? 'shared' : this.load(origin, signal, sendBy, mayGoLate)));
     this.inflight.set(origin, p);
     try {
       const entry = await p;
       // Read from the store: no request was made, and the slot is still the URL's.
       if (entry === 'shared') {
         const kept = this.fresh(origin);
-        if (kept) return { verdict: kept.check(url.href), fetched: false, shared: true };
-        return { verdict: { kind: 'pending' }, fetched: false };
+        return kept ? { verdict: kept.check(url.href), fetched: false, shared: true } : { verdict: { kind: 'pending' }, fetched: false };
       }
       // Not sent: it could not leave by its send-by time. Nothing is known; ask again later.
       if (entry === 'late') return { verdict: { kind: 'pending' }, fetched: false };
@@ -235,8 +242,8 @@ export class RobotsCache {
     }
   }
 
-  /** The entry for a robots.txt file of `robotsUrl` with these rules, read at `now`. */
-  private parsed(robotsUrl: string, rules: string, now: number): Entry {
+  /** The entry for a robots.txt file of `robotsUrl` with these rules, read at `now` and good for `ttlMs`. */
+  private parsed(robotsUrl: string, rules: string, now: number, ttlMs = this.cfg.robotsTtlMs): Entry {
     const robot = robotsParser(robotsUrl, rules);
     const agent = this.cfg.robotsAgent;
     const delayS = robot.getCrawlDelay(agent);
@@ -253,7 +260,7 @@ export class RobotsCache {
       return robot.isAllowed(u, agent) === false ? { kind: 'disallowed', reason: `robots.txt disallows ${new URL(u).pathname}` } : { kind: 'allowed' };
     };
     return {
-      expiresAt: now + this.cfg.robotsTtlMs,
+      expiresAt: now + ttlMs,
       ...(delayS !== undefined && delayS > 0 ? { crawlDelayMs: Math.min(delayS * 1000, MAX_CRAWL_DELAY_MS) } : {}),
       check: (u) => {
         if (wildcards * u.length <= ROBOTS_MEMO_STEPS) return match(u);

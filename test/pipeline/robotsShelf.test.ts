@@ -79,6 +79,22 @@ describe('robots.txt kept in the store for every worker of a crawl', () => {
     expect(o.hits('/robots.txt')).toHaveLength(2);
   });
 
+  it('spreads the workers\' asking again near the end of the day: the first to find the file expired keeps a new one for the rest', async () => {
+    await o.serve('/robots.txt', 'User-agent: *\nAllow: /\n', 'text/plain').start();
+    const t0 = Date.now();
+    const first = worker(() => t0);
+    await first.check(new URL(o.url('/a.jpg')));
+    await first.settled();
+    // 20 workers looking 23.5 h on: each takes the file for up to an hour less than a day, so
+    // some find it expired; the first of them asks the site, and the others read its new file.
+    for (let i = 0; i < 20; i++) {
+      const w = worker(() => t0 + DAY_MS - 1_800_000 + i);
+      expect((await w.check(new URL(o.url(`/b${i}.jpg`)))).verdict.kind).toBe('allowed');
+      await w.settled();
+    }
+    expect(o.hits('/robots.txt')).toHaveLength(2);
+  });
+
   it('asks the site when the kept entry is damaged or the store cannot be read, and loses nothing else', async () => {
     await o.serve('/robots.txt', 'User-agent: *\nDisallow: /private/\n', 'text/plain').start();
     const originOf = o.url('/').replace(/\/$/, '');
