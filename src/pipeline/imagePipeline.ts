@@ -10,7 +10,7 @@ import { decodeWeight } from './decodeMemory';
 import { Fetcher, FetchError, type FetcherOptions, validateUrl } from './fetcher';
 import { thumbnailKey } from './keys';
 import { ROBOTS_MAX_ORIGINS, RobotsCache, type RobotsVerdict } from './robots';
-import { RobotsShelf } from './robotsShelf';
+import { RobotsShelf, SiteFileShelf } from './robotsShelf';
 import { rightsFields, type RightsHeaders } from './rightsHeaders';
 import { TdmRepCache, withSiteRule } from './tdmRep';
 import { MovedOrigins } from './movedOrigins';
@@ -37,7 +37,7 @@ export class ImagePipeline implements UrlProcessor {
   readonly fetcher: Fetcher;
   readonly robots: RobotsCache;
   /** Sites' TDMRep files, when CRAWL_READ_TDMREP asks for them. */
-  private readonly tdmRep?: TdmRepCache;
+  readonly tdmRep?: TdmRepCache;
   /** Origins that moved (http to https, to www): their URLs are asked where they went (movedOrigins.ts). */
   readonly moved = new MovedOrigins();
   /** Images that many URLs redirect to, fetched once (redirectTargets.ts). */
@@ -64,7 +64,7 @@ export class ImagePipeline implements UrlProcessor {
     this.decodeBudget = new WeightedBudget(cfg.maxDecodePixels - this.smallDecodeBudget.capacity);
     this.imageSlots = new FairSlots(cfg.imageConcurrency);
     this.robots = new RobotsCache(this.fetcher, cfg, Date.now, ROBOTS_MAX_ORIGINS, new RobotsShelf(store));
-    this.tdmRep = cfg.readTdmRep ? new TdmRepCache(this.fetcher, cfg) : undefined;
+    this.tdmRep = cfg.readTdmRep ? new TdmRepCache(this.fetcher, cfg, Date.now, new SiteFileShelf(store, 'tdmrep.json')) : undefined;
   }
 
   close(): Promise<void> {
@@ -209,7 +209,8 @@ export class ImagePipeline implements UrlProcessor {
       if (this.tdmRep && !this.tdmRep.known(u)) {
         if (tooLate()) return late;
         const fetched = await this.tdmRep.load(u, ctx.signal, ctx.sendBy, ctx.mayGoLate);
-        return { outcome: { ...base, cls: 'error', sent: fetched, reason: `tdmrep.json ${fetched ? 'fetched' : 'not fetched yet'}` }, requeue: true, siteFile: 'tdmrep.json' };
+        // Read from the store, no request made: the image takes this slot.
+        if (fetched !== 'kept') return { outcome: { ...base, cls: 'error', sent: fetched, reason: `tdmrep.json ${fetched ? 'fetched' : 'not fetched yet'}` }, requeue: true, siteFile: 'tdmrep.json' };
       }
 
       if (tooLate()) return late;

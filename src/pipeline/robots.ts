@@ -6,7 +6,7 @@ import type { RedirectHop } from '../shared/types';
 import { absorbSetCookies, cookieHeader } from './chainCookies';
 import type { PipelineConfig } from './config';
 import type { Fetcher, FetchResult } from './fetcher';
-import type { RobotsShelf, SharedRobots } from './robotsShelf';
+import { type RobotsShelf, type SharedSiteFile, spreadTtlMs } from './robotsShelf';
 
 /**
  * robots.txt per origin with RFC 9309 semantics: 2xx is parsed (its first 512 KiB); 4xx but
@@ -62,13 +62,6 @@ export const NO_SUCH_HOST_RETRY_MS = 30_000;
  * A read of robots.txt that failed is followed by a look in the store when it is due again.
  */
 const SHELF_REREAD_MS = 30_000;
-/**
- * Workers that read one kept file would all find it expired at the same moment and ask the site
- * together. Each takes a kept file for up to this much less than the cache's lifetime, at
- * random, so the first to find it expired asks the site and keeps the new file, and the others
- * read that one.
- */
-const SHELF_SPREAD_MS = 3600_000;
 /** RFC 9309: follow at least five consecutive redirects; past that, robots.txt is unavailable. */
 const ROBOTS_MAX_REDIRECTS = 5;
 
@@ -144,7 +137,7 @@ export class RobotsCache {
     // may have expired since (this is only asked when there is no fresh one).
     if (last && (last.found === undefined || (!last.found && now - last.atMs < SHELF_REREAD_MS))) return last.read;
     const look = { atMs: now, found: undefined as boolean | undefined, read: Promise.resolve(false) };
-    const ttlMs = this.cfg.robotsTtlMs - Math.floor(Math.random() * Math.min(SHELF_SPREAD_MS, this.cfg.robotsTtlMs / 10));
+    const ttlMs = spreadTtlMs(this.cfg.robotsTtlMs);
     look.read = this.shelf.read(origin, now, ttlMs).then((kept) => {
       if (kept && !this.fresh(origin)) {
         this.hops.delete(origin);
@@ -157,12 +150,12 @@ export class RobotsCache {
     return look.read;
   }
 
-  private fromKept(origin: string, kept: SharedRobots, ttlMs: number): Entry {
+  private fromKept(origin: string, kept: SharedSiteFile, ttlMs: number): Entry {
     if (kept.rules !== undefined) return this.parsed(`${origin}/robots.txt`, kept.rules, kept.fetchedAtMs, ttlMs);
     return { expiresAt: kept.fetchedAtMs + ttlMs, check: () => ({ kind: 'allowed' }) };
   }
 
-  private keep(origin: string, kept: SharedRobots): void {
+  private keep(origin: string, kept: SharedSiteFile): void {
     if (!this.shelf) return;
     // The look before the fetch found nothing; what is in the store now is this file.
     this.shelfReads.delete(origin);

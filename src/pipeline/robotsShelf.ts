@@ -3,25 +3,54 @@ import { sourceSegment } from './keys';
 import type { ObjectStore } from './store';
 
 /**
- * robots.txt files kept in the store, so that the workers writing to it (and later runs over
- * it) ask the site for an origin's file once a day between them, not each worker process once:
- * with ten workers a site saw its robots.txt asked ten times, and a worker's first request
- * could come sooner than the file's Crawl-delay after another worker's image request. Only
- * answers that settle the rules are kept (a file, or a 4xx that means none); failures are each
- * worker's own to retry.
+ * A site's own files (robots.txt, tdmrep.json) kept in the store, so that the workers writing
+ * to it (and later runs over it) ask the site for an origin's file once a day between them, not
+ * each worker process once: with ten workers a site saw its robots.txt asked ten times, and a
+ * worker's first request could come sooner than the file's Crawl-delay after another worker's
+ * image request. Only answers that settle the file are kept (see KEPT_STATUS); failures are
+ * each worker's own to retry.
  */
-export interface SharedRobots {
-  /** When the file was fetched from the site (epoch ms): it is good for robotsTtlMs from then. */
+export interface SharedSiteFile {
+  /** When the file was fetched from the site (epoch ms): it is good for a day from then. */
   fetchedAtMs: number;
   status: number;
-  /** The file's rules as parsed (its first 512 KiB) for a 2xx; absent for a 4xx (no rules). */
+  /** The file's text as read (robots.txt: its first 512 KiB) for a 2xx; absent otherwise (no file). */
   rules?: string;
 }
 
-/** Kept beside the other work files, one small object per origin, all in one directory (a directory per origin cost the local store a mkdir each). */
-export function robotsKey(origin: string): string {
-  return `sites/robots.txt/${sourceSegment(origin)}.json`;
+/**
+ * Workers that read one kept file would all find it expired at the same moment and ask the site
+ * together. Each look takes a kept file for up to this much less than its lifetime, at random,
+ * so the first to find it expired asks the site and keeps the new file, and the others read that.
+ */
+const SHELF_SPREAD_MS = 3600_000;
+
+/** A lifetime for a kept file: `ttlMs`, less up to an hour (a tenth of it at most) at random. */
+export function spreadTtlMs(ttlMs: number): number {
+  return ttlMs - Math.floor(Math.random() * Math.min(SHELF_SPREAD_MS, ttlMs / 10));
 }
+
+/** A file of a site's own that the workers read before its images. */
+export type SiteFile = 'robots.txt' | 'tdmrep.json';
+
+/** Kept beside the other work files, one small object per origin, a directory per file (a directory per origin cost the local store a mkdir each). */
+export function siteFileKey(file: SiteFile, origin: string): string {
+  return `sites/${file}/${sourceSegment(origin)}.json`;
+}
+
+export function robotsKey(origin: string): string {
+  return siteFileKey('robots.txt', origin);
+}
+
+/**
+ * The answers that settle a file for a day, by status (a 2xx with its text); the others (a site
+ * in trouble) are each worker's own to ask again. robots.txt: a file, or a 4xx that means none
+ * (RobotsCache.load). tdmrep.json: anything but trouble, a redirect or a 404 being no file.
+ */
+const KEPT_STATUS: Record<SiteFile, (status: number) => boolean> = {
+  'robots.txt': (s) => (s >= 200 && s < 300) || (s >= 400 && s < 500 && s !== 429 && s !== 408),
+  'tdmrep.json': (s) => s >= 200 && s < 500 && s !== 429 && s !== 408,
+};
 
 /** A fetchedAtMs this far ahead of our clock is a skewed or damaged entry, not a file to trust for a day. */
 const MAX_FUTURE_MS = 5 * 60_000;
@@ -33,27 +62,27 @@ const MAX_FUTURE_MS = 5 * 60_000;
  */
 export const SHELF_READ_TIMEOUT_MS = 2_000;
 
-export class RobotsShelf {
-  constructor(private readonly store: ObjectStore, private readonly readTimeoutMs = SHELF_READ_TIMEOUT_MS) {}
+export class SiteFileShelf {
+  constructor(private readonly store: ObjectStore, readonly file: SiteFile, private readonly readTimeoutMs = SHELF_READ_TIMEOUT_MS) {}
 
   /** The origin's kept file while it is younger than `ttlMs`, else undefined (also when the store cannot be read in time). */
-  async read(origin: string, now: number, ttlMs: number): Promise<SharedRobots | undefined> {
+  async read(origin: string, now: number, ttlMs: number): Promise<SharedSiteFile | undefined> {
     let body: Buffer | undefined;
     let timer: ReturnType<typeof setTimeout> | undefined;
     try {
       const late = new Promise<never>((_, reject) => { timer = setTimeout(() => reject(new Error(`no answer in ${this.readTimeoutMs} ms`)), this.readTimeoutMs); });
-      body = await Promise.race([this.store.get(robotsKey(origin)), late]);
+      body = await Promise.race([this.store.get(siteFileKey(this.file, origin)), late]);
     } catch (err) {
       // The site is asked instead: one request, as before the shelf.
-      log.debug({ event: 'robots-shelf', origin, err }, 'stored robots.txt could not be read');
+      log.debug({ event: 'site-file-shelf', file: this.file, origin, err }, 'kept site file could not be read');
       return undefined;
     } finally {
       clearTimeout(timer);
     }
     if (!body) return undefined;
-    const kept = parse(body);
+    const kept = parse(body, KEPT_STATUS[this.file]);
     if (!kept) {
-      log.warn({ event: 'robots-shelf', origin, key: robotsKey(origin) }, 'stored robots.txt entry is not one we wrote: the site is asked instead');
+      log.warn({ event: 'site-file-shelf', file: this.file, origin, key: siteFileKey(this.file, origin) }, 'kept site file entry is not one we wrote: the site is asked instead');
       return undefined;
     }
     if (kept.fetchedAtMs + ttlMs <= now || kept.fetchedAtMs > now + MAX_FUTURE_MS) return undefined;
@@ -61,24 +90,28 @@ export class RobotsShelf {
   }
 
   /** Never fails: a store that cannot take it costs other workers one request each, as before. */
-  async write(origin: string, kept: SharedRobots): Promise<void> {
+  async write(origin: string, kept: SharedSiteFile): Promise<void> {
     try {
-      await this.store.put(robotsKey(origin), JSON.stringify({ origin, ...kept }), 'application/json');
+      await this.store.put(siteFileKey(this.file, origin), JSON.stringify({ origin, ...kept }), 'application/json');
     } catch (err) {
-      log.debug({ event: 'robots-shelf', origin, err }, 'robots.txt could not be kept in the store');
+      log.debug({ event: 'site-file-shelf', file: this.file, origin, err }, 'site file could not be kept in the store');
     }
   }
 }
 
-function parse(body: Buffer): SharedRobots | undefined {
+export class RobotsShelf extends SiteFileShelf {
+  constructor(store: ObjectStore, readTimeoutMs = SHELF_READ_TIMEOUT_MS) {
+    super(store, 'robots.txt', readTimeoutMs);
+  }
+}
+
+function parse(body: Buffer, keptStatus: (status: number) => boolean): SharedSiteFile | undefined {
   try {
     const v = JSON.parse(body.toString('utf8')) as Record<string, unknown>;
     const { fetchedAtMs, status, rules } = v;
-    if (typeof fetchedAtMs !== 'number' || !Number.isFinite(fetchedAtMs) || typeof status !== 'number') return undefined;
+    if (typeof fetchedAtMs !== 'number' || !Number.isFinite(fetchedAtMs) || typeof status !== 'number' || !keptStatus(status)) return undefined;
     if (status >= 200 && status < 300) return typeof rules === 'string' ? { fetchedAtMs, status, rules } : undefined;
-    // Only the 4xx answers that mean "no rules" are kept (see RobotsCache.load).
-    if (status >= 400 && status < 500 && status !== 429 && status !== 408) return { fetchedAtMs, status };
-    return undefined;
+    return { fetchedAtMs, status };
   } catch {
     return undefined;
   }

@@ -2,6 +2,7 @@ import { setBounded } from '../shared/boundedMap';
 import type { PipelineConfig } from './config';
 import type { Fetcher } from './fetcher';
 import type { RightsHeaders } from './rightsHeaders';
+import { type SiteFileShelf, spreadTtlMs } from './robotsShelf';
 
 /**
  * A site's TDMRep file (W3C community group's TDM Reservation Protocol, "TDM file on the origin
@@ -116,12 +117,20 @@ export function withSiteRule(headers: RightsHeaders | undefined, rule: TdmRule |
 export class TdmRepCache {
   private readonly entries = new Map<string, Entry>();
   private readonly inflight = new Set<string>();
+  /** Writes to the store under way (settled() waits for them). */
+  private readonly writes = new Set<Promise<void>>();
 
-  constructor(private readonly fetcher: Fetcher, private readonly cfg: PipelineConfig, private readonly now: () => number = Date.now) {}
+  /** `shelf`: where the workers of a crawl keep the files they read (see SiteFileShelf). */
+  constructor(private readonly fetcher: Fetcher, private readonly cfg: PipelineConfig, private readonly now: () => number = Date.now, private readonly shelf?: SiteFileShelf) {}
 
   private fresh(url: URL): Entry | undefined {
     const e = this.entries.get(url.origin);
     return e && e.expiresAt > this.now() ? e : undefined;
+  }
+
+  /** Store writes under way have finished (tests wait for them before a second worker looks). */
+  async settled(): Promise<void> {
+    while (this.writes.size) await Promise.all([...this.writes]);
   }
 
   /** Whether the URL's origin's file is known (no request needed). */
@@ -137,20 +146,35 @@ export class TdmRepCache {
 
   /**
    * Reads the origin's file in this request slot. True when a request went out (whatever its
-   * answer); false when none did (too late for the slot, or another URL is reading it now).
+   * answer); false when none did (too late for the slot, or another URL is reading it now);
+   * 'kept' when another worker's read of it was in the store (no request: the slot is free).
    */
-  async load(url: URL, signal?: AbortSignal, sendBy?: number, mayGoLate?: () => boolean): Promise<boolean> {
+  async load(url: URL, signal?: AbortSignal, sendBy?: number, mayGoLate?: () => boolean): Promise<boolean | 'kept'> {
     const origin = url.origin;
     if (this.inflight.has(origin)) return false;
     this.inflight.add(origin);
     try {
+      if (this.shelf) {
+        const ttlMs = spreadTtlMs(this.cfg.robotsTtlMs);
+        const kept = await this.shelf.read(origin, this.now(), ttlMs);
+        if (kept) {
+          setBounded(this.entries, origin, { expiresAt: kept.fetchedAtMs + ttlMs, rules: kept.rules ? parseTdmRep(kept.rules) : [] }, MAX_ORIGINS);
+          return 'kept';
+        }
+      }
       const res = await this.fetcher.fetch(`${origin}${TDMREP_PATH}`, { signal, sendBy, mayGoLate, maxBytes: TDMREP_MAX_BYTES, accept: 'application/json,*/*;q=0.5', followRedirects: false });
       if (res.failure === 'late') return false;
       const now = this.now();
       // A site in trouble (5xx, 429, no answer) may have a file: it is asked again as robots.txt would be.
       const trouble = res.status === undefined || res.status >= 500 || res.status === 429 || res.status === 408;
-      const rules = res.ok && res.body ? parseTdmRep(res.body.toString('utf8')) : [];
+      const text = res.ok ? res.body?.toString('utf8') ?? '' : undefined;
+      const rules = text !== undefined ? parseTdmRep(text) : [];
       setBounded(this.entries, origin, { expiresAt: now + (trouble ? this.cfg.robotsRetryMs : this.cfg.robotsTtlMs), rules }, MAX_ORIGINS);
+      // Not awaited: the image waits for nothing of it, and a store that fails costs the other workers a request each, as before.
+      if (this.shelf && !trouble && res.status !== undefined) {
+        const write = this.shelf.write(origin, { fetchedAtMs: now, status: res.status, ...(text !== undefined ? { rules: text } : {}) }).finally(() => this.writes.delete(write));
+        this.writes.add(write);
+      }
       return res.sent;
     } finally {
       this.inflight.delete(origin);

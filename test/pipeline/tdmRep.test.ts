@@ -22,8 +22,7 @@ describe('a site\'s TDMRep file, read before its first image (real undici, origi
   beforeEach(() => clearSourceBlocks());
 
   /** Crawls the paths in one grant: a slot each, two for the site's files, and spares. */
-  async function crawl(origin: Origin, paths: string[], overrides: Partial<PipelineConfig>) {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crawl-tdmrep-'));
+  async function crawl(origin: Origin, paths: string[], overrides: Partial<PipelineConfig>, dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crawl-tdmrep-'))) {
     const store = new LocalStore(path.join(dir, 'store'));
     const pipeline = new ImagePipeline(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'], ...overrides }), store, new Spool(path.join(dir, 'spool')));
     const acts = createCrawlActivities({ processor: pipeline, recorder: new StoreRecorder(store) });
@@ -38,6 +37,7 @@ describe('a site\'s TDMRep file, read before its first image (real undici, origi
       const records = new Map(readRecords(dir).map((r) => [new URL(String(r.url)).pathname, r]));
       return { result, records, intervalMs };
     } finally {
+      await Promise.all([pipeline.robots.settled(), pipeline.tdmRep?.settled()]);
       await pipeline.close();
     }
   }
@@ -81,6 +81,32 @@ describe('a site\'s TDMRep file, read before its first image (real undici, origi
       } finally {
         await origin.stop();
       }
+    }
+  });
+
+  it('reads the file another worker kept in the store, without a request, and gives the first image its slot; a file the site could not serve is asked for again', async () => {
+    let status = 200;
+    const origin = new Origin()
+      .route('/.well-known/tdmrep.json', (_q, r) => { r.writeHead(status, { 'content-type': 'application/json' }); r.end(JSON.stringify([{ location: '/', 'tdm-reservation': 1, 'tdm-policy': POLICY }])); })
+      .serve('/a.png', img, 'image/png')
+      .serve('/b.png', img, 'image/png');
+    await origin.start();
+    try {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crawl-tdmrep-'));
+      await crawl(origin, ['/a.png'], { readTdmRep: true }, dir);
+      origin.requests.length = 0;
+      const { records } = await crawl(origin, ['/b.png'], { readTdmRep: true }, dir);
+      expect(records.get('/b.png')).toMatchObject({ outcome: 'done', tdmReservation: true, tdmPolicy: POLICY });
+      // robots.txt and tdmrep.json both from the store.
+      expect(origin.requests.map((r) => r.path)).toEqual(['/b.png']);
+
+      status = 503;
+      const other = fs.mkdtempSync(path.join(os.tmpdir(), 'crawl-tdmrep-'));
+      await crawl(origin, ['/a.png'], { readTdmRep: true }, other);
+      await crawl(origin, ['/b.png'], { readTdmRep: true }, other);
+      expect(origin.hits('/.well-known/tdmrep.json')).toHaveLength(2);
+    } finally {
+      await origin.stop();
     }
   });
 
