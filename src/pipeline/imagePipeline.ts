@@ -10,7 +10,7 @@ import { decodeWeight } from './decodeMemory';
 import { Fetcher, FetchError, type FetcherOptions, validateUrl } from './fetcher';
 import { thumbnailKey } from './keys';
 import { ROBOTS_MAX_ORIGINS, RobotsCache, type RobotsVerdict } from './robots';
-import { RobotsShelf, SiteFileShelf } from './robotsShelf';
+import { RobotsShelf, SiteFileShelf } from './siteFileShelf';
 import { rightsFields, type RightsHeaders } from './rightsHeaders';
 import { TdmRepCache, withSiteRule } from './tdmRep';
 import { MovedOrigins } from './movedOrigins';

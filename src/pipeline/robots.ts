@@ -6,7 +6,7 @@ import type { RedirectHop } from '../shared/types';
 import { absorbSetCookies, cookieHeader } from './chainCookies';
 import type { PipelineConfig } from './config';
 import type { Fetcher, FetchResult } from './fetcher';
-import { type RobotsShelf, type SharedSiteFile, spreadTtlMs } from './robotsShelf';
+import { type RobotsShelf, type SharedSiteFile, spreadTtlMs } from './siteFileShelf';
 
 /**
  * robots.txt per origin with RFC 9309 semantics: 2xx is parsed (its first 512 KiB); 4xx but

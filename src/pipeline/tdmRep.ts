@@ -2,7 +2,7 @@ import { setBounded } from '../shared/boundedMap';
 import type { PipelineConfig } from './config';
 import type { Fetcher } from './fetcher';
 import type { RightsHeaders } from './rightsHeaders';
-import { type SiteFileShelf, spreadTtlMs } from './robotsShelf';
+import { type SiteFileShelf, spreadTtlMs } from './siteFileShelf';
 
 /**
  * A site's TDMRep file (W3C community group's TDM Reservation Protocol, "TDM file on the origin

@@ -18,7 +18,7 @@ import { S3TestServer } from '../support/s3server';
 import { pipelineConfigFromEnv } from '../../src/pipeline/config';
 import { Fetcher } from '../../src/pipeline/fetcher';
 import { RobotsCache, ROBOTS_MAX_ORIGINS } from '../../src/pipeline/robots';
-import { RobotsShelf } from '../../src/pipeline/robotsShelf';
+import { RobotsShelf } from '../../src/pipeline/siteFileShelf';
 import { Origin } from '../support/origin';
 
 describe('S3 store against a real S3-protocol server (moto_server on 127.0.0.1)', () => {

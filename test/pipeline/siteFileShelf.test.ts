@@ -4,7 +4,7 @@ import path from 'node:path';
 import { pipelineConfigFromEnv } from '../../src/pipeline/config';
 import { Fetcher } from '../../src/pipeline/fetcher';
 import { RobotsCache, ROBOTS_MAX_ORIGINS } from '../../src/pipeline/robots';
-import { robotsKey, RobotsShelf } from '../../src/pipeline/robotsShelf';
+import { robotsKey, RobotsShelf } from '../../src/pipeline/siteFileShelf';
 import { LocalStore, type ObjectStore } from '../../src/pipeline/store';
 import { Origin, redirect } from '../support/origin';
 
