@@ -100,8 +100,6 @@ export class RobotsCache {
   private readonly inflight = new Map<string, Promise<Entry | 'late' | 'redirected' | 'shared'>>();
   /** Origin -> the last look for its file in the store (see RobotsShelf): when, and whether it found one once it has. */
   private readonly shelfReads = new Map<string, { atMs: number; found: boolean | undefined; read: Promise<boolean> }>();
-  /** Writes to the store under way (settled() waits for them). */
-  private readonly shelfWrites = new Set<Promise<void>>();
   /**
    * Origin -> where its robots.txt redirected to: each hop is a request of its own and takes a
    * slot of its own, like an image's (an http -> https redirect made robots.txt two requests in
@@ -125,7 +123,7 @@ export class RobotsCache {
 
   /** Store writes under way have finished (tests wait for them before a second worker looks). */
   async settled(): Promise<void> {
-    while (this.shelfWrites.size) await Promise.all([...this.shelfWrites]);
+    await this.shelf?.settled();
   }
 
   /** Whether the store had a fresh file for the origin; it is remembered if so. */
@@ -159,8 +157,7 @@ export class RobotsCache {
     if (!this.shelf) return;
     // The look before the fetch found nothing; what is in the store now is this file.
     this.shelfReads.delete(origin);
-    const write = this.shelf.write(origin, kept).finally(() => this.shelfWrites.delete(write));
-    this.shelfWrites.add(write);
+    this.shelf.write(origin, kept);
   }
 
   /** The origin's robots.txt while its cache entry lasts. */

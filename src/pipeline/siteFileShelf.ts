@@ -63,7 +63,15 @@ const MAX_FUTURE_MS = 5 * 60_000;
 export const SHELF_READ_TIMEOUT_MS = 2_000;
 
 export class SiteFileShelf {
+  /** Writes under way: not awaited by the reads that made them, so that no image waits for one. */
+  private readonly writes = new Set<Promise<void>>();
+
   constructor(private readonly store: ObjectStore, readonly file: SiteFile, private readonly readTimeoutMs = SHELF_READ_TIMEOUT_MS) {}
+
+  /** Writes under way have finished (tests wait for them before a second worker looks). */
+  async settled(): Promise<void> {
+    while (this.writes.size) await Promise.all([...this.writes]);
+  }
 
   /** The origin's kept file while it is younger than `ttlMs`, else undefined (also when the store cannot be read in time). */
   async read(origin: string, now: number, ttlMs: number): Promise<SharedSiteFile | undefined> {
@@ -89,13 +97,15 @@ export class SiteFileShelf {
     return kept;
   }
 
-  /** Never fails: a store that cannot take it costs other workers one request each, as before. */
-  async write(origin: string, kept: SharedSiteFile): Promise<void> {
-    try {
-      await this.store.put(siteFileKey(this.file, origin), JSON.stringify({ origin, ...kept }), 'application/json');
-    } catch (err) {
-      log.debug({ event: 'site-file-shelf', file: this.file, origin, err }, 'site file could not be kept in the store');
-    }
+  /**
+   * Keeps the file in the background (see settled()). Never fails: a store that cannot take it
+   * costs other workers one request each, as before.
+   */
+  write(origin: string, kept: SharedSiteFile): void {
+    const write = this.store.put(siteFileKey(this.file, origin), JSON.stringify({ origin, ...kept }), 'application/json')
+      .catch((err: unknown) => { log.debug({ event: 'site-file-shelf', file: this.file, origin, err }, 'site file could not be kept in the store'); })
+      .finally(() => this.writes.delete(write));
+    this.writes.add(write);
   }
 }
 

@@ -117,8 +117,6 @@ export function withSiteRule(headers: RightsHeaders | undefined, rule: TdmRule |
 export class TdmRepCache {
   private readonly entries = new Map<string, Entry>();
   private readonly inflight = new Set<string>();
-  /** Writes to the store under way (settled() waits for them). */
-  private readonly writes = new Set<Promise<void>>();
 
   /** `shelf`: where the workers of a crawl keep the files they read (see SiteFileShelf). */
   constructor(private readonly fetcher: Fetcher, private readonly cfg: PipelineConfig, private readonly now: () => number = Date.now, private readonly shelf?: SiteFileShelf) {}
@@ -130,7 +128,7 @@ export class TdmRepCache {
 
   /** Store writes under way have finished (tests wait for them before a second worker looks). */
   async settled(): Promise<void> {
-    while (this.writes.size) await Promise.all([...this.writes]);
+    await this.shelf?.settled();
   }
 
   /** Whether the URL's origin's file is known (no request needed). */
@@ -170,11 +168,7 @@ export class TdmRepCache {
       const text = res.ok ? res.body?.toString('utf8') ?? '' : undefined;
       const rules = text !== undefined ? parseTdmRep(text) : [];
       setBounded(this.entries, origin, { expiresAt: now + (trouble ? this.cfg.robotsRetryMs : this.cfg.robotsTtlMs), rules }, MAX_ORIGINS);
-      // Not awaited: the image waits for nothing of it, and a store that fails costs the other workers a request each, as before.
-      if (this.shelf && !trouble && res.status !== undefined) {
-        const write = this.shelf.write(origin, { fetchedAtMs: now, status: res.status, ...(text !== undefined ? { rules: text } : {}) }).finally(() => this.writes.delete(write));
-        this.writes.add(write);
-      }
+      if (this.shelf && !trouble && res.status !== undefined) this.shelf.write(origin, { fetchedAtMs: now, status: res.status, ...(text !== undefined ? { rules: text } : {}) });
       return res.sent;
     } finally {
       this.inflight.delete(origin);
