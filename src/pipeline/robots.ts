@@ -6,7 +6,7 @@ import type { RedirectHop } from '../shared/types';
 import { absorbSetCookies, cookieHeader } from './chainCookies';
 import type { PipelineConfig } from './config';
 import type { Fetcher, FetchResult } from './fetcher';
-import { type RobotsShelf, type SharedSiteFile, spreadTtlMs } from './siteFileShelf';
+import { type RobotsShelf, type SharedSiteFile, siteInTrouble, spreadTtlMs } from './siteFileShelf';
 
 /**
  * robots.txt per origin with RFC 9309 semantics: 2xx is parsed (its first 512 KiB); 4xx but
@@ -62,6 +62,11 @@ export const NO_SUCH_HOST_RETRY_MS = 30_000;
  * A read of robots.txt that failed is followed by a look in the store when it is due again.
  */
 const SHELF_REREAD_MS = 30_000;
+/**
+ * Workers holding a kept failed read of robots.txt ask again up to this much after it is due
+ * (from half of it, at random; at most a tenth of robotsRetryMs): see fromKeptTrouble.
+ */
+const TROUBLE_SPREAD_MS = 30_000;
 /** RFC 9309: follow at least five consecutive redirects; past that, robots.txt is unavailable. */
 const ROBOTS_MAX_REDIRECTS = 5;
 
@@ -108,6 +113,8 @@ export class RobotsCache {
   private readonly hops = new Map<string, RedirectHop>();
   /** Origin -> reads of its robots.txt that failed in a row (cleared by any answer that is not a failure). */
   private readonly failures = new Map<string, number>();
+  /** Origin -> when the failed read this worker kept in the store is due: the store's entry is its own while it says that. */
+  private readonly keptTrouble = new Map<string, number>();
 
   /** `shelf`: where the workers of a crawl keep the files they read (see RobotsShelf). */
   constructor(private readonly fetcher: Fetcher, private readonly cfg: PipelineConfig, private readonly now: () => number = Date.now, private readonly maxOrigins = ROBOTS_MAX_ORIGINS, private readonly shelf?: RobotsShelf) {}
@@ -137,6 +144,12 @@ export class RobotsCache {
     const look = { atMs: now, found: undefined as boolean | undefined, read: Promise.resolve(false) };
     const ttlMs = spreadTtlMs(this.cfg.robotsTtlMs);
     look.read = this.shelf.read(origin, now, ttlMs).then((kept) => {
+      if (kept?.unreadable) {
+        const holds = this.fromKeptTrouble(origin, kept.unreadable);
+        // Due: the slot that asks the site looks again first, in case another worker just has.
+        if (!holds && this.shelfReads.get(origin) === look) this.shelfReads.delete(origin);
+        return (look.found = holds);
+      }
       if (kept && !this.fresh(origin)) {
         this.hops.delete(origin);
         this.failures.delete(origin);
@@ -151,6 +164,35 @@ export class RobotsCache {
   private fromKept(origin: string, kept: SharedSiteFile, ttlMs: number): Entry {
     if (kept.rules !== undefined) return this.parsed(`${origin}/robots.txt`, kept.rules, kept.fetchedAtMs, ttlMs);
     return { expiresAt: kept.fetchedAtMs + ttlMs, check: () => ({ kind: 'allowed' }) };
+  }
+
+  /**
+   * A failed read of the origin's robots.txt, kept by another worker or by this one. Until it is
+   * due the URLs wait here too, without a request; then the read goes on from its count of
+   * tries. The worker that kept it asks when it says; the others take it as due a random
+   * 50-100% of TROUBLE_SPREAD_MS later (the monitors grant every worker at that moment), and read
+   * the answer the first one kept. True when it holds the origin now.
+   */
+  private fromKeptTrouble(origin: string, kept: { reason: string; tries: number; retryAtMs: number }): boolean {
+    if (this.fresh(origin)) return false;
+    const now = this.now();
+    const retryMs = this.cfg.robotsRetryMs;
+    // Tries in a row: a read due long ago (an earlier crawl, a site that has had time to
+    // recover) starts a new count.
+    if (kept.retryAtMs + retryMs < now) return false;
+    const tries = Math.max(kept.tries, this.failures.get(origin) ?? 0);
+    setBounded(this.failures, origin, tries, this.maxOrigins);
+    const spreadMs = Math.min(TROUBLE_SPREAD_MS, retryMs / 10);
+    // A damaged or hostile entry does not hold an origin for longer than a read of our own would.
+    const ours = this.keptTrouble.get(origin) === kept.retryAtMs;
+    const dueMs = Math.min(kept.retryAtMs, now + Math.max(retryMs, MAX_ROBOTS_RETRY_AFTER_MS)) + (ours ? 0 : Math.round(spreadMs * (0.5 + Math.random() / 2)));
+    if (dueMs <= now) return false;
+    const giveUp = tries >= this.cfg.robotsMaxTries;
+    log.info({ event: 'robots-unavailable', origin, reason: kept.reason, try: tries, of: this.cfg.robotsMaxTries, readFromStore: true, ...(giveUp ? {} : { askedAgainAt: new Date(dueMs).toISOString() }) },
+      giveUp ? 'robots.txt unreadable (the workers gave up on it): its URLs fail' : 'robots.txt unreadable (read from the store): its URLs wait until it is asked again');
+    this.hops.delete(origin);
+    this.remember(origin, unavailable(kept.reason, tries, giveUp, dueMs, retryMs));
+    return true;
   }
 
   private keep(origin: string, kept: SharedSiteFile): void {
@@ -320,13 +362,23 @@ export class RobotsCache {
     const askedMs = res.status === 429 || res.status === 503 ? parseRetryAfter(res.retryAfter, now, MAX_ROBOTS_RETRY_AFTER_MS) : undefined;
     const retryAtMs = now + Math.max(retryMs, askedMs ?? 0);
     const giveUp = failures >= this.cfg.robotsMaxTries;
-    const told = giveUp ? `${reason}; gave up after ${failures === 1 ? '1 try' : `${failures} tries at least ${interval(retryMs)} apart`}` : reason;
+    // What the site answered is kept for the other workers; a failure to reach it may be this worker's own.
+    if (res.status !== undefined && siteInTrouble(res.status) && this.shelf) {
+      setBounded(this.keptTrouble, origin, retryAtMs, this.maxOrigins);
+      this.keep(origin, { fetchedAtMs: now, status: res.status, unreadable: { reason, tries: failures, retryAtMs } });
+    }
     // Once per read: the monitor shows it only while the host holds its whole source (a source
     // spanning several hosts goes on with the others meanwhile).
     log.warn({ event: 'robots-unavailable', origin, reason, try: failures, of: this.cfg.robotsMaxTries, ...(giveUp ? {} : { askedAgainAt: new Date(retryAtMs).toISOString() }) },
       giveUp ? 'robots.txt unreadable again: its URLs fail' : 'robots.txt unreadable: its URLs wait until it is asked again');
-    return { expiresAt: retryAtMs, check: () => ({ kind: 'unavailable', reason: told, retryAtMs, giveUp, tries: failures }) };
+    return unavailable(reason, failures, giveUp, retryAtMs, retryMs);
   }
+}
+
+/** The entry of an origin whose robots.txt could not be read, until it is asked again at `retryAtMs`. */
+function unavailable(reason: string, tries: number, giveUp: boolean, retryAtMs: number, retryMs: number): Entry {
+  const told = giveUp ? `${reason}; gave up after ${tries === 1 ? '1 try' : `${tries} tries at least ${interval(retryMs)} apart`}` : reason;
+  return { expiresAt: retryAtMs, check: () => ({ kind: 'unavailable', reason: told, retryAtMs, giveUp, tries }) };
 }
 
 /**

@@ -7,8 +7,9 @@ import type { ObjectStore } from './store';
  * to it (and later runs over it) ask the site for an origin's file once a day between them, not
  * each worker process once: with ten workers a site saw its robots.txt asked ten times, and a
  * worker's first request could come sooner than the file's Crawl-delay after another worker's
- * image request. Only answers that settle the file are kept (see KEPT_STATUS); failures are
- * each worker's own to retry.
+ * image request. Answers that settle the file are kept for a day (see KEPT_STATUS); a
+ * robots.txt the site answered with trouble (5xx, 429, 408) is kept as `unreadable` until it is
+ * to be asked again, so that a site in trouble is asked on one schedule, not on each worker's.
  */
 export interface SharedSiteFile {
   /** When the file was fetched from the site (epoch ms): it is good for a day from then. */
@@ -16,6 +17,11 @@ export interface SharedSiteFile {
   status: number;
   /** The file's text as read (robots.txt: its first 512 KiB) for a 2xx; absent otherwise (no file). */
   rules?: string;
+  /**
+   * robots.txt only: the site answered with trouble. `tries`: reads that failed in a row, by any
+   * worker; `retryAtMs`: when it is to be asked again (epoch ms).
+   */
+  unreadable?: { reason: string; tries: number; retryAtMs: number };
 }
 
 /**
@@ -52,6 +58,17 @@ const KEPT_STATUS: Record<SiteFile, (status: number) => boolean> = {
   'tdmrep.json': (s) => s >= 200 && s < 500 && s !== 429 && s !== 408,
 };
 
+/**
+ * The site's own answers of trouble, kept as `unreadable` for robots.txt. Not a failure to
+ * connect or a timeout: those may be the worker's own network, and would hold the site's URLs
+ * at every other worker.
+ */
+export function siteInTrouble(status: number): boolean {
+  return (status >= 500 && status < 600) || status === 429 || status === 408;
+}
+const SHARES_TROUBLE: Record<SiteFile, boolean> = { 'robots.txt': true, 'tdmrep.json': false };
+const MAX_REASON_CHARS = 500;
+
 /** A fetchedAtMs this far ahead of our clock is a skewed or damaged entry, not a file to trust for a day. */
 const MAX_FUTURE_MS = 5 * 60_000;
 
@@ -73,7 +90,11 @@ export class SiteFileShelf {
     while (this.writes.size) await Promise.all([...this.writes]);
   }
 
-  /** The origin's kept file while it is younger than `ttlMs`, else undefined (also when the store cannot be read in time). */
+  /**
+   * The origin's kept file while it is younger than `ttlMs`, else undefined (also when the store
+   * cannot be read in time). An `unreadable` entry is returned past its retryAtMs too: its count
+   * of tries goes on with the next read.
+   */
   async read(origin: string, now: number, ttlMs: number): Promise<SharedSiteFile | undefined> {
     let body: Buffer | undefined;
     let timer: ReturnType<typeof setTimeout> | undefined;
@@ -88,7 +109,7 @@ export class SiteFileShelf {
       clearTimeout(timer);
     }
     if (!body) return undefined;
-    const kept = parse(body, KEPT_STATUS[this.file]);
+    const kept = parse(body, KEPT_STATUS[this.file], SHARES_TROUBLE[this.file]);
     if (!kept) {
       log.warn({ event: 'site-file-shelf', file: this.file, origin, key: siteFileKey(this.file, origin) }, 'kept site file entry is not one we wrote: the site is asked instead');
       return undefined;
@@ -115,11 +136,19 @@ export class RobotsShelf extends SiteFileShelf {
   }
 }
 
-function parse(body: Buffer, keptStatus: (status: number) => boolean): SharedSiteFile | undefined {
+function parse(body: Buffer, keptStatus: (status: number) => boolean, sharesTrouble: boolean): SharedSiteFile | undefined {
   try {
     const v = JSON.parse(body.toString('utf8')) as Record<string, unknown>;
     const { fetchedAtMs, status, rules } = v;
-    if (typeof fetchedAtMs !== 'number' || !Number.isFinite(fetchedAtMs) || typeof status !== 'number' || !keptStatus(status)) return undefined;
+    if (typeof fetchedAtMs !== 'number' || !Number.isFinite(fetchedAtMs) || typeof status !== 'number') return undefined;
+    if (sharesTrouble && siteInTrouble(status)) {
+      const u = v.unreadable as Record<string, unknown> | null | undefined;
+      if (typeof u !== 'object' || u === null) return undefined;
+      const { reason, tries, retryAtMs } = u;
+      if (typeof reason !== 'string' || !Number.isSafeInteger(tries) || (tries as number) < 1 || typeof retryAtMs !== 'number' || !Number.isFinite(retryAtMs)) return undefined;
+      return { fetchedAtMs, status, unreadable: { reason: reason.slice(0, MAX_REASON_CHARS), tries: tries as number, retryAtMs } };
+    }
+    if (!keptStatus(status)) return undefined;
     if (status >= 200 && status < 300) return typeof rules === 'string' ? { fetchedAtMs, status, rules } : undefined;
     return { fetchedAtMs, status };
   } catch {

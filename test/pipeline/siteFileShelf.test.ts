@@ -40,25 +40,116 @@ describe('robots.txt kept in the store for every worker of a crawl', () => {
     expect(o.hits('/robots.txt')).toHaveLength(1);
   });
 
-  it('shares a 4xx (no rules), but not a 5xx: each worker asks again for a file the site could not serve', async () => {
+  it('shares a 4xx (no rules): the other workers do not ask', async () => {
     await o.route('/robots.txt', (_q, r) => { r.writeHead(404); r.end(); }).start();
     const first = worker();
     await first.check(new URL(o.url('/a.jpg')));
     await first.settled();
     expect((await worker().check(new URL(o.url('/b.jpg')))).verdict.kind).toBe('allowed');
     expect(o.hits('/robots.txt')).toHaveLength(1);
+  });
 
-    const other = new Origin();
-    try {
-      await other.route('/robots.txt', (_q, r) => { r.writeHead(503); r.end(); }).start('127.0.0.2');
-      const a = worker();
-      expect((await a.check(new URL(other.url('/a.jpg')))).verdict.kind).toBe('unavailable');
+  describe('a robots.txt the site could not serve', () => {
+    const RETRY_MS = cfg.robotsRetryMs;
+    const unavailable = (tries: number, giveUp = false) => ({ kind: 'unavailable', tries, giveUp, reason: expect.stringContaining('robots.txt answered 503'), retryAtMs: expect.any(Number) });
+
+    it('holds the origin at every worker until it is due, and counts the tries across them: the site is asked three times in all', async () => {
+      await o.route('/robots.txt', (_q, r) => { r.writeHead(503); r.end(); }).start();
+      const t0 = Date.now();
+      let clock = t0;
+      const a = worker(() => clock);
+      const first = await a.check(new URL(o.url('/a.jpg')));
+      expect(first).toEqual({ verdict: unavailable(1), fetched: true });
       await a.settled();
-      expect((await worker().check(new URL(other.url('/a.jpg')))).verdict.kind).toBe('unavailable');
-      expect(other.hits('/robots.txt')).toHaveLength(2);
-    } finally {
-      await other.stop();
-    }
+      const dueAt = (first.verdict as { retryAtMs: number }).retryAtMs;
+
+      // Another worker, a minute on: no request, and it asks after the first would have.
+      const b = worker(() => t0 + 60_000);
+      const held = await b.check(new URL(o.url('/b.jpg')));
+      expect(held).toEqual({ verdict: unavailable(1), fetched: false, shared: true });
+      expect((held.verdict as { retryAtMs: number }).retryAtMs).toBeGreaterThan(dueAt);
+      expect(o.hits('/robots.txt')).toHaveLength(1);
+
+      // Due: the worker that kept it asks (try 2); the others wait out up to 30 s more (the
+      // monitors grant every worker at that moment), and read what it kept.
+      clock = dueAt;
+      const held2 = await worker(() => clock).check(new URL(o.url('/b.jpg')));
+      expect(held2).toEqual({ verdict: unavailable(1), fetched: false, shared: true });
+      expect((held2.verdict as { retryAtMs: number }).retryAtMs).toBeGreaterThanOrEqual(dueAt + 15_000);
+      const second = await a.check(new URL(o.url('/a.jpg')));
+      expect(second).toEqual({ verdict: unavailable(2), fetched: true });
+      await a.settled();
+      const b2 = worker(() => clock + 30_001);
+      expect(await b2.check(new URL(o.url('/b.jpg')))).toEqual({ verdict: unavailable(2), fetched: false, shared: true });
+      expect(o.hits('/robots.txt')).toHaveLength(2);
+
+      // A worker new to the origin, once that is due, makes the third try and gives up.
+      clock = (second.verdict as { retryAtMs: number }).retryAtMs + 30_001;
+      const c = worker(() => clock);
+      expect((await c.check(new URL(o.url('/c.jpg')))).verdict).toEqual(unavailable(3, true));
+      await c.settled();
+      const d = worker(() => clock + 1_000);
+      expect(await d.check(new URL(o.url('/d.jpg')))).toEqual({ verdict: unavailable(3, true), fetched: false, shared: true });
+      expect(o.hits('/robots.txt')).toHaveLength(3);
+    });
+
+    it('keeps the file once the site serves it again: a worker due later reads it', async () => {
+      let up = false;
+      await o.route('/robots.txt', (_q, r) => {
+        if (!up) { r.writeHead(503, { 'retry-after': '600' }); r.end(); return; }
+        r.writeHead(200, { 'content-type': 'text/plain' }); r.end('User-agent: *\nDisallow: /private/\n');
+      }).start();
+      const t0 = Date.now();
+      const a = worker(() => t0);
+      const first = await a.check(new URL(o.url('/a.jpg')));
+      await a.settled();
+      // The site's Retry-After (10 min) holds the other workers too.
+      const dueAt = (first.verdict as { retryAtMs: number }).retryAtMs;
+      expect(dueAt).toBe(t0 + 600_000);
+      const b = worker(() => t0 + 1_000);
+      expect((await b.check(new URL(o.url('/b.jpg')))).verdict).toMatchObject({ kind: 'unavailable', tries: 1 });
+
+      up = true;
+      const a2 = worker(() => dueAt + 30_001);
+      expect((await a2.check(new URL(o.url('/a.jpg')))).verdict.kind).toBe('allowed');
+      await a2.settled();
+      expect(await worker(() => dueAt + 30_002).check(new URL(o.url('/private/b.jpg')))).toMatchObject({ verdict: { kind: 'disallowed' }, fetched: false, shared: true });
+      expect(o.hits('/robots.txt')).toHaveLength(2);
+    });
+
+    it('starts a new count when the last failed read was due long ago', async () => {
+      await o.route('/robots.txt', (_q, r) => { r.writeHead(503); r.end(); }).start();
+      const t0 = Date.now();
+      const a = worker(() => t0);
+      await a.check(new URL(o.url('/a.jpg')));
+      await a.settled();
+      // An hour later (a crawl run again after the outage): try 1, not 2.
+      expect((await worker(() => t0 + 3600_000).check(new URL(o.url('/b.jpg')))).verdict).toEqual(unavailable(1));
+      expect(o.hits('/robots.txt')).toHaveLength(2);
+    });
+
+    it('does not keep a failure to reach the site, which may be the worker\'s own network', async () => {
+      const gone = await new Origin().start('127.0.0.2');
+      const url = new URL(gone.url('/a.jpg'));
+      await gone.stop();
+      const a = worker();
+      expect((await a.check(url)).verdict.kind).toBe('unavailable');
+      await a.settled();
+      expect(await store.get(robotsKey(url.origin))).toBeUndefined();
+    });
+
+    it('does not hold an origin longer than its own read would on an entry that says so', async () => {
+      await o.serve('/robots.txt', 'User-agent: *\nAllow: /\n', 'text/plain').start();
+      const originOf = o.url('/').replace(/\/$/, '');
+      const now = Date.now();
+      await store.put(robotsKey(originOf), JSON.stringify({ fetchedAtMs: now, status: 503, unreadable: { reason: 'robots.txt answered 503', tries: 1, retryAtMs: now + 30 * DAY_MS } }), 'application/json');
+      const { verdict } = await worker(() => now).check(new URL(o.url('/a.jpg')));
+      expect(verdict).toMatchObject({ kind: 'unavailable', tries: 1 });
+      expect((verdict as { retryAtMs: number }).retryAtMs).toBeLessThanOrEqual(now + 15 * 60_000 + 30_000);
+      // One that is not ours at all is asked past.
+      await store.put(robotsKey(originOf), JSON.stringify({ fetchedAtMs: now, status: 503, unreadable: { tries: 'many' } }), 'application/json');
+      expect(await worker(() => now).check(new URL(o.url('/a.jpg')))).toEqual({ verdict: { kind: 'allowed' }, fetched: true });
+    });
   });
 
   it('asks the site again once the kept file is 24 hours old, and keeps the new one', async () => {
