@@ -453,6 +453,8 @@ class CollectHandler implements Dispatcher.DispatchHandler, SendWatcher {
   /** How long that connection had waited unused before this request. */
   idleBeforeSendMs?: number;
   private socket?: object;
+  /** What the connection had received when this request went out (see closedBeforeAnswer). */
+  private bytesReadAtSend?: number;
 
   constructor(
     private readonly resolve: (r: HopResponse) => void,
@@ -508,11 +510,17 @@ class CollectHandler implements Dispatcher.DispatchHandler, SendWatcher {
     this.staleConnection = stale;
     this.idleBeforeSendMs = idleMs;
     this.socket = socket;
+    this.bytesReadAtSend = bytesRead(socket);
   }
 
-  /** The request went out on a connection the site may have closed, and it closed with no answer. */
+  /**
+   * The request went out on a connection the site may have closed, and it closed with no answer.
+   * Not when any of an answer had come (a status line cut off, headers too short to parse): the
+   * site had read the request, and sending it again at once made two requests in one slot.
+   */
   closedBeforeAnswer(err: unknown): boolean {
-    return this.staleConnection && !this.res && this.abortReason === undefined && closedUnanswered(err);
+    return this.staleConnection && !this.res && this.abortReason === undefined && closedUnanswered(err)
+      && (this.socket === undefined || bytesRead(this.socket) === this.bytesReadAtSend);
   }
 
   onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
@@ -594,4 +602,13 @@ function classifyError(err: unknown, aborted: Error | undefined, afterHeaders = 
   // Node's socket errors name their code already ("connect ECONNREFUSED 10.0.0.1:80"): once is enough.
   const label = code ?? e.name ?? 'error';
   return ['network', (message.includes(label) ? message : `${label}: ${message}`).slice(0, 300)];
+}
+
+/**
+ * Bytes of the site's answers a connection has received: a net.Socket's count (a TLS socket's
+ * counts decrypted data, so a close_notify alert is not an answer); undefined for anything else.
+ */
+function bytesRead(socket: object): number | undefined {
+  const n = (socket as { bytesRead?: unknown }).bytesRead;
+  return typeof n === 'number' ? n : undefined;
 }

@@ -2,7 +2,7 @@ import net from 'node:net';
 import { pipelineConfigFromEnv } from '../../src/pipeline/config';
 import { Fetcher } from '../../src/pipeline/fetcher';
 
-type How = 'reset' | 'end' | '408';
+type How = 'reset' | 'end' | '408' | 'cut';
 
 /**
  * A keep-alive site on 127.0.0.1 that closes a connection unanswered when `refuse` says so,
@@ -39,6 +39,8 @@ class ClosingSite {
             this.refused.push(path);
             if (this.how === 'reset') socket.resetAndDestroy();
             else if (this.how === 'end') socket.end();
+            // Began to answer (the request was read), then the connection broke.
+            else if (this.how === 'cut') socket.end('HTTP/1.1 200 OK\r\ncontent-ty');
             else socket.end('HTTP/1.1 408 Request Timeout\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
             return;
           }
@@ -124,6 +126,17 @@ describe.each(['reset', 'end', '408'] as const)('a keep-alive connection the sit
     await withSite(how, () => true, async (site, base, f) => {
       expect(await f.fetch(`${base}/a`)).toMatchObject(refusedAnswer);
       expect(site.refused).toEqual(['/a']);
+      expect(site.connections).toBe(1);
+      expect(site.resent).toBe(0);
+    });
+  });
+});
+
+describe('a keep-alive connection the site closed part-way through its answer', () => {
+  it('is not sent again: the site had read the request, and a second at once would make two in one slot', async () => {
+    await withSite('cut', (_site, n) => n > 1, async (site, base, f) => {
+      expect(await secondOnSameConnection(base, f)).toMatchObject({ ok: false, failure: 'network', sent: true });
+      expect(site.refused).toEqual(['/b']);
       expect(site.connections).toBe(1);
       expect(site.resent).toBe(0);
     });
