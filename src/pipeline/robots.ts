@@ -64,9 +64,10 @@ export const NO_SUCH_HOST_RETRY_MS = 30_000;
 const SHELF_REREAD_MS = 30_000;
 /**
  * Workers holding a kept failed read of robots.txt ask again up to this much after it is due
- * (from half of it, at random; at most a tenth of robotsRetryMs): see fromKeptTrouble.
+ * (from half of it, at random; at most a tenth of robotsRetryMs): see fromKeptTrouble. A source's
+ * monitor holds it until the latest time its workers report, so this also delays the source.
  */
-const TROUBLE_SPREAD_MS = 30_000;
+const TROUBLE_SPREAD_MS = 10_000;
 /** RFC 9309: follow at least five consecutive redirects; past that, robots.txt is unavailable. */
 const ROBOTS_MAX_REDIRECTS = 5;
 

@@ -70,21 +70,21 @@ describe('robots.txt kept in the store for every worker of a crawl', () => {
       expect((held.verdict as { retryAtMs: number }).retryAtMs).toBeGreaterThan(dueAt);
       expect(o.hits('/robots.txt')).toHaveLength(1);
 
-      // Due: the worker that kept it asks (try 2); the others wait out up to 30 s more (the
+      // Due: the worker that kept it asks (try 2); the others wait out up to 10 s more (the
       // monitors grant every worker at that moment), and read what it kept.
       clock = dueAt;
       const held2 = await worker(() => clock).check(new URL(o.url('/b.jpg')));
       expect(held2).toEqual({ verdict: unavailable(1), fetched: false, shared: true });
-      expect((held2.verdict as { retryAtMs: number }).retryAtMs).toBeGreaterThanOrEqual(dueAt + 15_000);
+      expect((held2.verdict as { retryAtMs: number }).retryAtMs).toBeGreaterThanOrEqual(dueAt + 5_000);
       const second = await a.check(new URL(o.url('/a.jpg')));
       expect(second).toEqual({ verdict: unavailable(2), fetched: true });
       await a.settled();
-      const b2 = worker(() => clock + 30_001);
+      const b2 = worker(() => clock + 10_001);
       expect(await b2.check(new URL(o.url('/b.jpg')))).toEqual({ verdict: unavailable(2), fetched: false, shared: true });
       expect(o.hits('/robots.txt')).toHaveLength(2);
 
       // A worker new to the origin, once that is due, makes the third try and gives up.
-      clock = (second.verdict as { retryAtMs: number }).retryAtMs + 30_001;
+      clock = (second.verdict as { retryAtMs: number }).retryAtMs + 10_001;
       const c = worker(() => clock);
       expect((await c.check(new URL(o.url('/c.jpg')))).verdict).toEqual(unavailable(3, true));
       await c.settled();
@@ -110,10 +110,10 @@ describe('robots.txt kept in the store for every worker of a crawl', () => {
       expect((await b.check(new URL(o.url('/b.jpg')))).verdict).toMatchObject({ kind: 'unavailable', tries: 1 });
 
       up = true;
-      const a2 = worker(() => dueAt + 30_001);
+      const a2 = worker(() => dueAt + 10_001);
       expect((await a2.check(new URL(o.url('/a.jpg')))).verdict.kind).toBe('allowed');
       await a2.settled();
-      expect(await worker(() => dueAt + 30_002).check(new URL(o.url('/private/b.jpg')))).toMatchObject({ verdict: { kind: 'disallowed' }, fetched: false, shared: true });
+      expect(await worker(() => dueAt + 10_002).check(new URL(o.url('/private/b.jpg')))).toMatchObject({ verdict: { kind: 'disallowed' }, fetched: false, shared: true });
       expect(o.hits('/robots.txt')).toHaveLength(2);
     });
 
@@ -145,7 +145,7 @@ describe('robots.txt kept in the store for every worker of a crawl', () => {
       await store.put(robotsKey(originOf), JSON.stringify({ fetchedAtMs: now, status: 503, unreadable: { reason: 'robots.txt answered 503', tries: 1, retryAtMs: now + 30 * DAY_MS } }), 'application/json');
       const { verdict } = await worker(() => now).check(new URL(o.url('/a.jpg')));
       expect(verdict).toMatchObject({ kind: 'unavailable', tries: 1 });
-      expect((verdict as { retryAtMs: number }).retryAtMs).toBeLessThanOrEqual(now + 15 * 60_000 + 30_000);
+      expect((verdict as { retryAtMs: number }).retryAtMs).toBeLessThanOrEqual(now + 15 * 60_000 + 10_000);
       // One that is not ours at all is asked past.
       await store.put(robotsKey(originOf), JSON.stringify({ fetchedAtMs: now, status: 503, unreadable: { tries: 'many' } }), 'application/json');
       expect(await worker(() => now).check(new URL(o.url('/a.jpg')))).toEqual({ verdict: { kind: 'allowed' }, fetched: true });
