@@ -420,6 +420,26 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     }
   });
 
+  it('holds a host whose robots.txt another worker found in trouble until it is due, without a request, and hands the grant back', async () => {
+    const site = await new Origin().route('/robots.txt', (_q, r) => { r.writeHead(503); r.end(); }).serve('/a.png', await png(30, 20), 'image/png').start();
+    const { other, acts: otherActs } = secondWorker();
+    try {
+      const first = (await new MockActivityEnvironment().run(acts.fetchBatch, grantOn(site, 'kept-trouble', 1, ['/a.png?1'], 5))) as FetchBatchResult;
+      expect(first.robotsRetryMs).toBeGreaterThan(0);
+      await pipeline.robots.settled();
+      const r = (await new MockActivityEnvironment().run(otherActs.fetchBatch, grantOn(site, 'kept-trouble', 2, ['/a.png?2', '/a.png?3'], 9))) as FetchBatchResult;
+      // Nothing sent: both URLs wait for the read the first worker is due to make, and the
+      // monitor is told when (no earlier than the first worker's) and why.
+      expect(site.requests.map((q) => q.path)).toEqual(['/robots.txt']);
+      expect(r.outcomes.filter((o) => o.sent)).toEqual([]);
+      expect(r.robotsRetryMs).toBeGreaterThanOrEqual(first.robotsRetryMs! - 1_000);
+      expect(r.robotsError).toMatch(/robots\.txt answered 503 \(try 1 of 3; its URLs fail after the last\)/);
+    } finally {
+      await other.close();
+      await site.stop();
+    }
+  });
+
   it('keeps to a Crawl-delay it read from the store before its first request to the host', async () => {
     const site = await new Origin().serve('/robots.txt', 'User-agent: *\nCrawl-delay: 1\n', 'text/plain').serve('/a.png', await png(30, 20), 'image/png').start();
     const { other, acts: otherActs } = secondWorker();
