@@ -93,6 +93,21 @@ describe('robots.txt kept in the store for every worker of a crawl', () => {
       expect(o.hits('/robots.txt')).toHaveLength(3);
     });
 
+    it('ends the URLs of workers waiting for the last try with it, but an operator\'s crawl again a few minutes on asks afresh', async () => {
+      await o.route('/robots.txt', (_q, r) => { r.writeHead(503); r.end(); }).start();
+      const once = pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'], robotsAgent: 'PoliteImageCrawler', robotsMaxTries: 1 });
+      const t0 = Date.now();
+      const a = new RobotsCache(fetcher, once, () => t0, ROBOTS_MAX_ORIGINS, new RobotsShelf(store));
+      expect((await a.check(new URL(o.url('/a.jpg')))).verdict).toEqual(unavailable(1, true));
+      await a.settled();
+      const waiting = new RobotsCache(fetcher, once, () => t0 + 8_000, ROBOTS_MAX_ORIGINS, new RobotsShelf(store));
+      expect(await waiting.check(new URL(o.url('/b.jpg')))).toEqual({ verdict: unavailable(1, true), fetched: false, shared: true });
+      expect(o.hits('/robots.txt')).toHaveLength(1);
+      const again = new RobotsCache(fetcher, once, () => t0 + 120_000, ROBOTS_MAX_ORIGINS, new RobotsShelf(store));
+      expect(await again.check(new URL(o.url('/b.jpg')))).toEqual({ verdict: unavailable(1, true), fetched: true });
+      expect(o.hits('/robots.txt')).toHaveLength(2);
+    });
+
     it('keeps the file once the site serves it again: a worker due later reads it', async () => {
       let up = false;
       await o.route('/robots.txt', (_q, r) => {
