@@ -68,11 +68,6 @@ const SHELF_REREAD_MS = 30_000;
  * monitor holds it until the latest time its workers report, so this also delays the source.
  */
 const TROUBLE_SPREAD_MS = 10_000;
-/**
- * A kept give-up ends the URLs of workers that look within this long of its try: those were
- * waiting for it (a source's monitor lets them all go when it is due). A later look asks afresh.
- */
-const SHARED_GIVE_UP_MS = 60_000;
 /** RFC 9309: follow at least five consecutive redirects; past that, robots.txt is unavailable. */
 const ROBOTS_MAX_REDIRECTS = 5;
 
@@ -151,7 +146,7 @@ export class RobotsCache {
     const ttlMs = spreadTtlMs(this.cfg.robotsTtlMs);
     look.read = this.shelf.read(origin, now, ttlMs).then((kept) => {
       if (kept?.unreadable) {
-        const holds = this.fromKeptTrouble(origin, kept.unreadable, kept.fetchedAtMs);
+        const holds = this.fromKeptTrouble(origin, kept.unreadable);
         // Due: the slot that asks the site looks again first, in case another worker just has.
         if (!holds && this.shelfReads.get(origin) === look) this.shelfReads.delete(origin);
         return (look.found = holds);
@@ -179,15 +174,16 @@ export class RobotsCache {
    * 50-100% of TROUBLE_SPREAD_MS later (the monitors grant every worker at that moment), and read
    * the answer the first one kept. True when it holds the origin now.
    */
-  private fromKeptTrouble(origin: string, kept: { reason: string; tries: number; retryAtMs: number }, fetchedAtMs: number): boolean {
+  private fromKeptTrouble(origin: string, kept: { reason: string; tries: number; retryAtMs: number }): boolean {
     if (this.fresh(origin)) return false;
     const now = this.now();
     const retryMs = this.cfg.robotsRetryMs;
     // Tries in a row: a read due long ago (an earlier crawl, a site that has had time to
-    // recover) starts a new count. So does a give-up read by a worker that was not waiting for
-    // that try (an operator's `crawl again --failed`, a later chunk): it asks, as before.
+    // recover) starts a new count. So does a give-up found by a worker that was not waiting for
+    // that try (an operator's `crawl again --failed` right after, a later chunk): it asks, as a
+    // worker of its own did before the failures were kept.
     if (kept.retryAtMs + retryMs < now) return false;
-    if (kept.tries >= this.cfg.robotsMaxTries && now - fetchedAtMs > SHARED_GIVE_UP_MS && this.keptTrouble.get(origin) !== kept.retryAtMs) return false;
+    if (kept.tries >= this.cfg.robotsMaxTries && !this.failures.has(origin)) return false;
     const tries = Math.max(kept.tries, this.failures.get(origin) ?? 0);
     setBounded(this.failures, origin, tries, this.maxOrigins);
     const spreadMs = Math.min(TROUBLE_SPREAD_MS, retryMs / 10);
