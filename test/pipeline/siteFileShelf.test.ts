@@ -50,7 +50,6 @@ describe('robots.txt kept in the store for every worker of a crawl', () => {
   });
 
   describe('a robots.txt the site could not serve', () => {
-    const RETRY_MS = cfg.robotsRetryMs;
     const unavailable = (tries: number, giveUp = false) => ({ kind: 'unavailable', tries, giveUp, reason: expect.stringContaining('robots.txt answered 503'), retryAtMs: expect.any(Number) });
 
     it('holds the origin at every worker until it is due, and counts the tries across them: the site is asked three times in all', async () => {
