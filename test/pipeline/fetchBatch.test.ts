@@ -79,6 +79,7 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
       .route('/long-chain', (q, r) => { r.writeHead(302, { location: `/long-chain?${Number(q.url!.split('?')[1] ?? 0) + 1}` }); r.end(); })
       .route('/to-internal', redirect('http://10.0.0.1/x.jpg'))
       .route('/bad-redirect', redirect('http://[::1'))
+      .route('/to-javascript', redirect('javascript:alert(1)'))
       .route('/drip.jpg', drip)
       .route('/fail.jpg', (_q, r) => { r.writeHead(500); r.end(); })
       .route('/busy.jpg', (_q, r) => { r.writeHead(503, { 'retry-after': '120' }); r.end(); })
@@ -130,9 +131,9 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
   it('gives every URL the right outcome and reason, and loses none of the batch', async () => {
     const paths = ['/good.jpg', '/good.png', '/rotated.jpg', '/truncated.jpg', '/page.jpg', '/bomb.png', '/scan-bomb.jpg', '/huge.jpg',
       '/gone.jpg', '/missing.jpg', '/members.jpg', '/r1', '/loop', '/loop-a', '/long-chain', '/to-internal', '/bad-redirect', '/drip.jpg', '/private/secret.jpg',
-      '/hinted.png', '/processing.png', '/continue.png', '/partial.jpg', '/no-location'];
+      '/hinted.png', '/processing.png', '/continue.png', '/partial.jpg', '/no-location', '/to-javascript'];
     // Redirect hops take slots of their own: /r1 four, /loop-a two, /long-chain six.
-    const { result, by } = await run(paths, paths.length + 9);
+    const { result, by } = await run(paths, paths.length + 10);
     expect(result.unused).toEqual([]);
     expect(result.outcomes).toHaveLength(paths.length);
     const table = Object.fromEntries(paths.map((p) => [p, `${by.get(p)?.cls}: ${by.get(p)?.reason ?? ''}`]));
@@ -163,6 +164,7 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
       '/continue.png': 'error: protocol: bad response: a 100 Continue that was not asked for, or an answer to no request; not asked again',
       '/partial.jpg': 'content: http 206: part of the image only, though no range was asked for',
       '/no-location': 'content: http 302: a redirect without a Location header',
+      '/to-javascript': 'refused: scheme javascript: not allowed (http and https only)',
     });
     expect(by.get('/private/secret.jpg')!.sent).toBe(false);
     expect(origin.hits('/private/')).toEqual([]);
