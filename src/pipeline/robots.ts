@@ -345,7 +345,7 @@ export class RobotsCache {
     // 4xx: no robots.txt, no restrictions (RFC 9309), except 429 and 408: a site that asks us
     // to slow down, or that timed out waiting for the request, has not said it has no rules, so
     // it is treated as unavailable, as 5xx (a 408 allowed every URL for 24 h).
-    if (res.status !== undefined && res.status >= 400 && res.status < 500 && res.status !== 429 && res.status !== 408) {
+    if (res.status !== undefined && res.status >= 400 && res.status < 500 && !siteInTrouble(res.status)) {
       this.failures.delete(origin);
       this.keep(origin, { fetchedAtMs: now, status: res.status });
       return { expiresAt: now + this.cfg.robotsTtlMs, check: () => ({ kind: 'allowed' }) };

@@ -49,23 +49,25 @@ export function robotsKey(origin: string): string {
 }
 
 /**
- * The answers that settle a file for a day, by status (a 2xx with its text); the others (a site
- * in trouble) are each worker's own to ask again. robots.txt: a file, or a 4xx that means none
- * (RobotsCache.load). tdmrep.json: anything but trouble, a redirect or a 404 being no file.
- */
-const KEPT_STATUS: Record<SiteFile, (status: number) => boolean> = {
-  'robots.txt': (s) => (s >= 200 && s < 300) || (s >= 400 && s < 500 && s !== 429 && s !== 408),
-  'tdmrep.json': (s) => s >= 200 && s < 500 && s !== 429 && s !== 408,
-};
-
-/**
- * The site's own answers of trouble, kept as `unreadable` for robots.txt. Not a failure to
+ * The site's own answers of trouble: asked again soon, never taken as the file (a 429 or 408 is
+ * not a 4xx that says there is none). Kept as `unreadable` for robots.txt. Not a failure to
  * connect or a timeout: those may be the worker's own network, and would hold the site's URLs
  * at every other worker.
  */
 export function siteInTrouble(status: number): boolean {
   return (status >= 500 && status < 600) || status === 429 || status === 408;
 }
+
+/**
+ * The answers that settle a file for a day, by status (a 2xx with its text); the others are
+ * asked again soon. robots.txt: a file, or a 4xx that means none
+ * (RobotsCache.load). tdmrep.json: anything but trouble, a redirect or a 404 being no file.
+ */
+const KEPT_STATUS: Record<SiteFile, (status: number) => boolean> = {
+  'robots.txt': (s) => (s >= 200 && s < 300) || (s >= 400 && s < 500 && !siteInTrouble(s)),
+  'tdmrep.json': (s) => s >= 200 && s < 500 && !siteInTrouble(s),
+};
+
 const SHARES_TROUBLE: Record<SiteFile, boolean> = { 'robots.txt': true, 'tdmrep.json': false };
 const MAX_REASON_CHARS = 500;
 

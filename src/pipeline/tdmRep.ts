@@ -2,7 +2,7 @@ import { setBounded } from '../shared/boundedMap';
 import type { PipelineConfig } from './config';
 import type { Fetcher } from './fetcher';
 import type { RightsHeaders } from './rightsHeaders';
-import { type SiteFileShelf, spreadTtlMs } from './siteFileShelf';
+import { type SiteFileShelf, siteInTrouble, spreadTtlMs } from './siteFileShelf';
 
 /**
  * A site's TDMRep file (W3C community group's TDM Reservation Protocol, "TDM file on the origin
@@ -164,7 +164,7 @@ export class TdmRepCache {
       if (res.failure === 'late') return false;
       const now = this.now();
       // A site in trouble (5xx, 429, no answer) may have a file: it is asked again as robots.txt would be.
-      const trouble = res.status === undefined || res.status >= 500 || res.status === 429 || res.status === 408;
+      const trouble = res.status === undefined || res.status >= 500 || siteInTrouble(res.status);
       const text = res.ok ? res.body?.toString('utf8') ?? '' : undefined;
       const rules = text !== undefined ? parseTdmRep(text) : [];
       setBounded(this.entries, origin, { expiresAt: now + (trouble ? this.cfg.robotsRetryMs : this.cfg.robotsTtlMs), rules }, MAX_ORIGINS);
