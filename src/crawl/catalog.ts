@@ -24,13 +24,14 @@ export async function readCatalog(path: string): Promise<Catalog> {
     throw new Error(`cannot read catalog ${path}: ${(err as Error).message}`);
   }
   let entries: unknown[];
-  const trimmed = text.trim();
+  // Line ends of any kind (a carriage return alone: Excel for Mac), which JSON reads as blank space.
+  const trimmed = text.replace(/\r\n?/g, '\n').trim();
   try {
     if (trimmed.startsWith('[')) entries = JSON.parse(trimmed);
     else if (trimmed.startsWith('{') && !trimmed.includes('\n{')) {
       const obj = JSON.parse(trimmed) as Record<string, unknown>;
       entries = keyedEntries(obj, path);
-    } else entries = trimmed.split('\n').filter((l) => l.trim()).map((l) => JSON.parse(l));
+    } else entries = ndjsonEntries(trimmed, path);
   } catch (err) {
     if (err instanceof CatalogError) throw err;
     throw new Error(`catalog ${path} is not valid JSON or NDJSON: ${(err as Error).message}`);
@@ -55,6 +56,20 @@ export async function readCatalog(path: string): Promise<Catalog> {
 }
 
 class CatalogError extends Error {}
+
+/** One entry a line; a line that is not JSON is named by its number (in a catalogue of thousands). */
+function ndjsonEntries(text: string, path: string): unknown[] {
+  const entries: unknown[] = [];
+  text.split('\n').forEach((line, i) => {
+    if (!line.trim()) return;
+    try {
+      entries.push(JSON.parse(line));
+    } catch (err) {
+      throw new CatalogError(`catalog ${path} line ${i + 1} is not valid JSON (${(err as Error).message}): a catalogue is a JSON array, or one JSON object a line, of {"name", "imageCount"?, "rate"?, "burst"?}`);
+    }
+  });
+  return entries;
+}
 
 /**
  * An object keyed by source name, or the one entry of a one-line NDJSON catalogue, which looks

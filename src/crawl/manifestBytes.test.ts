@@ -1,4 +1,4 @@
-import { firstBytes } from './manifestBytes';
+import { firstBytes, lineFeeds } from './manifestBytes';
 
 async function* pieces(text: string, size: number): AsyncGenerator<Buffer> {
   for (let at = 0; at < text.length; at += size) yield Buffer.from(text.slice(at, at + size));
@@ -28,5 +28,21 @@ describe('firstBytes (the bytes a manifest id is of)', () => {
 
   it('fails when the file is shorter than when first read', async () => {
     await expect(read('a\nb', 10, 7, 5)).rejects.toThrow('manifest m.txt is shorter than when it was first read a moment ago');
+  });
+});
+
+describe('lineFeeds (classic Mac line ends)', () => {
+  async function feeds(text: string, size: number): Promise<string> {
+    const out: Buffer[] = [];
+    for await (const b of lineFeeds(pieces(text, size))) out.push(b);
+    return Buffer.concat(out).toString();
+  }
+
+  // Cut anywhere, a CR before an LF must stay a CRLF, and a lone CR must become an LF, also
+  // when the cut falls between the two or right after a CR that ends the text.
+  it.each([1, 2, 3, 4, 7, 100])('turns a carriage return alone into a line feed, byte for byte, and leaves CRLF (pieces of %i)', async (size) => {
+    expect(await feeds('a\rbb\r\ncc\r\rd\n\re\r', size)).toBe('a\nbb\r\ncc\n\nd\n\ne\n');
+    expect(await feeds('\r\r\n\r', size)).toBe('\n\r\n\n');
+    expect(await feeds('no breaks', size)).toBe('no breaks');
   });
 });

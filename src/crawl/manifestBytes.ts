@@ -80,9 +80,15 @@ export function utf16Of(head: Buffer): Utf16 | undefined {
 
 /**
  * The manifest's text as UTF-8 bytes, streamed: a UTF-16 manifest is the same manifest as its
- * UTF-8 text (no byte-order mark), gzip or not. A damaged gzip file fails with a message saying so.
+ * UTF-8 text (no byte-order mark), gzip or not, and one whose lines end in a carriage return
+ * alone is the same manifest as its text with line feeds (see lineFeeds). A damaged gzip file
+ * fails with a message saying so.
  */
 export async function* manifestBytes(file: string): AsyncGenerator<Buffer> {
+  yield* lineFeeds(textBytes(file));
+}
+
+async function* textBytes(file: string): AsyncGenerator<Buffer> {
   if (manifestCompression(file) !== 'gzip') {
     yield* asUtf8(fs.createReadStream(file) as AsyncIterable<Buffer>);
     return;
@@ -124,6 +130,36 @@ export async function* firstBytes(bytes: AsyncIterable<Buffer>, limit: number, l
   }
   if (at < limit) throw new Error(`manifest ${file} is shorter than when it was first read a moment ago (replaced or truncated while being started): start it again once nothing writes to it`);
   if (tail.length > 0) yield Buffer.concat(tail);
+}
+
+const CR = 0x0d;
+const LF = 0x0a;
+
+/**
+ * A carriage return that no line feed follows is a line break: classic Mac line ends, which
+ * Excel for Mac's "CSV (Macintosh)" still writes. Read as they were, such a file was one line:
+ * a CSV of 2,000 URLs was "nothing to crawl: lists no URLs", a URL list one bad line. A
+ * manifest's text never holds one otherwise (a URL cannot, JSON escapes it in a string).
+ * Byte for byte, so offsets into the file stay those of its text; CRLF stays as it is.
+ */
+export async function* lineFeeds(bytes: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {
+  // A chunk's last byte when it is a CR: what it is depends on the next chunk's first.
+  let heldCr = false;
+  for await (const chunk of bytes) {
+    if (chunk.length === 0) continue;
+    if (heldCr) yield Buffer.from([chunk[0] === LF ? CR : LF]);
+    heldCr = chunk[chunk.length - 1] === CR;
+    const body = heldCr ? chunk.subarray(0, chunk.length - 1) : chunk;
+    let out = body;
+    for (let i = body.indexOf(CR); i >= 0; i = body.indexOf(CR, i + 1)) {
+      // At the end of `body`, the byte after it is the held CR: this one is alone.
+      if (i + 1 < body.length && body[i + 1] === LF) continue;
+      if (out === body) out = Buffer.from(body);
+      out[i] = LF;
+    }
+    if (out.length > 0) yield out;
+  }
+  if (heldCr) yield Buffer.from([LF]);
 }
 
 async function* asUtf8(bytes: AsyncIterable<Buffer>): AsyncGenerator<Buffer> {

@@ -202,6 +202,21 @@ describe('manifests', () => {
     expect(fromUtf16.every((e) => 'url' in e)).toBe(true);
   });
 
+  it('reads a manifest whose lines end in a carriage return alone (Excel for Mac\'s "CSV (Macintosh)") as its lines', async () => {
+    const csv = ['url,source', 'https://a.example/1.jpg,museum', 'https://b.example/2.jpg,', '"https://a.example/3,4.jpg",museum'];
+    const urls = ['https://a.example/1.jpg', 'https://b.example/2.jpg', 'https://a.example/3.jpg'];
+    const ndjson = urls.map((url) => JSON.stringify({ url, source: 'museum' }));
+    for (const [name, lines] of [['m.csv', csv], ['m.txt', urls], ['m.ndjson', ndjson]] as const) {
+      const unix = await entries(name, `${lines.join('\n')}\n`);
+      expect(unix.every((e) => 'url' in e)).toBe(true);
+      expect(await entries(name, `${lines.join('\r')}\r`)).toEqual(unix);
+      expect(await entries(name, lines.join('\r'))).toEqual(unix);
+      // Windows line ends as before, and a file of both kinds.
+      expect(await entries(name, `${lines.join('\r\n')}\r\n`)).toEqual(unix);
+      expect(await entries(name, `${lines.slice(0, 2).join('\r')}\r\n${lines.slice(2).join('\n')}`)).toEqual(unix);
+    }
+  });
+
   it('refuses a line with bytes that are not UTF-8, which would crawl another URL, and reads the rest', async () => {
     const latin1 = Buffer.from('https://a.example/caf\xe9.jpg\nhttps://a.example/plain.jpg\nhttps://a.example/ok\u00e9.jpg\n'.replace('ok\u00e9', 'ok'), 'latin1');
     const got = await entries('m.txt', Buffer.concat([latin1, Buffer.from('https://a.example/caf\u00e9.jpg\n')]));
@@ -299,6 +314,18 @@ describe('manifests', () => {
     expect(keyed.get('name')).toEqual({ burst: 3 });
     // A keyed value that is not an object would have set nothing for its source.
     await expect(readCatalog(write('number.json', '{"museum": 2}'))).rejects.toThrow('source "museum" must be an object such as {"rate": 2} (got 2)');
+  });
+
+  it('reads a catalogue with carriage-return line ends, and names the NDJSON line that is not JSON', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'catalog-'));
+    const write = (name: string, text: string) => { const f = path.join(dir, name); fs.writeFileSync(f, text); return f; };
+    const lines = ['{"name":"museum","rate":2}', '', '{"name":"photos","burst":3}'];
+    for (const eol of ['\n', '\r\n', '\r']) {
+      expect([...await readCatalog(write('c.ndjson', lines.join(eol)))]).toEqual([['museum', { rate: 2 }], ['photos', { burst: 3 }]]);
+    }
+    const f = write('bad.ndjson', [...lines, '{"name":"broken",rate:5}'].join('\r'));
+    await expect(readCatalog(f)).rejects.toThrow(`catalog ${f} line 4 is not valid JSON (`);
+    await expect(readCatalog(f)).rejects.toThrow(/: a catalogue is a JSON array, or one JSON object a line, of \{"name", "imageCount"\?, "rate"\?, "burst"\?\}$/);
   });
 
   it('reads a UTF-16 catalogue (Windows PowerShell writes one) as its text', async () => {

@@ -389,6 +389,7 @@ describe('startCrawl', () => {
     it.each([
       ['gzip', 'm.txt.gz', (text: string) => zlib.gzipSync(text)],
       ['UTF-16', 'm16.txt', utf16],
+      ['carriage-return (classic Mac)', 'mac.txt', (text: string) => text.replace(/\n/g, '\r')],
     ])('takes a %s manifest for the same lines as plain text, and continues it when it grows', async (_kind, name, encode) => {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'start-encoded-'));
       const store = new SlowStore();
