@@ -1,7 +1,8 @@
 import { setMaxListeners } from 'node:events';
 import path from 'node:path';
 import type { NativeConnection, Worker } from '@temporalio/worker';
-import { storeFromEnv, type ObjectStore } from '../pipeline/store';
+import { LocalStore, storeFromEnv, type ObjectStore } from '../pipeline/store';
+import { bytesText, DiskRoomWatch, type DiskNotice } from '../shared/diskRoom';
 import { log } from '../shared/log';
 import { connectClient, connectWorker, ensureSearchAttributes, TASK_QUEUE } from '../temporal/connect';
 import { ensureTemporalServer } from '../temporal/devServer';
@@ -68,6 +69,9 @@ export interface RunResult {
   exitNow?: boolean;
 }
 
+/** How often the disks of the embedded server and the local store are looked at (a statfs each). */
+const DISK_CHECK_MS = 5_000;
+
 /** How long the worker gets to stop once its embedded server is gone (it cannot finish in order). */
 const WORKER_STOP_WITHOUT_SERVER_MS = 10_000;
 
@@ -97,7 +101,18 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
   makeDirsSync(opts.outDir);
   await rememberRunSettings(store, { catalog, allowNetworks: opts.allowNetworks, maxRate: opts.maxRate, maxRetryAfterMs: opts.maxRetryAfterMs }, (m) => process.stderr.write(`crawl: ${m}\n`));
   const metadataFile = path.join(opts.outDir, 'metadata.ndjson');
-  const server = await ensureTemporalServer({ dataDir: path.join(opts.outDir, 'temporal'), ifPortTaken: 'another' });
+  const serverDir = path.join(opts.outDir, 'temporal');
+  // The embedded server's disk filling stopped the crawl with only "no worker answered" to show.
+  const disks = new DiskRoomWatch([
+    ...(envText('TEMPORAL_ADDRESS') ? [] : [{ dir: serverDir, what: 'the embedded Temporal server' }]),
+    ...(store instanceof LocalStore ? [{ dir: store.root, what: 'the store' }] : []),
+  ]);
+  for (const d of disks.check()) {
+    // The server could not even start: it wrote 3 MB before its first workflow, then failed.
+    if (d.state === 'full') throw new Error(`the disk of ${d.dirs.join(' and ')} is full (${bytesText(d.freeBytes)} free): free some space there, or choose another --out`);
+    process.stderr.write(`crawl: ${d.note}\n`);
+  }
+  const server = await ensureTemporalServer({ dataDir: serverDir, ifPortTaken: 'another' });
   let worker: Worker | undefined;
   let workerDone: Promise<void> | undefined;
   let workerConnection: NativeConnection | undefined;
@@ -161,6 +176,7 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
     const behind = new WorkersBehindNotice();
     const changedSources = new ChangedSources();
     let lastLine = 0;
+    let lastDiskCheck = Date.now();
     // A status query waits for a worker to answer it: without one, Ctrl-C must not wait too.
     let roundSignal = interrupt.nextAbortSignal();
     const warnListing = closedListingWarner();
@@ -184,7 +200,13 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
       // counts alone, a source whose robots.txt cannot be read sat at 0 for minutes unexplained.
       const changed = notes.changed(statuses);
       const behindLine = behind.next(update, Date.now());
+      let diskNotes: DiskNotice[] = [];
+      if (Date.now() - lastDiskCheck >= DISK_CHECK_MS) {
+        lastDiskCheck = Date.now();
+        diskNotes = disks.check();
+      }
       if (out.isTTY) {
+        for (const d of diskNotes) out.write(`\r\x1b[Kcrawl: ${d.note}\n`);
         for (const n of changed) out.write(`\r\x1b[K${n.source}: ${n.note}\n`);
         if (behindLine) out.write(`\r\x1b[K${behindLine}\n`);
         const g = update.global;
@@ -192,6 +214,7 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
         const bar = '#'.repeat(Math.floor(pct / 4)).padEnd(25, '.');
         out.write(`\r[${bar}] ${pct}% ${g.finishedUrls}/${g.totalUrls} urls, ${g.done} done, ${g.errors} errors, ${g.ratePerS}/s, ${g.running} running${g.waiting ? ` (${g.waiting} waiting)` : ''}${g.paused ? ` (${g.paused} paused)` : ''}, ${g.halted} halted   `);
       } else {
+        for (const d of diskNotes) out.write(`${JSON.stringify({ event: 'disk_space', time: update.time, ...d })}\n`);
         for (const n of changed) out.write(`${JSON.stringify({ event: 'source_note', time: update.time, ...n })}\n`);
         if (behindLine) out.write(`${JSON.stringify({ event: 'workers_behind', time: update.time, sources: update.global.workersBehind, note: behindLine })}\n`);
         // The last round's line always: a JSON reader's last monitoring_update is the end state

@@ -223,7 +223,11 @@ export async function ensureTemporalServer(opts: DevServerOptions): Promise<Runn
     await waitForFrontend(address, undefined, 10_000);
     log.info({ event: 'temporal.reuse', address, pid: marker.pid, takenOver: orphan }, 'the Temporal server of this data directory is still running; using it');
     const markerFile = path.join(opts.dataDir, MARKER);
-    if (orphan) fs.writeFileSync(markerFile, JSON.stringify({ ...marker, ownerPid: process.pid, endsWithOwner: !opts.local } satisfies ServerMarker));
+    try {
+      if (orphan) fs.writeFileSync(markerFile, JSON.stringify({ ...marker, ownerPid: process.pid, endsWithOwner: !opts.local } satisfies ServerMarker));
+    } catch (err) {
+      throw markerError(markerFile, err);
+    }
     if (!orphan) return { address, uiUrl: marker.uiUrl, owned: false, stop: async () => undefined };
     const release = endWithThisProcess(marker.pid);
     const watch = watchProcess(marker.pid, path.join(opts.dataDir, 'temporal-server.log'));
@@ -289,7 +293,14 @@ export async function ensureTemporalServer(opts: DevServerOptions): Promise<Runn
   if (threads) log.info({ event: 'temporal.priority', nice, threads }, 'embedded Temporal server runs below the crawler\'s CPU priority');
   const uiUrl = `http://${ip}:${uiPort}`;
   const markerFile = path.join(opts.dataDir, MARKER);
-  if (server.pid) fs.writeFileSync(markerFile, JSON.stringify({ pid: server.pid, ownerPid: process.pid, ip, port, uiUrl, endsWithOwner: !opts.local } satisfies ServerMarker));
+  try {
+    if (server.pid) fs.writeFileSync(markerFile, JSON.stringify({ pid: server.pid, ownerPid: process.pid, ip, port, uiUrl, endsWithOwner: !opts.local } satisfies ServerMarker));
+  } catch (err) {
+    // Left running, the server kept the command from exiting (a full disk: the error was
+    // printed and the command hung), and no later run would have known it was there.
+    await stopChild(server);
+    throw markerError(markerFile, err);
+  }
   const release = server.pid ? endWithThisProcess(server.pid) : () => undefined;
   let stopping = false;
   const logFile = path.join(opts.dataDir, 'temporal-server.log');
@@ -312,6 +323,12 @@ export async function ensureTemporalServer(opts: DevServerOptions): Promise<Runn
       fs.rmSync(markerFile, { force: true });
     },
   };
+}
+
+function markerError(markerFile: string, err: unknown): Error {
+  const e = err as NodeJS.ErrnoException;
+  const full = e.code === 'ENOSPC' || e.code === 'EDQUOT';
+  return new Error(`cannot write ${markerFile}: ${e.message} (${full ? 'its disk is full: free some space there, or choose another directory' : 'choose a writable directory'}: --out for crawl run, --data-dir for crawl dev-server)`);
 }
 
 function serverArgs(ip: string, port: number, uiPort: number, dbFile: string): string[] {
