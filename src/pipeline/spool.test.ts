@@ -47,4 +47,30 @@ describe('the spool of fetched bytes waiting for the store', () => {
     fs.writeFileSync(path.join(dir, `${urlHash(url)}.record.json`), '{"outcome": {"cls"');
     expect(await new Spool(dir).takeRecord(url)).toBeUndefined();
   });
+
+  it('keeps in memory, within bounds, what its directory cannot take (the disk the store filled)', async () => {
+    // A file where the directory should be: every write fails, as on a full disk.
+    const blocked = path.join(dir, 'spool');
+    fs.writeFileSync(blocked, '');
+    const spool = new Spool(blocked, { bytes: 10, records: 1 });
+    const b = 'https://site.example/b.jpg';
+    await spool.put(url, Buffer.from('123456'), { tdmReservation: '1' });
+    expect(spool.mayHold(url)).toBe(true);
+    // Past the bound the caller hears of the failure, as before (the site is asked again).
+    await expect(spool.put(b, Buffer.from('123456'))).rejects.toThrow();
+    expect(await spool.get(url)).toEqual({ body: Buffer.from('123456'), rights: { tdmReservation: '1' } });
+    await spool.delete(url);
+    expect(await spool.get(url)).toBeUndefined();
+    await spool.put(b, Buffer.from('123456'));
+    expect(await spool.get(b)).toEqual({ body: Buffer.from('123456') });
+
+    const kept = { outcome: { cls: 'done' as const, sent: true, status: 200 }, record: { width: 3 } };
+    await spool.keepRecord(url, kept);
+    await expect(spool.keepRecord(b, kept)).rejects.toThrow();
+    expect(await spool.takeRecord(url)).toEqual(kept);
+    expect(await spool.takeRecord(url)).toBeUndefined();
+    await spool.keepRecord(b, kept);
+    await spool.dropRecords([b]);
+    expect(await spool.takeRecord(b)).toBeUndefined();
+  });
 });

@@ -16,16 +16,28 @@ export interface KeptRecord {
  * store them without asking the site again; so are finished URLs' records when the store cannot
  * take them (`.record.json`), so a later grant records them without asking again. Spooled files
  * are rare, so which URLs have one is kept in memory (read from the directory once): the common
- * case costs no file system call.
+ * case costs no file system call. When the directory cannot take them either, they are kept in
+ * memory, within bounds, for this worker only.
  */
+/**
+ * What the spool's disk could not take is kept in memory up to these bounds, for this worker's
+ * later grants. The spool is usually on the disk the local store fills: when it was full, each
+ * image whose thumbnail or record could not be stored was asked for again once there was room
+ * (78 of 700 URLs in a run whose disk filled).
+ */
+export const MEMORY_BYTES_MAX = 64 * 1024 * 1024;
+export const MEMORY_RECORDS_MAX = 20_000;
+
 export class Spool {
   private index?: Promise<{ bytes: Set<string>; records: Set<string> }>;
+  /** By URL hash: what could not be written to the directory (see MEMORY_BYTES_MAX). */
+  private readonly memory = { bytes: new Map<string, { body: Buffer; rights?: RightsHeaders }>(), records: new Map<string, KeptRecord>(), byteTotal: 0 };
   /** The index once read (see mayHold). */
   private loaded?: { bytes: Set<string>; records: Set<string> };
   /** Writes as the local store does (synced, name included): the bytes are there after a power cut too. */
   private readonly files: LocalStore;
 
-  constructor(private readonly dir: string) {
+  constructor(private readonly dir: string, private readonly memoryMax = { bytes: MEMORY_BYTES_MAX, records: MEMORY_RECORDS_MAX }) {
     this.files = new LocalStore(dir);
   }
 
@@ -54,45 +66,59 @@ export class Spool {
   mayHold(url: string): boolean {
     if (!this.loaded) return true;
     const { bytes, records } = this.loaded;
-    if (bytes.size === 0 && records.size === 0) return false;
+    if (bytes.size === 0 && records.size === 0 && this.memory.bytes.size === 0 && this.memory.records.size === 0) return false;
     const hash = urlHash(url);
-    return bytes.has(hash) || records.has(hash);
+    return bytes.has(hash) || records.has(hash) || this.memory.bytes.has(hash) || this.memory.records.has(hash);
   }
 
   /** Keeps the URL's finished outcome and record until `takeRecord` (written as the local store writes). */
   async keepRecord(url: string, kept: KeptRecord): Promise<void> {
     const hash = urlHash(url);
-    await this.files.put(`${hash}${RECORD}`, Buffer.from(JSON.stringify(kept)), 'application/json');
+    try {
+      await this.files.put(`${hash}${RECORD}`, Buffer.from(JSON.stringify(kept)), 'application/json');
+    } catch (err) {
+      if (this.memory.records.size >= this.memoryMax.records && !this.memory.records.has(hash)) throw err;
+      this.memory.records.set(hash, kept);
+      return;
+    }
     (await this.read()).records.add(hash);
   }
 
   /** The URL's kept outcome and record, removed from the spool; undefined when none is kept. */
   async takeRecord(url: string): Promise<KeptRecord | undefined> {
     const { records } = await this.read();
-    if (records.size === 0) return undefined;
+    if (records.size === 0 && this.memory.records.size === 0) return undefined;
     const hash = urlHash(url);
+    const inMemory = this.memory.records.get(hash);
+    if (inMemory) {
+      this.memory.records.delete(hash);
+      return inMemory;
+    }
     if (!records.has(hash)) return undefined;
     const kept = await fs.readFile(this.recordFile(hash), 'utf8').then(parseKept, () => undefined);
     records.delete(hash);
-    await fs.rm(this.recordFile(hash), { force: true });
+    await remove(this.recordFile(hash));
     return kept;
   }
 
   /** Drops what is kept of these URLs: their records were written after all (by a retried attempt). */
   async dropRecords(urls: readonly string[]): Promise<void> {
     const { records } = await this.read();
-    if (records.size === 0) return;
+    if (records.size === 0 && this.memory.records.size === 0) return;
     for (const url of urls) {
       const hash = urlHash(url);
+      this.memory.records.delete(hash);
       if (!records.delete(hash)) continue;
-      await fs.rm(this.recordFile(hash), { force: true });
+      await remove(this.recordFile(hash));
     }
   }
 
   async get(url: string): Promise<{ body: Buffer; rights?: RightsHeaders } | undefined> {
     const hashes = await this.hashes();
-    if (hashes.size === 0) return undefined; // the common case: no hash to compute
+    if (hashes.size === 0 && this.memory.bytes.size === 0) return undefined; // the common case: no hash to compute
     const hash = urlHash(url);
+    const inMemory = this.memory.bytes.get(hash);
+    if (inMemory) return inMemory;
     if (!hashes.has(hash)) return undefined;
     let body: Buffer;
     try {
@@ -108,20 +134,41 @@ export class Spool {
 
   async put(url: string, body: Buffer, rights?: RightsHeaders): Promise<void> {
     const hash = urlHash(url);
-    if (rights) await this.files.put(`${hash}.json`, Buffer.from(JSON.stringify(rights)), 'application/json');
-    await this.files.put(`${hash}.bin`, body, 'application/octet-stream');
+    try {
+      if (rights) await this.files.put(`${hash}.json`, Buffer.from(JSON.stringify(rights)), 'application/json');
+      await this.files.put(`${hash}.bin`, body, 'application/octet-stream');
+    } catch (err) {
+      if (this.memory.bytes.has(hash)) return;
+      if (this.memory.byteTotal + body.length > this.memoryMax.bytes) throw err;
+      this.memory.bytes.set(hash, { body, ...(rights ? { rights } : {}) });
+      this.memory.byteTotal += body.length;
+      return;
+    }
     (await this.hashes()).add(hash);
   }
 
   async delete(url: string): Promise<void> {
     const hash = urlHash(url);
+    const inMemory = this.memory.bytes.get(hash);
+    if (inMemory) {
+      this.memory.bytes.delete(hash);
+      this.memory.byteTotal -= inMemory.body.length;
+    }
     (await this.hashes()).delete(hash);
-    await fs.rm(this.file(hash), { force: true });
-    await fs.rm(path.join(this.dir, `${hash}.json`), { force: true });
+    await remove(this.file(hash));
+    await remove(path.join(this.dir, `${hash}.json`));
   }
 }
 
 const RECORD = '.record.json';
+
+/**
+ * A spooled file that cannot be removed is not the URL's failure: its image is stored and
+ * recorded. Left behind, it is stored once more (the same key) by a later grant with the URL.
+ */
+function remove(file: string): Promise<void> {
+  return fs.rm(file, { force: true }).catch(() => undefined);
+}
 
 /** A kept record as written by keepRecord; a file cut short by a crash is none (the URL is asked again). */
 function parseKept(text: string): KeptRecord | undefined {
