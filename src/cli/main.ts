@@ -5,7 +5,8 @@ import { ensureTemporalServer } from '../temporal/devServer';
 import { connectClient, connectWorker, ensureSearchAttributes, TASK_QUEUE } from '../temporal/connect';
 import { errorText } from '../shared/errorText';
 import { usableCpus } from '../shared/usableCpus';
-import { checkWorkerConfig, createCrawlWorker, defaultDeps } from '../workers/worker';
+import { checkWorkerConfig, createCrawlWorker, defaultDeps, workerDiskDirs } from '../workers/worker';
+import { logDiskRoom } from '../shared/diskRoom';
 import { WorkflowNotFoundError, type WorkflowHandle } from '@temporalio/client';
 import { readCatalog } from '../crawl/catalog';
 import { exportRecords, exportRecordsToFile, supersededNote, type ExportSummary } from '../crawl/exportRecords';
@@ -164,6 +165,7 @@ export function buildProgram(): Command {
     .option('--ui-port <port>', 'Web UI port', parsePort, 8233)
     .action(async (opts: { dataDir: string; port: number; uiPort: number }) => {
       const server = await ensureTemporalServer({ dataDir: opts.dataDir, port: opts.port, uiPort: opts.uiPort, local: true });
+      if (server.owned) logDiskRoom([{ dir: opts.dataDir, what: 'the Temporal server' }]);
       const client = await connectClient(server.address);
       await ensureSearchAttributes(client);
       await client.connection.close();
@@ -197,6 +199,7 @@ export function buildProgram(): Command {
       try {
         const worker = await createCrawlWorker({ connection, taskQueue: opts.taskQueue, deps });
         log.info({ event: 'worker.start', taskQueue: opts.taskQueue, cpus: usableCpus() }, 'worker running');
+        logDiskRoom(workerDiskDirs(deps));
         const running = worker.run();
         // Ctrl-C / SIGTERM (a rolling restart) cancel the fetch activities: each lets its request on
         // the wire finish and heartbeats what it did, and another worker takes over from there.

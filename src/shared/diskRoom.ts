@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import { log } from './log';
 
 /**
  * Room on the disks a crawl writes to. When the embedded Temporal server's disk filled, the
@@ -121,4 +122,22 @@ function existingDir(dir: string): string {
   let d = path.resolve(dir);
   while (!fs.existsSync(d) && path.dirname(d) !== d) d = path.dirname(d);
   return d;
+}
+
+/**
+ * For long-running commands without a progress view (`crawl worker`, `crawl dev-server`): each
+ * change logged, at WARN while a disk is nearly full or full. Returns what stops the watch.
+ */
+export function logDiskRoom(dirs: readonly WatchedDir[], everyMs = 10_000): () => void {
+  const watch = new DiskRoomWatch(dirs);
+  const look = () => {
+    for (const { note, ...n } of watch.check()) {
+      if (n.state === 'ok') log.info({ event: 'disk-space', ...n }, note);
+      else log.warn({ event: 'disk-space', ...n }, note);
+    }
+  };
+  look();
+  const timer = setInterval(look, everyMs);
+  timer.unref();
+  return () => clearInterval(timer);
 }

@@ -9,7 +9,8 @@ import { StoreRecorder } from '../activities/storeRecorder';
 import { pipelineConfigFromEnv } from '../pipeline/config';
 import { ImagePipeline } from '../pipeline/imagePipeline';
 import { Spool } from '../pipeline/spool';
-import { storeFromEnv } from '../pipeline/store';
+import { LocalStore, storeFromEnv } from '../pipeline/store';
+import type { WatchedDir } from '../shared/diskRoom';
 import { DEFAULT_NAMESPACE, TASK_QUEUE } from '../temporal/connect';
 import { log } from '../shared/log';
 import { workflowCodeOption } from './workflowBundle';
@@ -34,9 +35,22 @@ export interface DepsOptions {
   allowNetworks?: string[];
 }
 
+/** Where a worker keeps its spool (and, by default, its local store). */
+export function dataDirFromEnv(): string {
+  return envText('CRAWL_DATA_DIR') ?? path.resolve('.crawl-data');
+}
+
+/** The directories on local disks that a worker writes images and records to: watched for room. */
+export function workerDiskDirs(deps: CrawlDeps, dataDir = dataDirFromEnv()): WatchedDir[] {
+  return [
+    ...(deps.store instanceof LocalStore ? [{ dir: deps.store.root, what: 'the store' }] : []),
+    { dir: path.join(dataDir, 'spool'), what: 'the spool' },
+  ];
+}
+
 /** The real pipeline: guarded fetcher, robots.txt, sharp, the configured store. */
 export function defaultDeps(opts: DepsOptions = {}): CrawlDeps {
-  const dataDir = opts.dataDir ?? envText('CRAWL_DATA_DIR') ?? path.resolve('.crawl-data');
+  const dataDir = opts.dataDir ?? dataDirFromEnv();
   const store = storeFromEnv(dataDir);
   const base = pipelineConfigFromEnv();
   const cfg = { ...base, allowNetworks: [...base.allowNetworks, ...(opts.allowNetworks ?? [])] };
