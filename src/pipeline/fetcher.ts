@@ -4,6 +4,8 @@ import type { Duplex } from 'node:stream';
 import { Agent, buildConnector, errors as undiciErrors, Pool, type Dispatcher } from 'undici';
 import type { PipelineConfig } from './config';
 import { setBounded } from '../shared/boundedMap';
+import { log } from '../shared/log';
+import { openFilesLimit } from '../shared/openFiles';
 import { closedUnanswered, noteConnectionFree, type SendWatcher, watchNextSend } from './connectionReuse';
 import { decodeContent } from './contentEncoding';
 import { readRightsHeaders, type RightsHeaders } from './rightsHeaders';
@@ -406,6 +408,13 @@ export class Fetcher {
       }
     } catch (err) {
       if (err instanceof LateError) sent = false;
+      // The worker's own shortage, not the site's: the request never left. Counted as a failed
+      // read, 60 sources' robots.txt used up their tries on a worker short of open files.
+      if (outOfFiles(err)) {
+        sent = false;
+        warnOutOfFiles();
+        return fail('late', `not sent: the worker is out of open files (${errorCode(err)}; raise its limit: ulimit -n, LimitNOFILE)`);
+      }
       return fail(...classifyError(err, aborted));
     } finally {
       inFlight = undefined;
@@ -567,6 +576,28 @@ class CollectHandler implements Dispatcher.DispatchHandler, SendWatcher {
   onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
     this.failAfterHeaders(err);
   }
+}
+
+function errorCode(err: unknown): string | undefined {
+  const e = err as { code?: unknown; cause?: { code?: unknown } } | undefined;
+  const code = e?.code ?? e?.cause?.code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+/** The process (EMFILE) or the machine (ENFILE) has no file descriptor left for a socket. */
+function outOfFiles(err: unknown): boolean {
+  const code = errorCode(err);
+  return code === 'EMFILE' || code === 'ENFILE';
+}
+
+let lastOutOfFilesWarning = 0;
+const OUT_OF_FILES_WARN_EVERY_MS = 60_000;
+
+function warnOutOfFiles(): void {
+  if (Date.now() - lastOutOfFilesWarning < OUT_OF_FILES_WARN_EVERY_MS) return;
+  lastOutOfFilesWarning = Date.now();
+  log.warn({ event: 'out-of-open-files', limit: openFilesLimit() ?? null },
+    'the worker is out of open files: requests are not sent (their slots pass, nothing is counted against the sites) until some close; raise its limit (ulimit -n, systemd LimitNOFILE, docker --ulimit nofile) or lower CRAWL_MAX_ACTIVITIES');
 }
 
 /**

@@ -13,6 +13,7 @@ import { LocalStore, storeFromEnv } from '../pipeline/store';
 import type { WatchedDir } from '../shared/diskRoom';
 import { DEFAULT_NAMESPACE, TASK_QUEUE } from '../temporal/connect';
 import { log } from '../shared/log';
+import { activitiesWithinFiles, openFilesLimit } from '../shared/openFiles';
 import { workflowCodeOption } from './workflowBundle';
 import { envText } from '../shared/env';
 import { crawlMetrics } from '../activities/crawlMetrics';
@@ -73,6 +74,8 @@ export function tuneWorkerProcess(): void {
 export function createCrawlWorker(opts: CrawlWorkerOptions): Promise<Worker> {
   const deps = opts.deps ?? defaultDeps();
   tuneWorkerProcess();
+  const fitted = activitiesWithinFiles(maxActivitiesFromEnv(), openFilesLimit());
+  if (fitted.note) log.warn({ event: 'open-files-limit', activities: fitted.activities }, fitted.note);
   return Worker.create({
     connection: opts.connection,
     namespace: DEFAULT_NAMESPACE,
@@ -81,16 +84,16 @@ export function createCrawlWorker(opts: CrawlWorkerOptions): Promise<Worker> {
     activities: { ...smoke, ...createCrawlActivities(deps) },
     // A fetch activity spends most of its life waiting for its slots, one per source and grant
     // at a time: the SDK's default of 100 would leave sources beyond the hundredth unserved.
-    maxConcurrentActivityTaskExecutions: maxActivitiesFromEnv(),
+    maxConcurrentActivityTaskExecutions: fitted.activities,
     // Heartbeats go out as often as the activity beats, not at 80% of the timeout.
     maxHeartbeatThrottleInterval: HEARTBEAT_EVERY_MS,
     ...opts.overrides,
   });
 }
 
-/** Throws on a bad worker setting (activities, thread priority, heap growth) without applying any. */
+/** Throws on a bad worker setting (activities, thread priority, heap growth) or too few open files, without applying any. */
 export function checkWorkerConfig(): void {
-  maxActivitiesFromEnv();
+  activitiesWithinFiles(maxActivitiesFromEnv(), openFilesLimit());
   helperNiceFromEnv();
   heapGrowthFromEnv();
 }
