@@ -6,10 +6,21 @@ import fs from 'node:fs';
  */
 export async function replaceFile<T>(file: string, fill: (write: (text: string) => void) => Promise<T>): Promise<T> {
   const tmp = `${file}.${process.pid}.tmp`;
-  const fd = fs.openSync(tmp, 'w');
+  let fd: number;
+  try {
+    fd = fs.openSync(tmp, 'w');
+  } catch (err) {
+    throw writeError(file, err);
+  }
   let result: T;
   try {
-    result = await fill((text) => { fs.writeSync(fd, text); });
+    result = await fill((text) => {
+      try {
+        fs.writeSync(fd, text);
+      } catch (err) {
+        throw writeError(file, err);
+      }
+    });
     fs.fsyncSync(fd);
   } catch (err) {
     fs.closeSync(fd);
@@ -19,4 +30,11 @@ export async function replaceFile<T>(file: string, fill: (write: (text: string) 
   fs.closeSync(fd);
   fs.renameSync(tmp, file);
   return result;
+}
+
+/** Which file could not be written, and for a full disk what to do (the bare "ENOSPC: no space left on device, write" named neither). */
+function writeError(file: string, err: unknown): Error {
+  const e = err as NodeJS.ErrnoException;
+  const full = e.code === 'ENOSPC' || e.code === 'EDQUOT';
+  return new Error(`cannot write ${file}: ${e.message}${full ? ' (its disk is full: free some space there, or write the file elsewhere)' : ''}`);
 }
