@@ -1,3 +1,4 @@
+import { ClockSkewWatch } from '../politeness/clockSkew';
 import { setMaxListeners } from 'node:events';
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
@@ -162,11 +163,15 @@ type Done = Map<number, { outcome: RequestOutcome; extra: Record<string, unknown
 type Hops = Map<number, RedirectHop>;
 
 const attempts = new GrantAttempts<{ done: Done; hops: Hops }>();
+/** This worker's clock against the server's, from each fetch activity's start (see ClockSkewWatch). */
+const clockSkew = new ClockSkewWatch();
 
 export function createCrawlActivities(deps: CrawlDeps) {
   async function fetchBatch(input: FetchBatchInput): Promise<FetchBatchResult> {
     if (!Array.isArray(input.items) || !input.schedule) throw ApplicationFailure.nonRetryable('fetchBatch needs items and a schedule', 'InvalidInput');
     const ctx = Context.current();
+    const skew = clockSkew.sample(Date.now() - ctx.info.currentAttemptScheduledTimestampMs, Date.now());
+    if (skew) log.warn({ event: 'clock-skew', skewMs: skew.skewMs }, skew.note);
     // How long the grant took to get here: the monitor leads later windows by about as much. A
     // retry's start says nothing about that trip.
     const issuedMs = input.schedule.issuedMs;
