@@ -408,8 +408,8 @@ export class Fetcher {
       }
     } catch (err) {
       if (err instanceof LateError) sent = false;
-      // The worker's own shortage, not the site's: the request never left. Counted as a failed
-      // read, 60 sources' robots.txt used up their tries on a worker short of open files.
+      // The worker's own shortage, not the site's: the request never left. Counted as the
+      // site's failure, it used up robots.txt tries and fed the site's breaker.
       if (outOfFiles(err)) {
         sent = false;
         warnOutOfFiles();

@@ -12,14 +12,6 @@ export interface KeptRecord {
 }
 
 /**
- * Fetched bytes are put here when storing their thumbnail fails, so the retried activity can
- * store them without asking the site again; so are finished URLs' records when the store cannot
- * take them (`.record.json`), so a later grant records them without asking again. Spooled files
- * are rare, so which URLs have one is kept in memory (read from the directory once): the common
- * case costs no file system call. When the directory cannot take them either, they are kept in
- * memory, within bounds, for this worker only.
- */
-/**
  * What the spool's disk could not take is kept in memory up to these bounds, for this worker's
  * later grants. The spool is usually on the disk the local store fills: when it was full, each
  * image whose thumbnail or record could not be stored was asked for again once there was room
@@ -28,6 +20,14 @@ export interface KeptRecord {
 export const MEMORY_BYTES_MAX = 64 * 1024 * 1024;
 export const MEMORY_RECORDS_MAX = 20_000;
 
+/**
+ * Fetched bytes are put here when storing their thumbnail fails, so the retried activity can
+ * store them without asking the site again; so are finished URLs' records when the store cannot
+ * take them (`.record.json`), so a later grant records them without asking again. Spooled files
+ * are rare, so which URLs have one is kept in memory (read from the directory once): the common
+ * case costs no file system call. When the directory cannot take them either, they are kept in
+ * memory, within bounds, for this worker only.
+ */
 export class Spool {
   private index?: Promise<{ bytes: Set<string>; records: Set<string> }>;
   /** By URL hash: what could not be written to the directory (see MEMORY_BYTES_MAX). */
