@@ -138,7 +138,7 @@ const LF = 0x0a;
 /**
  * A carriage return that no line feed follows is a line break: classic Mac line ends, which
  * Excel for Mac's "CSV (Macintosh)" still writes. Read as they were, such a file was one line:
- * a CSV of 2,000 URLs was "nothing to crawl: lists no URLs", a URL list one bad line. A
+ * a CSV of 30 URLs was "nothing to crawl: lists no URLs", a URL list one bad line. A
  * manifest's text never holds one otherwise (a URL cannot, JSON escapes it in a string).
  * Byte for byte, so offsets into the file stay those of its text; CRLF stays as it is.
  */
