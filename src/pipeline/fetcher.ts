@@ -609,7 +609,7 @@ function classifyError(err: unknown, aborted: Error | undefined, afterHeaders = 
   if (err instanceof FetchError) return [err.failure, err.message];
   if (err instanceof LateError) return ['late', err.message];
   const e = err as { code?: string; name?: string; message?: string; cause?: { code?: string; message?: string } };
-  const code = e.code ?? e.cause?.code;
+  const code = errorCode(err);
   if (code === 'ENETGUARD') return ['refused', (e.cause?.message ?? e.message ?? 'refused')];
   if (err instanceof undiciErrors.ConnectTimeoutError) return ['timeout', 'connect timeout'];
   if (err instanceof undiciErrors.HeadersTimeoutError) return ['timeout', 'headers timeout'];

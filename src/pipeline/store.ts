@@ -4,6 +4,7 @@ import path from 'node:path';
 import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { makeDirsSync } from '../shared/makeDirs';
 import { envText, readFlag } from '../shared/env';
+import { isDiskFull } from '../shared/diskRoom';
 
 /** Where thumbnails and metadata records go: a local directory or any S3-compatible store. */
 export interface ObjectStore {
@@ -109,8 +110,7 @@ export class LocalStore implements ObjectStore {
       await fs.rm(probe, { force: true });
     } catch (err) {
       const e = err as NodeJS.ErrnoException;
-      const full = e.code === 'ENOSPC' || e.code === 'EDQUOT';
-      throw new Error(`cannot use the ${this.description}: ${e.message} (${full ? 'free some space there, or choose another directory' : 'choose a writable directory'}: --out, --data-dir or CRAWL_LOCAL_STORE_DIR)`);
+      throw new Error(`cannot use the ${this.description}: ${e.message} (${isDiskFull(e) ? 'free some space there, or choose another directory' : 'choose a writable directory'}: --out, --data-dir or CRAWL_LOCAL_STORE_DIR)`);
     }
   }
 

@@ -50,6 +50,12 @@ export function sampleDisk(dir: string): DiskSample | undefined {
   }
 }
 
+/** An error that says the disk (or the user's quota on it) is full. */
+export function isDiskFull(err: unknown): boolean {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  return code === 'ENOSPC' || code === 'EDQUOT';
+}
+
 export function bytesText(n: number): string {
   if (n >= 1024 * 1024 * 1024) return `${(n / (1024 * 1024 * 1024)).toFixed(1)} GB`;
   if (n >= MiB) return `${(n / MiB).toFixed(1)} MB`;

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import { isDiskFull } from './diskRoom';
 
 /**
  * Writes `file` with what `fill` writes, replacing it whole once complete and synced: a reader
@@ -34,7 +35,5 @@ export async function replaceFile<T>(file: string, fill: (write: (text: string) 
 
 /** Which file could not be written, and for a full disk what to do (the bare "ENOSPC: no space left on device, write" named neither). */
 function writeError(file: string, err: unknown): Error {
-  const e = err as NodeJS.ErrnoException;
-  const full = e.code === 'ENOSPC' || e.code === 'EDQUOT';
-  return new Error(`cannot write ${file}: ${e.message}${full ? ' (its disk is full: free some space there, or write the file elsewhere)' : ''}`);
+  return new Error(`cannot write ${file}: ${(err as Error).message}${isDiskFull(err) ? ' (its disk is full: free some space there, or write the file elsewhere)' : ''}`);
 }

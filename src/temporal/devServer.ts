@@ -4,6 +4,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { log } from '../shared/log';
+import { isDiskFull } from '../shared/diskRoom';
 import { lowerPriority, serverNiceFromEnv } from './priority';
 import { ALL_SEARCH_ATTRIBUTES } from './searchAttributes';
 import { resolveTool, SETUP_COMMAND } from './tools';
@@ -326,9 +327,7 @@ export async function ensureTemporalServer(opts: DevServerOptions): Promise<Runn
 }
 
 function markerError(markerFile: string, err: unknown): Error {
-  const e = err as NodeJS.ErrnoException;
-  const full = e.code === 'ENOSPC' || e.code === 'EDQUOT';
-  return new Error(`cannot write ${markerFile}: ${e.message} (${full ? 'its disk is full: free some space there, or choose another directory' : 'choose a writable directory'}: --out for crawl run, --data-dir for crawl dev-server)`);
+  return new Error(`cannot write ${markerFile}: ${(err as Error).message} (${isDiskFull(err) ? 'its disk is full: free some space there, or choose another directory' : 'choose a writable directory'}: --out for crawl run, --data-dir for crawl dev-server)`);
 }
 
 function serverArgs(ip: string, port: number, uiPort: number, dbFile: string): string[] {
