@@ -11,6 +11,7 @@ import { decodeContent } from './contentEncoding';
 import { readRightsHeaders, type RightsHeaders } from './rightsHeaders';
 import { NetworkGuard } from './networkGuard';
 import { type Connector, noteSlowFirst, WarmConnections } from './warmConnections';
+import { noRouteError, type OutageChange, WorkerOutageWatch } from './workerOutage';
 
 /**
  * HTTP fetching for hostile input: http(s) only, redirects followed by hand (each hop
@@ -148,6 +149,8 @@ export interface FetcherOptions {
   wrapConnector?: (connect: Connector) => Connector;
   /** Told of each request sent again after the site closed its connection unanswered (metrics). */
   onResend?: () => void;
+  /** Tells the worker's own network outage from its sites' failures (tests: a faster clock). */
+  outage?: WorkerOutageWatch;
 }
 
 export class Fetcher {
@@ -171,9 +174,11 @@ export class Fetcher {
   private closed = false;
 
   private readonly onResend?: () => void;
+  readonly outage: WorkerOutageWatch;
 
   constructor(private readonly cfg: PipelineConfig, opts: FetcherOptions = {}) {
     this.onResend = opts.onResend;
+    this.outage = opts.outage ?? new WorkerOutageWatch({ onChange: logOutage });
     this.guard = new NetworkGuard(cfg.allowNetworks);
     // rejectUnauthorized explicitly: Node's default follows NODE_TLS_REJECT_UNAUTHORIZED, and a
     // variable set for some other tool must not turn verification off for every site we crawl.
@@ -363,6 +368,7 @@ export class Fetcher {
         } catch (err) {
           if (aborted || !inFlight?.closedBeforeAnswer(err)) throw err;
         }
+        if (res) this.outage.answered();
         // Reset unanswered on a connection the site had closed meanwhile (connectionReuse.ts), or
         // answered 408, what a site sends as it closes a connection for waiting too long: the
         // site never read the request, so it is sent again at once, on a new connection, once.
@@ -371,6 +377,7 @@ export class Fetcher {
           this.learnIdleLimit(u.origin, inFlight?.idleBeforeSendMs);
           hopStart = performance.now();
           res = await send(undefined);
+          this.outage.answered();
         }
         const ttfbMs = Math.round(res.headersAt - hopStart);
         const status = res.status;
@@ -414,6 +421,14 @@ export class Fetcher {
         sent = false;
         warnOutOfFiles();
         return fail('late', `not sent: the worker is out of open files (${errorCode(err)}; raise its limit: ulimit -n, LimitNOFILE)`);
+      }
+      if (errorCode(err) === 'ECONNREFUSED') this.outage.answered(); // a reset came back: the network reached the host
+      // The worker's own network is down (workerOutage.ts): the first request of the chain never
+      // left, and the site is not to blame. A followed hop's failure stays the chain's: its first
+      // request did reach the site.
+      else if (redirects === 0 && sentTo !== undefined && noRouteError(err) && this.outage.noRoute(sentTo)) {
+        sent = false;
+        return fail('late', `not sent: the worker's network looks down (${errorCode(err) ?? 'no route'} here and at other sites, none answering)`);
       }
       return fail(...classifyError(err, aborted));
     } finally {
@@ -588,6 +603,18 @@ function errorCode(err: unknown): string | undefined {
 function outOfFiles(err: unknown): boolean {
   const code = errorCode(err);
   return code === 'EMFILE' || code === 'ENFILE';
+}
+
+function logOutage(change: OutageChange): void {
+  if (change.kind === 'down') {
+    log.warn({ event: 'network-down', sites: change.origins, quietMs: change.quietMs },
+      'no site has answered for a while and connections to several fail with no route or no reply: the worker\'s own network looks down. Requests that cannot connect are not counted against their sites (their slots pass) until a site answers, for at most 15 minutes');
+  } else if (change.kind === 'back') {
+    log.info({ event: 'network-back', downMs: change.downMs, notCounted: change.notCounted }, 'a site answered: the worker\'s network is back');
+  } else {
+    log.warn({ event: 'network-down-too-long', downMs: change.downMs, notCounted: change.notCounted },
+      'no site has answered for 15 minutes: connection failures count against their sites again (sources halt after 50 in a row; crawl resume --all takes them up again)');
+  }
 }
 
 let lastOutOfFilesWarning = 0;
