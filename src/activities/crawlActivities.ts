@@ -85,6 +85,11 @@ export interface UrlProcessor {
   keepRecords?(kept: readonly { url: string; outcome: RequestOutcome; record: Record<string, unknown> }[]): Promise<void>;
   /** These URLs' records were stored: drops what keepRecords kept of them. */
   recordsStored?(urls: readonly string[]): Promise<void>;
+  /**
+   * Requests not sent since the worker started because its own network looked down
+   * (workerOutage.ts): a grant during which this grew says so to its monitor.
+   */
+  networkDownFailures?(): number;
 }
 
 export interface Recorder {
@@ -203,8 +208,11 @@ export function createCrawlActivities(deps: CrawlDeps) {
       const earlier = await attempt.takeOver();
       for (const [i, d] of earlier?.done ?? []) if (!done.has(i)) done.set(i, d);
       for (const [i, hop] of earlier?.hops ?? []) if (hop.redirects > (hops.get(i)?.redirects ?? 0)) hops.set(i, hop);
+      const networkDownBefore = deps.processor.networkDownFailures?.();
       const result = await crawlGrant(input, ctx, done, hops, beat, attempt.superseded);
-      return dispatchMs !== undefined ? { ...result, dispatchMs } : result;
+      // Its missed slots were the worker's network, not a worker falling behind (status notes).
+      const networkDown = networkDownBefore !== undefined && deps.processor.networkDownFailures!() > networkDownBefore;
+      return { ...result, ...(dispatchMs !== undefined ? { dispatchMs } : {}), ...(networkDown ? { networkDown } : {}) };
     } finally {
       clearInterval(ticker);
       attempt.release({ done, hops });

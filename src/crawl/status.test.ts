@@ -238,6 +238,13 @@ describe('sources the workers cannot keep up with', () => {
     expect([update.sources.s!.workersBehind, update.sources.ok!.workersBehind]).toEqual([true, false]);
   });
 
+  it('names the worker\'s network instead when grants said it was down, and does not count the source as behind', () => {
+    const down = missing(0.95, { networkDownAt: '2026-11-29T07:14:00.000Z' });
+    expect(statusTable([down]).split('\n')[1]).toMatch(/worker's network down: no site answered and connections found no route \(last at 2026-11-29T07:14:00\.000Z\); its slots pass unsent and nothing counts against the site/);
+    expect(statusTable([down]).split('\n')[1]).not.toMatch(/workers behind/);
+    expect(monitoringUpdate([down]).global.workersBehind).toBe(0);
+  });
+
   it('does not blame the workers for a source that is held, paused or finished, or from an older monitor', () => {
     const held = missing(0.8, { retryAfterUntil: '2026-11-27T12:00:00.000Z' });
     expect(statusTable([held]).split('\n')[1]).toMatch(/Retry-After until/);

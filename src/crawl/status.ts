@@ -5,7 +5,7 @@ import { callSignal } from '../shared/callSignal';
 import { errorText } from '../shared/errorText';
 import { STOPPED_BATCHES_WAIT_MS } from '../shared/heartbeat';
 import { statsQuery, stopUpdate } from '../workflows/messages';
-import { answersNote, behindNote, type CrawlCommand, hostCrawlDelayNote, monitorWorkflowId, type MonitorStats, slowedNote } from '../workflows/monitorState';
+import { answersNote, behindNote, type CrawlCommand, hostCrawlDelayNote, monitorWorkflowId, type MonitorStats, networkDownNote, slowedNote } from '../workflows/monitorState';
 import { BEHIND_MISS_RATE } from '../politeness/missedSlots';
 import { fulfilsWithin } from '../shared/concurrency';
 import { envText } from '../shared/env';
@@ -413,7 +413,7 @@ export function statusTable(statuses: SourceStatus[]): string {
     const note = state === 'stopped' ? `stopped by an operator${st?.haltReason ? ` (was halted: ${st.haltReason})` : ''}`
       : state === 'paused' && !st?.haltReason ? `paused by an operator${st?.coolingUntil ? `; its temporary halt lasts until ${st.coolingUntil}` : ''}`
       // An ended monitor's stats are from its end: a hold it had then (a Retry-After) is over.
-      : st?.haltReason ?? (st && (s.workflowStatus === 'RUNNING' ? waitingFor(st) ?? hostWaitNote(st) ?? lostBatchesNote(st) ?? behindNote(st) ?? answersNote(st) ?? (st.slowed ? slowedNote(st.slowed, st.target) : undefined)
+      : st?.haltReason ?? (st && (s.workflowStatus === 'RUNNING' ? waitingFor(st) ?? hostWaitNote(st) ?? lostBatchesNote(st) ?? networkDownNote(st) ?? behindNote(st) ?? answersNote(st) ?? (st.slowed ? slowedNote(st.slowed, st.target) : undefined)
         // Its records look like images: the summary's reasons for URLs not done cannot tell.
         : s.workflowStatus === 'COMPLETED' ? answersNote(st, null) : undefined))
         ?? (st?.siteMaxRate != null ? `robots.txt Crawl-delay: at most ${st.siteMaxRate}/s${st.crawlDelayUntil ? `, next request not before ${st.crawlDelayUntil}` : ''}` : u?.note ?? s.ended ?? '');

@@ -77,6 +77,8 @@ export class WorkerOutageWatch {
   private downSince?: number;
   private notCounted = 0;
   private tooLong = false;
+  /** Failures not counted against their sites since the worker started (for activity results). */
+  notCountedTotal = 0;
 
   constructor(opts: WorkerOutageOptions = {}) {
     this.now = opts.now ?? Date.now;
@@ -121,6 +123,7 @@ export class WorkerOutageWatch {
       return false;
     }
     this.notCounted += 1;
+    this.notCountedTotal += 1;
     return true;
   }
 

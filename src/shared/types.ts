@@ -110,6 +110,8 @@ export interface OutcomeReport {
   unused: number;
   /** Of the slots that passed, how many served no URL (see FetchBatchResult.missedSlots). */
   missedSlots?: number;
+  /** Some of them passed because the worker's own network looked down (FetchBatchResult.networkDown). */
+  networkDown?: boolean;
   /** Set when the activity stopped on a 429/503: how long the source asked us to wait. */
   retryAfterMs?: number;
   /** Set when the activity stopped because robots.txt asks for more time between requests (FetchBatchResult.crawlDelayMs). */
@@ -308,6 +310,11 @@ export interface FetchBatchResult {
    * robots.txt took them.
    */
   missedSlots?: number;
+  /**
+   * Requests of this grant were not sent because the worker's own network looked down: no site
+   * answered, and connections to several found no route (pipeline/workerOutage.ts).
+   */
+  networkDown?: boolean;
   /**
    * Items settled without a request slot (robots.txt ruled them out, say). The batch puts about
    * twice as many URLs as slots into its next grant, so that those slots still go to requests.

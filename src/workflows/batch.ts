@@ -386,6 +386,7 @@ export async function runBatch(input: BatchInput, run: BatchRun): Promise<BatchR
         ...(result.hostCrawlDelay ? { hostCrawlDelay: result.hostCrawlDelay } : {}),
         ...(result.leastHostDelayMs !== undefined ? { leastHostDelayMs: result.leastHostDelayMs } : {}),
         storeRetryMs: result.storeRetryMs, storeError: result.storeError, missedSlots: result.missedSlots, dispatchMs: result.dispatchMs, decided: lastGrant,
+        ...(result.networkDown ? { networkDown: true } : {}),
         // The window's end as the monitor booked it: a floating grant's float is part of it.
         ...(result.lastSendMs !== undefined ? { windowTail: { endMs: g.endMs + (g.floatMs ?? 0), lastSendMs: result.lastSendMs } } : {}),
         outcomes: result.outcomes.map((o) => ({ ...o, url: '' })),

@@ -1,6 +1,6 @@
 import { DEFAULT_ADAPTIVE } from '../politeness/adaptiveRate';
 import { DEFAULT_GOVERNOR, type GovernorConfig } from '../politeness/governor';
-import { detailsMarkdown, governorConfigOf, MonitorModel } from './monitorState';
+import { behindNote, detailsMarkdown, governorConfigOf, MonitorModel, networkDownNote } from './monitorState';
 
 // The batch no longer asks again after using a grant; these pin the bookkeeping that makes
 // that safe: the monitor subtracts every grant the batch has not acknowledged.
@@ -136,6 +136,25 @@ describe('MonitorModel token bookkeeping', () => {
     expect(m.stats(T0 + 1_010_000).slowed).toBeNull();
     m.governor.tick(T0 + 1_080_000);
     expect(m.stats(T0 + 1_080_000).slowed).toMatchObject({ by: 'a temporary halt (5/25 requests failed in 60 s)' });
+  });
+
+  it('says its slots pass for the worker\'s network, not a worker behind, while grants report it, and for two minutes after', () => {
+    const { m, batchId } = modelWithBatch();
+    m.onTokenRequest({ batchId, unassigned: 500, grantsSeen: 0 });
+    for (let i = 0; i < 10; i++) m.onReport({ batchId, grantId: 0, outcomes: [], unused: 0, missedSlots: 10, networkDown: true }, T0 + i * 1_000);
+    const down = m.stats(T0 + 9_000);
+    expect(down.tokens.missRate).toBeGreaterThan(0.9);
+    expect(down.networkDownAt).toBe(new Date(T0 + 9_000).toISOString());
+    expect(behindNote(down)).toBeUndefined();
+    expect(networkDownNote(down)).toMatch(/^worker's network down: no site answered .*nothing counts against the site/);
+    expect(detailsMarkdown(down, 'running')).toMatch(/\*\*Worker's network down\*\*/);
+    expect(detailsMarkdown(down, 'running')).not.toMatch(/Workers behind/);
+    // Old news after two minutes; and a grant that sent ends it at once.
+    expect(m.stats(T0 + 9_000 + 121_000).networkDownAt).toBeNull();
+    expect(behindNote(m.stats(T0 + 9_000 + 121_000))).toMatch(/^workers behind/);
+    const sent = [{ url: '', cls: 'done' as const, sent: true, final: true, attempt: 1 }];
+    m.onReport({ batchId, grantId: 0, outcomes: sent, unused: 0, missedSlots: 0 }, T0 + 10_000);
+    expect(m.stats(T0 + 10_000).networkDownAt).toBeNull();
   });
 
   it('leaves the bookkeeping alone for a report without a token request', () => {

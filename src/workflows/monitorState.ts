@@ -80,6 +80,8 @@ export interface MonitorState {
   /** Slots that served no URL (see FetchBatchResult.missedSlots), in all and as a running share. */
   missedSlots: number;
   missRate: number;
+  /** When a grant last said the worker's own network looked down (OutcomeReport.networkDown); cleared by one that sent. */
+  networkDownAtMs?: number;
   /** The latest grant report's share of URLs settled without a request (Grant.decidedShare); absent before the first. */
   decidedShare?: number;
   /** Images in a row that were one file (sameImage.ts); absent before the first image with a sha. */
@@ -141,6 +143,11 @@ export interface MonitorStats {
   hostCrawlDelay?: { origin: string; delayS: number } | null;
   /** No grant before this time: the store failed (`storeError` says how); the URLs keep their attempts. */
   storeRetryAt?: string | null;
+  /**
+   * The latest time (within the last two minutes) a grant's requests were not sent because the
+   * worker's own network looked down; null otherwise; absent from monitors of older builds.
+   */
+  networkDownAt?: string | null;
   storeError?: string | null;
   coolingUntil: string | null;
   haltReason: string | null;
@@ -178,9 +185,22 @@ export interface MonitorStats {
  * details all ask here.
  */
 export function behindNote(st: MonitorStats): string | undefined {
-  if (st.state !== 'running' || st.retryAfterUntil || st.robotsRetryAt || st.storeRetryAt) return undefined;
+  if (st.state !== 'running' || st.retryAfterUntil || st.robotsRetryAt || st.storeRetryAt || st.networkDownAt) return undefined;
   // No tokens in some hand-made stats; no missRate from monitors of older builds.
   return workersBehindNote(st.rate, st.tokens?.missRate);
+}
+
+/** A report of the worker's network down is news for this long: grants come every few seconds while it lasts. */
+const NETWORK_DOWN_SHOWN_MS = 2 * 60_000;
+
+/**
+ * A source whose slots pass because the worker's own network is down (pipeline/workerOutage.ts):
+ * not a worker falling behind, and nothing an operator should do to the source.
+ */
+export function networkDownNote(st: MonitorStats): string | undefined {
+  if (!st.networkDownAt || st.state === 'halted' || st.state === 'paused') return undefined;
+  return `worker's network down: no site answered and connections found no route (last at ${st.networkDownAt}); ` +
+    'its slots pass unsent and nothing counts against the site: it goes on once the network is back';
 }
 
 /** Content errors and not one image after this many: worth a word before the source's last URL. */
@@ -371,6 +391,8 @@ export class MonitorModel {
       const served = Math.max(0, report.outcomes.length - (report.decided?.decided ?? 0));
       this.state.missRate = updateMissRate(this.state.missRate, report.missedSlots, served);
     }
+    if (report.networkDown) this.state.networkDownAtMs = nowMs;
+    else if (report.outcomes.some((o) => o.sent)) this.state.networkDownAtMs = undefined;
     if (report.tokens) this.onTokenRequest({ batchId: report.batchId, ...report.tokens });
     const b = this.batch(report.batchId);
     if (b) for (const o of report.outcomes) if (o.final) (b.counted ??= {})[o.cls] = (b.counted[o.cls] ?? 0) + 1;
@@ -541,6 +563,7 @@ export class MonitorModel {
       robotsHostWait: g.robotsHostWait && g.robotsHostWait.untilMs > nowMs ? { error: g.robotsHostWait.error, until: new Date(g.robotsHostWait.untilMs).toISOString() } : null,
       hostCrawlDelay: g.hostCrawlDelay && g.siteMaxRate === undefined && nowMs - g.hostCrawlDelay.atMs <= HOST_CRAWL_DELAY_SHOWN_MS ? { origin: g.hostCrawlDelay.origin, delayS: g.hostCrawlDelay.delayMs / 1000 } : null,
       storeRetryAt: g.adaptive.holdReason === 'store' ? heldUntil : null,
+      networkDownAt: this.state.networkDownAtMs !== undefined && nowMs - this.state.networkDownAtMs <= NETWORK_DOWN_SHOWN_MS ? new Date(this.state.networkDownAtMs).toISOString() : null,
       storeError: g.adaptive.holdReason === 'store' && heldUntil ? g.storeError ?? null : null,
       // Also while paused during one: the temporary halt goes on when the operator resumes.
       coolingUntil: g.mode === 'cooling' || (g.mode === 'paused' && g.pausedWhileCooling && g.coolingUntilMs > nowMs) ? new Date(g.coolingUntilMs).toISOString() : null,
@@ -630,6 +653,8 @@ export function detailsMarkdown(s: MonitorStats, state: string): string {
   if (s.coolingUntil) lines.push(`temporary halt until ${s.coolingUntil}`);
   if (s.slowed) lines.push(slowedNote(s.slowed, s.target));
   if (s.haltReason) lines.push(`**HALTED**: ${asText(s.haltReason)}. Resume with the \`resume\` update or \`crawl resume\`.`);
+  const networkDown = networkDownNote(s);
+  if (networkDown) lines.push(`**${networkDown.replace(/^worker's network down/, "Worker's network down**")}`);
   const behind = behindNote(s);
   if (behind) lines.push(`**${behind.replace(/^workers behind/, 'Workers behind**')}`);
   const noImages = noImagesNote(s);

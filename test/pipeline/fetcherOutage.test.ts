@@ -2,6 +2,9 @@ import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { createCrawlActivities } from '../../src/activities/crawlActivities';
+import { StoreRecorder } from '../../src/activities/storeRecorder';
 import { pipelineConfigFromEnv } from '../../src/pipeline/config';
 import { Fetcher } from '../../src/pipeline/fetcher';
 import { ImagePipeline } from '../../src/pipeline/imagePipeline';
@@ -10,6 +13,7 @@ import { Spool } from '../../src/pipeline/spool';
 import { LocalStore } from '../../src/pipeline/store';
 import type { Connector } from '../../src/pipeline/warmConnections';
 import { WorkerOutageWatch } from '../../src/pipeline/workerOutage';
+import type { FetchBatchInput, FetchBatchResult } from '../../src/shared/types';
 import { jpeg } from '../support/images';
 import { Origin } from '../support/origin';
 
@@ -116,6 +120,44 @@ describe('the worker\'s own network down (real undici, origin on 127.0.0.1)', ()
       // The try made while the network was down was not the site's: it is made again at once.
       expect((await robots.check(new URL(at('127.0.0.4', '/a.jpg')))).verdict).toEqual({ kind: 'allowed' });
       expect(origins.get('127.0.0.4')!.hits('/robots.txt')).toHaveLength(hits + 1);
+    } finally {
+      await pipeline.close();
+    }
+  });
+
+  it('has the fetch activity hand its URLs back unsent, blaming no site, and tell the monitor why its slots passed', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crawl-network-down-'));
+    const store = new LocalStore(path.join(dir, 'store'));
+    const outage = new WorkerOutageWatch({ quietMs: 0 });
+    const pipeline = new ImagePipeline(cfg(), store, new Spool(path.join(dir, 'spool')), { wrapConnector: networkDown, outage });
+    const acts = createCrawlActivities({ processor: pipeline, recorder: new StoreRecorder(store) });
+    const grant = (grantId: number, host: string): FetchBatchInput => {
+      const startMs = Date.now() + 50;
+      return {
+        source: host, batchId: 'b1', grantId, maxAttempts: 3,
+        items: ['/a.jpg', '/b.jpg'].map((p) => ({ url: at(host, p), attempt: 1 })),
+        schedule: { startMs, endMs: startMs + 6 * 30, intervalMs: 30, burstSlots: 0 },
+      };
+    };
+    try {
+      const up = (await new MockActivityEnvironment().run(acts.fetchBatch, grant(1, '127.0.0.1'))) as FetchBatchResult;
+      expect(up.networkDown).toBeUndefined();
+      down = true;
+      const results: FetchBatchResult[] = [];
+      for (const [i, host] of ['127.0.0.2', '127.0.0.3', '127.0.0.4'].entries()) {
+        results.push((await new MockActivityEnvironment().run(acts.fetchBatch, grant(2 + i, host))) as FetchBatchResult);
+      }
+      const last = results[2]!;
+      expect(outage.down).toBe(true);
+      // Nothing final and nothing counted: both URLs go back for a later grant.
+      expect(last.outcomes.filter((o) => o.sent)).toEqual([]);
+      expect(last.unused).toHaveLength(2);
+      expect(last.networkDown).toBe(true);
+      expect(last.missedSlots).toBeGreaterThan(0);
+      down = false;
+      const back = (await new MockActivityEnvironment().run(acts.fetchBatch, grant(9, '127.0.0.4'))) as FetchBatchResult;
+      expect(back.networkDown).toBeUndefined();
+      expect(back.outcomes.filter((o) => o.sent && o.final).length).toBeGreaterThan(0);
     } finally {
       await pipeline.close();
     }
