@@ -16,7 +16,7 @@ import { exportRecordsToFile, supersededNote } from './exportRecords';
 import { FailureTally } from './failureTally';
 import { checkManifest, manifestHasContent } from './manifest';
 import { continuesNote, downloadedBeforeNote, duplicatesNote, emptyManifest, grewNote, queuedElsewhereNote, nothingToCrawl, startCrawl, startWarnings, type StartSummary } from './start';
-import { ChangedSources, closedListingWarner, crawlCommandFor, DoneRate, listClosedSince, monitoringUpdate, sourceStatus, statusTable, shellWord, SourceNotes, stopMonitor, WorkersBehindNotice, type SourceStatus } from './status';
+import { ChangedSources, closedListingWarner, crawlCommandFor, DoneRate, listClosedSince, monitoringUpdate, NetworkDownNotice, sourceStatus, statusTable, shellWord, SourceNotes, stopMonitor, WorkersBehindNotice, type SourceStatus } from './status';
 import { StartProgressLine } from './startProgress';
 import { StatusPoller } from './statusPoller';
 import { envText } from '../shared/env';
@@ -174,6 +174,7 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
     // The commands a note suggests, typed in another terminal, must reach this run's server and store.
     const notes = new SourceNotes(crawlCommandFor(server.address, path.resolve(opts.outDir)));
     const behind = new WorkersBehindNotice();
+    const networkDown = new NetworkDownNotice();
     const changedSources = new ChangedSources();
     let lastLine = 0;
     let lastDiskCheck = Date.now();
@@ -200,6 +201,7 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
       // counts alone, a source whose robots.txt cannot be read sat at 0 for minutes unexplained.
       const changed = notes.changed(statuses);
       const behindLine = behind.next(update, Date.now());
+      const networkLine = networkDown.next(update);
       let diskNotes: DiskNotice[] = [];
       if (Date.now() - lastDiskCheck >= DISK_CHECK_MS) {
         lastDiskCheck = Date.now();
@@ -209,6 +211,7 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
         for (const d of diskNotes) out.write(`\r\x1b[Kcrawl: ${d.note}\n`);
         for (const n of changed) out.write(`\r\x1b[K${n.source}: ${n.note}\n`);
         if (behindLine) out.write(`\r\x1b[K${behindLine}\n`);
+        if (networkLine) out.write(`\r\x1b[K${networkLine}\n`);
         const g = update.global;
         const pct = g.totalUrls ? Math.floor((g.finishedUrls / g.totalUrls) * 100) : 100;
         const bar = '#'.repeat(Math.floor(pct / 4)).padEnd(25, '.');
@@ -217,6 +220,7 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
         for (const d of diskNotes) out.write(`${JSON.stringify({ event: 'disk_space', time: update.time, ...d })}\n`);
         for (const n of changed) out.write(`${JSON.stringify({ event: 'source_note', time: update.time, ...n })}\n`);
         if (behindLine) out.write(`${JSON.stringify({ event: 'workers_behind', time: update.time, sources: update.global.workersBehind, note: behindLine })}\n`);
+        if (networkLine) out.write(`${JSON.stringify({ event: 'network_down', time: update.time, sources: update.global.networkDown, note: networkLine })}\n`);
         // The last round's line always: a JSON reader's last monitoring_update is the end state
         // (a source that halted last showed as running in it before, if the run ended within 5 s).
         if (Date.now() - lastLine >= 5_000 || allSettled(statuses)) {

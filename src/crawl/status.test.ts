@@ -2,7 +2,7 @@ import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { monitorSearchAttributes } from '../temporal/searchAttributes';
 import type { MonitorStats } from '../workflows/monitorState';
-import { ChangedSources, crawlCommandFor, DoneRate, listedStatus, listMonitors, monitoringUpdate, similarSources, SourceNotes, statusTable, WorkersBehindNotice, type SourceStatus } from './status';
+import { ChangedSources, crawlCommandFor, DoneRate, listedStatus, listMonitors, monitoringUpdate, NetworkDownNotice, similarSources, SourceNotes, statusTable, WorkersBehindNotice, type SourceStatus } from './status';
 
 function running(done: number): SourceStatus {
   const counts = { done, linkrot: 0, robots: 0, content: 0, refused: 0, error: 0, retries: 0, requests: done };
@@ -242,7 +242,19 @@ describe('sources the workers cannot keep up with', () => {
     const down = missing(0.95, { networkDownAt: '2026-11-29T07:14:00.000Z' });
     expect(statusTable([down]).split('\n')[1]).toMatch(/worker's network down: no site answered and connections found no route \(last at 2026-11-29T07:14:00\.000Z\); its slots pass unsent and nothing counts against the site/);
     expect(statusTable([down]).split('\n')[1]).not.toMatch(/workers behind/);
-    expect(monitoringUpdate([down]).global.workersBehind).toBe(0);
+    expect(monitoringUpdate([down]).global).toMatchObject({ workersBehind: 0, networkDown: 1 });
+    expect(monitoringUpdate([down]).sources.s!.networkDownAt).toBe('2026-11-29T07:14:00.000Z');
+    expect(monitoringUpdate([missing(0.95)]).global.networkDown).toBe(0);
+  });
+
+  it('gives crawl run one line when the worker\'s network goes down and one when it is back, not one per source or poll', () => {
+    const notice = new NetworkDownNotice();
+    const down = (n: number) => monitoringUpdate(Array.from({ length: 4 }, (_, i) => ({ ...missing(0.9, i < n ? { networkDownAt: '2026-11-29T07:14:00.000Z' } : {}), source: `s${i}` })));
+    expect(notice.next(down(0))).toBeUndefined();
+    expect(notice.next(down(3))).toMatch(/^worker's network down: 3 of 4 running source\(s\) had requests that found no route/);
+    expect(notice.next(down(4))).toBeUndefined();
+    expect(notice.next(down(0))).toBe('worker\'s network back: sources are sending again');
+    expect(notice.next(down(0))).toBeUndefined();
   });
 
   it('does not blame the workers for a source that is held, paused or finished, or from an older monitor', () => {

@@ -202,9 +202,12 @@ export function listedStatus(source: string, info: Pick<WorkflowExecutionInfo, '
 export interface MonitoringUpdate {
   event: 'monitoring_update';
   time: string;
-  /** `workersBehind`: running sources that missed 30% or more of their recent slots (see behindNote). */
-  global: { sources: number; running: number; paused: number; halted: number; waiting: number; ratePerS: number; targetPerS: number; done: number; errors: number; finishedUrls: number; totalUrls: number; imagesPerS: number | null; workersBehind: number };
-  sources: Record<string, { state: string; rate: number; target: number; done: number; errors: number; linkrot: number; content: number; robots: number; refused: number; finished: number; total: number; breaker: string; retryAfterUntil: string | null; crawlDelayUntil: string | null; robotsRetryAt: string | null; robotsError: string | null; robotsHostWait: { error: string; until: string } | null; hostCrawlDelay: { origin: string; delayS: number } | null; storeRetryAt: string | null; storeError: string | null; workersBehind: boolean; haltReason: string | null; slowed: { by: string; at: string; backAt: string } | null; note?: string }>;
+  /**
+   * `workersBehind`: running sources that missed 30% or more of their recent slots (see behindNote).
+   * `networkDown`: running sources whose requests a worker could not send in the last five minutes because its own network looked down (networkDownNote).
+   */
+  global: { sources: number; running: number; paused: number; halted: number; waiting: number; ratePerS: number; targetPerS: number; done: number; errors: number; finishedUrls: number; totalUrls: number; imagesPerS: number | null; workersBehind: number; networkDown: number };
+  sources: Record<string, { state: string; rate: number; target: number; done: number; errors: number; linkrot: number; content: number; robots: number; refused: number; finished: number; total: number; breaker: string; retryAfterUntil: string | null; crawlDelayUntil: string | null; robotsRetryAt: string | null; robotsError: string | null; robotsHostWait: { error: string; until: string } | null; hostCrawlDelay: { origin: string; delayS: number } | null; storeRetryAt: string | null; storeError: string | null; workersBehind: boolean; networkDownAt: string | null; haltReason: string | null; slowed: { by: string; at: string; backAt: string } | null; note?: string }>;
 }
 
 /**
@@ -230,7 +233,7 @@ export class DoneRate {
 /** One JSON line for operators, like the original system's monitoring_update. */
 export function monitoringUpdate(statuses: SourceStatus[], previous?: { atMs: number; done: number }, nowMs = Date.now()): MonitoringUpdate {
   const sources: MonitoringUpdate['sources'] = {};
-  let rate = 0, target = 0, done = 0, errors = 0, finished = 0, total = 0, running = 0, paused = 0, halted = 0, waiting = 0, behind = 0;
+  let rate = 0, target = 0, done = 0, errors = 0, finished = 0, total = 0, running = 0, paused = 0, halted = 0, waiting = 0, behind = 0, networkDown = 0;
   for (const s of statuses) {
     const st = s.stats;
     const state = displayState(s);
@@ -243,7 +246,7 @@ export function monitoringUpdate(statuses: SourceStatus[], previous?: { atMs: nu
       total += u?.total ?? 0;
       sources[s.source] = {
         state, rate: u?.rate ?? 0, target: 0, done: u?.done ?? 0, errors: u?.errors ?? 0, linkrot: 0, content: 0, robots: 0, refused: 0, finished: 0, total: u?.total ?? 0,
-        breaker: '', retryAfterUntil: null, crawlDelayUntil: null, robotsRetryAt: null, robotsError: null, robotsHostWait: null, hostCrawlDelay: null, storeRetryAt: null, storeError: null, workersBehind: false, haltReason: null, slowed: null, ...(u ? { note: u.note } : s.ended ? { note: s.ended } : {}),
+        breaker: '', retryAfterUntil: null, crawlDelayUntil: null, robotsRetryAt: null, robotsError: null, robotsHostWait: null, hostCrawlDelay: null, storeRetryAt: null, storeError: null, workersBehind: false, networkDownAt: null, haltReason: null, slowed: null, ...(u ? { note: u.note } : s.ended ? { note: s.ended } : {}),
       };
       continue;
     }
@@ -252,6 +255,8 @@ export function monitoringUpdate(statuses: SourceStatus[], previous?: { atMs: nu
     if (held) waiting++;
     const slotsMissed = live && behindNote(st) !== undefined;
     if (slotsMissed) behind++;
+    const networkDownAt = live && networkDownNote(st) !== undefined ? st.networkDownAt! : null;
+    if (networkDownAt) networkDown++;
     if (live && st.state === 'paused') paused++;
     // What is being sent now: a paused, halted, cooling or held source sends nothing, whatever its rate.
     rate += live && st.state === 'running' && !held ? st.rate : 0;
@@ -278,6 +283,7 @@ export function monitoringUpdate(statuses: SourceStatus[], previous?: { atMs: nu
       storeRetryAt: live ? st.storeRetryAt ?? null : null,
       storeError: live ? st.storeError ?? null : null,
       workersBehind: slotsMissed,
+      networkDownAt,
       haltReason: st.haltReason ?? null,
       slowed: live ? st.slowed ?? null : null,
       ...(note !== undefined ? { note } : {}),
@@ -286,7 +292,7 @@ export function monitoringUpdate(statuses: SourceStatus[], previous?: { atMs: nu
   const imagesPerS = previous ? Math.round(((done - previous.done) * 1000 / Math.max(1, nowMs - previous.atMs)) * 100) / 100 : null;
   return {
     event: 'monitoring_update', time: new Date(nowMs).toISOString(),
-    global: { sources: statuses.length, running, paused, halted, waiting, ratePerS: round(rate), targetPerS: round(target), done, errors, finishedUrls: finished, totalUrls: total, imagesPerS, workersBehind: behind },
+    global: { sources: statuses.length, running, paused, halted, waiting, ratePerS: round(rate), targetPerS: round(target), done, errors, finishedUrls: finished, totalUrls: total, imagesPerS, workersBehind: behind, networkDown },
     sources,
   };
 }
@@ -367,6 +373,24 @@ export class WorkersBehindNotice {
     this.told = n;
     return `workers behind: ${n} of ${update.global.running} running source(s) had ${BEHIND_MISS_RATE * 100}% or more of their recent slots pass unsent, ` +
       'so they get less than their rates allow (a busy worker CPU, or fetch activities starting late): add workers (crawl worker), or lower rates';
+  }
+}
+
+/**
+ * `crawl run`'s line when a worker's own network goes down (networkDownNote) and when it is back:
+ * every source says so at once, and a line per source would be thousands of lines.
+ */
+export class NetworkDownNotice {
+  private down = false;
+
+  next(update: MonitoringUpdate): string | undefined {
+    const n = update.global.networkDown;
+    if (n > 0 === this.down) return undefined;
+    this.down = n > 0;
+    return n > 0
+      ? `worker's network down: ${n} of ${update.global.running} running source(s) had requests that found no route while no site answered; ` +
+        'they are not sent and count nothing against the sites: the crawl goes on once the network is back (the worker logs network-down)'
+      : 'worker\'s network back: sources are sending again';
   }
 }
 

@@ -144,7 +144,7 @@ export interface MonitorStats {
   /** No grant before this time: the store failed (`storeError` says how); the URLs keep their attempts. */
   storeRetryAt?: string | null;
   /**
-   * The latest time (within the last two minutes) a grant's requests were not sent because the
+   * The latest time (within the last five minutes) a grant's requests were not sent because the
    * worker's own network looked down; null otherwise; absent from monitors of older builds.
    */
   networkDownAt?: string | null;
@@ -190,8 +190,12 @@ export function behindNote(st: MonitorStats): string | undefined {
   return workersBehindNote(st.rate, st.tokens?.missRate);
 }
 
-/** A report of the worker's network down is news for this long: grants come every few seconds while it lasts. */
-const NETWORK_DOWN_SHOWN_MS = 2 * 60_000;
+/**
+ * A report of the worker's network down is news for this long, unless a report that sent ends it
+ * sooner: while it lasts, a source's windows stretch for the slots it misses (up to three times
+ * a 40 s window), and a report comes as each ends.
+ */
+const NETWORK_DOWN_SHOWN_MS = 5 * 60_000;
 
 /**
  * A source whose slots pass because the worker's own network is down (pipeline/workerOutage.ts):
