@@ -143,7 +143,8 @@ describe('MonitorModel token bookkeeping', () => {
     m.onTokenRequest({ batchId, unassigned: 500, grantsSeen: 0 });
     for (let i = 0; i < 10; i++) m.onReport({ batchId, grantId: 0, outcomes: [], unused: 0, missedSlots: 10, networkDown: true }, T0 + i * 1_000);
     const down = m.stats(T0 + 9_000);
-    expect(down.tokens.missRate).toBeGreaterThan(0.9);
+    // Not a busy worker: its windows keep their length, and no "workers behind" follows.
+    expect(down.tokens).toMatchObject({ missed: 100, missRate: 0 });
     expect(down.networkDownAt).toBe(new Date(T0 + 9_000).toISOString());
     expect(behindNote(down)).toBeUndefined();
     expect(networkDownNote(down)).toMatch(/^worker's network down: no site answered .*nothing counts against the site/);
@@ -152,7 +153,7 @@ describe('MonitorModel token bookkeeping', () => {
     // Old news after five minutes; and a grant that sent ends it at once.
     expect(m.stats(T0 + 9_000 + 299_000).networkDownAt).not.toBeNull();
     expect(m.stats(T0 + 9_000 + 301_000).networkDownAt).toBeNull();
-    expect(behindNote(m.stats(T0 + 9_000 + 301_000))).toMatch(/^workers behind/);
+    expect(behindNote(m.stats(T0 + 9_000 + 301_000))).toBeUndefined();
     const sent = [{ url: '', cls: 'done' as const, sent: true, final: true, attempt: 1 }];
     m.onReport({ batchId, grantId: 0, outcomes: sent, unused: 0, missedSlots: 0 }, T0 + 10_000);
     expect(m.stats(T0 + 10_000).networkDownAt).toBeNull();

@@ -389,11 +389,14 @@ export class MonitorModel {
   /** `policy`: Governor.applyReport's options (what the monitor's patches leave in effect). */
   onReport(report: OutcomeReport, nowMs: number, policy: ReportPolicy = {}): PolicyEvent[] {
     this.state.unusedSlots += report.unused;
+    // A grant whose requests could not leave for the worker's own network says nothing of how
+    // busy the worker is: counted, its misses read "workers behind: 59%" for minutes after the
+    // network was back and the source at its full rate again, and stretched its windows.
     if (report.missedSlots !== undefined) {
       this.state.missedSlots += report.missedSlots;
       // Slots that served a URL: outcomes settled without a request (report.decided) took none.
       const served = Math.max(0, report.outcomes.length - (report.decided?.decided ?? 0));
-      this.state.missRate = updateMissRate(this.state.missRate, report.missedSlots, served);
+      if (!report.networkDown) this.state.missRate = updateMissRate(this.state.missRate, report.missedSlots, served);
     }
     if (report.networkDown) this.state.networkDownAtMs = nowMs;
     else if (report.outcomes.some((o) => o.sent)) this.state.networkDownAtMs = undefined;
