@@ -113,6 +113,40 @@ describe('crawl monitor (time-skipping server)', () => {
     await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, history('batch-of-tail-grant.before-patch.bin'), 'crawl-monitor:tail-slack.test/batch:c0');
   });
 
+  it('takes grants whose requests the worker\'s network kept back as no failure of the site and no busy worker, and finishes when it is back', async () => {
+    const { taskQueue, workflowId } = ids('network-down.test');
+    const scripted = scriptedActivities(() => ({ cls: 'done', status: 200 }));
+    let downGrants = 3;
+    const acts = {
+      ...scripted.acts,
+      // As the real activity while the worker's network is down: nothing sent, every URL handed back.
+      async fetchBatch(input: FetchBatchInput): Promise<FetchBatchResult> {
+        if (downGrants <= 0) return scripted.acts.fetchBatch(input);
+        downGrants -= 1;
+        return { outcomes: [], unused: input.items.map((_, i) => i), missedSlots: input.items.length, networkDown: true };
+      },
+    };
+    const worker = await monitorWorker(env, taskQueue, acts);
+    const stats = await worker.runUntil(env.client.workflow.execute(crawlMonitorWorkflow, {
+      taskQueue, workflowId, args: [{ source: 'network-down.test', config: { rate: 2 }, work: chunksOf('network-down.test', 200, 100) }],
+    }));
+    expect(downGrants).toBe(0);
+    expect(stats.counts).toMatchObject({ done: 200, error: 0 });
+    expect(stats.urls).toMatchObject({ total: 200, finished: 200 });
+    expect(stats.alerts.filter((a) => /cooling|halt/.test(a))).toEqual([]);
+    expect(stats.tokens.missed).toBeGreaterThan(0);
+    expect(stats.tokens.missRate).toBe(0);
+    // A later grant sent: the note is over.
+    expect(stats.networkDownAt).toBeNull();
+    // The batches told the monitor why their slots passed.
+    const history = await env.client.workflow.getHandle(workflowId).fetchHistory();
+    const reports = (history.events ?? []).flatMap((e) => {
+      const data = e.workflowExecutionSignaledEventAttributes?.input?.payloads?.[0]?.data;
+      return data ? [JSON.parse(Buffer.from(data).toString()) as { networkDown?: boolean }] : [];
+    });
+    expect(reports.filter((r) => r.networkDown === true)).toHaveLength(3);
+  });
+
   it('gives a source\'s last grant spare slots for a start up to 5 s late', async () => {
     const { taskQueue, workflowId } = ids('tail-slack.test');
     const { grants, acts } = scriptedActivities(() => ({ cls: 'done', status: 200 }));
