@@ -1,5 +1,4 @@
 import fs from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { MockActivityEnvironment } from '@temporalio/testing';
@@ -11,6 +10,7 @@ import { ImagePipeline } from '../../src/pipeline/imagePipeline';
 import { RobotsCache } from '../../src/pipeline/robots';
 import { Spool } from '../../src/pipeline/spool';
 import { LocalStore } from '../../src/pipeline/store';
+import { freePort } from '../../src/temporal/devServer';
 import type { Connector } from '../../src/pipeline/warmConnections';
 import { WorkerOutageWatch } from '../../src/pipeline/workerOutage';
 import type { FetchBatchInput, FetchBatchResult } from '../../src/shared/types';
@@ -163,14 +163,3 @@ describe('the worker\'s own network down (real undici, origin on 127.0.0.1)', ()
     }
   });
 });
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
