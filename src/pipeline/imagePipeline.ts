@@ -71,14 +71,14 @@ export class ImagePipeline implements UrlProcessor {
     return this.fetcher.close();
   }
 
-  /**
-   * The URL's next request goes to its origin (robots.txt or the image), or to where that origin's
-   * robots.txt redirected: open a connection there ahead.
-   */
   networkDownFailures(): number {
     return this.fetcher.outage.notCountedTotal;
   }
 
+  /**
+   * The URL's next request goes to its origin (robots.txt or the image), or to where that origin's
+   * robots.txt redirected: open a connection there ahead.
+   */
   preconnect(url: string, slotMs: number): void {
     const next = this.nextRequestUrl(this.moved.resolve(url));
     this.fetcher.preconnect(next, slotMs);

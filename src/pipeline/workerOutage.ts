@@ -4,7 +4,7 @@
  * Every failed request counts against its site: its breaker cools the source down, and after 50
  * failures in a row the monitor halts it for good. When the worker's own network is down (a
  * gateway, a resolver, a cable), every site fails at once, and all of them halted for good after
- * about five minutes (measured: 10 sources at 1 req/s, 288 s), for an operator to resume by hand.
+ * about five minutes (measured: 10 sources at 1 req/s, 289 s), for an operator to resume by hand.
  *
  * The signature of the worker's outage: connections to several sites fail without any answer
  * (no route, no DNS, no reply to the connect) and no site has answered for a while, although

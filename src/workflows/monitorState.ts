@@ -143,12 +143,12 @@ export interface MonitorStats {
   hostCrawlDelay?: { origin: string; delayS: number } | null;
   /** No grant before this time: the store failed (`storeError` says how); the URLs keep their attempts. */
   storeRetryAt?: string | null;
+  storeError?: string | null;
   /**
    * The latest time (within the last five minutes) a grant's requests were not sent because the
    * worker's own network looked down; null otherwise; absent from monitors of older builds.
    */
   networkDownAt?: string | null;
-  storeError?: string | null;
   coolingUntil: string | null;
   haltReason: string | null;
   /**
@@ -192,8 +192,8 @@ export function behindNote(st: MonitorStats): string | undefined {
 
 /**
  * A report of the worker's network down is news for this long, unless a report that sent ends it
- * sooner: while it lasts, a source's windows stretch for the slots it misses (up to three times
- * a 40 s window), and a report comes as each ends.
+ * sooner: while the network is down, reports come only as grants' windows end (40 s, and longer
+ * for a slow source), and the note must not blink off between them.
  */
 const NETWORK_DOWN_SHOWN_MS = 5 * 60_000;
 
@@ -570,8 +570,8 @@ export class MonitorModel {
       robotsHostWait: g.robotsHostWait && g.robotsHostWait.untilMs > nowMs ? { error: g.robotsHostWait.error, until: new Date(g.robotsHostWait.untilMs).toISOString() } : null,
       hostCrawlDelay: g.hostCrawlDelay && g.siteMaxRate === undefined && nowMs - g.hostCrawlDelay.atMs <= HOST_CRAWL_DELAY_SHOWN_MS ? { origin: g.hostCrawlDelay.origin, delayS: g.hostCrawlDelay.delayMs / 1000 } : null,
       storeRetryAt: g.adaptive.holdReason === 'store' ? heldUntil : null,
-      networkDownAt: this.state.networkDownAtMs !== undefined && nowMs - this.state.networkDownAtMs <= NETWORK_DOWN_SHOWN_MS ? new Date(this.state.networkDownAtMs).toISOString() : null,
       storeError: g.adaptive.holdReason === 'store' && heldUntil ? g.storeError ?? null : null,
+      networkDownAt: this.state.networkDownAtMs !== undefined && nowMs - this.state.networkDownAtMs <= NETWORK_DOWN_SHOWN_MS ? new Date(this.state.networkDownAtMs).toISOString() : null,
       // Also while paused during one: the temporary halt goes on when the operator resumes.
       coolingUntil: g.mode === 'cooling' || (g.mode === 'paused' && g.pausedWhileCooling && g.coolingUntilMs > nowMs) ? new Date(g.coolingUntilMs).toISOString() : null,
       haltReason: g.haltReason,
