@@ -4,6 +4,7 @@ import type { Duplex } from 'node:stream';
 import { Agent, buildConnector, errors as undiciErrors, Pool, type Dispatcher } from 'undici';
 import type { PipelineConfig } from './config';
 import { setBounded } from '../shared/boundedMap';
+import { errorCode } from '../shared/errorText';
 import { log } from '../shared/log';
 import { openFilesLimit } from '../shared/openFiles';
 import { closedUnanswered, noteConnectionFree, type SendWatcher, watchNextSend } from './connectionReuse';
@@ -591,12 +592,6 @@ class CollectHandler implements Dispatcher.DispatchHandler, SendWatcher {
   onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
     this.failAfterHeaders(err);
   }
-}
-
-function errorCode(err: unknown): string | undefined {
-  const e = err as { code?: unknown; cause?: { code?: unknown } } | undefined;
-  const code = e?.code ?? e?.cause?.code;
-  return typeof code === 'string' ? code : undefined;
 }
 
 /** The process (EMFILE) or the machine (ENFILE) has no file descriptor left for a socket. */

@@ -1,3 +1,5 @@
+import { errorCode } from '../shared/errorText';
+
 /**
  * Tells the worker's own network outage from its sites' failures.
  *
@@ -27,11 +29,10 @@ const NO_ROUTE_CODES = new Set(['ENETUNREACH', 'EHOSTUNREACH', 'ENETDOWN', 'EHOS
  * not ENOTFOUND, which is the DNS answering that the name does not exist).
  */
 export function noRouteError(err: unknown): boolean {
-  const e = err as { code?: unknown; syscall?: unknown; cause?: { code?: unknown; syscall?: unknown } } | undefined;
-  const code = e?.code ?? e?.cause?.code;
-  const syscall = e?.syscall ?? e?.cause?.syscall;
+  const code = errorCode(err);
   if (code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'EAI_AGAIN') return true;
-  return typeof code === 'string' && NO_ROUTE_CODES.has(code) && syscall === 'connect';
+  const e = err as { syscall?: unknown; cause?: { syscall?: unknown } } | undefined;
+  return code !== undefined && NO_ROUTE_CODES.has(code) && (e?.syscall ?? e?.cause?.syscall) === 'connect';
 }
 
 export interface WorkerOutageOptions {

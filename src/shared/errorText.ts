@@ -1,3 +1,10 @@
+/** An error's code (`ECONNREFUSED`, `UND_ERR_CONNECT_TIMEOUT`), or its cause's: undici wraps some errors. */
+export function errorCode(err: unknown): string | undefined {
+  const e = err as { code?: unknown; cause?: { code?: unknown } } | undefined;
+  const code = e?.code ?? e?.cause?.code;
+  return typeof code === 'string' ? code : undefined;
+}
+
 /**
  * An error's message followed by its causes' that it does not already hold. The Temporal SDK's
  * errors say only which call failed ("Failed to signalWithStart Workflow"); the server's reason
