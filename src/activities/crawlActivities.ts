@@ -6,6 +6,7 @@ import { DEFAULT_ADAPTIVE } from '../politeness/adaptiveRate';
 import { isThrottle } from '../politeness/classify';
 import { PAGE_BURST, pagesSinceImage } from '../politeness/pageRun';
 import type { ObjectStore } from '../pipeline/store';
+import type { WorkerNetwork } from '../pipeline/workerOutage';
 import type { FetchBatchInput, FetchBatchResult, FinalRecordInput, HostCrawlDelay, OutcomeClass, RedirectHop, RequestOutcome, WorkChunk } from '../shared/types';
 import { chunkRecordFiles, chunkRecordFilesIn } from '../pipeline/keys';
 import { chunkIndexKey, encodeFingerprints } from '../pipeline/downloadedIndex';
@@ -90,6 +91,8 @@ export interface UrlProcessor {
    * (workerOutage.ts): a grant during which this grew says so to its monitor.
    */
   networkDownFailures?(): number;
+  /** Whether the worker's own network is down (workerOutage.ts): its activity slots follow it. */
+  readonly network?: WorkerNetwork;
 }
 
 export interface Recorder {
@@ -172,15 +175,27 @@ const attempts = new GrantAttempts<{ done: Done; hops: Hops }>();
 const clockSkew = new ClockSkewWatch();
 
 export function createCrawlActivities(deps: CrawlDeps) {
+  /**
+   * This worker's fetch activities, oldest first. While its own network is down only the oldest
+   * goes on sending in its slots, to learn when the network is back; the others hand their URLs
+   * back at their next slot, for a worker whose network works (activitySlots.ts holds back new
+   * ones). Before, they held them to the end of their windows, 40 s for most sources.
+   */
+  const fetches = new Set<object>();
+
   async function fetchBatch(input: FetchBatchInput): Promise<FetchBatchResult> {
     if (!Array.isArray(input.items) || !input.schedule) throw ApplicationFailure.nonRetryable('fetchBatch needs items and a schedule', 'InvalidInput');
     const ctx = Context.current();
-    const skew = clockSkew.sample(Date.now() - ctx.info.currentAttemptScheduledTimestampMs, Date.now());
+    // Its task may have waited while this worker's network was down and it took no fetches
+    // (activitySlots.ts): that wait is the outage's, neither the clock's, nor the trip's, nor
+    // that of a worker falling behind.
+    const held = deps.processor.network?.wasDownSince(ctx.info.currentAttemptScheduledTimestampMs) ?? false;
+    const skew = held ? undefined : clockSkew.sample(Date.now() - ctx.info.currentAttemptScheduledTimestampMs, Date.now());
     if (skew) log.warn({ event: 'clock-skew', skewMs: skew.skewMs }, skew.note);
     // How long the grant took to get here: the monitor leads later windows by about as much. A
     // retry's start says nothing about that trip.
     const issuedMs = input.schedule.issuedMs;
-    const dispatchMs = ctx.info.attempt === 1 && issuedMs !== undefined ? Math.max(0, Date.now() - issuedMs) : undefined;
+    const dispatchMs = !held && ctx.info.attempt === 1 && issuedMs !== undefined ? Math.max(0, Date.now() - issuedMs) : undefined;
     const prior = ctx.info.heartbeatDetails as Progress | undefined;
     const done: Done = new Map([
       ...(prior?.done ?? []).map(([i, outcome, extra]) => [i, { outcome, extra }] as const),
@@ -209,17 +224,20 @@ export function createCrawlActivities(deps: CrawlDeps) {
       for (const [i, d] of earlier?.done ?? []) if (!done.has(i)) done.set(i, d);
       for (const [i, hop] of earlier?.hops ?? []) if (hop.redirects > (hops.get(i)?.redirects ?? 0)) hops.set(i, hop);
       const networkDownBefore = deps.processor.networkDownFailures?.();
-      const result = await crawlGrant(input, ctx, done, hops, beat, attempt.superseded);
+      const self = {};
+      fetches.add(self);
+      const standDown = () => deps.processor.network?.down === true && fetches.values().next().value !== self;
+      const result = await crawlGrant(input, ctx, done, hops, beat, attempt.superseded, standDown).finally(() => fetches.delete(self));
       // Its missed slots were the worker's network, not a worker falling behind (status notes).
       const networkDown = networkDownBefore !== undefined && deps.processor.networkDownFailures!() > networkDownBefore;
-      return { ...result, ...(dispatchMs !== undefined ? { dispatchMs } : {}), ...(networkDown ? { networkDown } : {}) };
+      return { ...result, ...(held ? { missedSlots: 0 } : {}), ...(dispatchMs !== undefined ? { dispatchMs } : {}), ...(networkDown ? { networkDown } : {}) };
     } finally {
       clearInterval(ticker);
       attempt.release({ done, hops });
     }
   }
 
-  async function crawlGrant(input: FetchBatchInput, ctx: Context, done: Done, hops: Hops, beat: () => void, superseded: () => boolean): Promise<FetchBatchResult> {
+  async function crawlGrant(input: FetchBatchInput, ctx: Context, done: Done, hops: Hops, beat: () => void, superseded: () => boolean, standDown: () => boolean): Promise<FetchBatchResult> {
     let retryAfterMs: number | undefined;
     let throttled = false;
     let errorRun = 0;
@@ -237,6 +255,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
     let robotsRetryAtMs: number | undefined;
     let robotsError: string | undefined;
     let storeFailure: string | undefined;
+    let stoodDown = false;
     const { intervalMs, burstSlots } = input.schedule;
     const urlOf = (i: number) => hops.get(i)?.url ?? input.items[i]!.url;
     const delayOf = (url: string) => deps.processor.crawlDelay?.(url);
@@ -341,7 +360,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
         const ready = line.findIndex((i) => (delayedHostOf(urlOf(i))?.freeAtMs ?? Infinity) <= slotMs);
         return ready >= 0 ? ready : line.findIndex((i) => delayedHostOf(urlOf(i)) === undefined);
       },
-      shouldStop: () => superseded() || throttled || burstTooClose || storeFailure !== undefined || errorRun >= ERROR_BURST || pageRun >= PAGE_BURST || isSourceBlocked(input.source),
+      shouldStop: () => superseded() || (stoodDown ||= standDown()) || throttled || burstTooClose || storeFailure !== undefined || errorRun >= ERROR_BURST || pageRun >= PAGE_BURST || isSourceBlocked(input.source),
       run: async (i, slotMs, mayGoLate) => {
         const item = input.items[i]!;
         const sendBy = slotMs + MAX_LATENESS_MS;
@@ -446,6 +465,10 @@ export function createCrawlActivities(deps: CrawlDeps) {
       ...(run.decided > 0 ? { decidedWithoutRequest: run.decided } : {}),
       // A retried attempt knows nothing of the sends of the attempt before it.
       ...(run.lastSendMs !== undefined && ctx.info.attempt === 1 ? { lastSendMs: run.lastSendMs } : {}),
+      // Handed back unsent for this worker's network: its window is free from its start, as if
+      // the last request had gone a spacing before it. Without it the URLs waited for the end
+      // of the window (40 s) before another worker was granted them.
+      ...(run.lastSendMs === undefined && ctx.info.attempt === 1 && stoodDown ? { lastSendMs: input.schedule.startMs - intervalMs } : {}),
       ...(chunkMarkedDone ? { chunkMarkedDone } : {}),
     };
   }

@@ -19,6 +19,7 @@ import type { Spool } from './spool';
 import { FairSlots, WeightedBudget } from '../shared/concurrency';
 import type { ObjectStore } from './store';
 import { describeStoreError } from './storeError';
+import type { WorkerNetwork } from './workerOutage';
 
 /** Retry-After is read up to a day (the most --max-retry-after allows); the fetch activity and the monitor cap it. */
 const MAX_RETRY_AFTER_MS = 24 * 3_600_000;
@@ -73,6 +74,10 @@ export class ImagePipeline implements UrlProcessor {
 
   networkDownFailures(): number {
     return this.fetcher.outage.notCountedTotal;
+  }
+
+  get network(): WorkerNetwork {
+    return this.fetcher.outage;
   }
 
   /**

@@ -77,6 +77,52 @@ describe('WorkerOutageWatch', () => {
     w.noRoute('http://b');
     expect(w.noRoute('http://c')).toBe(true);
   });
+
+  it('tells listeners when the state changes, and whether it was down since a given time', () => {
+    const { w, advance } = watch({ maxHoldMs: 60_000 });
+    let calls = 0;
+    const stop = w.listen(() => { calls += 1; });
+    w.answered();
+    const before = 1_000_000;
+    advance(10_000);
+    w.noRoute('http://a');
+    w.noRoute('http://b');
+    expect(calls).toBe(0);
+    expect(w.wasDownSince(before)).toBe(false);
+    w.noRoute('http://c');
+    expect(calls).toBe(1);
+    w.noRoute('http://d'); // still down: no change
+    expect(calls).toBe(1);
+    const during = 1_000_000 + 20_000;
+    advance(10_000);
+    w.answered();
+    expect(calls).toBe(2);
+    expect(w.down).toBe(false);
+    // Scheduled before or during the outage: it was down since. After it ended: not.
+    expect(w.wasDownSince(before)).toBe(true);
+    expect(w.wasDownSince(during)).toBe(true);
+    advance(1);
+    expect(w.wasDownSince(1_000_000 + 20_001)).toBe(false);
+    w.answered(); // an answer while up changes nothing
+    expect(calls).toBe(2);
+    // The hold running out ends the state too; the answer after it is no second change.
+    advance(10_000);
+    w.noRoute('http://a');
+    w.noRoute('http://b');
+    w.noRoute('http://c');
+    expect(calls).toBe(3);
+    advance(60_001);
+    w.noRoute('http://a');
+    expect(w.down).toBe(false);
+    expect(calls).toBe(4);
+    w.answered();
+    expect(calls).toBe(4);
+    stop();
+    advance(10_000);
+    for (const o of ['http://a', 'http://b', 'http://c']) w.noRoute(o);
+    expect(w.down).toBe(true);
+    expect(calls).toBe(4);
+  });
 });
 
 describe('noRouteError', () => {

@@ -66,7 +66,16 @@ const MAX_HOLD_MS = 15 * 60_000;
 /** Origins remembered as unreachable: enough to count to minOrigins, bounded for a long outage. */
 const MAX_TRACKED = 64;
 
-export class WorkerOutageWatch {
+/** What the worker's activity polling and its fetch activities need to know of the watch. */
+export interface WorkerNetwork {
+  readonly down: boolean;
+  /** Whether the network was taken to be down at any moment from `fromMs` until now. */
+  wasDownSince(fromMs: number): boolean;
+  /** Calls `fn` after every change of `down`; returns a function that stops that. */
+  listen(fn: () => void): () => void;
+}
+
+export class WorkerOutageWatch implements WorkerNetwork {
   private readonly now: () => number;
   private readonly quietMs: number;
   private readonly minOrigins: number;
@@ -78,6 +87,9 @@ export class WorkerOutageWatch {
   private downSince?: number;
   private notCounted = 0;
   private tooLong = false;
+  /** When the last outage ended (an answer, or the hold ran out). */
+  private endedAt?: number;
+  private readonly listeners = new Set<() => void>();
   /** Failures not counted against their sites since the worker started (for activity results). */
   notCountedTotal = 0;
 
@@ -96,10 +108,13 @@ export class WorkerOutageWatch {
     this.unreachable.clear();
     if (this.downSince !== undefined) {
       const change: OutageChange = { kind: 'back', downMs: now - this.downSince, notCounted: this.notCounted };
+      const wasDown = this.down;
       this.downSince = undefined;
       this.notCounted = 0;
       this.tooLong = false;
+      if (wasDown) this.endedAt = now;
       this.onChange?.(change);
+      if (wasDown) this.changed();
     }
   }
 
@@ -116,11 +131,14 @@ export class WorkerOutageWatch {
       if (this.unreachable.size < this.minOrigins || quiet < this.quietMs) return false;
       this.downSince = now;
       this.onChange?.({ kind: 'down', origins: this.unreachable.size, quietMs: quiet });
+      this.changed();
     }
     if (this.tooLong) return false;
     if (now - this.downSince > this.maxHoldMs) {
       this.tooLong = true;
+      this.endedAt = now;
       this.onChange?.({ kind: 'too-long', downMs: now - this.downSince, notCounted: this.notCounted });
+      this.changed();
       return false;
     }
     this.notCounted += 1;
@@ -131,5 +149,18 @@ export class WorkerOutageWatch {
   /** The worker's network is taken to be down now. */
   get down(): boolean {
     return this.downSince !== undefined && !this.tooLong;
+  }
+
+  wasDownSince(fromMs: number): boolean {
+    return this.down || (this.endedAt !== undefined && this.endedAt >= fromMs);
+  }
+
+  listen(fn: () => void): () => void {
+    this.listeners.add(fn);
+    return () => this.listeners.delete(fn);
+  }
+
+  private changed(): void {
+    for (const fn of this.listeners) fn();
   }
 }

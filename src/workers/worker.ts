@@ -2,6 +2,7 @@ import path from 'node:path';
 import { NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import * as smoke from '../activities/smoke';
 import { createCrawlActivities, type CrawlDeps } from '../activities/crawlActivities';
+import { ActivitySlots } from './activitySlots';
 import { HEARTBEAT_EVERY_MS } from '../shared/heartbeat';
 import { helperNiceFromEnv, keepHelperThreadsBelowMain } from '../temporal/priority';
 import { heapGrowthFromEnv, setHeapGrowth } from './heapGrowth';
@@ -82,9 +83,16 @@ export function createCrawlWorker(opts: CrawlWorkerOptions): Promise<Worker> {
     taskQueue: opts.taskQueue ?? TASK_QUEUE,
     ...workflowCodeOption(WORKFLOWS_PATH, log),
     activities: { ...smoke, ...createCrawlActivities(deps) },
-    // A fetch activity spends most of its life waiting for its slots, one per source and grant
-    // at a time: the SDK's default of 100 would leave sources beyond the hundredth unserved.
-    maxConcurrentActivityTaskExecutions: fitted.activities,
+    tuner: {
+      // The SDK's defaults for the other kinds (what it uses without a tuner).
+      workflowTaskSlotSupplier: { type: 'fixed-size', numSlots: 40 },
+      localActivityTaskSlotSupplier: { type: 'fixed-size', numSlots: 100 },
+      nexusTaskSlotSupplier: { type: 'fixed-size', numSlots: 100 },
+      // A fetch activity spends most of its life waiting for its slots, one per source and grant
+      // at a time: the SDK's default of 100 would leave sources beyond the hundredth unserved.
+      // Held back while the worker's own network is down (activitySlots.ts).
+      activityTaskSlotSupplier: new ActivitySlots(fitted.activities, deps.processor.network),
+    },
     // Heartbeats go out as often as the activity beats, not at 80% of the timeout.
     maxHeartbeatThrottleInterval: HEARTBEAT_EVERY_MS,
     ...opts.overrides,

@@ -154,10 +154,67 @@ describe('the worker\'s own network down (real undici, origin on 127.0.0.1)', ()
       expect(last.unused).toHaveLength(2);
       expect(last.networkDown).toBe(true);
       expect(last.missedSlots).toBeGreaterThan(0);
+      const scheduledWhileDown = Date.now();
       down = false;
-      const back = (await new MockActivityEnvironment().run(acts.fetchBatch, grant(9, '127.0.0.4'))) as FetchBatchResult;
+      const back = (await new MockActivityEnvironment({ currentAttemptScheduledTimestampMs: Date.now() }).run(acts.fetchBatch, grant(9, '127.0.0.4'))) as FetchBatchResult;
       expect(back.networkDown).toBeUndefined();
       expect(back.outcomes.filter((o) => o.sent && o.final).length).toBeGreaterThan(0);
+      // A grant whose task waited while the network was down (the worker took no fetches then),
+      // its window gone by: its wait was the outage's, neither a worker falling behind (no missed
+      // slots) nor the trip (no dispatch time for the monitor's lead).
+      const late = grant(10, '127.0.0.1');
+      late.schedule = { ...late.schedule, startMs: scheduledWhileDown - 400, endMs: scheduledWhileDown - 200, issuedMs: scheduledWhileDown - 500 };
+      const waited = (await new MockActivityEnvironment({ currentAttemptScheduledTimestampMs: scheduledWhileDown }).run(acts.fetchBatch, late)) as FetchBatchResult;
+      expect(waited.unused).toHaveLength(2);
+      expect(waited.missedSlots).toBe(0);
+      expect(waited.dispatchMs).toBeUndefined();
+      // The same grant had it been scheduled after the outage: a worker behind.
+      const behind = (await new MockActivityEnvironment({ currentAttemptScheduledTimestampMs: Date.now() }).run(acts.fetchBatch, { ...late, grantId: 11 })) as FetchBatchResult;
+      expect(behind.missedSlots).toBeGreaterThan(0);
+      expect(behind.dispatchMs).toBeGreaterThan(0);
+    } finally {
+      await pipeline.close();
+    }
+  });
+
+  it('runs one fetch activity at a time while the network is down: the others hand their URLs back at once, their windows free', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crawl-network-down-'));
+    const store = new LocalStore(path.join(dir, 'store'));
+    const outage = new WorkerOutageWatch({ quietMs: 0 });
+    const pipeline = new ImagePipeline(cfg(), store, new Spool(path.join(dir, 'spool')), { wrapConnector: networkDown, outage });
+    const acts = createCrawlActivities({ processor: pipeline, recorder: new StoreRecorder(store) });
+    const grant = (grantId: number, host: string): FetchBatchInput => {
+      const startMs = Date.now() + 100;
+      return {
+        source: host, batchId: 'b2', grantId, maxAttempts: 3,
+        items: ['/a.jpg', '/b.jpg'].map((p) => ({ url: at(host, p), attempt: 1 })),
+        schedule: { startMs, endMs: startMs + 3 * 400, intervalMs: 400, burstSlots: 0 },
+      };
+    };
+    try {
+      expect((await pipeline.fetcher.fetch(at('127.0.0.1', '/a.jpg'))).ok).toBe(true);
+      down = true;
+      for (const host of ['127.0.0.2', '127.0.0.3', '127.0.0.4']) await pipeline.fetcher.fetch(at(host, '/a.jpg'));
+      expect(outage.down).toBe(true);
+      const env = () => new MockActivityEnvironment({ currentAttemptScheduledTimestampMs: Date.now() });
+      const ended: string[] = [];
+      const probeGrant = grant(1, '127.0.0.2');
+      const probe = (env().run(acts.fetchBatch, probeGrant) as Promise<FetchBatchResult>).finally(() => ended.push('probe'));
+      const otherGrant = grant(2, '127.0.0.3');
+      const other = (await env().run(acts.fetchBatch, otherGrant)) as FetchBatchResult;
+      ended.push('other');
+      // The second handed everything back before its first slot, sending nothing; its window is
+      // free from its start (a send a spacing before it), so the monitor grants it again at once.
+      expect(other.unused).toHaveLength(2);
+      expect(other.outcomes).toEqual([]);
+      expect(other.lastSendMs).toBe(otherGrant.schedule.startMs - otherGrant.schedule.intervalMs);
+      expect(ended).toEqual(['other']);
+      // The oldest went on trying in its slots until its window ended: it learns when the network is back.
+      const probed = await probe;
+      expect(Date.now()).toBeGreaterThanOrEqual(probeGrant.schedule.endMs - 400);
+      expect(probed.unused).toHaveLength(2);
+      expect(probed.networkDown).toBe(true);
+      expect(origins.get('127.0.0.2')!.hits('/a.jpg')).toHaveLength(0);
     } finally {
       await pipeline.close();
     }
