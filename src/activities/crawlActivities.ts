@@ -229,7 +229,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
       const standDown = () => deps.processor.network?.down === true && fetches.values().next().value !== self;
       const result = await crawlGrant(input, ctx, done, hops, beat, attempt.superseded, standDown).finally(() => fetches.delete(self));
       // Its missed slots were the worker's network, not a worker falling behind (status notes).
-      const networkDown = networkDownBefore !== undefined && deps.processor.networkDownFailures!() > networkDownBefore;
+      const networkDown = result.networkDown === true || (networkDownBefore !== undefined && deps.processor.networkDownFailures!() > networkDownBefore);
       return { ...result, ...(held ? { missedSlots: 0 } : {}), ...(dispatchMs !== undefined ? { dispatchMs } : {}), ...(networkDown ? { networkDown } : {}) };
     } finally {
       clearInterval(ticker);
@@ -469,6 +469,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
       // the last request had gone a spacing before it. Without it the URLs waited for the end
       // of the window (40 s) before another worker was granted them.
       ...(run.lastSendMs === undefined && ctx.info.attempt === 1 && stoodDown ? { lastSendMs: input.schedule.startMs - intervalMs } : {}),
+      ...(stoodDown ? { networkDown: true } : {}),
       ...(chunkMarkedDone ? { chunkMarkedDone } : {}),
     };
   }

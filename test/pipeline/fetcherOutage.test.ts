@@ -208,6 +208,7 @@ describe('the worker\'s own network down (real undici, origin on 127.0.0.1)', ()
       expect(other.unused).toHaveLength(2);
       expect(other.outcomes).toEqual([]);
       expect(other.lastSendMs).toBe(otherGrant.schedule.startMs - otherGrant.schedule.intervalMs);
+      expect(other.networkDown).toBe(true);
       expect(ended).toEqual(['other']);
       // The oldest went on trying in its slots until its window ended: it learns when the network is back.
       const probed = await probe;
