@@ -48,6 +48,24 @@ describe('the worker\'s own network down (real undici, origin on 127.0.0.1)', ()
   afterAll(() => Promise.all([...origins.values()].map((o) => o.stop())));
   afterEach(() => { down = false; });
 
+  /** Fetch activities on a pipeline whose network `down` cuts, and grants of two URLs for them. */
+  function activitiesOnCuttableNetwork(batchId: string, window: { leadMs: number; intervalMs: number; slots: number }) {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crawl-network-down-'));
+    const store = new LocalStore(path.join(dir, 'store'));
+    const outage = new WorkerOutageWatch({ quietMs: 0 });
+    const pipeline = new ImagePipeline(cfg(), store, new Spool(path.join(dir, 'spool')), { wrapConnector: networkDown, outage });
+    const acts = createCrawlActivities({ processor: pipeline, recorder: new StoreRecorder(store) });
+    const grant = (grantId: number, host: string): FetchBatchInput => {
+      const startMs = Date.now() + window.leadMs;
+      return {
+        source: host, batchId, grantId, maxAttempts: 3,
+        items: ['/a.jpg', '/b.jpg'].map((p) => ({ url: at(host, p), attempt: 1 })),
+        schedule: { startMs, endMs: startMs + window.slots * window.intervalMs, intervalMs: window.intervalMs, burstSlots: 0 },
+      };
+    };
+    return { outage, pipeline, acts, grant };
+  }
+
   it('sends nothing and blames no site once three are unreachable with none answering; the first answer ends it', async () => {
     const fetcher = new Fetcher(cfg(), { wrapConnector: networkDown, outage: new WorkerOutageWatch({ quietMs: 0 }) });
     try {
@@ -126,19 +144,7 @@ describe('the worker\'s own network down (real undici, origin on 127.0.0.1)', ()
   });
 
   it('has the fetch activity hand its URLs back unsent, blaming no site, and tell the monitor why its slots passed', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crawl-network-down-'));
-    const store = new LocalStore(path.join(dir, 'store'));
-    const outage = new WorkerOutageWatch({ quietMs: 0 });
-    const pipeline = new ImagePipeline(cfg(), store, new Spool(path.join(dir, 'spool')), { wrapConnector: networkDown, outage });
-    const acts = createCrawlActivities({ processor: pipeline, recorder: new StoreRecorder(store) });
-    const grant = (grantId: number, host: string): FetchBatchInput => {
-      const startMs = Date.now() + 50;
-      return {
-        source: host, batchId: 'b1', grantId, maxAttempts: 3,
-        items: ['/a.jpg', '/b.jpg'].map((p) => ({ url: at(host, p), attempt: 1 })),
-        schedule: { startMs, endMs: startMs + 6 * 30, intervalMs: 30, burstSlots: 0 },
-      };
-    };
+    const { outage, pipeline, acts, grant } = activitiesOnCuttableNetwork('b1', { leadMs: 50, intervalMs: 30, slots: 6 });
     try {
       const up = (await new MockActivityEnvironment().run(acts.fetchBatch, grant(1, '127.0.0.1'))) as FetchBatchResult;
       expect(up.networkDown).toBeUndefined();
@@ -178,19 +184,7 @@ describe('the worker\'s own network down (real undici, origin on 127.0.0.1)', ()
   });
 
   it('runs one fetch activity at a time while the network is down: the others hand their URLs back at once, their windows free', async () => {
-    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crawl-network-down-'));
-    const store = new LocalStore(path.join(dir, 'store'));
-    const outage = new WorkerOutageWatch({ quietMs: 0 });
-    const pipeline = new ImagePipeline(cfg(), store, new Spool(path.join(dir, 'spool')), { wrapConnector: networkDown, outage });
-    const acts = createCrawlActivities({ processor: pipeline, recorder: new StoreRecorder(store) });
-    const grant = (grantId: number, host: string): FetchBatchInput => {
-      const startMs = Date.now() + 100;
-      return {
-        source: host, batchId: 'b2', grantId, maxAttempts: 3,
-        items: ['/a.jpg', '/b.jpg'].map((p) => ({ url: at(host, p), attempt: 1 })),
-        schedule: { startMs, endMs: startMs + 3 * 400, intervalMs: 400, burstSlots: 0 },
-      };
-    };
+    const { outage, pipeline, acts, grant } = activitiesOnCuttableNetwork('b2', { leadMs: 100, intervalMs: 400, slots: 3 });
     try {
       expect((await pipeline.fetcher.fetch(at('127.0.0.1', '/a.jpg'))).ok).toBe(true);
       down = true;
