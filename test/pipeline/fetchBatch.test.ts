@@ -372,7 +372,8 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
       // second's stretch of the timeline comes right after the first's.
       const [first, second] = (await Promise.all([
         new MockActivityEnvironment().run(acts.fetchBatch, grant(1, startMs, 15, ['/a.png?1', '/a.png?2'])),
-        new MockActivityEnvironment().run(acts.fetchBatch, grant(2, startMs + 1_500, 10, ['/a.png?3'])),
+        // Its first slot free of the delay is its tenth; five more in case a stall of the machine makes that one late.
+        new MockActivityEnvironment().run(acts.fetchBatch, grant(2, startMs + 1_500, 15, ['/a.png?3'])),
       ])) as FetchBatchResult[];
       expect(first!.outcomes.map((o) => o.cls)).toEqual(['done']);
       // Not in its first slot, 400 ms after the first grant's request: a delay after the window before.
@@ -381,7 +382,9 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
       expect(images).toHaveLength(2);
       expect(images[1]! - images[0]!).toBeGreaterThanOrEqual(1_000);
       expect(images[1]!).toBeGreaterThanOrEqual(startMs + 1_500 - 100 + 1_000 - 5);
-      expect(second!.missedSlots).toBe(0);
+      // The slots before the delay had passed were not the worker falling behind (at most one
+      // late wake-up is).
+      expect(second!.missedSlots).toBeLessThanOrEqual(1);
     } finally {
       await site.stop();
     }
