@@ -163,7 +163,8 @@ describe('a site seen to close connections that waited a while', () => {
       const slotMs = Date.now() + 800;
       f.preconnect(`${base}/c`, slotMs);
       await sleep(slotMs - Date.now());
-      expect(await f.fetch(`${base}/c`, { sendBy: Date.now() + 10 })).toMatchObject({ ok: true, status: 200, sent: true });
+      // Left at once (give or take a stall of the machine); the connection count says which it took.
+      expect(await f.fetch(`${base}/c`, { sendBy: Date.now() + 50 })).toMatchObject({ ok: true, status: 200, sent: true });
       // Before, /c went on the connection that had waited 800 ms, was reset and sent again.
       expect(site.refused).toEqual(['/b']);
       expect(site.resent).toBe(1);
