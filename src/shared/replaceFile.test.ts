@@ -22,4 +22,25 @@ describe('replaceFile', () => {
     await expect(replaceFile(file, async (write) => { write('a\n'); })).rejects.toThrow(`cannot write ${file}: ENOSPC: no space left on device, write (its disk is full: free some space there, or write the file elsewhere)`);
     expect(fs.existsSync(file)).toBe(false);
   });
+
+  it('refuses a directory before filling, and leaves nothing beside it', async () => {
+    const target = fs.mkdtempSync(path.join(dir, 'out-'));
+    const fill = jest.fn(async () => undefined);
+    await expect(replaceFile(target, fill)).rejects.toThrow(`cannot write ${target}: it is a directory; name a file in it (such as ${path.join(target, 'metadata.ndjson')})`);
+    expect(fill).not.toHaveBeenCalled();
+    expect(fs.readdirSync(dir).filter((f) => f.endsWith('.tmp'))).toEqual([]);
+  });
+
+  it('names the missing directory, not its temporary file', async () => {
+    const file = path.join(dir, 'no-such-dir', 'x.ndjson');
+    const err = await replaceFile(file, async () => undefined).catch((e: Error) => e);
+    expect((err as Error).message).toBe(`cannot write ${file}: the directory ${path.dirname(file)} does not exist (create it first, or name a file in an existing directory)`);
+  });
+
+  it('removes its temporary file when the rename fails', async () => {
+    const file = path.join(dir, 'renamed.ndjson');
+    jest.spyOn(fs, 'renameSync').mockImplementation(() => { throw Object.assign(new Error('EACCES: permission denied, rename'), { code: 'EACCES' }); });
+    await expect(replaceFile(file, async (write) => { write('a\n'); })).rejects.toThrow(`cannot write ${file}: permission denied in ${dir} (write the file elsewhere)`);
+    expect(fs.readdirSync(dir).filter((f) => f.startsWith('renamed'))).toEqual([]);
+  });
 });

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import path from 'node:path';
 import { isDiskFull } from './diskRoom';
 
 /**
@@ -6,6 +7,9 @@ import { isDiskFull } from './diskRoom';
  * never sees half of it, and a `fill` that fails leaves the old file and nothing else behind.
  */
 export async function replaceFile<T>(file: string, fill: (write: (text: string) => void) => Promise<T>): Promise<T> {
+  // Found before `fill` runs: the rename at the end would fail only after the whole export, and
+  // leave the temporary file beside the directory.
+  if (isDirectory(file)) throw aDirectory(file);
   const tmp = `${file}.${process.pid}.tmp`;
   let fd: number;
   try {
@@ -22,18 +26,49 @@ export async function replaceFile<T>(file: string, fill: (write: (text: string) 
         throw writeError(file, err);
       }
     });
-    fs.fsyncSync(fd);
+    try {
+      fs.fsyncSync(fd);
+    } catch (err) {
+      throw writeError(file, err);
+    }
   } catch (err) {
     fs.closeSync(fd);
     fs.rmSync(tmp, { force: true });
     throw err;
   }
   fs.closeSync(fd);
-  fs.renameSync(tmp, file);
+  try {
+    fs.renameSync(tmp, file);
+  } catch (err) {
+    fs.rmSync(tmp, { force: true });
+    throw writeError(file, err);
+  }
   return result;
 }
 
-/** Which file could not be written, and for a full disk what to do (the bare "ENOSPC: no space left on device, write" named neither). */
+function isDirectory(file: string): boolean {
+  try {
+    return fs.statSync(file).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+function aDirectory(file: string): Error {
+  return new Error(`cannot write ${file}: it is a directory; name a file in it (such as ${path.join(file, 'metadata.ndjson')})`);
+}
+
+/**
+ * Which file could not be written and what to do. The system's own message names the temporary
+ * file beside it (`open '.../x.ndjson.4711.tmp'`), which the user never named.
+ */
 function writeError(file: string, err: unknown): Error {
-  return new Error(`cannot write ${file}: ${(err as Error).message}${isDiskFull(err) ? ' (its disk is full: free some space there, or write the file elsewhere)' : ''}`);
+  const code = (err as { code?: unknown }).code;
+  const dir = path.dirname(file);
+  if (isDiskFull(err)) return new Error(`cannot write ${file}: ${(err as Error).message} (its disk is full: free some space there, or write the file elsewhere)`);
+  if (code === 'ENOENT') return new Error(`cannot write ${file}: the directory ${dir} does not exist (create it first, or name a file in an existing directory)`);
+  if (code === 'ENOTDIR') return new Error(`cannot write ${file}: ${dir} is not a directory`);
+  if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') return new Error(`cannot write ${file}: ${code === 'EROFS' ? 'its file system is read-only' : `permission denied in ${dir}`} (write the file elsewhere)`);
+  if (code === 'EISDIR') return aDirectory(file);
+  return new Error(`cannot write ${file}: ${(err as Error).message}`);
 }
