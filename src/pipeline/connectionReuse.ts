@@ -11,11 +11,17 @@ import diagnosticsChannel from 'node:diagnostics_channel';
  * requests failed, and the errors halted the source. Browsers and Go's client send such a
  * request again at once on a new connection (undici leaves it to the caller, nodejs/undici#3492).
  *
- * A connection counts as possibly stale once it has carried a request or has been open this
- * long: one opened for this very request and used at once was not closed for being idle, so
- * a site that resets every connection gets one attempt per request, not two.
+ * A connection counts as possibly stale once it has waited unused as long as a site's idle
+ * timeout can be: IDLE_CLOSE_MIN_MS since its last answer, or STALE_AFTER_MS since it was
+ * opened ahead. One opened for this very request and used at once was not closed for being
+ * idle, so a site that resets every connection gets one attempt per request, not two. Nor was
+ * one that answered a moment ago: a site that drops a request it has read (nginx's 444, a
+ * limiter that closes instead of answering) closes that connection just so, and sending the
+ * request again at once made two requests in one slot at the site.
  */
 export const STALE_AFTER_MS = 1_000;
+/** The shortest wait after which a site's close is taken for its idle timeout (servers' are seconds: Apache and Node 5 s, nginx 75 s). */
+export const IDLE_CLOSE_MIN_MS = 500;
 
 interface Use {
   openedAt: number;
@@ -76,7 +82,8 @@ diagnosticsChannel.subscribe('undici:client:sendHeaders', (message) => {
   const use = connections.get(socket);
   if (!use) return; // not one of ours (Node's own fetch publishes here too)
   const now = performance.now();
-  watcher?.sentOn(use.requests > 0 || now - use.openedAt >= STALE_AFTER_MS, now - use.idleSince, socket);
+  const idleMs = now - use.idleSince;
+  watcher?.sentOn(idleMs >= (use.requests > 0 ? IDLE_CLOSE_MIN_MS : STALE_AFTER_MS), idleMs, socket);
   use.requests += 1;
   use.busy = true;
 });

@@ -7,7 +7,7 @@ import { setBounded } from '../shared/boundedMap';
 import { errorCode } from '../shared/errorText';
 import { log } from '../shared/log';
 import { openFilesLimit } from '../shared/openFiles';
-import { closedUnanswered, noteConnectionFree, type SendWatcher, watchNextSend } from './connectionReuse';
+import { closedUnanswered, IDLE_CLOSE_MIN_MS, noteConnectionFree, type SendWatcher, watchNextSend } from './connectionReuse';
 import { decodeContent } from './contentEncoding';
 import { readRightsHeaders, type RightsHeaders } from './rightsHeaders';
 import { NetworkGuard } from './networkGuard';
@@ -132,12 +132,6 @@ const sendByInterceptor: Dispatcher.DispatcherComposeInterceptor = (dispatch) =>
 const FAR_AHEAD_MS = 1_000;
 const MAX_TRACKED_ORIGINS = 10_000;
 
-/**
- * A reset after a shorter wait is not taken for an idle timeout (servers' are seconds: Apache
- * and Node 5 s, nginx 75 s): learnt, it would have the origin's connections closed after every
- * request.
- */
-const MIN_IDLE_LIMIT_MS = 500;
 
 /** Connections are closed this much before a site's learnt idle limit: its clock and ours differ by a round trip or so. */
 function idleMargin(limitMs: number): number {
@@ -172,6 +166,12 @@ export class Fetcher {
    * unannounced (a request on it was reset, and sent again): its idle timeout is at most that.
    */
   private readonly idleLimits = new Map<string, number>();
+  /**
+   * Origins that closed a request sent again on a new connection unanswered too: they drop
+   * requests they have read (nginx's 444, a limiter that closes instead of answering), so a
+   * close there is no idle-timeout race, and sending again would make two requests in a slot.
+   */
+  private readonly dropsRequests = new Map<string, true>();
   private closed = false;
 
   private readonly onResend?: () => void;
@@ -279,7 +279,9 @@ export class Fetcher {
 
   /** A request on a connection that had waited `idleMs` was reset: the site's idle limit is at most that. */
   private learnIdleLimit(origin: string, idleMs: number | undefined): void {
-    if (idleMs === undefined || idleMs < MIN_IDLE_LIMIT_MS) return;
+    // A reset after a shorter wait is not an idle timeout: learnt, it would have the origin's
+    // connections closed after every request.
+    if (idleMs === undefined || idleMs < IDLE_CLOSE_MIN_MS) return;
     const known = this.idleLimits.get(origin);
     if (known !== undefined && known <= idleMs) return;
     setBounded(this.idleLimits, origin, idleMs, MAX_TRACKED_ORIGINS);
@@ -367,17 +369,23 @@ export class Fetcher {
         try {
           res = await send(sendBy);
         } catch (err) {
-          if (aborted || !inFlight?.closedBeforeAnswer(err)) throw err;
+          if (aborted || !inFlight?.closedBeforeAnswer(err) || this.dropsRequests.has(u.origin)) throw err;
         }
         if (res) this.outage.answered();
         // Reset unanswered on a connection the site had closed meanwhile (connectionReuse.ts), or
         // answered 408, what a site sends as it closes a connection for waiting too long: the
         // site never read the request, so it is sent again at once, on a new connection, once.
-        if (!res || (res.status === 408 && !aborted && inFlight?.staleConnection)) {
+        if (!res || (res.status === 408 && !aborted && inFlight?.staleConnection && !this.dropsRequests.has(u.origin))) {
           this.onResend?.();
           this.learnIdleLimit(u.origin, inFlight?.idleBeforeSendMs);
           hopStart = performance.now();
-          res = await send(undefined);
+          try {
+            res = await send(undefined);
+          } catch (err) {
+            if (!aborted && closedUnanswered(err)) setBounded(this.dropsRequests, u.origin, true, MAX_TRACKED_ORIGINS);
+            throw err;
+          }
+          if (res.status === 408) setBounded(this.dropsRequests, u.origin, true, MAX_TRACKED_ORIGINS);
           this.outage.answered();
         }
         const ttfbMs = Math.round(res.headersAt - hopStart);
