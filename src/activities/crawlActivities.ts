@@ -35,6 +35,11 @@ export interface ProcessedUrl {
   /** The request was answered with a redirect: this next hop takes the next slot (with `requeue`). */
   hop?: RedirectHop;
   /**
+   * With `requeue`: the request met the site's close of an idle connection unanswered; it takes
+   * the next slot again (as a hop does), neither a try of the URL nor an error of the site's.
+   */
+  resend?: boolean;
+  /**
    * With `requeue`: robots.txt of the URL's origin could not be read, and is asked for again at
    * this time (epoch ms). Nothing more is sent to the source in this grant.
    */
@@ -319,7 +324,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
       // A URL part-way through its redirects goes first in line: its next hop takes the next slot.
       // So does one whose slot read its host's robots.txt (or tdmrep.json): that slot was not
       // missed (missed slots read as a worker falling behind), and the image follows on the same connection.
-      if (processed.requeue) return hops.has(i) || (processed.siteFile && (processed.outcome.sent || processed.siteFileKept)) ? 'next' : 'requeue';
+      if (processed.requeue) return hops.has(i) || processed.resend || (processed.siteFile && (processed.outcome.sent || processed.siteFileKept)) ? 'next' : 'requeue';
       const o = processed.outcome;
       const final = o.cls !== 'error' || item.attempt >= input.maxAttempts || processed.final === true;
       const outcome: RequestOutcome = { ...o, url: item.url, final, attempt: item.attempt, atMs: Date.now() };

@@ -21,7 +21,7 @@ import { noRouteError, type OutageChange, WorkerOutageWatch } from './workerOuta
  */
 
 export type FetchFailure =
-  | 'bad-url' | 'bad-redirect' | 'refused' | 'too-many-redirects' | 'timeout' | 'too-slow' | 'too-large' | 'bad-encoding' | 'network' | 'protocol' | 'late';
+  | 'bad-url' | 'bad-redirect' | 'refused' | 'too-many-redirects' | 'timeout' | 'too-slow' | 'too-large' | 'bad-encoding' | 'network' | 'protocol' | 'late' | 'resend';
 
 export interface FetchResult {
   ok: boolean;
@@ -308,7 +308,7 @@ export class Fetcher {
    * `followRedirects` is false: then a redirect comes back with its `location`, for the caller
    * to request in a later slot of its own.
    */
-  async fetch(rawUrl: string, opts: { signal?: AbortSignal; maxBytes?: number; truncate?: boolean; accept?: string; sendBy?: number; mayGoLate?: () => boolean; followRedirects?: boolean; cookie?: string } = {}): Promise<FetchResult> {
+  async fetch(rawUrl: string, opts: { signal?: AbortSignal; maxBytes?: number; truncate?: boolean; accept?: string; sendBy?: number; mayGoLate?: () => boolean; followRedirects?: boolean; cookie?: string; resendInNextSlot?: boolean } = {}): Promise<FetchResult> {
     const started = performance.now();
     const elapsed = () => Math.round(performance.now() - started);
     const maxBytes = opts.maxBytes ?? this.cfg.maxBodyBytes;
@@ -378,6 +378,10 @@ export class Fetcher {
         if (!res || (res.status === 408 && !aborted && inFlight?.staleConnection && !this.dropsRequests.has(u.origin))) {
           this.onResend?.();
           this.learnIdleLimit(u.origin, inFlight?.idleBeforeSendMs);
+          // A paced request is sent again in its grant's next slot: sent at once, the site had
+          // two requests in one slot whenever it had read the first after all (a close after a
+          // wait that we took for its idle timeout).
+          if (opts.resendInNextSlot) return fail('resend', 'the site closed its connection as the request went out (an idle connection closing); sent again in the next slot');
           hopStart = performance.now();
           try {
             res = await send(undefined);

@@ -226,8 +226,9 @@ export class ImagePipeline implements UrlProcessor {
       const busy = this.busy(ctx.source);
       if (busy) return { outcome: { ...base, cls: 'error', reason: `worker busy: ${busy}` }, requeue: true };
       const cookie = cookieHeader(ctx.hop?.cookies, u);
-      const res = await this.fetcher.fetch(target, { signal: ctx.signal, sendBy: ctx.sendBy, mayGoLate: ctx.mayGoLate, followRedirects: false, ...(cookie ? { cookie } : {}) });
+      const res = await this.fetcher.fetch(target, { signal: ctx.signal, sendBy: ctx.sendBy, mayGoLate: ctx.mayGoLate, followRedirects: false, resendInNextSlot: ctx.sendBy !== undefined, ...(cookie ? { cookie } : {}) });
       if (res.failure === 'late') return late;
+      if (res.failure === 'resend') return { outcome: { ...base, cls: 'error', sent: true, reason: res.reason }, requeue: true, resend: true };
       timing = { status: res.status, ttfbMs: res.ttfbMs, totalMs: res.totalMs, sent: res.sent };
       if (res.status !== undefined) this.moved.noteAnswer(target, res.status, res.location);
       if (res.location !== undefined) {

@@ -1,6 +1,16 @@
+import fs from 'node:fs';
 import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { createCrawlActivities } from '../../src/activities/crawlActivities';
+import { StoreRecorder } from '../../src/activities/storeRecorder';
 import { pipelineConfigFromEnv } from '../../src/pipeline/config';
 import { Fetcher } from '../../src/pipeline/fetcher';
+import { ImagePipeline } from '../../src/pipeline/imagePipeline';
+import { Spool } from '../../src/pipeline/spool';
+import { LocalStore } from '../../src/pipeline/store';
+import type { FetchBatchInput, FetchBatchResult } from '../../src/shared/types';
 
 type How = 'reset' | 'end' | '408' | 'cut';
 
@@ -16,6 +26,8 @@ class ClosingSite {
   resent = 0;
   answered: string[] = [];
   refused: string[] = [];
+  /** Every request as it arrived. */
+  arrivals: { path: string; atMs: number }[] = [];
   private readonly server: net.Server;
   private readonly sockets = new Set<net.Socket>();
 
@@ -35,6 +47,7 @@ class ClosingSite {
           const path = buffered.slice(0, end).split(' ')[1]!;
           buffered = buffered.slice(end + 4);
           requests += 1;
+          this.arrivals.push({ path, atMs: Date.now() });
           if (refuse(this, requests, Date.now() - openedAt, Date.now() - lastAnswerAt)) {
             this.refused.push(path);
             if (this.how === 'reset') socket.resetAndDestroy();
@@ -217,5 +230,41 @@ describe('a site seen to close connections that waited a while', () => {
       expect(site.refused).toEqual(['/b']);
       expect(site.connections).toBe(2); // /c on /b's connection, 150 ms after its answer
     });
+  });
+});
+
+describe('a paced grant that meets a site closing its idle connections (the fetch activity)', () => {
+  it('sends the request the close met again in the grant\'s next slot, not at once: one request a slot at the site', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crawl-stale-'));
+    // The site closes a connection that waited 500 ms or more: at 700 ms a slot, each reused one.
+    const site = new ClosingSite('reset', (_site, n, _ageMs, idleMs) => n > 1 && idleMs >= 500);
+    const base = await site.start();
+    const store = new LocalStore(path.join(dir, 'store'));
+    let resent = 0;
+    const pipeline = new ImagePipeline(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'] }), store, new Spool(path.join(dir, 'spool')), { onResend: () => { resent += 1; } });
+    const acts = createCrawlActivities({ processor: pipeline, recorder: new StoreRecorder(store) });
+    try {
+      const intervalMs = 700;
+      const startMs = Date.now() + 100;
+      const grant: FetchBatchInput = {
+        source: new URL(base).host, batchId: 'b1', grantId: 1, maxAttempts: 3,
+        items: ['/a.jpg', '/b.jpg'].map((p) => ({ url: `${base}${p}`, attempt: 1 })),
+        // robots.txt, /a, /a again, /b, and two to spare.
+        schedule: { startMs, endMs: startMs + 6 * intervalMs, intervalMs, burstSlots: 0 },
+      };
+      const result = (await new MockActivityEnvironment().run(acts.fetchBatch, grant)) as FetchBatchResult;
+      expect(site.refused).toEqual(['/a.jpg']);
+      expect(resent).toBe(1);
+      // Answered in the end (a text body: not an image), each with its first attempt and sent.
+      expect(result.outcomes.map((o) => [new URL(o.url).pathname, o.cls, o.attempt])).toEqual([['/a.jpg', 'content', 1], ['/b.jpg', 'content', 1]]);
+      expect(result.unused).toEqual([]);
+      const gaps = site.arrivals.slice(1).map((r, i) => r.atMs - site.arrivals[i]!.atMs);
+      // Before, /a went again at once, 1-5 ms after the request the close met.
+      expect(Math.min(...gaps)).toBeGreaterThanOrEqual(intervalMs - 15);
+    } finally {
+      await pipeline.close();
+      await site.stop();
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
