@@ -132,7 +132,6 @@ const sendByInterceptor: Dispatcher.DispatcherComposeInterceptor = (dispatch) =>
 const FAR_AHEAD_MS = 1_000;
 const MAX_TRACKED_ORIGINS = 10_000;
 
-
 /** Connections are closed this much before a site's learnt idle limit: its clock and ours differ by a round trip or so. */
 function idleMargin(limitMs: number): number {
   return Math.max(100, 0.2 * limitMs);
@@ -374,7 +373,7 @@ export class Fetcher {
         if (res) this.outage.answered();
         // Reset unanswered on a connection the site had closed meanwhile (connectionReuse.ts), or
         // answered 408, what a site sends as it closes a connection for waiting too long: the
-        // site never read the request, so it is sent again at once, on a new connection, once.
+        // site never read the request, so it is sent again once, on a new connection.
         if (!res || (res.status === 408 && !aborted && inFlight?.staleConnection && !this.dropsRequests.has(u.origin))) {
           this.onResend?.();
           this.learnIdleLimit(u.origin, inFlight?.idleBeforeSendMs);
