@@ -15,6 +15,7 @@ import { MAX_LATENESS_MS, runPaced } from './pacedRunner';
 import { chunkDoneKey } from '../shared/chunkRanges';
 import { HEARTBEAT_EVERY_MS } from '../shared/heartbeat';
 import { GrantAttempts } from './grantAttempts';
+import { finishedFromRecord, recordOf } from './outcomeRecord';
 import { blockSource, isSourceBlocked } from './sourceBlocks';
 import { describeStoreError } from '../pipeline/storeError';
 import { CHUNK_UNREADABLE, STORE_RETRY_MS, STORE_UNAVAILABLE } from '../shared/storeOutage';
@@ -106,6 +107,8 @@ export interface Recorder {
    * Writing the same unit again replaces it, so a retried activity never duplicates a record.
    */
   write(source: string, unit: RecordFile, records: Record<string, unknown>[]): Promise<void>;
+  /** The records a unit holds, as parsed objects (lines that do not parse left out); undefined when it was never written. */
+  read?(source: string, unit: RecordFile): Promise<unknown[] | undefined>;
 }
 
 export interface CrawlDeps {
@@ -172,6 +175,8 @@ function strictest(hosts: ReadonlyMap<string, { ms: number }>): HostCrawlDelay {
   return { origin, delayMs: ms };
 }
 
+const grantRecordFile = (input: FetchBatchInput) => recordFile(input.unit, input.batchId, `g${input.grantId}`);
+
 type Done = Map<number, { outcome: RequestOutcome; extra: Record<string, unknown> | null }>;
 type Hops = Map<number, RedirectHop>;
 
@@ -227,6 +232,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
     try {
       const earlier = await attempt.takeOver();
       for (const [i, d] of earlier?.done ?? []) if (!done.has(i)) done.set(i, d);
+      if (ctx.info.attempt > 1) await takeUpStoredRecords(input, done);
       for (const [i, hop] of earlier?.hops ?? []) if (hop.redirects > (hops.get(i)?.redirects ?? 0)) hops.set(i, hop);
       const networkDownBefore = deps.processor.networkDownFailures?.();
       const self = {};
@@ -239,6 +245,27 @@ export function createCrawlActivities(deps: CrawlDeps) {
     } finally {
       clearInterval(ticker);
       attempt.release({ done, hops });
+    }
+  }
+
+  /**
+   * An earlier attempt of the grant may have stored its records and returned, and its result
+   * never reached the server (down or restarting then): the retry finds those URLs finished in
+   * the grant's record file, not in its last heartbeat. Before, it asked the site for them again
+   * (21 URLs of one grant when the embedded server was killed and started again).
+   */
+  async function takeUpStoredRecords(input: FetchBatchInput, done: Done): Promise<void> {
+    // Unreadable (the store out): the URLs are fetched again, as before this was read.
+    const found = await deps.recorder.read?.(input.source, grantRecordFile(input)).catch(() => undefined);
+    if (!found?.length) return;
+    const open = new Map<string, number>();
+    input.items.forEach((item, i) => { if (!done.has(i) && !open.has(item.url)) open.set(item.url, i); });
+    for (const r of found) {
+      const finished = finishedFromRecord(r);
+      const i = finished && open.get(finished.outcome.url);
+      if (i === undefined) continue;
+      done.set(i, finished!);
+      open.delete(finished!.outcome.url);
     }
   }
 
@@ -403,14 +430,14 @@ export function createCrawlActivities(deps: CrawlDeps) {
     // The newer attempt writes the records and reports; this one's result would be ignored.
     if (superseded()) throw ApplicationFailure.retryable('superseded by a newer attempt of the same grant', 'Superseded');
     // Records are stored before the activity reports success: a crash here means a retry,
-    // which skips the URLs already handled (heartbeat) and rewrites the same record file. A
-    // retry writes the file even with nothing in it: an earlier attempt may have written it and
-    // died before its last heartbeat went out, and the URLs in it, unknown to this attempt, go
-    // back to the batch and would get a second record under another grant.
+    // which skips the URLs already handled (heartbeat, record file) and rewrites the same file.
+    // A retry writes the file even with nothing in it: one an earlier attempt wrote that this
+    // one could not read holds URLs that go back to the batch and would get a second record
+    // under another grant.
     const records = [...done.values()].flatMap((d) => (d.extra ? [{ ...recordOf(input.source, d.outcome), ...d.extra }] : []));
     if (records.length || ctx.info.attempt > 1) {
       try {
-        await deps.recorder.write(input.source, recordFile(input.unit, input.batchId, `g${input.grantId}`), records);
+        await deps.recorder.write(input.source, grantRecordFile(input), records);
       } catch (err) {
         // Retried as any failure is; when the retries fail too, the batch puts the grant's URLs
         // back without using their attempts and the monitor holds the source (STORE_UNAVAILABLE).
@@ -559,10 +586,3 @@ export function createCrawlActivities(deps: CrawlDeps) {
 }
 
 export type CrawlActivities = ReturnType<typeof createCrawlActivities>;
-
-export function recordOf(source: string, o: RequestOutcome): Record<string, unknown> {
-  return {
-    url: o.url, source, outcome: o.cls, reason: o.reason ?? null, status: o.status ?? null,
-    ttfbMs: o.ttfbMs ?? null, totalMs: o.totalMs ?? null, attempts: o.attempt, recordedAt: new Date().toISOString(),
-  };
-}

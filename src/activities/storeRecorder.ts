@@ -12,4 +12,17 @@ export class StoreRecorder implements Recorder {
     const text = records.map((r) => `${JSON.stringify(r)}\n`).join('');
     await this.store.put(recordKey(source, unit), text, 'application/x-ndjson');
   }
+
+  async read(source: string, unit: RecordFile): Promise<unknown[] | undefined> {
+    const body = await this.store.get(recordKey(source, unit));
+    if (!body) return undefined;
+    return body.toString('utf8').split('\n').flatMap((line) => {
+      if (!line) return [];
+      try {
+        return [JSON.parse(line) as unknown];
+      } catch {
+        return []; // a line cut short says nothing of its URL: it is fetched again
+      }
+    });
+  }
 }

@@ -765,14 +765,37 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     expect(midBody.unused).toEqual([2, 3, 4, 5]);
   });
 
+  it('a retried attempt takes up the records an earlier attempt stored when its result never reached the server: nothing asked again', async () => {
+    // The first attempt finished and stored its records, and the server (killed, restarting)
+    // never got its result: the retry has only an earlier heartbeat, here none. Before, it asked
+    // the site for every URL again (a restart of the embedded server: 21 URLs of one grant).
+    await run(['/good.png']); // robots.txt warm
+    const grant = { ...input(['/good.jpg', '/gone.jpg', '/page.jpg', '/r1', '/private/secret.jpg'], 10, 8), grantId: 12, maxAttempts: 3 };
+    const first = (await new MockActivityEnvironment().run(acts.fetchBatch, grant)) as FetchBatchResult;
+    expect(first.outcomes).toHaveLength(5);
+    const unit = recordKey(grant.source, `${grant.batchId}-g12`);
+    const written = (await store.get(unit))!.toString();
+    const before = origin.requests.length;
+    const retried = (await new MockActivityEnvironment({ attempt: 2 }).run(acts.fetchBatch, grant)) as FetchBatchResult;
+    expect(origin.requests.length).toBe(before);
+    expect(retried.unused).toEqual([]);
+    const brief = (os: RequestOutcome[]) => os.map((o) => [o.url, o.cls, o.status, o.reason, o.attempt, o.final]).sort();
+    expect(brief(retried.outcomes)).toEqual(brief(first.outcomes));
+    expect(retried.outcomes.find((o) => o.cls === 'done' && o.url === origin.url('/good.jpg'))?.sha).toBe(first.outcomes.find((o) => o.url === origin.url('/good.jpg'))!.sha);
+    // The same records, their time of recording too; none sent again as far as the monitor knows.
+    expect((await store.get(unit))!.toString()).toBe(written);
+    expect(retried.outcomes.every((o) => !o.sent)).toBe(true);
+  });
+
   it('a retried attempt replaces the record file an earlier attempt left, even with nothing to record', async () => {
-    // Attempt 1 wrote its records and was killed before its last heartbeat went out: attempt 2
-    // does not know those URLs were done, so they go back to the batch and will be recorded under
-    // another grant. Their records from attempt 1 must not stay behind as well.
+    // Attempt 1 wrote its records and was killed while writing: a line cut short tells attempt 2
+    // nothing of its URL, which goes back to the batch and will be recorded under another grant.
+    // Its record from attempt 1 must not stay behind as well.
     const past = Date.now() - 10_000;
     const grant: FetchBatchInput = { ...input(['/good.jpg']), grantId: 11, schedule: { startMs: past, endMs: past + 1_000, intervalMs: 1_000, burstSlots: 0 } };
     const unit = `${grant.batchId}-g11`;
-    await new StoreRecorder(store).write(grant.source, unit, [{ url: origin.url('/good.jpg'), outcome: 'done' }]);
+    fs.mkdirSync(path.dirname(path.join(dir, 'store', recordKey(grant.source, unit))), { recursive: true });
+    fs.writeFileSync(path.join(dir, 'store', recordKey(grant.source, unit)), `{"url":${JSON.stringify(origin.url('/good.jpg'))},"outcome":"do`);
     const retried = (await new MockActivityEnvironment({ attempt: 2 }).run(acts.fetchBatch, grant)) as FetchBatchResult;
     expect(retried.unused).toEqual([0]);
     expect((await store.get(recordKey(grant.source, unit)))!.toString()).toBe('');
