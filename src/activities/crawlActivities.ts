@@ -232,8 +232,8 @@ export function createCrawlActivities(deps: CrawlDeps) {
     try {
       const earlier = await attempt.takeOver();
       for (const [i, d] of earlier?.done ?? []) if (!done.has(i)) done.set(i, d);
-      if (ctx.info.attempt > 1) await takeUpStoredRecords(input, done);
       for (const [i, hop] of earlier?.hops ?? []) if (hop.redirects > (hops.get(i)?.redirects ?? 0)) hops.set(i, hop);
+      if (ctx.info.attempt > 1) await takeUpStoredRecords(input, done);
       const networkDownBefore = deps.processor.networkDownFailures?.();
       const self = {};
       fetches.add(self);
@@ -262,10 +262,10 @@ export function createCrawlActivities(deps: CrawlDeps) {
     input.items.forEach((item, i) => { if (!done.has(i) && !open.has(item.url)) open.set(item.url, i); });
     for (const r of found) {
       const finished = finishedFromRecord(r);
-      const i = finished && open.get(finished.outcome.url);
-      if (i === undefined) continue;
-      done.set(i, finished!);
-      open.delete(finished!.outcome.url);
+      const i = finished ? open.get(finished.outcome.url) : undefined;
+      if (!finished || i === undefined) continue;
+      done.set(i, finished);
+      open.delete(finished.outcome.url);
     }
   }
 
