@@ -27,7 +27,7 @@ import { askAgain } from '../crawl/again';
 import { rememberRunSettings } from '../crawl/runSettings';
 import { invalidBurst, invalidRate } from '../politeness/targetRate';
 import { pauseUpdate, resumeUpdate, setMaxRateUpdate, setRateUpdate } from '../workflows/messages';
-import { endIdleTemporalRuntime, installTemporalRuntime, logWorkflowMessagesAt, metricsAddressFromEnv } from '../temporal/runtime';
+import { endIdleTemporalRuntime, installTemporalRuntime, logWorkflowMessagesAt, metricsAddressFromEnv, watchServerReachability } from '../temporal/runtime';
 import { installCrashReport, logProcessWarnings } from './crashReport';
 import { envText } from '../shared/env';
 
@@ -195,6 +195,7 @@ export function buildProgram(): Command {
       await ensureSearchAttributes(client);
       await client.connection.close();
       const connection = await connectWorker();
+      const stopWatching = watchServerReachability(connection);
       // Closed however the worker ends: the SDK's runtime, which forwards its logs, ends with it.
       try {
         const worker = await createCrawlWorker({ connection, taskQueue: opts.taskQueue, deps });
@@ -206,6 +207,7 @@ export function buildProgram(): Command {
         void untilSignal().then(() => { if (worker.getState() === 'RUNNING') worker.shutdown(); });
         await running;
       } finally {
+        stopWatching();
         await connection.close();
       }
     });

@@ -22,7 +22,7 @@ import { StatusPoller } from './statusPoller';
 import { envText } from '../shared/env';
 import { forEachLimit, fulfilsWithin } from '../shared/concurrency';
 import { makeDirsSync } from '../shared/makeDirs';
-import { expectServerGone, logWorkflowMessagesAt } from '../temporal/runtime';
+import { expectServerGone, logWorkflowMessagesAt, watchServerReachability } from '../temporal/runtime';
 
 export interface RunOptions {
   manifest: string;
@@ -116,6 +116,7 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
   let worker: Worker | undefined;
   let workerDone: Promise<void> | undefined;
   let workerConnection: NativeConnection | undefined;
+  let stopWatching = () => {};
   const interrupt = watchForInterrupt();
   // Ours stops with a Ctrl-C; an external server does not, and what the worker says of it counts.
   if (!server.external) void interrupt.stopped.then(() => { if (interrupt.signal) expectServerGone(); });
@@ -136,6 +137,7 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
     await ensureSearchAttributes(client);
     if (deps) {
       workerConnection = await connectWorker(dial);
+      stopWatching = watchServerReachability(workerConnection);
       worker = await createCrawlWorker({ connection: workerConnection, deps });
       workerDone = worker.run();
     }
@@ -270,6 +272,7 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
     return interrupted(interrupt.signal, store, metadataFile, out);
   } finally {
     interrupt.dispose();
+    stopWatching();
     if (workerStopped) {
       await stopWorker();
       // The SDK's runtime ends with its last native connection, and while it runs, forwarding

@@ -1,6 +1,7 @@
 import net from 'node:net';
 import { DefaultLogger, Runtime, type LogLevel } from '@temporalio/worker';
 import { log } from '../shared/log';
+import { isUnreachableRetry, ServerReachability, type ReachabilityNote } from './serverReachability';
 
 let installed = false;
 let metricsServed = false;
@@ -99,7 +100,7 @@ export function installTemporalRuntime(level: LogLevel = asLevel(process.env.TEM
     },
   };
   try {
-    install(lowest, pass, telemetryOptions);
+    install(lowest, pass, telemetryOptions, RANK[level] < RANK.WARN);
   } catch (err) {
     // The exporter binds when the runtime is made: a port in use fails here, before any work.
     if (metricsAddress === undefined) throw err;
@@ -108,7 +109,28 @@ export function installTemporalRuntime(level: LogLevel = asLevel(process.env.TEM
   metricsServed = metricsAddress !== undefined;
 }
 
-function install(lowest: LogLevel, pass: ReturnType<typeof makeSdkLogFilter>, telemetryOptions: object): void {
+const reachability = new ServerReachability();
+
+function say(note: ReachabilityNote | undefined): void {
+  if (note) log[note.level](note.fields, note.msg);
+}
+
+/**
+ * While the SDK cannot reach the server, asks it every `everyMs` whether it answers, so that the
+ * worker's log says when it is back (serverReachability.ts). Returns the function that stops it.
+ */
+export function watchServerReachability(connection: { workflowService: { getSystemInfo(req: object): Promise<unknown> } }, everyMs = 5_000): () => void {
+  let asking = false;
+  const timer = setInterval(() => {
+    if (!reachability.down || asking) return;
+    asking = true;
+    connection.workflowService.getSystemInfo({}).then(() => say(reachability.reachable(Date.now())), () => undefined).finally(() => { asking = false; });
+  }, everyMs);
+  timer.unref();
+  return () => clearInterval(timer);
+}
+
+function install(lowest: LogLevel, pass: ReturnType<typeof makeSdkLogFilter>, telemetryOptions: object, keepRetryLines: boolean): void {
   Runtime.install({
     ...telemetryOptions,
     // The SDK would otherwise take SIGINT and SIGTERM from every command, and a command with
@@ -116,6 +138,12 @@ function install(lowest: LogLevel, pass: ReturnType<typeof makeSdkLogFilter>, te
     // stop in order handle them themselves (worker, run, dev-server).
     shutdownSignals: [],
     logger: new DefaultLogger(lowest, (entry) => {
+      // One line for an outage instead of every call's retries; none once the server is meant to
+      // be gone. TEMPORAL_LOG_LEVEL=DEBUG (or TRACE) keeps them, to debug a connection.
+      if (!keepRetryLines && isUnreachableRetry(entry.meta)) {
+        if (!serverGoneExpected) say(reachability.unreachable(Date.now(), String(entry.meta?.error)));
+        return;
+      }
       if (!pass(entry.level, entry.meta)) return;
       const fields = { event: 'temporal.sdk', ...(entry.meta ?? {}) };
       const method = entry.level === 'ERROR' ? 'error' : entry.level === 'WARN' ? 'warn' : entry.level === 'INFO' ? 'info' : 'debug';
