@@ -104,6 +104,63 @@ describe('the embedded server (SQLite) stopped and restarted mid-crawl', () => {
     }
   });
 
+  it('a `crawl worker` rides out its server gone for 20 s: a line each way in its log, the crawl finished, no URL asked twice', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'outage-'));
+    const serverDir = path.join(dataDir, 'temporal');
+    const [port, uiPort] = [await freePort(), await freePort()];
+    const source = `127.0.0.5:${origin.port}`;
+    const urls = Array.from({ length: 60 }, (_, i) => origin.url(`/gone/${i}.jpg`));
+    const manifest = path.join(dataDir, 'manifest.txt');
+    fs.writeFileSync(manifest, urls.join('\n'));
+    let server = await ensureTemporalServer({ dataDir: serverDir, port, uiPort, ifPortTaken: 'another' });
+    const env = { ...process.env, TEMPORAL_ADDRESS: server.address, CRAWL_DATA_DIR: dataDir, CRAWL_ALLOW_NETWORKS: '127.0.0.0/8', CRAWL_TASK_QUEUE: 'outage-test' };
+    const worker = spawn(process.execPath, [CLI, 'worker'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+    let log = '';
+    worker.stderr.on('data', (d) => { log += d; });
+    try {
+      const client = await connectClient(server.address);
+      await ensureSearchAttributes(client);
+      await startCrawl({ client, store: new LocalStore(path.join(dataDir, 'store')), manifest, catalog: new Map([[source, { rate: 4 }]]), taskQueue: 'outage-test' });
+      await client.connection.close();
+      await originSaw('/gone/', 6);
+      // Gone as in a crash: the server's process killed, its SQLite file kept.
+      const { pid } = JSON.parse(fs.readFileSync(path.join(serverDir, 'server.json'), 'utf8')) as { pid: number };
+      process.kill(pid, 'SIGKILL');
+      await server.exited;
+      // Longer than the SDK tries to send a finished fetch's result: such a result is lost, and
+      // the fetch's retry takes up the records it stored instead of asking the site again.
+      await new Promise((r) => setTimeout(r, 20_000));
+      // On the port the worker knows.
+      server = await ensureTemporalServer({ dataDir: serverDir, port: Number(server.address.split(':').pop()), uiPort });
+      const again = await connectClient(server.address);
+      const stats = (await again.workflow.getHandle(monitorWorkflowId(source)).result()) as MonitorStats;
+      await again.connection.close();
+      expect(stats.urls).toMatchObject({ total: 60, finished: 60 });
+      const records = readRecords(dataDir);
+      expect(records).toHaveLength(60);
+      expect(new Set(records.map((r) => r.url))).toEqual(new Set(urls));
+      const perUrl = new Map<string, number>();
+      for (const r of origin.hits('/gone/')) perUrl.set(r.path, (perUrl.get(r.path) ?? 0) + 1);
+      expect(Math.max(...perUrl.values())).toBe(1);
+      const deadline = Date.now() + 15_000;
+      while (!log.includes('"temporal.reachable"') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+      const lines = log.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { event?: string; msg?: string; downForS?: number });
+      // Once each way (a server still starting may refuse a call after its first answer: then
+      // twice), the last saying it is back, after as long as it was gone.
+      const said = lines.filter((l) => l.event === 'temporal.unreachable' || l.event === 'temporal.reachable');
+      expect(said.length).toBeGreaterThanOrEqual(2);
+      expect(said.length).toBeLessThanOrEqual(4);
+      expect(said[0]!.event).toBe('temporal.unreachable');
+      expect(said.at(-1)!.event).toBe('temporal.reachable');
+      expect(said.reduce((sum, l) => sum + (l.downForS ?? 0), 0)).toBeGreaterThanOrEqual(15);
+      // The SDK's retries of every call are left out (before: about two lines a second, later at ERROR).
+      expect(lines.filter((l) => /retried \d+ times/.test(l.msg ?? ''))).toEqual([]);
+    } finally {
+      worker.kill('SIGKILL');
+      await server.stop();
+    }
+  }, 180_000);
+
   /** `crawl run` of `count` URLs under /`name`/ at 4/s in a new directory, as a child process. */
   const runCommand = (name: string, count: number) => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `${name}-`));
