@@ -163,6 +163,7 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
     out.write((sources.length ? `crawling ${sources.length} source(s) from ${opts.manifest}` : `nothing new to crawl in ${opts.manifest}: every URL was crawled before into this store`) +
       `${summary.badLines ? ` (${summary.badLines} bad line(s) skipped)` : ''}` +
       `${duplicates ? ` (${duplicates})` : ''}; Web UI: ${server.uiUrl ?? 'see your Temporal UI'}\n`);
+    if (!deps) out.write(`${noOwnWorkerNote(store, opts.outDir)}\n`);
     for (const note of [continuesNote(summary, opts.manifest), grewNote(summary, opts.manifest)]) if (note) out.write(`${note}\n`);
     for (const note of [downloadedBeforeNote(summary), queuedElsewhereNote(summary)]) if (note) out.write(`${note}\n`);
     for (const warning of startWarnings(summary)) process.stderr.write(`crawl: ${warning}\n`);
@@ -375,6 +376,16 @@ async function interrupted(signal: NodeJS.Signals, store: ObjectStore, metadataF
 }
 
 /** How to ask again for what a wall answered (and what failed), when there is any. */
+/**
+ * Against TEMPORAL_ADDRESS the run starts no worker, and the operator's workers must read the
+ * URL lists it wrote: a `crawl worker` started beside it with its own CRAWL_DATA_DIR found no
+ * chunk and held the source as "store failing" every minute, and the run waited for good.
+ */
+export function noOwnWorkerNote(store: ObjectStore, outDir: string): string {
+  const how = store instanceof LocalStore ? `start them with CRAWL_DATA_DIR=${shellWord(path.resolve(outDir))}` : 'give them the same CRAWL_S3_* settings';
+  return `this run starts no worker (TEMPORAL_ADDRESS is set): crawl workers on task queue ${TASK_QUEUE} must use its store, ${store.description}: ${how}`;
+}
+
 function againNote(again: { walled: number; failed: number }, outDir: string): string | undefined {
   if (!again.walled && !again.failed) return undefined;
   const out = shellWord(path.resolve(outDir));

@@ -331,6 +331,39 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
     }
   });
 
+  it('`crawl run` against TEMPORAL_ADDRESS says what its workers need, and a `crawl worker` started so finishes its crawl', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'run-ext-'));
+    const out = path.join(dir, 'out');
+    const taskQueue = 'run-external';
+    const a = origins[3]!;
+    const urls = Array.from({ length: 6 }, (_, i) => a.url(`/run-ext/${i}.jpg`));
+    fs.writeFileSync(path.join(dir, 'm.txt'), urls.join('\n'));
+    fs.writeFileSync(path.join(dir, 'catalog.json'), JSON.stringify([{ name: `127.0.0.4:${a.port}`, rate: 5 }]));
+    const childEnv = { TEMPORAL_ADDRESS: env.address, CRAWL_TASK_QUEUE: taskQueue, CRAWL_LOG_LEVEL: 'warn' };
+    const run = spawn(process.execPath, [CLI, 'run', path.join(dir, 'm.txt'), '--catalog', path.join(dir, 'catalog.json'), '--out', out, '--allow-network', '127.0.0.0/8'],
+      { env: { ...process.env, ...childEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    run.stdout!.on('data', (d) => { stdout += d; });
+    const ended = new Promise<number | null>((resolve) => run.once('exit', resolve));
+    let worker: ReturnType<typeof spawn> | undefined;
+    try {
+      const deadline = Date.now() + 30_000;
+      while (!stdout.includes('starts no worker') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      // Before, nothing said so: a worker with its own CRAWL_DATA_DIR found no URL list, the
+      // source was held as "store failing" every minute, and the run waited for good.
+      expect(stdout).toContain(`this run starts no worker (TEMPORAL_ADDRESS is set): crawl workers on task queue ${taskQueue} must use its store, ` +
+        `local directory ${path.join(out, 'store')}: start them with CRAWL_DATA_DIR=${out}`);
+      worker = spawn(process.execPath, [CLI, 'worker', '--allow-network', '127.0.0.0/8'], { env: { ...process.env, ...childEnv, CRAWL_DATA_DIR: out }, stdio: 'ignore' });
+      expect(await ended).toBe(0);
+      const records = readRecords(out);
+      expect(new Set(records.map((r) => r.url))).toEqual(new Set(urls));
+      expect(records.every((r) => r.outcome === 'done')).toBe(true);
+    } finally {
+      run.kill('SIGKILL');
+      worker?.kill('SIGKILL');
+    }
+  });
+
   it('serves Prometheus metrics from `crawl worker` with CRAWL_METRICS_ADDRESS: the SDK\'s, and what the crawl fetched', async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'metrics-'));
     const port = await freePort();
