@@ -2,6 +2,7 @@ import { setMaxListeners } from 'node:events';
 import path from 'node:path';
 import type { NativeConnection, Worker } from '@temporalio/worker';
 import { LocalStore, storeFromEnv, type ObjectStore } from '../pipeline/store';
+import { isServerUnreachable, ServerOutageNotice } from './serverOutage';
 import { bytesText, DiskRoomWatch, type DiskNotice } from '../shared/diskRoom';
 import { log } from '../shared/log';
 import { connectClient, connectWorker, ensureSearchAttributes, TASK_QUEUE } from '../temporal/connect';
@@ -71,6 +72,8 @@ export interface RunResult {
 
 /** How often the disks of the embedded server and the local store are looked at (a statfs each). */
 const DISK_CHECK_MS = 5_000;
+/** How often a run whose server cannot be reached asks it again. */
+const SERVER_RETRY_MS = 5_000;
 
 /** How long the worker gets to stop once its embedded server is gone (it cannot finish in order). */
 const WORKER_STOP_WITHOUT_SERVER_MS = 10_000;
@@ -179,6 +182,7 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
     const behind = new WorkersBehindNotice();
     const networkDown = new NetworkDownNotice();
     const changedSources = new ChangedSources();
+    const serverOutage = new ServerOutageNotice(server.address);
     let lastLine = 0;
     let lastDiskCheck = Date.now();
     // A status query waits for a worker to answer it: without one, Ctrl-C must not wait too.
@@ -193,11 +197,22 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
       roundSignal = interrupt.nextAbortSignal();
       // Not waiting for a round that an interrupt cut short: a call to a dead server may not end for ~20 s.
       const round = poller.poll();
-      const polled = await Promise.race([round, interrupt.stopped.then(() => undefined)]);
+      const polled = await Promise.race([round, interrupt.stopped.then(() => undefined)]).catch((err: unknown) => {
+        if (interrupt.signal || interrupt.failure || !isServerUnreachable(err)) throw err;
+        return err instanceof Error ? err : new Error(String(err));
+      });
       if (!polled) {
         round.catch(() => undefined);
         break;
       }
+      if (polled instanceof Error) {
+        const note = serverOutage.down(Date.now(), polled);
+        if (note) out.write(out.isTTY ? `\r\x1b[Kcrawl: ${note}\n` : `${JSON.stringify({ event: 'temporal_unreachable', time: new Date().toISOString(), note })}\n`);
+        await interrupt.sleep(SERVER_RETRY_MS);
+        continue;
+      }
+      const back = serverOutage.up(Date.now());
+      if (back) out.write(out.isTTY ? `\r\x1b[Kcrawl: ${back}\n` : `${JSON.stringify({ event: 'temporal_reachable', time: new Date().toISOString(), note: back })}\n`);
       statuses = polled;
       const update = monitoringUpdate(statuses, doneRate.baseline());
       // A source that waits or halts says why on a line of its own, once per new reason: with
