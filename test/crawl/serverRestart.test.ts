@@ -161,6 +161,44 @@ describe('the embedded server (SQLite) stopped and restarted mid-crawl', () => {
     }
   }, 180_000);
 
+  it('`crawl run` against TEMPORAL_ADDRESS waits for its server gone for a minute, says so, and ends with its summary', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'run-outage-'));
+    const out = path.join(dir, 'out');
+    const [port, uiPort] = [await freePort(), await freePort()];
+    const urls = Array.from({ length: 40 }, (_, i) => origin.url(`/run-outage/${i}.jpg`));
+    fs.writeFileSync(path.join(dir, 'm.txt'), urls.join('\n'));
+    fs.writeFileSync(path.join(dir, 'catalog.json'), JSON.stringify([{ name: `127.0.0.5:${origin.port}`, rate: 1 }]));
+    let server = await ensureTemporalServer({ dataDir: path.join(dir, 'temporal'), port, uiPort, ifPortTaken: 'another' });
+    const env = { ...process.env, TEMPORAL_ADDRESS: server.address, CRAWL_TASK_QUEUE: 'run-outage-test', CRAWL_LOG_LEVEL: 'error' };
+    const worker = spawn(process.execPath, [CLI, 'worker', '--allow-network', '127.0.0.0/8'], { env: { ...env, CRAWL_DATA_DIR: out }, stdio: 'ignore' });
+    const run = spawn(process.execPath, [CLI, 'run', path.join(dir, 'm.txt'), '--catalog', path.join(dir, 'catalog.json'), '--out', out, '--allow-network', '127.0.0.0/8'],
+      { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    run.stdout.on('data', (d) => { stdout += d; });
+    run.stderr.on('data', (d) => { stderr += d; });
+    const ended = new Promise<number | null>((resolve) => run.once('exit', resolve));
+    try {
+      await originSaw('/run-outage/', 3);
+      const { pid } = JSON.parse(fs.readFileSync(path.join(dir, 'temporal', 'server.json'), 'utf8')) as { pid: number };
+      process.kill(pid, 'SIGKILL');
+      await server.exited;
+      await new Promise((r) => setTimeout(r, 60_000));
+      server = await ensureTemporalServer({ dataDir: path.join(dir, 'temporal'), port: Number(server.address.split(':').pop()), uiPort });
+      // Before, the run ended during the outage: `crawl: Failed to describe workflow: 14 UNAVAILABLE ...`, exit code 1.
+      expect({ code: await ended, stderr }).toMatchObject({ code: 0 });
+      const events = stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { event: string; note?: string });
+      const said = events.filter((e) => e.event === 'temporal_unreachable' || e.event === 'temporal_reachable').map((e) => e.event);
+      expect(said).toEqual(['temporal_unreachable', 'temporal_reachable']);
+      expect(stdout).toMatch(/metadata: .*metadata\.ndjson \(40 records\)/);
+      expect(new Set(readRecords(out).map((r) => r.url))).toEqual(new Set(urls));
+    } finally {
+      run.kill('SIGKILL');
+      worker.kill('SIGKILL');
+      await server.stop();
+    }
+  }, 240_000);
+
   /** `crawl run` of `count` URLs under /`name`/ at 4/s in a new directory, as a child process. */
   const runCommand = (name: string, count: number) => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `${name}-`));
