@@ -390,7 +390,6 @@ async function interrupted(signal: NodeJS.Signals, store: ObjectStore, metadataF
   return { exitCode: exitCodeOf(signal), statuses: [], badLines: 0 };
 }
 
-/** How to ask again for what a wall answered (and what failed), when there is any. */
 /**
  * Against TEMPORAL_ADDRESS the run starts no worker, and the operator's workers must read the
  * URL lists it wrote: a `crawl worker` started beside it with its own CRAWL_DATA_DIR found no
@@ -401,6 +400,7 @@ export function noOwnWorkerNote(store: ObjectStore, outDir: string): string {
   return `this run starts no worker (TEMPORAL_ADDRESS is set): crawl workers on task queue ${TASK_QUEUE} must use its store, ${store.description}: ${how}`;
 }
 
+/** How to ask again for what a wall answered (and what failed), when there is any. */
 function againNote(again: { walled: number; failed: number }, outDir: string): string | undefined {
   if (!again.walled && !again.failed) return undefined;
   const out = shellWord(path.resolve(outDir));
