@@ -2,7 +2,8 @@ import path from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { log } from '../shared/log';
 import { ensureTemporalServer } from '../temporal/devServer';
-import { connectClient, connectWorker, ensureSearchAttributes, TASK_QUEUE } from '../temporal/connect';
+import { connectClient, connectWorker, ensureSearchAttributes, TASK_QUEUE, temporalAddress } from '../temporal/connect';
+import { isServerUnreachable, ServerOutageNotice } from '../crawl/serverOutage';
 import { errorText } from '../shared/errorText';
 import { usableCpus } from '../shared/usableCpus';
 import { checkWorkerConfig, createCrawlWorker, defaultDeps, workerDiskDirs } from '../workers/worker';
@@ -333,8 +334,23 @@ export function buildProgram(): Command {
           onListingError: closedListingWarner(),
         } : { askWithinMs: opts.within * 1000 }),
       });
+      // A watch outlives a restart of its server (a dashboard's feed): it says so and waits.
+      const outage = new ServerOutageNotice(temporalAddress());
       for (;;) {
-        const statuses = await poller.poll();
+        let unreachable: unknown;
+        const statuses = await poller.poll().catch((err: unknown) => {
+          if (!opts.watch || !isServerUnreachable(err)) throw err;
+          unreachable = err;
+          return undefined;
+        });
+        if (!statuses) {
+          const note = outage.down(Date.now(), unreachable);
+          if (note) process.stdout.write(`${JSON.stringify({ event: 'temporal_unreachable', time: new Date().toISOString(), note })}\n`);
+          await new Promise((r) => setTimeout(r, opts.interval * 1000));
+          continue;
+        }
+        const back = outage.up(Date.now());
+        if (back) process.stdout.write(`${JSON.stringify({ event: 'temporal_reachable', time: new Date().toISOString(), note: back })}\n`);
         const update = monitoringUpdate(statuses, doneRate.baseline());
         if (opts.watch) process.stdout.write(`${JSON.stringify(update)}\n`);
         else process.stdout.write(opts.json ? `${JSON.stringify({ sources: statuses }, null, 2)}\n` : `${statusTable(statuses)}\n`);

@@ -10,6 +10,7 @@ import { connectClient, connectWorker, ensureSearchAttributes } from '../../src/
 import { ensureTemporalServer, freePort, portOpen, type RunningServer } from '../../src/temporal/devServer';
 import { createCrawlWorker, defaultDeps } from '../../src/workers/worker';
 import { monitorWorkflowId, type MonitorStats } from '../../src/workflows/monitorState';
+import { crawlMonitorWorkflow } from '../../src/workflows/monitor';
 import { jpeg } from '../support/images';
 import { readRecords } from '../support/records';
 
@@ -195,6 +196,63 @@ describe('the embedded server (SQLite) stopped and restarted mid-crawl', () => {
     } finally {
       run.kill('SIGKILL');
       worker.kill('SIGKILL');
+      await server.stop();
+    }
+  }, 240_000);
+
+  it('`crawl status --watch` outlives its server gone for a while: says so, and goes on when it is back', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'watch-outage-'));
+    const [port, uiPort] = [await freePort(), await freePort()];
+    let server = await ensureTemporalServer({ dataDir: path.join(dir, 'temporal'), port, uiPort, ifPortTaken: 'another' });
+    const client = await connectClient(server.address);
+    await ensureSearchAttributes(client);
+    // A monitor with nothing to do, answered by a worker in this process.
+    const connection = await connectWorker(server.address);
+    const worker = await createCrawlWorker({ connection, taskQueue: 'watch-outage', deps: defaultDeps({ dataDir: dir, allowNetworks: ['127.0.0.0/8'] }) });
+    const running = worker.run();
+    await client.workflow.start(crawlMonitorWorkflow, {
+      taskQueue: 'watch-outage', workflowId: monitorWorkflowId('watch-outage.test'),
+      args: [{ source: 'watch-outage.test', config: { rate: 1 }, options: { finishWhenDrained: false } }],
+    });
+    await client.connection.close();
+    const watch = spawn(process.execPath, [CLI, 'status', '--watch', '--interval', '1'], { env: { ...process.env, TEMPORAL_ADDRESS: server.address }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    watch.stdout.on('data', (d) => { stdout += d; });
+    watch.stderr.on('data', (d) => { stderr += d; });
+    let exited: number | null | undefined;
+    watch.once('exit', (code) => { exited = code; });
+    const events = () => stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => (JSON.parse(l) as { event: string }).event);
+    const until = async (ok: () => boolean, ms: number) => {
+      const deadline = Date.now() + ms;
+      while (!ok() && exited === undefined && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+    };
+    try {
+      await until(() => events().includes('monitoring_update'), 30_000);
+      const { pid } = JSON.parse(fs.readFileSync(path.join(dir, 'temporal', 'server.json'), 'utf8')) as { pid: number };
+      process.kill(pid, 'SIGKILL');
+      await server.exited;
+      // Before, the watch ended here: `crawl: Failed to describe workflow: 14 UNAVAILABLE ...`.
+      await until(() => events().includes('temporal_unreachable'), 60_000);
+      expect({ exited, stderr, events: events().filter((e) => e !== 'monitoring_update') }).toMatchObject({ exited: undefined, events: ['temporal_unreachable'] });
+      server = await ensureTemporalServer({ dataDir: path.join(dir, 'temporal'), port: Number(server.address.split(':').pop()), uiPort });
+      await until(() => events().lastIndexOf('monitoring_update') > events().indexOf('temporal_reachable') && events().includes('temporal_reachable'), 60_000);
+      expect(events().filter((e) => e !== 'monitoring_update')).toEqual(['temporal_unreachable', 'temporal_reachable']);
+      expect(events().lastIndexOf('monitoring_update')).toBeGreaterThan(events().indexOf('temporal_reachable'));
+      expect(exited).toBeUndefined();
+    } finally {
+      watch.kill('SIGKILL');
+      // The server may be down still (the test failed before starting it again): start it, so
+      // that the worker and the monitor can be ended in order.
+      if (!(await portOpen('127.0.0.1', Number(server.address.split(':').pop())))) {
+        server = await ensureTemporalServer({ dataDir: path.join(dir, 'temporal'), port: Number(server.address.split(':').pop()), uiPort });
+      }
+      const again = await connectClient(server.address);
+      await again.workflow.getHandle(monitorWorkflowId('watch-outage.test')).terminate('test over').catch(() => undefined);
+      await again.connection.close();
+      worker.shutdown();
+      await running.catch(() => undefined);
+      await connection.close();
       await server.stop();
     }
   }, 240_000);
