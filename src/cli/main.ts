@@ -3,7 +3,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import { log } from '../shared/log';
 import { ensureTemporalServer } from '../temporal/devServer';
 import { connectClient, connectWorker, ensureSearchAttributes, TASK_QUEUE, temporalAddress } from '../temporal/connect';
-import { isServerUnreachable, ServerOutageNotice } from '../crawl/serverOutage';
+import { isServerUnreachable, outageLine, ServerOutageNotice } from '../crawl/serverOutage';
 import { errorText } from '../shared/errorText';
 import { usableCpus } from '../shared/usableCpus';
 import { checkWorkerConfig, createCrawlWorker, defaultDeps, workerDiskDirs } from '../workers/worker';
@@ -345,12 +345,12 @@ export function buildProgram(): Command {
         });
         if (!statuses) {
           const note = outage.down(Date.now(), unreachable);
-          if (note) process.stdout.write(`${JSON.stringify({ event: 'temporal_unreachable', time: new Date().toISOString(), note })}\n`);
+          if (note) process.stdout.write(outageLine('down', note, false));
           await new Promise((r) => setTimeout(r, opts.interval * 1000));
           continue;
         }
         const back = outage.up(Date.now());
-        if (back) process.stdout.write(`${JSON.stringify({ event: 'temporal_reachable', time: new Date().toISOString(), note: back })}\n`);
+        if (back) process.stdout.write(outageLine('up', back, false));
         const update = monitoringUpdate(statuses, doneRate.baseline());
         if (opts.watch) process.stdout.write(`${JSON.stringify(update)}\n`);
         else process.stdout.write(opts.json ? `${JSON.stringify({ sources: statuses }, null, 2)}\n` : `${statusTable(statuses)}\n`);

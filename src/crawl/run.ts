@@ -2,7 +2,7 @@ import { setMaxListeners } from 'node:events';
 import path from 'node:path';
 import type { NativeConnection, Worker } from '@temporalio/worker';
 import { LocalStore, storeFromEnv, type ObjectStore } from '../pipeline/store';
-import { isServerUnreachable, ServerOutageNotice } from './serverOutage';
+import { isServerUnreachable, outageLine, ServerOutageNotice } from './serverOutage';
 import { bytesText, DiskRoomWatch, type DiskNotice } from '../shared/diskRoom';
 import { log } from '../shared/log';
 import { connectClient, connectWorker, ensureSearchAttributes, TASK_QUEUE } from '../temporal/connect';
@@ -207,12 +207,12 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
       }
       if (polled instanceof Error) {
         const note = serverOutage.down(Date.now(), polled);
-        if (note) out.write(out.isTTY ? `\r\x1b[Kcrawl: ${note}\n` : `${JSON.stringify({ event: 'temporal_unreachable', time: new Date().toISOString(), note })}\n`);
+        if (note) out.write(outageLine('down', note, Boolean(out.isTTY)));
         await interrupt.sleep(SERVER_RETRY_MS);
         continue;
       }
       const back = serverOutage.up(Date.now());
-      if (back) out.write(out.isTTY ? `\r\x1b[Kcrawl: ${back}\n` : `${JSON.stringify({ event: 'temporal_reachable', time: new Date().toISOString(), note: back })}\n`);
+      if (back) out.write(outageLine('up', back, Boolean(out.isTTY)));
       statuses = polled;
       const update = monitoringUpdate(statuses, doneRate.baseline());
       // A source that waits or halts says why on a line of its own, once per new reason: with

@@ -1,4 +1,4 @@
-import { isServerUnreachable, ServerOutageNotice } from './serverOutage';
+import { isServerUnreachable, outageLine, ServerOutageNotice } from './serverOutage';
 
 // What @temporalio/client threw from a status call while an operator's server was restarting.
 const described = Object.assign(new Error('Failed to describe workflow: 14 UNAVAILABLE: No connection established. Last error: Error: connect ECONNREFUSED 127.0.0.1:7500. Resolution note: '), {
@@ -24,5 +24,14 @@ describe('ServerOutageNotice', () => {
     expect(n.up(26_400)).toBe('the Temporal server at 127.0.0.1:7500 answers again (after 25 s)');
     expect(n.up(27_000)).toBeUndefined();
     expect(n.down(30_000, new Error('14 UNAVAILABLE: x'))).toContain('(14 UNAVAILABLE: x)');
+  });
+
+  it('prints a note over the progress bar on a terminal, else as a JSON event line', () => {
+    expect(outageLine('down', 'gone', true)).toBe('\r\x1b[Kcrawl: gone\n');
+    const down = JSON.parse(outageLine('down', 'gone', false)) as Record<string, unknown>;
+    expect(down).toMatchObject({ event: 'temporal_unreachable', note: 'gone' });
+    expect(Number.isNaN(Date.parse(String(down.time)))).toBe(false);
+    expect(JSON.parse(outageLine('up', 'back', false))).toMatchObject({ event: 'temporal_reachable', note: 'back' });
+    expect(outageLine('up', 'back', false).endsWith('}\n')).toBe(true);
   });
 });

@@ -42,3 +42,12 @@ export class ServerOutageNotice {
     return `the Temporal server at ${this.address} answers again (after ${goneS} s)`;
   }
 }
+
+/**
+ * A note as a client prints it: over the progress bar on a terminal, else as a JSON event
+ * (`temporal_unreachable` / `temporal_reachable`) among the client's other JSON lines.
+ */
+export function outageLine(kind: 'down' | 'up', note: string, tty: boolean): string {
+  if (tty) return `\r\x1b[Kcrawl: ${note}\n`;
+  return `${JSON.stringify({ event: kind === 'down' ? 'temporal_unreachable' : 'temporal_reachable', time: new Date().toISOString(), note })}\n`;
+}
