@@ -7,7 +7,7 @@ import { isThrottle } from '../politeness/classify';
 import { PAGE_BURST, pagesSinceImage } from '../politeness/pageRun';
 import type { ObjectStore } from '../pipeline/store';
 import type { WorkerNetwork } from '../pipeline/workerOutage';
-import type { FetchBatchInput, FetchBatchResult, FinalRecordInput, HostCrawlDelay, OutcomeClass, RedirectHop, RequestOutcome, WorkChunk } from '../shared/types';
+import type { ConnectionWaits, FetchBatchInput, FetchBatchResult, FinalRecordInput, HostCrawlDelay, OutcomeClass, RedirectHop, RequestOutcome, WorkChunk } from '../shared/types';
 import { chunkRecordFiles, chunkRecordFilesIn } from '../pipeline/keys';
 import { chunkIndexKey, encodeFingerprints } from '../pipeline/downloadedIndex';
 import { recordFile, type RecordFile } from '../shared/recordUnits';
@@ -66,9 +66,10 @@ export interface ProcessedUrl {
 export interface UrlProcessor {
   /**
    * Handles one URL. `sendBy` is the latest moment a request may leave for the site (its slot
-   * plus the lateness bound): past it, hand the URL back unsent with `requeue`.
+   * plus the lateness bound): past it, hand the URL back unsent with `requeue`. `onConnectionWait`:
+   * its request had to wait for a connection, all of the worker's to the site being busy.
    */
-  process(url: string, ctx: { source: string; attempt: number; signal: AbortSignal; sendBy?: number; mayGoLate?: () => boolean; hop?: RedirectHop }): Promise<ProcessedUrl>;
+  process(url: string, ctx: { source: string; attempt: number; signal: AbortSignal; sendBy?: number; mayGoLate?: () => boolean; hop?: RedirectHop; onConnectionWait?: (perSite: number) => void }): Promise<ProcessedUrl>;
   /**
    * Called ahead of the URL's slot (at `slotMs`): sees to it that a connection to its host will
    * be ready then, so the request can leave the moment its slot comes.
@@ -368,6 +369,10 @@ export function createCrawlActivities(deps: CrawlDeps) {
       if (final) deps.metrics?.finished(o.cls, o.cls === 'done' && !processed.reused && typeof processed.record?.bytes === 'number' ? processed.record.bytes : undefined);
       return 'done';
     };
+    // Requests that found every connection of the worker's to their site busy: the misses are
+    // the site's slow answers, not a worker falling behind (connectionsFullNote).
+    let connectionWaits: ConnectionWaits | undefined;
+    const onConnectionWait = (perSite: number) => { connectionWaits = { requests: (connectionWaits?.requests ?? 0) + 1, perSite }; };
     // Requests in flight are aborted only a grace after a cancellation (CANCEL_GRACE_MS).
     const inFlight = new AbortController();
     // Every request adds an abort listener to this signal; many in flight is normal here.
@@ -405,7 +410,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
         const host = checkCrawlDelay(target);
         if ((host?.freeAtMs ?? -Infinity) > slotMs || burstTooClose) return 'next';
         noteHostRequest(host);
-        const processed = await deps.processor.process(item.url, { source: input.source, attempt: item.attempt, signal: inFlight.signal, sendBy, mayGoLate, hop: hops.get(i) });
+        const processed = await deps.processor.process(item.url, { source: input.source, attempt: item.attempt, signal: inFlight.signal, sendBy, mayGoLate, hop: hops.get(i), onConnectionWait });
         // Its robots.txt may have been read in this slot; a redirect may lead to another host.
         noteRequest(target);
         if (processed.hop) checkCrawlDelay(processed.hop.url);
@@ -494,6 +499,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
       // not take, a worker that died), not to a worker falling behind: counted, a disk-full hold
       // ended in "workers behind" (502 of 1,458 slots, a retry starting after its window).
       missedSlots: ctx.info.attempt === 1 ? run.missed : 0,
+      ...(connectionWaits && ctx.info.attempt === 1 ? { connectionWaits } : {}),
       ...(run.decided > 0 ? { decidedWithoutRequest: run.decided } : {}),
       // A retried attempt knows nothing of the sends of the attempt before it.
       ...(run.lastSendMs !== undefined && ctx.info.attempt === 1 ? { lastSendMs: run.lastSendMs } : {}),

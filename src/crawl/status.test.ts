@@ -238,6 +238,22 @@ describe('sources the workers cannot keep up with', () => {
     expect([update.sources.s!.workersBehind, update.sources.ok!.workersBehind]).toEqual([true, false]);
   });
 
+  it('names a site too slow for its rate instead, in the table, monitoring_update and once in crawl run\'s notes', () => {
+    const slow = missing(0.4, { rate: 30, connectionWaits: { share: 0.5, perSite: 64 }, latency: { baselineMs: 3_000, recentMedianMs: 3_000 } });
+    expect(statusTable([slow]).split('\n')[1]).toMatch(/site answers slowly: 50% of its recent requests waited for a connection, every one of the worker's 64 connections to it waiting for an answer \(median time to first byte 3 s\), so it gets at most about 21\.3\/s of its 30\/s: lower its rate \(crawl set-rate\), or, if the site can bear more requests at once, raise CRAWL_MAX_CONNECTIONS_PER_SITE$/);
+    // 64 connections bear 21.3/s at 3 s an answer, more than 10/s: the figure would say nothing.
+    expect(statusTable([missing(0.4, { connectionWaits: { share: 0.5, perSite: 64 }, latency: { baselineMs: 3_000, recentMedianMs: 3_000 } })]).split('\n')[1]).toMatch(/\), so it gets less than its 10\/s: lower its rate/);
+    expect(statusTable([slow]).split('\n')[1]).not.toMatch(/workers behind/);
+    const update = monitoringUpdate([slow, { ...missing(0.45), source: 'busy' }]);
+    expect(update.global).toMatchObject({ workersBehind: 1, connectionsFull: 1 });
+    expect([update.sources.s!.connectionsFull, update.sources.s!.workersBehind, update.sources.busy!.connectionsFull]).toEqual([true, false, false]);
+    const notes = new SourceNotes();
+    expect(notes.changed([slow]).map((n) => n.note)).toEqual([expect.stringMatching(/^site answers slowly: 50%/)]);
+    // Told once: its share wavers about the threshold from report to report.
+    expect(notes.changed([missing(0.4, { connectionWaits: { share: 0.1, perSite: 64 } })])).toEqual([]);
+    expect(notes.changed([missing(0.4, { connectionWaits: { share: 0.3, perSite: 64 } })])).toEqual([]);
+  });
+
   it('names the worker\'s network instead when grants said it was down, and does not count the source as behind', () => {
     const down = missing(0.95, { networkDownAt: '2026-11-29T07:14:00.000Z' });
     expect(statusTable([down]).split('\n')[1]).toMatch(/worker's network down: no site answered and connections found no route \(last at 2026-11-29T07:14:00\.000Z\); its slots pass unsent and nothing counts against the site/);

@@ -5,7 +5,7 @@ import { callSignal } from '../shared/callSignal';
 import { errorText } from '../shared/errorText';
 import { STOPPED_BATCHES_WAIT_MS } from '../shared/heartbeat';
 import { statsQuery, stopUpdate } from '../workflows/messages';
-import { answersNote, behindNote, type CrawlCommand, hostCrawlDelayNote, monitorWorkflowId, type MonitorStats, networkDownNote, slowedNote } from '../workflows/monitorState';
+import { answersNote, behindNote, connectionsFullNote, type CrawlCommand, hostCrawlDelayNote, monitorWorkflowId, type MonitorStats, networkDownNote, slowedNote } from '../workflows/monitorState';
 import { BEHIND_MISS_RATE } from '../politeness/missedSlots';
 import { fulfilsWithin } from '../shared/concurrency';
 import { envText } from '../shared/env';
@@ -206,8 +206,8 @@ export interface MonitoringUpdate {
    * `workersBehind`: running sources that missed 30% or more of their recent slots (see behindNote).
    * `networkDown`: running sources whose requests a worker could not send in the last five minutes because its own network looked down (networkDownNote).
    */
-  global: { sources: number; running: number; paused: number; halted: number; waiting: number; ratePerS: number; targetPerS: number; done: number; errors: number; finishedUrls: number; totalUrls: number; imagesPerS: number | null; workersBehind: number; networkDown: number };
-  sources: Record<string, { state: string; rate: number; target: number; done: number; errors: number; linkrot: number; content: number; robots: number; refused: number; finished: number; total: number; breaker: string; retryAfterUntil: string | null; crawlDelayUntil: string | null; robotsRetryAt: string | null; robotsError: string | null; robotsHostWait: { error: string; until: string } | null; hostCrawlDelay: { origin: string; delayS: number } | null; storeRetryAt: string | null; storeError: string | null; workersBehind: boolean; networkDownAt: string | null; haltReason: string | null; slowed: { by: string; at: string; backAt: string } | null; note?: string }>;
+  global: { sources: number; running: number; paused: number; halted: number; waiting: number; ratePerS: number; targetPerS: number; done: number; errors: number; finishedUrls: number; totalUrls: number; imagesPerS: number | null; workersBehind: number; connectionsFull: number; networkDown: number };
+  sources: Record<string, { state: string; rate: number; target: number; done: number; errors: number; linkrot: number; content: number; robots: number; refused: number; finished: number; total: number; breaker: string; retryAfterUntil: string | null; crawlDelayUntil: string | null; robotsRetryAt: string | null; robotsError: string | null; robotsHostWait: { error: string; until: string } | null; hostCrawlDelay: { origin: string; delayS: number } | null; storeRetryAt: string | null; storeError: string | null; workersBehind: boolean; connectionsFull: boolean; networkDownAt: string | null; haltReason: string | null; slowed: { by: string; at: string; backAt: string } | null; note?: string }>;
 }
 
 /**
@@ -233,7 +233,7 @@ export class DoneRate {
 /** One JSON line for operators, like the original system's monitoring_update. */
 export function monitoringUpdate(statuses: SourceStatus[], previous?: { atMs: number; done: number }, nowMs = Date.now()): MonitoringUpdate {
   const sources: MonitoringUpdate['sources'] = {};
-  let rate = 0, target = 0, done = 0, errors = 0, finished = 0, total = 0, running = 0, paused = 0, halted = 0, waiting = 0, behind = 0, networkDown = 0;
+  let rate = 0, target = 0, done = 0, errors = 0, finished = 0, total = 0, running = 0, paused = 0, halted = 0, waiting = 0, behind = 0, slow = 0, networkDown = 0;
   for (const s of statuses) {
     const st = s.stats;
     const state = displayState(s);
@@ -246,7 +246,7 @@ export function monitoringUpdate(statuses: SourceStatus[], previous?: { atMs: nu
       total += u?.total ?? 0;
       sources[s.source] = {
         state, rate: u?.rate ?? 0, target: 0, done: u?.done ?? 0, errors: u?.errors ?? 0, linkrot: 0, content: 0, robots: 0, refused: 0, finished: 0, total: u?.total ?? 0,
-        breaker: '', retryAfterUntil: null, crawlDelayUntil: null, robotsRetryAt: null, robotsError: null, robotsHostWait: null, hostCrawlDelay: null, storeRetryAt: null, storeError: null, workersBehind: false, networkDownAt: null, haltReason: null, slowed: null, ...(u ? { note: u.note } : s.ended ? { note: s.ended } : {}),
+        breaker: '', retryAfterUntil: null, crawlDelayUntil: null, robotsRetryAt: null, robotsError: null, robotsHostWait: null, hostCrawlDelay: null, storeRetryAt: null, storeError: null, workersBehind: false, connectionsFull: false, networkDownAt: null, haltReason: null, slowed: null, ...(u ? { note: u.note } : s.ended ? { note: s.ended } : {}),
       };
       continue;
     }
@@ -255,6 +255,8 @@ export function monitoringUpdate(statuses: SourceStatus[], previous?: { atMs: nu
     if (held) waiting++;
     const slotsMissed = live && behindNote(st) !== undefined;
     if (slotsMissed) behind++;
+    const siteSlow = live && connectionsFullNote(st) !== undefined;
+    if (siteSlow) slow++;
     const networkDownAt = live && networkDownNote(st) !== undefined ? st.networkDownAt! : null;
     if (networkDownAt) networkDown++;
     if (live && st.state === 'paused') paused++;
@@ -283,6 +285,7 @@ export function monitoringUpdate(statuses: SourceStatus[], previous?: { atMs: nu
       storeRetryAt: live ? st.storeRetryAt ?? null : null,
       storeError: live ? st.storeError ?? null : null,
       workersBehind: slotsMissed,
+      connectionsFull: siteSlow,
       networkDownAt,
       haltReason: st.haltReason ?? null,
       slowed: live ? st.slowed ?? null : null,
@@ -292,7 +295,7 @@ export function monitoringUpdate(statuses: SourceStatus[], previous?: { atMs: nu
   const imagesPerS = previous ? Math.round(((done - previous.done) * 1000 / Math.max(1, nowMs - previous.atMs)) * 100) / 100 : null;
   return {
     event: 'monitoring_update', time: new Date(nowMs).toISOString(),
-    global: { sources: statuses.length, running, paused, halted, waiting, ratePerS: round(rate), targetPerS: round(target), done, errors, finishedUrls: finished, totalUrls: total, imagesPerS, workersBehind: behind, networkDown },
+    global: { sources: statuses.length, running, paused, halted, waiting, ratePerS: round(rate), targetPerS: round(target), done, errors, finishedUrls: finished, totalUrls: total, imagesPerS, workersBehind: behind, connectionsFull: slow, networkDown },
     sources,
   };
 }
@@ -411,6 +414,8 @@ export function shellWord(s: string): string {
 /** Each source's latest reason to wait or halt, to be told once when it changes. */
 export class SourceNotes {
   private readonly last = new Map<string, string>();
+  /** Sources told that they answer too slowly for their rate: once each, as its share of missed slots wavers about the threshold. */
+  private readonly toldSlow = new Set<string>();
 
   /** `crawl`: how the commands a note suggests are to be written for this run. */
   constructor(private readonly crawl?: CrawlCommand) {}
@@ -423,6 +428,11 @@ export class SourceNotes {
       if (note && note !== this.last.get(s.source)) out.push({ source: s.source, note });
       if (note) this.last.set(s.source, note);
       else this.last.delete(s.source);
+      const slow = st && !note ? connectionsFullNote(st) : undefined;
+      if (slow && !this.toldSlow.has(s.source)) {
+        this.toldSlow.add(s.source);
+        out.push({ source: s.source, note: slow });
+      }
     }
     return out;
   }
@@ -437,7 +447,7 @@ export function statusTable(statuses: SourceStatus[]): string {
     const note = state === 'stopped' ? `stopped by an operator${st?.haltReason ? ` (was halted: ${st.haltReason})` : ''}`
       : state === 'paused' && !st?.haltReason ? `paused by an operator${st?.coolingUntil ? `; its temporary halt lasts until ${st.coolingUntil}` : ''}`
       // An ended monitor's stats are from its end: a hold it had then (a Retry-After) is over.
-      : st?.haltReason ?? (st && (s.workflowStatus === 'RUNNING' ? waitingFor(st) ?? hostWaitNote(st) ?? lostBatchesNote(st) ?? networkDownNote(st) ?? behindNote(st) ?? answersNote(st) ?? (st.slowed ? slowedNote(st.slowed, st.target) : undefined)
+      : st?.haltReason ?? (st && (s.workflowStatus === 'RUNNING' ? waitingFor(st) ?? hostWaitNote(st) ?? lostBatchesNote(st) ?? networkDownNote(st) ?? connectionsFullNote(st) ?? behindNote(st) ?? answersNote(st) ?? (st.slowed ? slowedNote(st.slowed, st.target) : undefined)
         // Its records look like images: the summary's reasons for URLs not done cannot tell.
         : s.workflowStatus === 'COMPLETED' ? answersNote(st, null) : undefined))
         ?? (st?.siteMaxRate != null ? `robots.txt Crawl-delay: at most ${st.siteMaxRate}/s${st.crawlDelayUntil ? `, next request not before ${st.crawlDelayUntil}` : ''}` : u?.note ?? s.ended ?? '');

@@ -56,6 +56,12 @@ export interface PipelineConfig {
    */
   imageConcurrency: number;
   /**
+   * Requests open to one site (origin) at once from this worker. A site that takes seconds to
+   * answer holds a server process per request; past this many the site's slots pass unsent and
+   * the monitor says so (connectionsFullNote), instead of the worker piling up more connections.
+   */
+  maxConnectionsPerSite: number;
+  /**
    * Read each origin's TDMRep file (/.well-known/tdmrep.json, tdmRep.ts) before its first image:
    * one more request per host, so off unless asked for.
    */
@@ -123,6 +129,7 @@ export function pipelineConfigFromEnv(overrides: Partial<PipelineConfig> = {}): 
     maxBacklogBytes: num('CRAWL_MAX_BACKLOG_BYTES', 256 * 1024 * 1024),
     maxDecodePixels: num('CRAWL_MAX_DECODE_PIXELS', 400_000_000),
     imageConcurrency: Math.max(1, Math.floor(num('CRAWL_IMAGE_CONCURRENCY', 2 * usableCpus()))),
+    maxConnectionsPerSite: intFromEnv('CRAWL_MAX_CONNECTIONS_PER_SITE', 64, 1, 4_096),
     readTdmRep: flagFromEnv('CRAWL_READ_TDMREP', false),
     ...overrides,
   };

@@ -190,7 +190,7 @@ export class Fetcher {
       headersTimeout: cfg.headersTimeoutMs,
       bodyTimeout: Math.max(cfg.minRateGraceMs, 1_000),
       keepAliveTimeout: 30_000,
-      connections: 64,
+      connections: cfg.maxConnectionsPerSite,
       factory: (origin, options) => {
         const pool = new Pool(origin, options);
         if (this.pools.size >= MAX_TRACKED_ORIGINS) {
@@ -265,6 +265,8 @@ export class Fetcher {
       this.warm.preconnect(due.opts);
       return;
     }
+    // A connection opened ahead now would sit outside the pool until the site closed it.
+    if (this.connectionsFull(origin)) return;
     const pool = this.pools.get(origin);
     if (pool && !pool.closed && !pool.destroyed) {
       const stats = pool.stats;
@@ -274,6 +276,18 @@ export class Fetcher {
       if (stats.connected > 0 && 2 * (this.responseMs.get(origin) ?? 100) < due.slotMs - now) return;
     }
     this.warm.preconnect(due.opts);
+  }
+
+  /**
+   * Whether a request to the origin now would wait for one of its connections: each of the
+   * CRAWL_MAX_CONNECTIONS_PER_SITE carries a request (one at a time: no pipelining), or some
+   * wait already.
+   */
+  private connectionsFull(origin: string): boolean {
+    const pool = this.pools.get(origin);
+    if (!pool || pool.closed || pool.destroyed) return false;
+    const { size, queued } = pool.stats;
+    return queued > 0 || size - queued >= this.cfg.maxConnectionsPerSite;
   }
 
   /** A request on a connection that had waited `idleMs` was reset: the site's idle limit is at most that. */
@@ -305,9 +319,10 @@ export class Fetcher {
    * `sendBy` (epoch ms): the first request must be on the wire by then, or it is not sent at
    * all (failure 'late', `sent` false). Redirect hops follow the response at once, unless
    * `followRedirects` is false: then a redirect comes back with its `location`, for the caller
-   * to request in a later slot of its own.
+   * to request in a later slot of its own. `onConnectionWait` is told when a paced request
+   * has to wait for a connection to the site because all of them carry requests.
    */
-  async fetch(rawUrl: string, opts: { signal?: AbortSignal; maxBytes?: number; truncate?: boolean; accept?: string; sendBy?: number; mayGoLate?: () => boolean; followRedirects?: boolean; cookie?: string; resendInNextSlot?: boolean } = {}): Promise<FetchResult> {
+  async fetch(rawUrl: string, opts: { signal?: AbortSignal; maxBytes?: number; truncate?: boolean; accept?: string; sendBy?: number; mayGoLate?: () => boolean; followRedirects?: boolean; cookie?: string; resendInNextSlot?: boolean; onConnectionWait?: (perSite: number) => void } = {}): Promise<FetchResult> {
     const started = performance.now();
     const elapsed = () => Math.round(performance.now() - started);
     const maxBytes = opts.maxBytes ?? this.cfg.maxBodyBytes;
@@ -346,6 +361,7 @@ export class Fetcher {
         sent = true;
         sentTo = u.origin;
         const send = (by: number | undefined) => new Promise<HopResponse>((resolve, reject) => {
+          if (by !== undefined && this.connectionsFull(u.origin)) opts.onConnectionWait?.(this.cfg.maxConnectionsPerSite);
           const handler = new CollectHandler(resolve, reject, {
             maxBytes, truncate: opts.truncate ?? false, minRateGraceMs: this.cfg.minRateGraceMs, minBytesPerSecond: this.cfg.minBytesPerSecond,
           });

@@ -168,7 +168,7 @@ export class ImagePipeline implements UrlProcessor {
     };
   }
 
-  async process(url: string, ctx: { source: string; attempt: number; signal: AbortSignal; sendBy?: number; mayGoLate?: () => boolean; hop?: RedirectHop }): Promise<ProcessedUrl> {
+  async process(url: string, ctx: { source: string; attempt: number; signal: AbortSignal; sendBy?: number; mayGoLate?: () => boolean; hop?: RedirectHop; onConnectionWait?: (perSite: number) => void }): Promise<ProcessedUrl> {
     const base = { url, sent: false };
     const known = ctx.hop && this.fromTarget(url, ctx.hop);
     if (known) return known;
@@ -226,7 +226,7 @@ export class ImagePipeline implements UrlProcessor {
       const busy = this.busy(ctx.source);
       if (busy) return { outcome: { ...base, cls: 'error', reason: `worker busy: ${busy}` }, requeue: true };
       const cookie = cookieHeader(ctx.hop?.cookies, u);
-      const res = await this.fetcher.fetch(target, { signal: ctx.signal, sendBy: ctx.sendBy, mayGoLate: ctx.mayGoLate, followRedirects: false, resendInNextSlot: ctx.sendBy !== undefined, ...(cookie ? { cookie } : {}) });
+      const res = await this.fetcher.fetch(target, { signal: ctx.signal, sendBy: ctx.sendBy, mayGoLate: ctx.mayGoLate, followRedirects: false, resendInNextSlot: ctx.sendBy !== undefined, onConnectionWait: ctx.onConnectionWait, ...(cookie ? { cookie } : {}) });
       if (res.failure === 'late') return late;
       if (res.failure === 'resend') return { outcome: { ...base, cls: 'error', sent: true, reason: res.reason }, requeue: true, resend: true };
       timing = { status: res.status, ttfbMs: res.ttfbMs, totalMs: res.totalMs, sent: res.sent };

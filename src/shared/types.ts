@@ -102,6 +102,12 @@ export interface RobotsHostWait {
   retryAtMs: number;
 }
 
+/** A grant's requests that waited for a connection to their site (`perSite`: the worker's CRAWL_MAX_CONNECTIONS_PER_SITE). */
+export interface ConnectionWaits {
+  requests: number;
+  perSite: number;
+}
+
 export interface OutcomeReport {
   batchId: string;
   grantId: number;
@@ -112,6 +118,8 @@ export interface OutcomeReport {
   missedSlots?: number;
   /** Some of them passed because the worker's own network looked down (FetchBatchResult.networkDown). */
   networkDown?: boolean;
+  /** Requests that waited for a connection to the site, all of the worker's being busy (FetchBatchResult.connectionWaits). */
+  connectionWaits?: ConnectionWaits;
   /** Set when the activity stopped on a 429/503: how long the source asked us to wait. */
   retryAfterMs?: number;
   /** Set when the activity stopped because robots.txt asks for more time between requests (FetchBatchResult.crawlDelayMs). */
@@ -315,6 +323,11 @@ export interface FetchBatchResult {
    * answered, and connections to several found no route (pipeline/workerOutage.ts).
    */
   networkDown?: boolean;
+  /**
+   * Requests of this grant that had to wait for a connection to their site: each of the worker's
+   * was carrying a request. The site's slow answers then set the pace, not the worker.
+   */
+  connectionWaits?: ConnectionWaits;
   /**
    * Items settled without a request slot (robots.txt ruled them out, say). The batch puts about
    * twice as many URLs as slots into its next grant, so that those slots still go to requests.

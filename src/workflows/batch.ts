@@ -387,6 +387,7 @@ export async function runBatch(input: BatchInput, run: BatchRun): Promise<BatchR
         ...(result.leastHostDelayMs !== undefined ? { leastHostDelayMs: result.leastHostDelayMs } : {}),
         storeRetryMs: result.storeRetryMs, storeError: result.storeError, missedSlots: result.missedSlots, dispatchMs: result.dispatchMs, decided: lastGrant,
         ...(result.networkDown ? { networkDown: true } : {}),
+        ...(result.connectionWaits ? { connectionWaits: result.connectionWaits } : {}),
         // The window's end as the monitor booked it: a floating grant's float is part of it.
         ...(result.lastSendMs !== undefined ? { windowTail: { endMs: g.endMs + (g.floatMs ?? 0), lastSendMs: result.lastSendMs } } : {}),
         outcomes: result.outcomes.map((o) => ({ ...o, url: '' })),

@@ -1,6 +1,6 @@
 import { DEFAULT_ADAPTIVE } from '../politeness/adaptiveRate';
 import { DEFAULT_GOVERNOR, type GovernorConfig } from '../politeness/governor';
-import { behindNote, detailsMarkdown, governorConfigOf, MonitorModel, networkDownNote } from './monitorState';
+import { behindNote, connectionsFullNote, detailsMarkdown, governorConfigOf, MonitorModel, networkDownNote } from './monitorState';
 
 // The batch no longer asks again after using a grant; these pin the bookkeeping that makes
 // that safe: the monitor subtracts every grant the batch has not acknowledged.
@@ -165,6 +165,32 @@ describe('MonitorModel token bookkeeping', () => {
     const [g1] = m.planGrants(T0);
     m.onReport({ batchId, grantId: 1, outcomes: [], unused: 3 }, T0 + 5_000);
     expect(m.wants()[0]!.wanted).toBe(500 - g1!.slots);
+  });
+
+  it('tells a site too slow for its rate from a worker behind: its requests waited for a connection', () => {
+    const { m, batchId } = modelWithBatch();
+    m.onTokenRequest({ batchId, unassigned: 500, grantsSeen: 0 });
+    const answered = (ttfbMs: number) => ({ url: '', cls: 'done' as const, sent: true, final: true, attempt: 1, status: 200, ttfbMs });
+    // A grant of 12 sent 8 (four slots passed), 3 of them after waiting for one of the worker's
+    // 4 connections to the site; its answers took 500 ms: 4 at once bear about 8/s of its 10/s.
+    for (let i = 0; i < 10; i++) m.onReport({ batchId, grantId: 0, outcomes: Array.from({ length: 8 }, () => answered(500)), unused: 4, missedSlots: 4, connectionWaits: { requests: 3, perSite: 4 } }, T0 + i * 1_000);
+    const slow = m.stats(T0 + 9_000);
+    expect(slow.tokens.missRate).toBeGreaterThan(0.3);
+    expect(slow.connectionWaits).toEqual({ share: 0.36, perSite: 4 });
+    expect(behindNote(slow)).toBeUndefined();
+    expect(connectionsFullNote(slow)).toBe('site answers slowly: 36% of its recent requests waited for a connection, every one of the worker\'s 4 connections to it ' +
+      'waiting for an answer (median time to first byte 0.5 s), so it gets at most about 8/s of its 10/s: lower its rate (crawl set-rate), or, if the site can bear ' +
+      'more requests at once, raise CRAWL_MAX_CONNECTIONS_PER_SITE');
+    expect(detailsMarkdown(slow, 'running')).toMatch(/\*\*Site answers slowly\*\*: 36%/);
+    expect(detailsMarkdown(slow, 'running')).not.toMatch(/Workers behind/);
+    // Grants whose requests found free connections: the share falls away, and misses are the worker's again.
+    for (let i = 0; i < 10; i++) m.onReport({ batchId, grantId: 0, outcomes: Array.from({ length: 8 }, () => answered(500)), unused: 4, missedSlots: 4 }, T0 + 20_000 + i * 1_000);
+    const behind = m.stats(T0 + 29_000);
+    expect(connectionsFullNote(behind)).toBeUndefined();
+    expect(behindNote(behind)).toMatch(/^workers behind: /);
+    // A share of requests waiting now and then (a site at its edge) is no note.
+    for (let i = 0; i < 10; i++) m.onReport({ batchId, grantId: 0, outcomes: Array.from({ length: 8 }, () => answered(500)), unused: 0, missedSlots: 0, connectionWaits: { requests: 1, perSite: 4 } }, T0 + 40_000 + i * 1_000);
+    expect(connectionsFullNote(m.stats(T0 + 49_000))).toBeUndefined();
   });
 
   it('gives a batch whose worker misses slots enough spare slots to finish its last window', () => {

@@ -80,6 +80,8 @@ export interface MonitorState {
   /** Slots that served no URL (see FetchBatchResult.missedSlots), in all and as a running share. */
   missedSlots: number;
   missRate: number;
+  /** The running share of sent requests that waited for a connection to the site (OutcomeReport.connectionWaits), and the worker's limit then; absent from states of older builds. */
+  connectionWaits?: { share: number; perSite: number | null };
   /** When a grant last said the worker's own network looked down (OutcomeReport.networkDown); cleared by one that sent. */
   networkDownAtMs?: number;
   /** The latest grant report's share of URLs settled without a request (Grant.decidedShare); absent before the first. */
@@ -171,6 +173,11 @@ export interface MonitorStats {
    * `leadMs`: how far ahead of its issue a grant's window starts, learnt from how long grants take to reach their activity (300 on an idle worker).
    */
   tokens: { granted: number; unused: number; missed: number; missRate?: number; wanted: number; nextWindowAt: string | null; leadMs: number };
+  /**
+   * `share`: of the recent requests sent, those that waited for a connection to the site, every
+   * one of the worker's to it (`perSite` of them) carrying a request (absent from monitors of older builds).
+   */
+  connectionWaits?: { share: number; perSite: number | null };
   breaker: { windowRequests: number; windowErrors: number; consecutiveErrors: number; last50: string };
   latency: { baselineMs: number | null; recentMedianMs: number | null };
   /** The latest images in a row that were one and the same file (sha: first 8 hex digits of its sha256); absent from monitors of older builds. */
@@ -185,9 +192,41 @@ export interface MonitorStats {
  * details all ask here.
  */
 export function behindNote(st: MonitorStats): string | undefined {
-  if (st.state !== 'running' || st.retryAfterUntil || st.robotsRetryAt || st.storeRetryAt || st.networkDownAt) return undefined;
+  if (!sendingNow(st) || connectionsFull(st)) return undefined;
   // No tokens in some hand-made stats; no missRate from monitors of older builds.
   return workersBehindNote(st.rate, st.tokens?.missRate);
+}
+
+function sendingNow(st: MonitorStats): boolean {
+  return st.state === 'running' && !st.retryAfterUntil && !st.robotsRetryAt && !st.storeRetryAt && !st.networkDownAt;
+}
+
+/**
+ * A share of a source's recent requests this high waited for a connection to the site: its
+ * answers, not the worker, set its pace. A site at its edge has a request wait now and then.
+ */
+export const CONNECTION_WAIT_SHARE = 0.2;
+
+function connectionsFull(st: MonitorStats): boolean {
+  return (st.connectionWaits?.share ?? 0) >= CONNECTION_WAIT_SHARE;
+}
+
+/**
+ * The note for a source that answers too slowly for its rate: at 3 s an answer, 30 requests a
+ * second need 90 open at once, and a worker keeps to CRAWL_MAX_CONNECTIONS_PER_SITE (each can be
+ * a server process of the site's, held busy). Told as "workers behind", it sent operators to add
+ * workers, each of which would open as many again.
+ */
+export function connectionsFullNote(st: MonitorStats): string | undefined {
+  if (!sendingNow(st) || !connectionsFull(st)) return undefined;
+  const perSite = st.connectionWaits!.perSite;
+  const median = st.latency?.recentMedianMs ?? st.latency?.baselineMs ?? null;
+  const bears = perSite !== null && median !== null && median > 0 ? Math.floor((perSite * 1000 / median) * 10) / 10 : null;
+  return `site answers slowly: ${Math.round(st.connectionWaits!.share * 100)}% of its recent requests waited for a connection, ` +
+    `every one of the worker's ${perSite !== null ? `${perSite} ` : ''}connections to it waiting for an answer` +
+    (median !== null ? ` (median time to first byte ${Math.round(median / 100) / 10} s)` : '') +
+    `, so it gets ${bears !== null && bears < st.rate ? `at most about ${bears}/s of` : 'less than'} its ${st.rate}/s: lower its rate (crawl set-rate), ` +
+    'or, if the site can bear more requests at once, raise CRAWL_MAX_CONNECTIONS_PER_SITE';
 }
 
 /**
@@ -398,6 +437,15 @@ export class MonitorModel {
       const served = Math.max(0, report.outcomes.length - (report.decided?.decided ?? 0));
       if (!report.networkDown) this.state.missRate = updateMissRate(this.state.missRate, report.missedSlots, served);
     }
+    const sent = report.outcomes.reduce((n, o) => n + (o.sent ? 1 : 0), 0);
+    if (sent > 0 || report.connectionWaits) {
+      const waits = this.state.connectionWaits;
+      this.state.connectionWaits = {
+        // The same running average as the miss rate's: of the requests sent, the share that waited.
+        share: updateMissRate(waits?.share ?? 0, Math.min(sent, report.connectionWaits?.requests ?? 0), sent - Math.min(sent, report.connectionWaits?.requests ?? 0)),
+        perSite: report.connectionWaits?.perSite ?? waits?.perSite ?? null,
+      };
+    }
     if (report.networkDown) this.state.networkDownAtMs = nowMs;
     else if (report.outcomes.some((o) => o.sent)) this.state.networkDownAtMs = undefined;
     if (report.tokens) this.onTokenRequest({ batchId: report.batchId, ...report.tokens });
@@ -595,6 +643,7 @@ export class MonitorModel {
         nextWindowAt: g.pacer.nextFreeMs > 0 ? new Date(g.pacer.nextFreeMs).toISOString() : null,
         leadMs: Math.round(this.governor.leadMs()),
       },
+      connectionWaits: { share: Math.round((this.state.connectionWaits?.share ?? 0) * 100) / 100, perSite: this.state.connectionWaits?.perSite ?? null },
       breaker: {
         windowRequests: breakerWindow.requests,
         windowErrors: breakerWindow.errors,
@@ -664,6 +713,8 @@ export function detailsMarkdown(s: MonitorStats, state: string): string {
   if (networkDown) lines.push(`**${networkDown.replace(/^worker's network down/, "Worker's network down**")}`);
   const behind = behindNote(s);
   if (behind) lines.push(`**${behind.replace(/^workers behind/, 'Workers behind**')}`);
+  const slowSite = connectionsFullNote(s);
+  if (slowSite) lines.push(`**${slowSite.replace(/^site answers slowly/, 'Site answers slowly**')}`);
   const noImages = noImagesNote(s);
   if (noImages) lines.push(`**${noImages.replace(/^no image yet/, 'No image yet**')}`);
   const placeholder = placeholderNote(s);
