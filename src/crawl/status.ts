@@ -414,7 +414,7 @@ export function shellWord(s: string): string {
 /** Each source's latest reason to wait or halt, to be told once when it changes. */
 export class SourceNotes {
   private readonly last = new Map<string, string>();
-  /** Sources told that they answer too slowly for their rate: once each, as its share of missed slots wavers about the threshold. */
+  /** Sources told that they answer too slowly for their rate: once each, as the share of their requests that waited wavers about the threshold. */
   private readonly toldSlow = new Set<string>();
 
   /** `crawl`: how the commands a note suggests are to be written for this run. */
