@@ -223,7 +223,10 @@ export class S3Store implements ObjectStore {
   }
 
   async put(key: string, body: Buffer | string, contentType: string): Promise<void> {
-    await this.client.send(new PutObjectCommand({ Bucket: this.cfg.bucket, Key: this.key(key), Body: body, ContentType: contentType }));
+    // Its length given: the SDK measures only bodies that are truthy, and for an empty string
+    // (a marker) printed a console line about streams of unknown length, once a marker, to the
+    // JSON log's stderr.
+    await this.client.send(new PutObjectCommand({ Bucket: this.cfg.bucket, Key: this.key(key), Body: body, ContentLength: Buffer.byteLength(body), ContentType: contentType }));
   }
 
   async get(key: string): Promise<Buffer | undefined> {

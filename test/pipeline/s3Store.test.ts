@@ -42,6 +42,19 @@ describe('S3 store against a real S3-protocol server (moto_server on 127.0.0.1)'
     process.env = saved;
   });
 
+  it('stores an empty marker without a word on the console (the log is JSON lines)', async () => {
+    const warn = jest.spyOn(console, 'warn').mockImplementation(() => undefined);
+    try {
+      await store.put('markers/queued', '', 'text/plain');
+      await store.put('markers/done', Buffer.alloc(0), 'text/plain');
+      expect(warn).not.toHaveBeenCalled();
+    } finally {
+      warn.mockRestore();
+    }
+    expect(await store.get('markers/queued')).toEqual(Buffer.alloc(0));
+    expect(await store.get('markers/done')).toEqual(Buffer.alloc(0));
+  });
+
   it('says what to do when the store cannot be used, before a crawl starts', async () => {
     await expect(store.verify()).resolves.toBeUndefined();
     const use = async (cfg: Partial<ConstructorParameters<typeof S3Store>[0]>) => {
