@@ -89,6 +89,8 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
       .route('/many-headers.jpg', (_q, r) => {
         r.socket!.end(`HTTP/1.1 200 OK\r\n${Array.from({ length: 2000 }, (_, i) => `x-h${i}: ${'a'.repeat(50)}\r\n`).join('')}content-length: 0\r\n\r\n`);
       });
+    // Answers that take 700 ms: each holds a connection that long.
+    for (let k = 1; k <= 5; k++) origin.route(`/slow${k}.png`, (_q, r) => { setTimeout(() => { r.writeHead(200, { 'content-type': 'image/png' }); r.end(smallPng); }, 700); });
     await origin.start();
   });
   afterAll(async () => { await pipeline?.close(); await origin.stop(); });
@@ -617,6 +619,35 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     expect(retried.dispatchMs).toBeUndefined();
     const older = (await new MockActivityEnvironment().run(acts.fetchBatch, { ...input(['/good.png']), grantId: 3 })) as FetchBatchResult;
     expect(older.dispatchMs).toBeUndefined();
+  });
+
+  it('reports the requests that waited for a connection to a site that holds all of them, and none when one was free', async () => {
+    await run(['/good.png']); // robots.txt warm
+    const twoPerSite = new ImagePipeline(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'] }), store, new Spool(path.join(dir, 'spool2')));
+    try {
+      const slowActs = createCrawlActivities({ processor: twoPerSite, recorder: new StoreRecorder(store) });
+      const fast = (await new MockActivityEnvironment().run(slowActs.fetchBatch, input(['/good.png', '/good.jpg', '/rotated.jpg']))) as FetchBatchResult;
+      expect(fast.connectionWaits).toBeUndefined();
+      const limited = new ImagePipeline(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'], maxConnectionsPerSite: 2 }), store, new Spool(path.join(dir, 'spool3')));
+      try {
+        const limitedActs = createCrawlActivities({ processor: limited, recorder: new StoreRecorder(store) });
+        // Five answers of 700 ms, a slot every 150 ms: from the third on, each request waits for one of the two connections.
+        const startMs = Date.now() + 300;
+        const grant: FetchBatchInput = {
+          source: `127.0.0.1:${origin.port}`, batchId: 'b1', grantId: 7, maxAttempts: 1,
+          items: [1, 2, 3, 4, 5].map((k) => ({ url: origin.url(`/slow${k}.png`), attempt: 1 })),
+          schedule: { startMs, endMs: startMs + 30 * 150, intervalMs: 150, burstSlots: 0 },
+        };
+        const result = (await new MockActivityEnvironment().run(limitedActs.fetchBatch, grant)) as FetchBatchResult;
+        expect(result.connectionWaits?.perSite).toBe(2);
+        expect(result.connectionWaits?.requests).toBeGreaterThanOrEqual(1);
+        expect(result.outcomes.filter((o) => o.cls === 'done')).toHaveLength(5);
+      } finally {
+        await limited.close();
+      }
+    } finally {
+      await twoPerSite.close();
+    }
   });
 
   it('sends a slow source\'s one slot late within the grant\'s float, on a first attempt only', async () => {
