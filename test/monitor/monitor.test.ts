@@ -147,6 +147,27 @@ describe('crawl monitor (time-skipping server)', () => {
     expect(reports.filter((r) => r.networkDown === true)).toHaveLength(3);
   });
 
+  it('keeps the share of requests that waited for a connection to a slow site, as its grants report them', async () => {
+    const { taskQueue, workflowId } = ids('slow-site.test');
+    const scripted = scriptedActivities(() => ({ cls: 'done', status: 200, ttfbMs: 3_000 }));
+    const acts = {
+      ...scripted.acts,
+      // As the real activity at a site holding all 64 of the worker's connections: half its requests waited for one.
+      async fetchBatch(input: FetchBatchInput): Promise<FetchBatchResult> {
+        const result = await scripted.acts.fetchBatch(input);
+        return { ...result, missedSlots: 0, connectionWaits: { requests: Math.floor(result.outcomes.length / 2), perSite: 64 } };
+      },
+    };
+    const worker = await monitorWorker(env, taskQueue, acts);
+    const stats = await worker.runUntil(env.client.workflow.execute(crawlMonitorWorkflow, {
+      taskQueue, workflowId, args: [{ source: 'slow-site.test', config: { rate: 30 }, work: chunksOf('slow-site.test', 600, 300) }],
+    }));
+    expect(stats.counts.done).toBe(600);
+    expect(stats.connectionWaits?.perSite).toBe(64);
+    expect(stats.connectionWaits?.share).toBeGreaterThanOrEqual(0.3); // a running average from 0 over a few grants
+    expect(stats.connectionWaits?.share).toBeLessThanOrEqual(0.5);
+  });
+
   it('gives a source\'s last grant spare slots for a start up to 5 s late', async () => {
     const { taskQueue, workflowId } = ids('tail-slack.test');
     const { grants, acts } = scriptedActivities(() => ({ cls: 'done', status: 200 }));
