@@ -3,6 +3,7 @@ import { TextDecoder } from 'node:util';
 import type { SourceConfig } from '../shared/types';
 import { SOURCE_CONFIG_FIELDS, invalidSourceConfig } from '../politeness/targetRate';
 import { isPlainObject } from '../shared/plainObject';
+import { hostSourceName } from './manifest';
 import { utf16Of } from './manifestBytes';
 
 /**
@@ -52,7 +53,39 @@ export async function readCatalog(path: string): Promise<Catalog> {
     if (bad) throw new Error(`${where} (${name}): ${bad}`);
     catalog.set(name, { imageCount: imageCount as number | undefined, rate: rate as number | undefined, burst: burst as number | undefined });
   });
+  hostAliases(catalog, path);
   return catalog;
+}
+
+const aliases = new WeakMap<Catalog, Map<string, string>>();
+
+/**
+ * Entries named by a host as people write it (`Bücher.Example`, `www.Museum.org.`) under the
+ * source name its URLs are crawled as (`xn--bcher-kva.example`, `www.museum.org`). Looked up
+ * exactly, such an entry matched no source: the site was crawled at the default rate, faster
+ * than the catalogue meant for one whose rate was lowered. Two entries for one host are refused
+ * in a catalogue file (`path`); in one merged from several runs' (runSettings.ts) the later wins.
+ */
+function hostAliases(catalog: Catalog, path?: string): Map<string, string> {
+  const known = aliases.get(catalog);
+  if (known) return known;
+  const byHost = new Map<string, string>();
+  for (const name of catalog.keys()) {
+    // Dotted names only: `Museum` and `museum` may be two sources named in their manifests.
+    const host = name.includes('.') ? hostSourceName(name) : undefined;
+    if (host === undefined || host === name) continue;
+    const other = catalog.has(host) ? host : byHost.get(host);
+    if (other !== undefined && path !== undefined) throw new Error(`catalog ${path}: "${name}" and "${other}" name one host (${host}): keep one`);
+    byHost.set(host, name);
+  }
+  aliases.set(catalog, byHost);
+  return byHost;
+}
+
+/** The catalogue entry for a source: the one of its name, else the one naming its host another way (hostAliases). */
+export function catalogEntryName(catalog: Catalog, source: string): string | undefined {
+  if (catalog.has(source)) return source;
+  return hostAliases(catalog).get(source);
 }
 
 class CatalogError extends Error {}

@@ -70,6 +70,20 @@ export function sourceOfUrl(u: URL): string {
   return u.port ? `${host}:${u.port}` : host;
 }
 
+/**
+ * The source a name means when it is written as a host (`Bücher.Example`, `MUSEUM.example.:8080`):
+ * the name a URL of that host is crawled under (`xn--bcher-kva.example`, `museum.example:8080`).
+ * Undefined for a name that is no host (a path, spaces, an address with credentials).
+ */
+export function hostSourceName(name: string): string | undefined {
+  if (!name || /[\s/\\?#@]/.test(name)) return undefined;
+  try {
+    return sourceOfUrl(new URL(`http://${name}/`));
+  } catch {
+    return undefined;
+  }
+}
+
 function checkUrl(raw: string): URL | string {
   // The URL parser removes tabs and line breaks wherever they are ("https://a/x.jpg<TAB>museum"
   // parses as https://a/x.jpgmuseum): the URL crawled would not be the one given.

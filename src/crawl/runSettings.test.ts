@@ -32,6 +32,12 @@ describe('the settings kept in a store for crawl again', () => {
     });
   });
 
+  it('replaces an earlier entry of the same host, however either names it', async () => {
+    await rememberRunSettings(store, { catalog: new Map([['Bücher.Example', { rate: 2 }], ['other.example', { rate: 1 }]]) }, warn);
+    await rememberRunSettings(store, { catalog: new Map([['xn--bcher-kva.example', { rate: 0.5 }]]) }, warn);
+    expect((await readRunSettings(store, warn))!.catalog).toEqual(new Map([['other.example', { rate: 1 }], ['xn--bcher-kva.example', { rate: 0.5 }]]));
+  });
+
   it('says so and applies nothing when what is kept is not what a run writes, and a run writes it anew', async () => {
     const file = path.join(dir, RUN_SETTINGS_KEY);
     fs.mkdirSync(path.dirname(file));

@@ -3,6 +3,7 @@ import type { SourceConfig } from '../shared/types';
 import { invalidSourceConfig } from '../politeness/targetRate';
 import { isPlainObject } from '../shared/plainObject';
 import type { Catalog } from './catalog';
+import { hostSourceName } from './manifest';
 
 /**
  * What the crawls into a store were told about their sources and the network (`crawl run`'s
@@ -27,8 +28,12 @@ export const RUN_SETTINGS_KEY = 'work/run-settings.json';
  */
 export async function rememberRunSettings(store: ObjectStore, run: Partial<Omit<RunSettings, 'maxRate'>> & { maxRate?: number | null }, warn: (message: string) => void): Promise<void> {
   const kept: RunSettings = (await readRunSettings(store, warn, 'replaced by this one\'s')) ?? { catalog: new Map(), allowNetworks: [] };
+  const given: Catalog = run.catalog ?? new Map();
+  // An entry replaces an earlier one of the same source, however either names its host.
+  const hostOf = (name: string) => hostSourceName(name) ?? name;
+  const replaced = new Set([...given.keys()].map(hostOf));
   const merged: RunSettings = {
-    catalog: new Map([...kept.catalog, ...(run.catalog ?? [])]),
+    catalog: new Map([...[...kept.catalog].filter(([name]) => !replaced.has(hostOf(name))), ...given]),
     allowNetworks: [...new Set([...kept.allowNetworks, ...(run.allowNetworks ?? [])])],
     maxRate: run.maxRate === null ? undefined : run.maxRate ?? kept.maxRate,
     maxRetryAfterMs: run.maxRetryAfterMs ?? kept.maxRetryAfterMs,

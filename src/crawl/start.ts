@@ -13,7 +13,7 @@ import { crawlMonitorWorkflow } from '../workflows/monitor';
 import { PATCH_LEVEL } from '../workflows/patchLevel';
 import { MonitorModel, monitorWorkflowId, shownOf, type MonitorInput, type MonitorOptions } from '../workflows/monitorState';
 import { monitorSearchAttributes } from '../temporal/searchAttributes';
-import type { Catalog } from './catalog';
+import { type Catalog, catalogEntryName } from './catalog';
 import { checkManifest, readManifest } from './manifest';
 import { identifyManifest, type ManifestIdentity } from './manifestPortions';
 import { listSourceIndex, loadHostDownloads, loadPriorWork, sharesUrls, useHostDownloads, type HostDownloads, type PriorWork } from './priorWork';
@@ -425,7 +425,8 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
     refs.delete(source);
     // Before any of its URLs is crawled, so that a later manifest listing them under their host finds them.
     await marking;
-    const config: SourceConfig = opts.catalog?.get(source) ?? {};
+    const entry = opts.catalog && catalogEntryName(opts.catalog, source);
+    const config: SourceConfig = (entry !== undefined ? opts.catalog!.get(entry) : undefined) ?? {};
     const input: MonitorInput = {
       source, config, options: { taskQueue: opts.taskQueue, ...(opts.monitorOptions ?? {}) },
       ...governorConfig,
@@ -648,6 +649,9 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
   }
   summary.siteGroups = siteGroups([...summary.sources.keys()].filter((s) => !namedSources.has(s)), summary.wwwTwins);
   // An interrupted read has not seen every source.
-  if (opts.catalog && !opts.signal?.aborted) summary.unusedCatalogEntries = [...opts.catalog.keys()].filter((name) => !summary.sources.has(name));
+  if (opts.catalog && !opts.signal?.aborted) {
+    const used = new Set([...summary.sources.keys()].map((source) => catalogEntryName(opts.catalog!, source)));
+    summary.unusedCatalogEntries = [...opts.catalog.keys()].filter((name) => !used.has(name));
+  }
   return summary;
 }

@@ -381,6 +381,8 @@ describe('a source named as it is not known', () => {
     expect(similarSources('B.example', known)).toEqual(['www.b.example']);
     expect(similarSources('photos.example', known)).toEqual(['photos.example:8443']);
     expect(similarSources('Museum', known)).toEqual(['museum']);
+    // A host in Unicode: its source is named in the form URLs carry (punycode).
+    expect(similarSources('Bücher.example', [...known, 'xn--bcher-kva.example'])).toEqual(['xn--bcher-kva.example']);
   });
 
   it('suggests nothing unrelated, nothing from one or two characters, and at most three', () => {

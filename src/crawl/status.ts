@@ -9,6 +9,7 @@ import { answersNote, behindNote, connectionsFullNote, type CrawlCommand, hostCr
 import { BEHIND_MISS_RATE } from '../politeness/missedSlots';
 import { fulfilsWithin } from '../shared/concurrency';
 import { envText } from '../shared/env';
+import { hostSourceName } from './manifest';
 import { DEFAULT_ADDRESS } from '../temporal/connectionSettings';
 
 export interface SourceStatus {
@@ -43,7 +44,8 @@ const MAX_SIMILAR = 3;
  * another case, or a name that holds the one given (`127.0.0.1` for `127.0.0.1:8080`).
  */
 export function similarSources(given: string, known: Iterable<string>): string[] {
-  const bare = (s: string) => s.toLowerCase().replace(/\.$/, '').replace(/:\d+$/, '').replace(/^www\./, '');
+  // A host as people write it (Bücher.Example) against the name it is crawled under (xn--bcher-kva.example).
+  const bare = (s: string) => (hostSourceName(s) ?? s.toLowerCase()).replace(/\.$/, '').replace(/:\d+$/, '').replace(/^www\./, '');
   const g = given.toLowerCase();
   const found: string[] = [];
   for (const k of known) {

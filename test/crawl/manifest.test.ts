@@ -299,6 +299,10 @@ describe('manifests', () => {
     const twice = path.join(dir, 'twice.ndjson');
     fs.writeFileSync(twice, '{"name":"museum","rate":2}\n{"name":"other"}\n{"name":"museum","rate":20}\n');
     await expect(readCatalog(twice)).rejects.toThrow(/entry 3: "museum" is listed twice/);
+    // One host named two ways: which entry should win is anyone's guess.
+    const twoNames = path.join(dir, 'two-names.ndjson');
+    fs.writeFileSync(twoNames, '{"name":"xn--bcher-kva.example","rate":2}\n{"name":"Bücher.Example","rate":20}\n');
+    await expect(readCatalog(twoNames)).rejects.toThrow('catalog ' + twoNames + ': "Bücher.Example" and "xn--bcher-kva.example" name one host (xn--bcher-kva.example): keep one');
     const misspelt = path.join(dir, 'misspelt.json');
     fs.writeFileSync(misspelt, JSON.stringify({ museum: { Rate: 5 } }));
     await expect(readCatalog(misspelt)).rejects.toThrow('entry 1 (museum): unknown field "Rate" (the fields are name, imageCount, rate, burst)');

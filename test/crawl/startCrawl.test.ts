@@ -10,7 +10,7 @@ import { StoreRecorder } from '../../src/activities/storeRecorder';
 import { LocalStore, type ObjectStore } from '../../src/pipeline/store';
 import { batchRunUnit, recordFile } from '../../src/shared/recordUnits';
 import { chunkOf } from '../../src/shared/chunkRanges';
-import type { ChunkRange, OutcomeClass } from '../../src/shared/types';
+import type { ChunkRange, OutcomeClass, SourceConfig } from '../../src/shared/types';
 import { PATCH_LEVEL } from '../../src/workflows/patchLevel';
 
 /** A store whose calls take 0-8 ms in random order, like a remote S3, remembering what it holds. */
@@ -211,6 +211,21 @@ describe('startCrawl', () => {
     expect(summary.unusedCatalogEntries).toEqual(['b.example', 'musuem']);
     expect(unusedCatalogWarning(summary)).toMatch(/^catalog entries "b\.example", "musuem" match no source in the manifest, so their settings are not used/);
     expect(unusedCatalogWarning({ ...summary, unusedCatalogEntries: [] })).toBeUndefined();
+  });
+
+  it('gives a source the catalogue entry that names its host as people write it: another case, a trailing dot, Unicode', async () => {
+    const manifest = writeManifest([
+      '{"url":"https://bücher.example/1.jpg"}',
+      '{"url":"https://www.museum.org/1.jpg"}',
+      '{"url":"https://c.example/1.jpg","source":"Museum"}',
+    ]);
+    const catalog = new Map<string, SourceConfig>([['Bücher.Example', { rate: 0.5 }], ['WWW.Museum.Org.', { rate: 3 }], ['Museum', { rate: 4 }], ['museum', { rate: 9 }]]);
+    const configs = new Map<string, SourceConfig | undefined>();
+    const client = { workflow: { signalWithStart: async (_wf: unknown, opts: { args: [{ source: string; config?: SourceConfig }] }) => { configs.set(opts.args[0].source, opts.args[0].config); } } } as unknown as Client;
+    const summary = await startCrawl({ client, store: new SlowStore(), manifest, catalog, taskQueue: 'q' });
+    expect(Object.fromEntries([...configs].map(([source, config]) => [source, config?.rate]))).toEqual({ 'xn--bcher-kva.example': 0.5, 'www.museum.org': 3, Museum: 4 });
+    // Names without a dot are names, not hosts: "museum" is not "Museum".
+    expect(summary.unusedCatalogEntries).toEqual(['museum']);
   });
 
   it('names the hosts whose URLs are in more than one source, since each source sends at its own rate', async () => {
