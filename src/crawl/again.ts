@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type { ObjectStore } from '../pipeline/store';
 import { type AgainKind, writeAgainManifest } from './askAgain';
-import { type Catalog, readCatalog } from './catalog';
+import { type Catalog, entriesFor, readCatalog } from './catalog';
 import { runCrawl, type RunResult } from './run';
 import { shellWord } from './status';
 import { envText } from '../shared/env';
@@ -56,7 +56,7 @@ export async function askAgain(opts: AgainOptions, out: NodeJS.WriteStream = pro
       .map(([source, n]) => `${source}: ${[n.walled ? `${n.walled} walled` : '', n.failed ? `${n.failed} failed` : ''].filter(Boolean).join(', ')}`);
     out.write(`asking again for ${again.urls} URL(s), listed in ${file}: ${per.join('; ')}\n`);
     // Only the sources asked for: the others' entries would each be warned of as matching none.
-    const askedCatalog: Catalog = new Map([...catalog].filter(([name]) => again.bySource.has(name)));
+    const askedCatalog = entriesFor(catalog, again.bySource);
     if (round === 1 && kept) {
       const terms = keptTerms(kept, askedCatalog, givenCatalog !== undefined, opts.maxRate !== undefined);
       if (terms) out.write(`as the earlier crawls into the ${opts.store.description} were told (${RUN_SETTINGS_KEY}): ${terms}\n`);

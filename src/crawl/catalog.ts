@@ -60,6 +60,14 @@ export async function readCatalog(path: string): Promise<Catalog> {
 const aliases = new WeakMap<Catalog, Map<string, string>>();
 
 /**
+ * The source an entry's name means as a host (`Bücher.Example` -> `xn--bcher-kva.example`), for
+ * dotted names only: `Museum` and `museum` may be two sources named in their manifests.
+ */
+export function entryHost(name: string): string {
+  return (name.includes('.') ? hostSourceName(name) : undefined) ?? name;
+}
+
+/**
  * Entries named by a host as people write it (`Bücher.Example`, `www.Museum.org.`) under the
  * source name its URLs are crawled as (`xn--bcher-kva.example`, `www.museum.org`). Looked up
  * exactly, such an entry matched no source: the site was crawled at the default rate, faster
@@ -71,15 +79,19 @@ function hostAliases(catalog: Catalog, path?: string): Map<string, string> {
   if (known) return known;
   const byHost = new Map<string, string>();
   for (const name of catalog.keys()) {
-    // Dotted names only: `Museum` and `museum` may be two sources named in their manifests.
-    const host = name.includes('.') ? hostSourceName(name) : undefined;
-    if (host === undefined || host === name) continue;
+    const host = entryHost(name);
+    if (host === name) continue;
     const other = catalog.has(host) ? host : byHost.get(host);
     if (other !== undefined && path !== undefined) throw new Error(`catalog ${path}: "${name}" and "${other}" name one host (${host}): keep one`);
     byHost.set(host, name);
   }
   aliases.set(catalog, byHost);
   return byHost;
+}
+
+/** The entries that apply to these sources, under their own names or their hosts'. */
+export function entriesFor(catalog: Catalog, sources: { has(source: string): boolean }): Catalog {
+  return new Map([...catalog].filter(([name]) => sources.has(name) || sources.has(entryHost(name))));
 }
 
 /** The catalogue entry for a source: the one of its name, else the one naming its host another way (hostAliases). */

@@ -2,8 +2,7 @@ import type { ObjectStore } from '../pipeline/store';
 import type { SourceConfig } from '../shared/types';
 import { invalidSourceConfig } from '../politeness/targetRate';
 import { isPlainObject } from '../shared/plainObject';
-import type { Catalog } from './catalog';
-import { hostSourceName } from './manifest';
+import { type Catalog, entryHost } from './catalog';
 
 /**
  * What the crawls into a store were told about their sources and the network (`crawl run`'s
@@ -30,10 +29,9 @@ export async function rememberRunSettings(store: ObjectStore, run: Partial<Omit<
   const kept: RunSettings = (await readRunSettings(store, warn, 'replaced by this one\'s')) ?? { catalog: new Map(), allowNetworks: [] };
   const given: Catalog = run.catalog ?? new Map();
   // An entry replaces an earlier one of the same source, however either names its host.
-  const hostOf = (name: string) => hostSourceName(name) ?? name;
-  const replaced = new Set([...given.keys()].map(hostOf));
+  const replaced = new Set([...given.keys()].map(entryHost));
   const merged: RunSettings = {
-    catalog: new Map([...[...kept.catalog].filter(([name]) => !replaced.has(hostOf(name))), ...given]),
+    catalog: new Map([...[...kept.catalog].filter(([name]) => !replaced.has(entryHost(name))), ...given]),
     allowNetworks: [...new Set([...kept.allowNetworks, ...(run.allowNetworks ?? [])])],
     maxRate: run.maxRate === null ? undefined : run.maxRate ?? kept.maxRate,
     maxRetryAfterMs: run.maxRetryAfterMs ?? kept.maxRetryAfterMs,
