@@ -372,7 +372,10 @@ export function createCrawlActivities(deps: CrawlDeps) {
     // Requests that found every connection of the worker's to their site busy: the misses are
     // the site's slow answers, not a worker falling behind (connectionsFullNote).
     let connectionWaits: ConnectionWaits | undefined;
-    const onConnectionWait = (perSite: number) => { connectionWaits = { requests: (connectionWaits?.requests ?? 0) + 1, perSite }; };
+    const onConnectionWait = (perSite: number) => {
+      connectionWaits = { requests: (connectionWaits?.requests ?? 0) + 1, perSite };
+      deps.metrics?.waitedForConnection();
+    };
     // Requests in flight are aborted only a grace after a cancellation (CANCEL_GRACE_MS).
     const inFlight = new AbortController();
     // Every request adds an abort listener to this signal; many in flight is normal here.

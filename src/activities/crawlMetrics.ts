@@ -13,6 +13,8 @@ export interface CrawlMetrics {
   finished(cls: OutcomeClass, bytes: number | undefined): void;
   /** A request sent again at once after the site closed its connection unanswered (fetcher.ts). */
   resent(): void;
+  /** An image request that waited for a connection to its site, all of the worker's to it carrying requests. */
+  waitedForConnection(): void;
 }
 
 export function crawlMetrics(meter: MetricMeter): CrawlMetrics {
@@ -22,6 +24,8 @@ export function crawlMetrics(meter: MetricMeter): CrawlMetrics {
   const downloaded = meter.createCounter('crawl_downloaded_bytes', 'bytes', 'Bytes of the images downloaded and stored');
   const resent = meter.createCounter('crawl_requests_resent', 'requests',
     'Requests sent again at once on a new connection: the site had closed the one they went out on, unanswered (a keep-alive connection it timed out as the request arrived)');
+  const waited = meter.createCounter('crawl_requests_waited_for_connection', 'requests',
+    'Image requests that waited for a connection to their site: every one of the worker\'s to it (CRAWL_MAX_CONNECTIONS_PER_SITE) was carrying a request, the site answering too slowly for its rate');
   return {
     request(kind, status, ttfbMs) {
       if (kind !== 'image') return requests.add(1, { kind });
@@ -34,6 +38,9 @@ export function crawlMetrics(meter: MetricMeter): CrawlMetrics {
     },
     resent() {
       resent.add(1);
+    },
+    waitedForConnection() {
+      waited.add(1);
     },
   };
 }

@@ -630,7 +630,9 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
       expect(fast.connectionWaits).toBeUndefined();
       const limited = new ImagePipeline(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'], maxConnectionsPerSite: 2 }), store, new Spool(path.join(dir, 'spool3')));
       try {
-        const limitedActs = createCrawlActivities({ processor: limited, recorder: new StoreRecorder(store) });
+        let waitedMetric = 0;
+        const metrics = { request: () => undefined, finished: () => undefined, resent: () => undefined, waitedForConnection: () => { waitedMetric += 1; } };
+        const limitedActs = createCrawlActivities({ processor: limited, recorder: new StoreRecorder(store), metrics });
         // Five answers of 700 ms, a slot every 150 ms: from the third on, each request waits for one of the two connections.
         const startMs = Date.now() + 300;
         const grant: FetchBatchInput = {
@@ -641,6 +643,7 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
         const result = (await new MockActivityEnvironment().run(limitedActs.fetchBatch, grant)) as FetchBatchResult;
         expect(result.connectionWaits?.perSite).toBe(2);
         expect(result.connectionWaits?.requests).toBeGreaterThanOrEqual(1);
+        expect(waitedMetric).toBe(result.connectionWaits?.requests); // crawl_requests_waited_for_connection
         expect(result.outcomes.filter((o) => o.cls === 'done')).toHaveLength(5);
       } finally {
         await limited.close();
