@@ -205,7 +205,7 @@ function sendingNow(st: MonitorStats): boolean {
  * A share of a source's recent requests this high waited for a connection to the site: its
  * answers, not the worker, set its pace. A site at its edge has a request wait now and then.
  */
-export const CONNECTION_WAIT_SHARE = 0.2;
+const CONNECTION_WAIT_SHARE = 0.2;
 
 function connectionsFull(st: MonitorStats): boolean {
   return (st.connectionWaits?.share ?? 0) >= CONNECTION_WAIT_SHARE;
