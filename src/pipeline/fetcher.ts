@@ -265,12 +265,11 @@ export class Fetcher {
       this.warm.preconnect(due.opts);
       return;
     }
-    // A connection opened ahead now would sit outside the pool until the site closed it.
-    if (this.connectionsFull(origin)) return;
     const pool = this.pools.get(origin);
     if (pool && !pool.closed && !pool.destroyed) {
       const stats = pool.stats;
-      if (stats.free > 0) return;
+      // A connection opened ahead now would sit outside the pool until the site closed it.
+      if (stats.free > 0 || this.full(stats)) return;
       // Busy, but its request will be done by the slot: no second connection. Also just after
       // an answer, before undici marks its connection free (nothing running, nothing free).
       if (stats.connected > 0 && 2 * (this.responseMs.get(origin) ?? 100) < due.slotMs - now) return;
@@ -285,8 +284,10 @@ export class Fetcher {
    */
   private connectionsFull(origin: string): boolean {
     const pool = this.pools.get(origin);
-    if (!pool || pool.closed || pool.destroyed) return false;
-    const { size, queued } = pool.stats;
+    return pool !== undefined && !pool.closed && !pool.destroyed && this.full(pool.stats);
+  }
+
+  private full({ size, queued }: Pool['stats']): boolean {
     return queued > 0 || size - queued >= this.cfg.maxConnectionsPerSite;
   }
 
@@ -361,7 +362,7 @@ export class Fetcher {
         sent = true;
         sentTo = u.origin;
         const send = (by: number | undefined) => new Promise<HopResponse>((resolve, reject) => {
-          if (by !== undefined && this.connectionsFull(u.origin)) opts.onConnectionWait?.(this.cfg.maxConnectionsPerSite);
+          if (by !== undefined && opts.onConnectionWait && this.connectionsFull(u.origin)) opts.onConnectionWait(this.cfg.maxConnectionsPerSite);
           const handler = new CollectHandler(resolve, reject, {
             maxBytes, truncate: opts.truncate ?? false, minRateGraceMs: this.cfg.minRateGraceMs, minBytesPerSecond: this.cfg.minBytesPerSecond,
           });
