@@ -224,6 +224,27 @@ describe('the status table', () => {
   });
 });
 
+describe('the time a crawl still takes', () => {
+  it('shows each running source\'s time left at its pace, and the crawl\'s as its slowest running source', () => {
+    // 1,000 URLs at 2/s: 0 finished, 500 s; 880 finished, 60 s; a paused one waits for an operator.
+    const fresh = { ...running(0), source: 'fresh' };
+    const late = { ...running(880), source: 'late' };
+    const paused: SourceStatus = { ...running(0), source: 'paused', stats: { ...running(0).stats!, state: 'paused' } };
+    const finished: SourceStatus = { ...running(1_000), source: 'finished', workflowStatus: 'COMPLETED' };
+    const update = monitoringUpdate([fresh, late, paused, finished], undefined, 0);
+    expect(Object.fromEntries(Object.entries(update.sources).map(([k, v]) => [k, v.secondsLeft]))).toEqual({ fresh: 500, late: 60, paused: null, finished: null });
+    expect(update.global.secondsLeft).toBe(500);
+    const rows = statusTable([fresh, late, paused, finished], 0).split('\n');
+    expect(rows[0]).toMatch(/FINISHED\s+LEFT\s+DONE/);
+    expect(rows[1]).toMatch(/^fresh\s+running\s+2\s+2\s+0\/1000\s+~9m\s+0\s/);
+    expect(rows[2]).toMatch(/^late\s+running\s+2\s+2\s+880\/1000\s+~1m\s+880\s/);
+    expect(rows[3]).toMatch(/^paused\s+paused\s+2\s+2\s+0\/1000\s+0\s/);
+    expect(rows[4]).toMatch(/^finished\s+finished\s+2\s+2\s+1000\/1000\s+1000\s/);
+    // Nothing left anywhere: no column for it.
+    expect(statusTable([finished], 0).split('\n')[0]).toMatch(/FINISHED\s+DONE/);
+  });
+});
+
 describe('sources the workers cannot keep up with', () => {
   const missing = (missRate: number, over: Partial<MonitorStats> = {}): SourceStatus => {
     const r = running(10);

@@ -7,6 +7,7 @@ import { STOPPED_BATCHES_WAIT_MS } from '../shared/heartbeat';
 import { statsQuery, stopUpdate } from '../workflows/messages';
 import { answersNote, behindNote, connectionsFullNote, type CrawlCommand, hostCrawlDelayNote, monitorWorkflowId, type MonitorStats, networkDownNote, slowedNote } from '../workflows/monitorState';
 import { BEHIND_MISS_RATE } from '../politeness/missedSlots';
+import { crawlSecondsLeft, durationText, secondsLeft } from '../workflows/timeLeft';
 import { fulfilsWithin } from '../shared/concurrency';
 import { envText } from '../shared/env';
 import { hostSourceName } from './manifest';
@@ -207,9 +208,10 @@ export interface MonitoringUpdate {
   /**
    * `workersBehind`: running sources that missed 30% or more of their recent slots (see behindNote).
    * `networkDown`: running sources whose requests a worker could not send in the last five minutes because its own network looked down (networkDownNote).
+   * `secondsLeft`: the longest of the running sources' (sourceSecondsLeft); null when none has one. Paused and halted sources wait for an operator and are not in it.
    */
-  global: { sources: number; running: number; paused: number; halted: number; waiting: number; ratePerS: number; targetPerS: number; done: number; errors: number; finishedUrls: number; totalUrls: number; imagesPerS: number | null; workersBehind: number; connectionsFull: number; networkDown: number };
-  sources: Record<string, { state: string; rate: number; target: number; done: number; errors: number; linkrot: number; content: number; robots: number; refused: number; finished: number; total: number; breaker: string; retryAfterUntil: string | null; crawlDelayUntil: string | null; robotsRetryAt: string | null; robotsError: string | null; robotsHostWait: { error: string; until: string } | null; hostCrawlDelay: { origin: string; delayS: number } | null; storeRetryAt: string | null; storeError: string | null; workersBehind: boolean; connectionsFull: boolean; networkDownAt: string | null; haltReason: string | null; slowed: { by: string; at: string; backAt: string } | null; note?: string }>;
+  global: { sources: number; running: number; paused: number; halted: number; waiting: number; ratePerS: number; targetPerS: number; done: number; errors: number; finishedUrls: number; totalUrls: number; imagesPerS: number | null; secondsLeft: number | null; workersBehind: number; connectionsFull: number; networkDown: number };
+  sources: Record<string, { state: string; rate: number; target: number; done: number; errors: number; linkrot: number; content: number; robots: number; refused: number; finished: number; total: number; secondsLeft: number | null; breaker: string; retryAfterUntil: string | null; crawlDelayUntil: string | null; robotsRetryAt: string | null; robotsError: string | null; robotsHostWait: { error: string; until: string } | null; hostCrawlDelay: { origin: string; delayS: number } | null; storeRetryAt: string | null; storeError: string | null; workersBehind: boolean; connectionsFull: boolean; networkDownAt: string | null; haltReason: string | null; slowed: { by: string; at: string; backAt: string } | null; note?: string }>;
 }
 
 /**
@@ -236,6 +238,7 @@ export class DoneRate {
 export function monitoringUpdate(statuses: SourceStatus[], previous?: { atMs: number; done: number }, nowMs = Date.now()): MonitoringUpdate {
   const sources: MonitoringUpdate['sources'] = {};
   let rate = 0, target = 0, done = 0, errors = 0, finished = 0, total = 0, running = 0, paused = 0, halted = 0, waiting = 0, behind = 0, slow = 0, networkDown = 0;
+  const left: (number | null)[] = [];
   for (const s of statuses) {
     const st = s.stats;
     const state = displayState(s);
@@ -247,7 +250,7 @@ export function monitoringUpdate(statuses: SourceStatus[], previous?: { atMs: nu
       errors += u?.errors ?? 0;
       total += u?.total ?? 0;
       sources[s.source] = {
-        state, rate: u?.rate ?? 0, target: 0, done: u?.done ?? 0, errors: u?.errors ?? 0, linkrot: 0, content: 0, robots: 0, refused: 0, finished: 0, total: u?.total ?? 0,
+        state, rate: u?.rate ?? 0, target: 0, done: u?.done ?? 0, errors: u?.errors ?? 0, linkrot: 0, content: 0, robots: 0, refused: 0, finished: 0, total: u?.total ?? 0, secondsLeft: null,
         breaker: '', retryAfterUntil: null, crawlDelayUntil: null, robotsRetryAt: null, robotsError: null, robotsHostWait: null, hostCrawlDelay: null, storeRetryAt: null, storeError: null, workersBehind: false, connectionsFull: false, networkDownAt: null, haltReason: null, slowed: null, ...(u ? { note: u.note } : s.ended ? { note: s.ended } : {}),
       };
       continue;
@@ -272,9 +275,11 @@ export function monitoringUpdate(statuses: SourceStatus[], previous?: { atMs: nu
     // Counts from its last answer (StatusPoller): say that this one went unanswered; else what
     // the table's note says of what came from the site (pages, one image for every URL).
     const note = s.unanswered?.note ?? (live ? answersNote(st) : s.workflowStatus === 'COMPLETED' ? answersNote(st, null) : undefined);
+    const secondsLeft = sourceSecondsLeft(s, nowMs);
+    left.push(secondsLeft);
     sources[s.source] = {
       state, rate: st.rate, target: st.target, done: st.counts.done, errors: st.counts.error, linkrot: st.counts.linkrot,
-      content: st.counts.content, robots: st.counts.robots, refused: st.counts.refused, finished: st.urls.finished, total: st.urls.total,
+      content: st.counts.content, robots: st.counts.robots, refused: st.counts.refused, finished: st.urls.finished, total: st.urls.total, secondsLeft,
       breaker: `${st.breaker.windowErrors}/${st.breaker.windowRequests} in 60s, ${st.breaker.consecutiveErrors} consecutive`,
       // Holds only while the monitor runs: an ended one's stats are from its end.
       retryAfterUntil: live ? st.retryAfterUntil : null,
@@ -297,7 +302,7 @@ export function monitoringUpdate(statuses: SourceStatus[], previous?: { atMs: nu
   const imagesPerS = previous ? Math.round(((done - previous.done) * 1000 / Math.max(1, nowMs - previous.atMs)) * 100) / 100 : null;
   return {
     event: 'monitoring_update', time: new Date(nowMs).toISOString(),
-    global: { sources: statuses.length, running, paused, halted, waiting, ratePerS: round(rate), targetPerS: round(target), done, errors, finishedUrls: finished, totalUrls: total, imagesPerS, workersBehind: behind, connectionsFull: slow, networkDown },
+    global: { sources: statuses.length, running, paused, halted, waiting, ratePerS: round(rate), targetPerS: round(target), done, errors, finishedUrls: finished, totalUrls: total, imagesPerS, secondsLeft: crawlSecondsLeft(left), workersBehind: behind, connectionsFull: slow, networkDown },
     sources,
   };
 }
@@ -353,6 +358,17 @@ export function hostWaitNote(st: MonitorStats): string | undefined {
 export function lostBatchesNote(st: MonitorStats): string | undefined {
   const lost = st.batches?.lost ?? 0;
   return lost > 0 ? `${lost === 1 ? 'a batch' : `${lost} batches`} ended without finishing ${lost === 1 ? 'its chunk' : 'their chunks'}: started again within a minute (recent events in the Web UI)` : undefined;
+}
+
+/**
+ * How long a running source's URLs still take at its pace (secondsLeft), rounded up to a
+ * second; null for one that waits for an operator (paused, halted) or has ended. Counts from an
+ * answer of an earlier poll (StatusPoller) are as good as the pace they had.
+ */
+export function sourceSecondsLeft(s: SourceStatus, nowMs: number): number | null {
+  if (s.workflowStatus !== 'RUNNING' || !s.stats) return null;
+  const left = secondsLeft(s.stats, nowMs);
+  return left === null ? null : Math.ceil(left);
 }
 
 /**
@@ -440,8 +456,10 @@ export class SourceNotes {
   }
 }
 
-export function statusTable(statuses: SourceStatus[]): string {
-  const rows = [['SOURCE', 'STATE', 'RATE/S', 'TARGET', 'FINISHED', 'DONE', 'LINKROT', 'CONTENT', 'ROBOTS', 'ERRORS', 'NOTE']];
+const LEFT_COLUMN = 5;
+
+export function statusTable(statuses: SourceStatus[], nowMs = Date.now()): string {
+  const rows = [['SOURCE', 'STATE', 'RATE/S', 'TARGET', 'FINISHED', 'LEFT', 'DONE', 'LINKROT', 'CONTENT', 'ROBOTS', 'ERRORS', 'NOTE']];
   for (const s of statuses) {
     const st = s.stats;
     const state = displayState(s);
@@ -453,9 +471,12 @@ export function statusTable(statuses: SourceStatus[]): string {
         // Its records look like images: the summary's reasons for URLs not done cannot tell.
         : s.workflowStatus === 'COMPLETED' ? answersNote(st, null) : undefined))
         ?? (st?.siteMaxRate != null ? `robots.txt Crawl-delay: at most ${st.siteMaxRate}/s${st.crawlDelayUntil ? `, next request not before ${st.crawlDelayUntil}` : ''}` : u?.note ?? s.ended ?? '');
-    rows.push([s.source, state, String(st?.rate ?? u?.rate ?? ''), String(st?.target ?? ''), st ? `${st.urls.finished}/${st.urls.total}` : '', String(st?.counts.done ?? u?.done ?? ''),
+    const left = sourceSecondsLeft(s, nowMs);
+    rows.push([s.source, state, String(st?.rate ?? u?.rate ?? ''), String(st?.target ?? ''), st ? `${st.urls.finished}/${st.urls.total}` : '', left ? `~${durationText(left)}` : '', String(st?.counts.done ?? u?.done ?? ''),
       String(st?.counts.linkrot ?? ''), String(st?.counts.content ?? ''), String(st?.counts.robots ?? ''), String(st?.counts.error ?? u?.errors ?? ''), note]);
   }
+  // Once nothing is left to go (run's closing table), the column says nothing.
+  if (rows.every((r, i) => i === 0 || r[LEFT_COLUMN] === '')) for (const r of rows) r.splice(LEFT_COLUMN, 1);
   const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
   return rows.map((r) => r.map((cell, c) => cell.padEnd(widths[c]!)).join('  ').trimEnd()).join('\n');
 }

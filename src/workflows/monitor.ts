@@ -512,7 +512,7 @@ function assertValid(message: string | undefined): void {
 function publish(m: MonitorModel, last: string, nowMs: number, opts: { final?: boolean; state?: string } = {}): string {
   const shown = shownOf(m, opts.state);
   const key = shownKey(shown);
-  setCurrentDetails(detailsMarkdown(m.stats(nowMs), shown.state));
+  setCurrentDetails(detailsMarkdown(m.stats(nowMs), shown.state, nowMs));
   const modeChanged = !last.startsWith(`${shown.state}|`);
   if (key === last || (!opts.final && !modeChanged && nowMs - m.state.lastSearchAttributesMs < m.state.options.searchAttributeIntervalMs)) return last;
   m.state.lastSearchAttributesMs = nowMs;

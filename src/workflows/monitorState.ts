@@ -10,6 +10,7 @@ import { addInterval, appendRange, chunkOf, isChunkRange, rangeChunks, rangeUrls
 import type { Grant, OutcomeClass, OutcomeReport, SourceConfig, TokenRequest, WorkChunk, WorkItem } from '../shared/types';
 import type { BatchFinished } from './messages';
 import { nextWatchMs } from './lostBatches';
+import { durationText, secondsLeft } from './timeLeft';
 import type { MonitorShown } from '../temporal/searchAttributes';
 
 /**
@@ -691,12 +692,13 @@ export function shownOf(m: MonitorModel, state?: string): MonitorShown {
  * in a halt's reason, an error's text) is shown as text: `[Verify](https://...)` from a block
  * page must not become a link in the operator's view, nor `<...>` markup.
  */
-export function detailsMarkdown(s: MonitorStats, state: string): string {
+export function detailsMarkdown(s: MonitorStats, state: string, nowMs?: number): string {
+  const left = nowMs !== undefined && s.urls.finished < s.urls.total ? secondsLeft(s, nowMs) : null;
   const lines = [
     `## ${asText(s.source)}: **${state}**`,
     `rate **${s.rate}/s** of target ${s.target}/s (burst ${s.burst})` +
       `${s.siteMaxRate !== null ? `; at most ${s.siteMaxRate}/s by the site's robots.txt Crawl-delay` : ''}${s.maxRate !== null ? `; global ceiling ${s.maxRate}/s` : ''}`,
-    `URLs ${s.urls.finished}/${s.urls.total} finished; batches ${s.batches.active} active, ${s.batches.finished} done`,
+    `URLs ${s.urls.finished}/${s.urls.total} finished${left !== null ? ` (about ${durationText(left)} left at this pace)` : ''}; batches ${s.batches.active} active, ${s.batches.finished} done`,
     `done ${s.counts.done} · link rot ${s.counts.linkrot} · robots ${s.counts.robots} · content ${s.counts.content} · refused ${s.counts.refused} · errors ${s.counts.error} · retries ${s.counts.retries}`,
     `breaker: ${s.breaker.windowErrors}/${s.breaker.windowRequests} errors in 60 s, ${s.breaker.consecutiveErrors} consecutive`,
   ];

@@ -73,6 +73,9 @@ describe('crawl monitor (time-skipping server)', () => {
         stats = await handle.query(statsQuery);
       }
       expect(stats.state).toBe('cooling');
+      // The Web UI's details say how long the rest takes: at least the minute's halt.
+      const details = (await handle.query<{ currentDetails?: string }>('__temporal_workflow_metadata')).currentDetails;
+      expect(details).toMatch(/URLs \d+\/400 finished \(about \dm left at this pace\)/);
       expect(await handle.executeUpdate(pauseUpdate)).toBe('paused');
       expect(await handle.query(statsQuery)).toMatchObject({ state: 'paused', coolingUntil: stats.coolingUntil });
       expect(await handle.executeUpdate(resumeUpdate, { args: [{}] })).toBe(`cooling until ${stats.coolingUntil} (a temporary halt: no requests until then)`);

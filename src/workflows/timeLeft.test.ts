@@ -1,0 +1,70 @@
+import { detailsMarkdown, MonitorModel, type MonitorStats } from './monitorState';
+import { crawlSecondsLeft, durationText, secondsLeft } from './timeLeft';
+
+const T0 = 1_000_000;
+
+function model(rate: number, urls: number): MonitorModel {
+  const m = MonitorModel.fromInput({ source: 's', config: { rate }, work: [{ chunkId: 'c1', count: urls }] }, T0);
+  const [chunk] = m.takeChunksToStart();
+  m.batchStarted('b1', chunk!);
+  return m;
+}
+
+const done = (n: number, sent = true) => Array.from({ length: n }, () => ({ url: '', cls: 'done' as const, status: 200, sent, final: true, attempt: 1, ttfbMs: 50 }));
+
+describe('the time a source still takes', () => {
+  it('is its URLs left at its rate', () => {
+    expect(secondsLeft(model(10, 500).stats(T0), T0)).toBe(50);
+  });
+
+  it('waits out a 429 hold, then rises with the ramp back to the target', () => {
+    const m = model(10, 500);
+    m.onReport({ batchId: 'b1', grantId: 1, outcomes: [...done(1), { url: '', cls: 'error', status: 429, sent: true, final: false, attempt: 1, retryAfterMs: 30_000, atMs: T0 }], unused: 0 }, T0);
+    // 499 URLs: nothing for 30 s, then 5/s rising by 10/180 a second: 499 requests take 71.4 s of the 90 s ramp.
+    expect(secondsLeft(m.stats(T0), T0)).toBeCloseTo(30 + 71.4, 0);
+    // Past the ramp: 1,000 URLs more than it covers go at the target.
+    const big = model(10, 2_000);
+    big.onReport({ batchId: 'b1', grantId: 1, outcomes: [{ url: '', cls: 'error', status: 429, sent: true, final: false, attempt: 1, retryAfterMs: 30_000, atMs: T0 }], unused: 0 }, T0);
+    expect(secondsLeft(big.stats(T0), T0)).toBeCloseTo(30 + 90 + (2_000 - 675) / 10, 5);
+  });
+
+  it('counts the slots that pass unsent and the requests a URL takes', () => {
+    const m = model(10, 500);
+    const st = m.stats(T0);
+    expect(secondsLeft({ ...st, tokens: { ...st.tokens, missRate: 0.5 } }, T0)).toBe(100);
+    // 100 URLs finished with 200 requests (tries again, redirects): 400 URLs left take 800.
+    const tried = { ...st, urls: { ...st.urls, finished: 100 }, counts: { ...st.counts, requests: 200 } };
+    expect(secondsLeft(tried, T0)).toBe(80);
+    // Too few finished to tell: one request each.
+    expect(secondsLeft({ ...tried, urls: { ...st.urls, finished: 10 }, counts: { ...st.counts, requests: 40 } }, T0)).toBe(49);
+  });
+
+  it('is none while an operator is to act, and nothing once every URL has finished', () => {
+    const st = model(10, 500).stats(T0);
+    for (const state of ['paused', 'halted', 'stopped'] as const) expect(secondsLeft({ ...st, state }, T0)).toBeNull();
+    expect(secondsLeft({ ...st, state: 'halted', urls: { ...st.urls, finished: 500 } }, T0)).toBe(0);
+    expect(secondsLeft({ ...st, rate: 0 }, T0)).toBeNull();
+  });
+
+  it('adds a temporary halt', () => {
+    const st: MonitorStats = { ...model(4, 400).stats(T0), state: 'cooling', coolingUntil: new Date(T0 + 60_000).toISOString() };
+    expect(secondsLeft(st, T0)).toBe(160);
+  });
+
+  it('of a crawl is its slowest running source', () => {
+    expect(crawlSecondsLeft([50, null, 3_600, 0])).toBe(3_600);
+    expect(crawlSecondsLeft([null])).toBeNull();
+  });
+
+  it('reads as people write it', () => {
+    expect(['0.2', '45', '59.5', '61', '3599', '11400', '86400', '1000000'].map((s) => durationText(Number(s))))
+      .toEqual(['1s', '45s', '1m', '2m', '1h00m', '3h10m', '1d00h', '11d13h']);
+  });
+
+  it('shows in the Web UI\'s details while URLs are left', () => {
+    const m = model(10, 500);
+    expect(detailsMarkdown(m.stats(T0), 'running', T0)).toContain('URLs 0/500 finished (about 50s left at this pace)');
+    m.onReport({ batchId: 'b1', grantId: 1, outcomes: done(500), unused: 0 }, T0 + 50_000);
+    expect(detailsMarkdown(m.stats(T0 + 50_000), 'running', T0 + 50_000)).toMatch(/URLs 500\/500 finished; /);
+  });
+});
