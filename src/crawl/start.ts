@@ -440,7 +440,9 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
       // What the new monitor would show at once: listed from its start, and it need not upsert them.
       typedSearchAttributes: monitorSearchAttributes(shownOf(MonitorModel.fromInput(input, Date.now()))),
       signal: addWorkSignal,
-      signalArgs: [list],
+      // A monitor already running ignores its start input: the entry comes with the work, and
+      // the monitor takes it if it has changed since the one it has.
+      signalArgs: entry !== undefined ? [list, { catalog: config }] : [list],
     });
   };
 

@@ -156,6 +156,40 @@ describe('Governor and a global ceiling set while it runs', () => {
   });
 });
 
+describe('Governor and a catalogue entry given again with more work', () => {
+  it('takes a changed entry, a lower target at once and a higher one by the ramp, and leaves an unchanged one and an operator\'s rate alone', () => {
+    const g = Governor.create('museum.example', { rate: 5 }, T0);
+    // The entry the source started with, given again (the next manifest, the same catalogue): nothing.
+    expect(g.takeCatalogEntry({ rate: 5 }, T0)).toBeUndefined();
+    // Lowered in the catalogue: at once.
+    expect(g.takeCatalogEntry({ rate: 1, burst: 0 }, T0 + 1_000)).toEqual({ event: 'catalogue-entry', detail: 'changed to rate 1, burst 0: target 1.00/s, burst 0 (was 5.00/s)' });
+    expect(g.state).toMatchObject({ target: 1, burst: 0 });
+    expect(g.rate).toBe(1);
+    // An operator's set-rate since then stands while the catalogue says the same as before.
+    g.setRate(0.5, undefined, T0 + 2_000);
+    expect(g.takeCatalogEntry({ rate: 1, burst: 0 }, T0 + 3_000)).toBeUndefined();
+    expect(g.state.target).toBe(0.5);
+    // Raised, with a burst: the target at once, the rate by the ramp, saying why it is below.
+    expect(g.takeCatalogEntry({ rate: 4, burst: 2 }, T0 + 4_000)?.detail).toBe('changed to rate 4, burst 2: target 4.00/s, burst 2 (was 0.50/s)');
+    expect(g.state).toMatchObject({ target: 4, burst: 2, slowedBy: { by: 'its catalogue entry\'s earlier 0.50/s', atMs: T0 + 4_000 } });
+    expect(g.rate).toBe(0.5);
+    g.tick(T0 + 4_000 + 180_000);
+    expect(g.rate).toBe(4);
+    // An entry without a rate: the source's size decides again (1/s up to 5,000 images).
+    expect(g.takeCatalogEntry({ imageCount: 1_000 }, T0 + 200_000)?.detail).toBe('changed to imageCount 1000: target 1.00/s, burst 0 (was 4.00/s)');
+    expect(g.rate).toBe(1);
+  });
+
+  it('stays under a global ceiling and the site\'s Crawl-delay, as any rate does', () => {
+    const g = Governor.create('big.example', { rate: 2 }, T0, { ...DEFAULT_GOVERNOR, globalCeiling: 10 });
+    g.takeCatalogEntry({ rate: 40 }, T0);
+    expect(g.state.target).toBe(10);
+    g.applyCrawlDelay(1_000, T0 + 1_000);
+    g.takeCatalogEntry({ rate: 8, burst: 3 }, T0 + 2_000);
+    expect(g.state).toMatchObject({ target: 1, burst: 0 });
+  });
+});
+
 describe('Governor and an unreadable robots.txt', () => {
   it('grants nothing until robots.txt is asked again, and leaves the rate as it was', () => {
     const g = Governor.create('site.example', { rate: 10 }, T0);

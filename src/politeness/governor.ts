@@ -51,6 +51,12 @@ export type Counts = Record<OutcomeClass, number> & { requests: number; retries:
 export interface GovernorState {
   source: string;
   sourceConfig: SourceConfig;
+  /**
+   * The catalogue entry (or start input's config) the source was last given: sourceConfig as it
+   * was given, before an operator's set-rate. Absent in states carried from before it: then
+   * sourceConfig stands for it.
+   */
+  catalogConfig?: SourceConfig;
   target: number;
   burst: number;
   mode: GovernorMode;
@@ -116,7 +122,7 @@ export interface GovernorState {
 }
 
 export interface PolicyEvent {
-  event: 'throttled' | 'cooling' | 'resumed' | 'halted' | 'latency-slowdown' | 'paused' | 'stopped' | 'rate-set' | 'crawl-delay' | 'robots-unavailable' | 'store-unavailable';
+  event: 'throttled' | 'cooling' | 'resumed' | 'halted' | 'latency-slowdown' | 'paused' | 'stopped' | 'rate-set' | 'catalogue-entry' | 'crawl-delay' | 'robots-unavailable' | 'store-unavailable';
   detail: string;
 }
 
@@ -144,6 +150,7 @@ export class Governor {
       {
         source,
         sourceConfig,
+        catalogConfig: { ...sourceConfig },
         target,
         burst: sourceConfig.burst ?? 0,
         mode: 'running',
@@ -514,6 +521,29 @@ export class Governor {
   }
 
   /**
+   * The source's catalogue entry, given again with more work (`crawl start`, or `crawl run` of an
+   * OUT whose crawl is still going): an entry changed since the one the source last had is the
+   * operator's new word and replaces its config, as an explicit rate does, a lower target at once
+   * and a higher one by the ramp. An unchanged entry leaves alone what an operator set since
+   * (crawl set-rate). Before, a running monitor kept its first entry: a site whose rate an
+   * operator lowered in the catalogue went on at the old one without a word.
+   */
+  takeCatalogEntry(entry: SourceConfig, nowMs: number): PolicyEvent | undefined {
+    const s = this.state;
+    if (sameConfig(entry, s.catalogConfig ?? s.sourceConfig)) return undefined;
+    const before = s.target;
+    const given = { ...(entry.imageCount !== undefined ? { imageCount: entry.imageCount } : {}), ...(entry.rate !== undefined ? { rate: entry.rate } : {}), ...(entry.burst !== undefined ? { burst: entry.burst } : {}) };
+    s.catalogConfig = given;
+    s.sourceConfig = { ...given };
+    s.target = this.sourceTarget();
+    if (s.siteMaxRate === undefined) s.burst = given.burst ?? 0;
+    if (s.adaptive.rate > s.target) s.adaptive.rate = s.target;
+    else if (s.adaptive.rate < s.target * 0.999 && !s.slowedBy) s.slowedBy = { by: `its catalogue entry's earlier ${fmt(before)}/s`, atMs: nowMs };
+    s.adaptive.lastRampMs = nowMs;
+    return { event: 'catalogue-entry', detail: `changed to ${configText(given)}: target ${fmt(s.target)}/s, burst ${s.burst} (was ${fmt(before)}/s)` };
+  }
+
+  /**
    * A new global ceiling (undefined: none) for a crawl already running: the target is worked
    * out again from the source's own rate under it. A lower ceiling applies at once; under a
    * higher one the rate ramps up to the new target as after a back-off.
@@ -549,4 +579,13 @@ function stretchedWindowMs(windowMs: number, stretch: number): number {
 
 function fmt(n: number): string {
   return n >= 10 ? n.toFixed(0) : n.toFixed(2);
+}
+
+function sameConfig(a: SourceConfig, b: SourceConfig): boolean {
+  return a.imageCount === b.imageCount && a.rate === b.rate && a.burst === b.burst;
+}
+
+function configText(c: SourceConfig): string {
+  const parts = [c.rate !== undefined ? `rate ${c.rate}` : null, c.imageCount !== undefined ? `imageCount ${c.imageCount}` : null, c.burst !== undefined ? `burst ${c.burst}` : null];
+  return parts.filter((p) => p !== null).join(', ') || 'no rate: from the source\'s size';
 }

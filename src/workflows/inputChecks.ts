@@ -97,7 +97,8 @@ export function checkWorkItems(items: unknown): { items: WorkItem[]; problems: s
   return { items: usable, problems };
 }
 
-function configProblem(config: unknown): string | undefined {
+/** What is wrong with a source's config (a start input's, or a catalogue entry sent with addWork), if anything. */
+export function configProblem(config: unknown): string | undefined {
   if (!isPlainObject(config)) return `"config" must be an object such as {"rate": 2}, not ${shown(config)}`;
   return unknownFields(config, SOURCE_CONFIG_FIELDS, '"config"') ?? prefixed('config', invalidSourceConfig(config));
 }

@@ -1,5 +1,5 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { Grant, OutcomeReport, TokenRequest, WorkItem } from '../shared/types';
+import type { Grant, OutcomeReport, SourceConfig, TokenRequest, WorkItem } from '../shared/types';
 import type { MonitorStats } from './monitorState';
 
 // The crawl's message names. They are a public interface: operators use them with the
@@ -15,7 +15,15 @@ export const setRateUpdate = defineUpdate<string, [SetRateInput]>('setRate');
 export const setMaxRateUpdate = defineUpdate<string, [SetMaxRateInput]>('setMaxRate');
 export const stopUpdate = defineUpdate<string, []>('stop');
 /** Adds chunks or ranges of chunks; chunks already seen are ignored, so re-sending is harmless. */
-export const addWorkSignal = defineSignal<[WorkItem[]]>('addWork');
+/**
+ * What `crawl start` sends with a source's work when its catalogue has an entry for it: a monitor
+ * already running takes the entry when it has changed (Governor.takeCatalogEntry). A monitor of
+ * an older build ignores it, as it ignored the entry in its start input.
+ */
+export interface AddWorkOptions {
+  catalog?: SourceConfig;
+}
+export const addWorkSignal = defineSignal<[WorkItem[], AddWorkOptions?]>('addWork');
 
 // --- crawl monitor: batch traffic ----------------------------------------------------------
 export const requestTokensSignal = defineSignal<[TokenRequest]>('requestTokens');

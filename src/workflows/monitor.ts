@@ -11,13 +11,13 @@ import type { Grant, WorkChunk, WorkItem } from '../shared/types';
 import { crawlBatchWorkflow, runBatch, type MonitorLink } from './batch';
 import {
   addWorkSignal, batchFinishedSignal, batchStoppedSignal, grantSignal, pauseUpdate, pingSignal, reportOutcomesSignal, requestTokensSignal, resumeUpdate, revokeGrantsSignal,
-  setMaxRateUpdate, setRateUpdate, statsQuery, stopUpdate, type ResumeInput, type SetMaxRateInput, type SetRateInput,
+  setMaxRateUpdate, setRateUpdate, statsQuery, stopUpdate, type AddWorkOptions, type ResumeInput, type SetMaxRateInput, type SetRateInput,
 } from './messages';
 import { detailsMarkdown, MonitorModel, shownOf, type MonitorInput, type MonitorStats } from './monitorState';
 import { PATCH_LEVEL, inLevel, levelOf, patchesOf } from './patchLevel';
 import { MAX_REVIVALS, dueForRevival, heardFrom, markLost, markRevived, silentBatches } from './lostBatches';
 import type { BatchEntry } from './monitorState';
-import { checkMonitorInput, checkWorkItems, monitorIdProblem } from './inputChecks';
+import { checkMonitorInput, checkWorkItems, configProblem, monitorIdProblem } from './inputChecks';
 
 /** How much later a batch's first grant may slide when the batch starts late (see the main loop). */
 const START_FLOAT_MS = 15_000;
@@ -99,7 +99,18 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
     return `${shownTarget()} (capped by ${heldByCrawlDelay() ? CRAWL_DELAY_CAP : `the global ceiling of ${m.governor.cfg.globalCeiling}/s`})`;
   };
   setHandler(statsQuery, () => m.stats(Date.now()));
-  setHandler(addWorkSignal, (items: WorkItem[]) => {
+  setHandler(addWorkSignal, (items: WorkItem[], options?: AddWorkOptions) => {
+    if (options?.catalog !== undefined) {
+      // Before the work: the new URLs go at the entry's rate.
+      const bad = configProblem(options.catalog);
+      if (bad) {
+        log.warn('addWork: catalogue entry ignored', { source: m.state.source, problem: bad });
+        m.alert(`addWork: catalogue entry ignored: ${bad}`, Date.now());
+      } else {
+        const changed = m.governor.takeCatalogEntry(options.catalog, Date.now());
+        if (changed) announce([changed]);
+      }
+    }
     // A signal cannot be refused: what cannot be used is said where an operator looks.
     const checked = checkWorkItems(items);
     for (const problem of checked.problems) {

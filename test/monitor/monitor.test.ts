@@ -18,7 +18,7 @@ import { WORKFLOWS_PATH } from '../../src/workers/worker';
 import { PATCH_LEVEL } from '../../src/workflows/patchLevel';
 import { CHUNK_UNREADABLE } from '../../src/shared/storeOutage';
 import { actOnHalted } from '../../src/crawl/run';
-import type { BatchItem, FetchBatchInput, FetchBatchResult, RedirectHop, RequestOutcome, WorkChunk } from '../../src/shared/types';
+import type { BatchItem, FetchBatchInput, FetchBatchResult, RedirectHop, RequestOutcome, SourceConfig, WorkChunk } from '../../src/shared/types';
 
 describe('crawl monitor (time-skipping server)', () => {
   let env: TestWorkflowEnvironment;
@@ -1220,6 +1220,40 @@ describe('crawl monitor (time-skipping server)', () => {
     }));
     const history = await env.client.workflow.getHandle(workflowId).fetchHistory();
     await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, history, workflowId);
+  });
+
+  it('takes a changed catalogue entry that comes with more work (crawl start of another manifest), and says what it ignored', async () => {
+    const { taskQueue, workflowId } = ids('entry.test');
+    const { grants, acts } = scriptedActivities(() => ({ cls: 'done', status: 200 }));
+    const worker = await monitorWorker(env, taskQueue, acts);
+    await worker.runUntil(async () => {
+      const handle = await env.client.workflow.start(crawlMonitorWorkflow, {
+        taskQueue, workflowId, args: [{ source: 'entry.test', config: { rate: 5 }, work: chunksOf('entry.test', 400, 100) }],
+      });
+      await env.sleep(20_000);
+      // The same entry again: nothing changes, nothing is said.
+      await handle.signal(addWorkSignal, [{ chunkId: 'more1', urls: ['https://entry.test/more/1.jpg'] } as WorkChunk], { catalog: { rate: 5 } });
+      // A misspelt field, as a hand-made signal could carry: said, not applied.
+      await handle.signal(addWorkSignal, [], { catalog: { Rate: 1 } as unknown as SourceConfig });
+      await env.sleep(1_000);
+      let stats = await handle.query(statsQuery);
+      expect(stats.target).toBe(5);
+      expect(stats.alerts.filter((a) => /catalogue/.test(a))).toEqual([expect.stringMatching(/ addWork: catalogue entry ignored: "config" has unknown field "Rate"/)]);
+      // Lowered: the grants after it are spaced for 1/s.
+      await handle.signal(addWorkSignal, [{ chunkId: 'more2', urls: ['https://entry.test/more/2.jpg'] } as WorkChunk], { catalog: { rate: 1 } });
+      const changedAt = await env.currentTimeMs();
+      await env.sleep(1_000);
+      stats = await handle.query(statsQuery);
+      expect(stats).toMatchObject({ target: 1, rate: 1, urls: { total: 402 } });
+      expect(stats.alerts.at(-1)).toMatch(/catalogue-entry: changed to rate 1: target 1\.00\/s, burst 0 \(was 5\.00\/s\)$/);
+      await env.sleep(60_000);
+      const later = grants.filter((g) => g.scheduledMs > changedAt + 1_000);
+      expect(later.length).toBeGreaterThan(0);
+      for (const g of later) expect(g.intervalMs).toBeGreaterThanOrEqual(1_000);
+      expect(grants.some((g) => g.scheduledMs < changedAt && g.intervalMs < 1_000)).toBe(true);
+      await handle.executeUpdate(stopUpdate);
+      await handle.result();
+    });
   });
 
   it('fails a start input it cannot use, saying why; says what addWork ignored; and says when a chunk id names work done before', async () => {
