@@ -440,9 +440,9 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
       // What the new monitor would show at once: listed from its start, and it need not upsert them.
       typedSearchAttributes: monitorSearchAttributes(shownOf(MonitorModel.fromInput(input, Date.now()))),
       signal: addWorkSignal,
-      // A monitor already running ignores its start input: the entry comes with the work, and
-      // the monitor takes it if it has changed since the one it has.
-      signalArgs: entry !== undefined ? [list, { catalog: config }] : [list],
+      // A monitor already running ignores its start input: the entry and the ceiling come with
+      // the work, and the monitor takes either if it has changed since the one it was given.
+      signalArgs: entry !== undefined || opts.maxRate !== undefined ? [list, { ...(entry !== undefined ? { catalog: config } : {}), ...(opts.maxRate !== undefined ? { maxRate: opts.maxRate } : {}) }] : [list],
     });
   };
 

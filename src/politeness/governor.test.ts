@@ -190,6 +190,22 @@ describe('Governor and a catalogue entry given again with more work', () => {
   });
 });
 
+describe('Governor and a --max-rate given again with more work', () => {
+  it('takes a changed ceiling as set-max-rate would, and leaves an unchanged one and a set-max-rate made since alone', () => {
+    const g = Governor.create('big.example', { rate: 40 }, T0);
+    expect(g.takeGivenCeiling(10, T0)).toEqual({ event: 'max-rate', detail: '--max-rate changed to 10/s (was none): global ceiling 10/s; target 10/s' });
+    expect(g.rate).toBe(10);
+    g.setCeiling(5, T0 + 1_000);
+    expect(g.takeGivenCeiling(10, T0 + 2_000)).toBeUndefined();
+    expect(g.state.target).toBe(5);
+    // Raised: the target at once, the rate by the ramp.
+    expect(g.takeGivenCeiling(20, T0 + 3_000)?.detail).toBe('--max-rate changed to 20/s (was 10/s): global ceiling 20/s; target 20/s');
+    expect(g.rate).toBe(5);
+    const started = Governor.create('capped.example', { rate: 40 }, T0, { ...DEFAULT_GOVERNOR, globalCeiling: 8 });
+    expect(started.takeGivenCeiling(8, T0)).toBeUndefined();
+  });
+});
+
 describe('Governor and an unreadable robots.txt', () => {
   it('grants nothing until robots.txt is asked again, and leaves the rate as it was', () => {
     const g = Governor.create('site.example', { rate: 10 }, T0);

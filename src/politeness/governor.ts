@@ -57,6 +57,12 @@ export interface GovernorState {
    * sourceConfig stands for it.
    */
   catalogConfig?: SourceConfig;
+  /**
+   * The global ceiling a command that started or added work last gave (`--max-rate`,
+   * CRAWL_MAX_RATE; null: none), before `crawl set-max-rate` changed it. Absent in states carried
+   * from before it: the ceiling in force stands for it.
+   */
+  givenCeiling?: number | null;
   target: number;
   burst: number;
   mode: GovernorMode;
@@ -122,7 +128,7 @@ export interface GovernorState {
 }
 
 export interface PolicyEvent {
-  event: 'throttled' | 'cooling' | 'resumed' | 'halted' | 'latency-slowdown' | 'paused' | 'stopped' | 'rate-set' | 'catalogue-entry' | 'crawl-delay' | 'robots-unavailable' | 'store-unavailable';
+  event: 'throttled' | 'cooling' | 'resumed' | 'halted' | 'latency-slowdown' | 'paused' | 'stopped' | 'rate-set' | 'catalogue-entry' | 'max-rate' | 'crawl-delay' | 'robots-unavailable' | 'store-unavailable';
   detail: string;
 }
 
@@ -151,6 +157,7 @@ export class Governor {
         source,
         sourceConfig,
         catalogConfig: { ...sourceConfig },
+        givenCeiling: cfg.globalCeiling ?? null,
         target,
         burst: sourceConfig.burst ?? 0,
         mode: 'running',
@@ -541,6 +548,20 @@ export class Governor {
     else if (s.adaptive.rate < s.target * 0.999 && !s.slowedBy) s.slowedBy = { by: `its catalogue entry's earlier ${fmt(before)}/s`, atMs: nowMs };
     s.adaptive.lastRampMs = nowMs;
     return { event: 'catalogue-entry', detail: `changed to ${configText(given)}: target ${fmt(s.target)}/s, burst ${s.burst} (was ${fmt(before)}/s)` };
+  }
+
+  /**
+   * The global ceiling a later `crawl start` or `crawl run` gives (`--max-rate`), taken as a
+   * changed catalogue entry is: when it differs from the one the source was last given, as `crawl
+   * set-max-rate` would set it; an unchanged one leaves a set-max-rate made since in place.
+   */
+  takeGivenCeiling(ceiling: number, nowMs: number): PolicyEvent | undefined {
+    const s = this.state;
+    const last = s.givenCeiling !== undefined ? s.givenCeiling : this.cfg.globalCeiling ?? null;
+    if (ceiling === last) return undefined;
+    s.givenCeiling = ceiling;
+    const set = this.setCeiling(ceiling, nowMs);
+    return { event: 'max-rate', detail: `--max-rate changed to ${fmt(ceiling)}/s (was ${last === null ? 'none' : `${fmt(last)}/s`}): ${set.detail}` };
   }
 
   /**

@@ -16,12 +16,15 @@ export const setMaxRateUpdate = defineUpdate<string, [SetMaxRateInput]>('setMaxR
 export const stopUpdate = defineUpdate<string, []>('stop');
 /** Adds chunks or ranges of chunks; chunks already seen are ignored, so re-sending is harmless. */
 /**
- * What `crawl start` sends with a source's work when its catalogue has an entry for it: a monitor
- * already running takes the entry when it has changed (Governor.takeCatalogEntry). A monitor of
- * an older build ignores it, as it ignored the entry in its start input.
+ * What `crawl start` sends with a source's work when its catalogue has an entry for it, or it was
+ * given --max-rate: a monitor already running takes either when it has changed
+ * (Governor.takeCatalogEntry). A monitor of an older build ignores them, as it ignored them in
+ * its start input.
  */
 export interface AddWorkOptions {
   catalog?: SourceConfig;
+  /** The command's global ceiling (`--max-rate`), taken the same way (Governor.takeGivenCeiling). */
+  maxRate?: number;
 }
 export const addWorkSignal = defineSignal<[WorkItem[], AddWorkOptions?]>('addWork');
 

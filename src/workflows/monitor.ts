@@ -111,6 +111,16 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
         if (changed) announce([changed]);
       }
     }
+    if (options?.maxRate !== undefined) {
+      const bad = invalidRate(options.maxRate);
+      if (bad) {
+        log.warn('addWork: maxRate ignored', { source: m.state.source, problem: bad });
+        m.alert(`addWork: maxRate ignored: ${bad}`, Date.now());
+      } else {
+        const changed = m.governor.takeGivenCeiling(options.maxRate, Date.now());
+        if (changed) announce([changed]);
+      }
+    }
     // A signal cannot be refused: what cannot be used is said where an operator looks.
     const checked = checkWorkItems(items);
     for (const problem of checked.problems) {

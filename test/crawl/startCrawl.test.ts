@@ -228,12 +228,14 @@ describe('startCrawl', () => {
     expect(summary.unusedCatalogEntries).toEqual(['museum']);
   });
 
-  it('sends a source\'s catalogue entry with its work too, for a monitor already running, and nothing for a source without one', async () => {
+  it('sends a source\'s catalogue entry and --max-rate with its work too, for a monitor already running, and nothing for a source without either', async () => {
     const manifest = writeManifest(['a', 'b'].map((h) => JSON.stringify({ url: `https://${h}.example/1.jpg` })));
     const extra = new Map<string, unknown[]>();
     const client = { workflow: { signalWithStart: async (_wf: unknown, opts: { args: [{ source: string }]; signalArgs: unknown[] }) => { extra.set(opts.args[0].source, opts.signalArgs.slice(1)); } } } as unknown as Client;
     await startCrawl({ client, store: new SlowStore(), manifest, catalog: new Map([['A.example', { rate: 0.5, burst: 1 }]]), taskQueue: 'q' });
     expect(Object.fromEntries(extra)).toEqual({ 'a.example': [{ catalog: { rate: 0.5, burst: 1 } }], 'b.example': [] });
+    await startCrawl({ client, store: new SlowStore(), manifest, catalog: new Map([['a.example', { rate: 0.5 }]]), maxRate: 3, taskQueue: 'q' });
+    expect(Object.fromEntries(extra)).toEqual({ 'a.example': [{ catalog: { rate: 0.5 }, maxRate: 3 }], 'b.example': [{ maxRate: 3 }] });
   });
 
   it('names the hosts whose URLs are in more than one source, since each source sends at its own rate', async () => {

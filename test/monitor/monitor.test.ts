@@ -1222,7 +1222,7 @@ describe('crawl monitor (time-skipping server)', () => {
     await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, history, workflowId);
   });
 
-  it('takes a changed catalogue entry that comes with more work (crawl start of another manifest), and says what it ignored', async () => {
+  it('takes a changed catalogue entry and --max-rate that come with more work (crawl start of another manifest), and says what it ignored', async () => {
     const { taskQueue, workflowId } = ids('entry.test');
     const { grants, acts } = scriptedActivities(() => ({ cls: 'done', status: 200 }));
     const worker = await monitorWorker(env, taskQueue, acts);
@@ -1251,6 +1251,16 @@ describe('crawl monitor (time-skipping server)', () => {
       expect(later.length).toBeGreaterThan(0);
       for (const g of later) expect(g.intervalMs).toBeGreaterThanOrEqual(1_000);
       expect(grants.some((g) => g.scheduledMs < changedAt && g.intervalMs < 1_000)).toBe(true);
+      // A --max-rate given with more work: taken the same way; one that makes no sense is said.
+      await handle.signal(addWorkSignal, [], { maxRate: -1 });
+      await handle.signal(addWorkSignal, [], { catalog: { rate: 1 }, maxRate: 0.5 });
+      await env.sleep(1_000);
+      stats = await handle.query(statsQuery);
+      expect(stats).toMatchObject({ target: 0.5, maxRate: 0.5 });
+      expect(stats.alerts.slice(-2)).toEqual([
+        expect.stringMatching(/ addWork: maxRate ignored: rate must be greater than 0/),
+        expect.stringMatching(/ max-rate: --max-rate changed to 0\.50\/s \(was none\): global ceiling 0\.50\/s; target 0\.50\/s$/),
+      ]);
       await handle.executeUpdate(stopUpdate);
       await handle.result();
     });
