@@ -698,7 +698,8 @@ export function detailsMarkdown(s: MonitorStats, state: string, nowMs?: number):
     `## ${asText(s.source)}: **${state}**`,
     `rate **${s.rate}/s** of target ${s.target}/s (burst ${s.burst})` +
       `${s.siteMaxRate !== null ? `; at most ${s.siteMaxRate}/s by the site's robots.txt Crawl-delay` : ''}${s.maxRate !== null ? `; global ceiling ${s.maxRate}/s` : ''}`,
-    `URLs ${s.urls.finished}/${s.urls.total} finished${left !== null ? ` (about ${durationText(left)} left at this pace)` : ''}; batches ${s.batches.active} active, ${s.batches.finished} done`,
+    // With the time it ends: the details are written when something happens, and a long hold writes nothing.
+    `URLs ${s.urls.finished}/${s.urls.total} finished${left !== null ? ` (about ${durationText(left)} left at this pace, to about ${minuteOf(nowMs! + left * 1000)})` : ''}; batches ${s.batches.active} active, ${s.batches.finished} done`,
     `done ${s.counts.done} · link rot ${s.counts.linkrot} · robots ${s.counts.robots} · content ${s.counts.content} · refused ${s.counts.refused} · errors ${s.counts.error} · retries ${s.counts.retries}`,
     `breaker: ${s.breaker.windowErrors}/${s.breaker.windowRequests} errors in 60 s, ${s.breaker.consecutiveErrors} consecutive`,
   ];
@@ -723,6 +724,11 @@ export function detailsMarkdown(s: MonitorStats, state: string, nowMs?: number):
   if (placeholder) lines.push(`**${placeholder.replace(/^one image for every URL/, 'One image for every URL**')}`);
   if (s.alerts.length) lines.push('', 'recent events:', ...s.alerts.slice(-5).map((a) => `- ${asText(a)}`));
   return lines.join('\n');
+}
+
+/** A time to the minute, in UTC: 2026-11-29T23:40Z. */
+function minuteOf(ms: number): string {
+  return `${new Date(Math.ceil(ms / 60_000) * 60_000).toISOString().slice(0, 16)}Z`;
 }
 
 /** Why a running source's rate is below its target, and when it is back (MonitorStats.slowed). */

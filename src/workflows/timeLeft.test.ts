@@ -63,7 +63,8 @@ describe('the time a source still takes', () => {
 
   it('shows in the Web UI\'s details while URLs are left', () => {
     const m = model(10, 500);
-    expect(detailsMarkdown(m.stats(T0), 'running', T0)).toContain('URLs 0/500 finished (about 50s left at this pace)');
+    // T0 is 1970-01-01T00:16:40Z: 50 s later, rounded up to the minute.
+    expect(detailsMarkdown(m.stats(T0), 'running', T0)).toContain('URLs 0/500 finished (about 50s left at this pace, to about 1970-01-01T00:18Z)');
     m.onReport({ batchId: 'b1', grantId: 1, outcomes: done(500), unused: 0 }, T0 + 50_000);
     expect(detailsMarkdown(m.stats(T0 + 50_000), 'running', T0 + 50_000)).toMatch(/URLs 500\/500 finished; /);
   });

@@ -75,7 +75,7 @@ describe('crawl monitor (time-skipping server)', () => {
       expect(stats.state).toBe('cooling');
       // The Web UI's details say how long the rest takes: at least the minute's halt.
       const details = (await handle.query<{ currentDetails?: string }>('__temporal_workflow_metadata')).currentDetails;
-      expect(details).toMatch(/URLs \d+\/400 finished \(about \dm left at this pace\)/);
+      expect(details).toMatch(/URLs \d+\/400 finished \(about \dm left at this pace, to about \d{4}-\d\d-\d\dT\d\d:\d\dZ\)/);
       expect(await handle.executeUpdate(pauseUpdate)).toBe('paused');
       expect(await handle.query(statsQuery)).toMatchObject({ state: 'paused', coolingUntil: stats.coolingUntil });
       expect(await handle.executeUpdate(resumeUpdate, { args: [{}] })).toBe(`cooling until ${stats.coolingUntil} (a temporary halt: no requests until then)`);
