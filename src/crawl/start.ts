@@ -8,7 +8,7 @@ import { forEachLimit, WeightedBudget } from '../shared/concurrency';
 import type { StartProgress } from './startProgress';
 import { appendRange, chunkDoneKey, chunkSpoolKey } from '../shared/chunkRanges';
 import type { ChunkRange, SourceConfig } from '../shared/types';
-import { addWorkSignal } from '../workflows/messages';
+import { addWorkSignal, type AddWorkOptions } from '../workflows/messages';
 import { crawlMonitorWorkflow } from '../workflows/monitor';
 import { PATCH_LEVEL } from '../workflows/patchLevel';
 import { MonitorModel, monitorWorkflowId, shownOf, type MonitorInput, type MonitorOptions } from '../workflows/monitorState';
@@ -433,6 +433,9 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
       // Ignored by a monitor already running: it keeps the level it was started with.
       patchLevel: PATCH_LEVEL,
     };
+    // A monitor already running ignores its start input: the entry and the ceiling come with
+    // the work, and the monitor takes either if it has changed since the one it was given.
+    const given: AddWorkOptions = { ...(entry !== undefined ? { catalog: config } : {}), ...(opts.maxRate !== undefined ? { maxRate: opts.maxRate } : {}) };
     await opts.client.workflow.signalWithStart(crawlMonitorWorkflow, {
       workflowId: monitorWorkflowId(source),
       taskQueue: opts.taskQueue,
@@ -440,9 +443,7 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
       // What the new monitor would show at once: listed from its start, and it need not upsert them.
       typedSearchAttributes: monitorSearchAttributes(shownOf(MonitorModel.fromInput(input, Date.now()))),
       signal: addWorkSignal,
-      // A monitor already running ignores its start input: the entry and the ceiling come with
-      // the work, and the monitor takes either if it has changed since the one it was given.
-      signalArgs: entry !== undefined || opts.maxRate !== undefined ? [list, { ...(entry !== undefined ? { catalog: config } : {}), ...(opts.maxRate !== undefined ? { maxRate: opts.maxRate } : {}) }] : [list],
+      signalArgs: Object.keys(given).length ? [list, given] : [list],
     });
   };
 

@@ -14,7 +14,6 @@ export const setRateUpdate = defineUpdate<string, [SetRateInput]>('setRate');
 /** A new global ceiling for a running crawl (`maxRate: null` lifts it). */
 export const setMaxRateUpdate = defineUpdate<string, [SetMaxRateInput]>('setMaxRate');
 export const stopUpdate = defineUpdate<string, []>('stop');
-/** Adds chunks or ranges of chunks; chunks already seen are ignored, so re-sending is harmless. */
 /**
  * What `crawl start` sends with a source's work when its catalogue has an entry for it, or it was
  * given --max-rate: a monitor already running takes either when it has changed
@@ -26,6 +25,7 @@ export interface AddWorkOptions {
   /** The command's global ceiling (`--max-rate`), taken the same way (Governor.takeGivenCeiling). */
   maxRate?: number;
 }
+/** Adds chunks or ranges of chunks; chunks already seen are ignored, so re-sending is harmless. */
 export const addWorkSignal = defineSignal<[WorkItem[], AddWorkOptions?]>('addWork');
 
 // --- crawl monitor: batch traffic ----------------------------------------------------------
