@@ -18,7 +18,7 @@ import { continuesNote, downloadedBeforeNote, duplicatesNote, emptyManifest, gre
 import { StartProgressLine } from '../crawl/startProgress';
 import { callSignal } from '../shared/callSignal';
 import { forEachLimit } from '../shared/concurrency';
-import { closedListingWarner, DoneRate, listClosedSince, listedStatus, listMonitors, monitorOf, monitoringUpdate, sourceSecondsLeft, sourceStatus, statusTable, stopMonitor, type Answered } from '../crawl/status';
+import { closedListingWarner, DoneRate, heldSourcesNote, listClosedSince, listedStatus, listMonitors, monitorOf, monitoringUpdate, sourceSecondsLeft, sourceStatus, statusTable, stopMonitor, type Answered } from '../crawl/status';
 import { StatusPoller } from '../crawl/statusPoller';
 import { startDemoSite } from '../demo/demo';
 import { storeFromEnv } from '../pipeline/store';
@@ -262,7 +262,7 @@ export function buildProgram(): Command {
     .argument('<manifest>')
     .option('--catalog <file>', 'source catalogue')
     .option('--data-dir <dir>', 'where chunk files go (the workers must see the same store)', DEFAULT_DATA_DIR)
-    .option('--max-rate <n>', 'global ceiling, requests/s per source, for the monitors this starts (also CRAWL_MAX_RATE)', parseRate)
+    .option('--max-rate <n>', 'global ceiling, requests/s per source, for the sources of this manifest (a running monitor takes a changed one; also CRAWL_MAX_RATE)', parseRate)
     .option('--max-retry-after <s>', 'longest Retry-After honoured, seconds (default 900; also CRAWL_MAX_RETRY_AFTER_S)', parseRetryAfterCap)
     .action(async (manifest: string, opts: { catalog?: string; dataDir: string; maxRate?: number; maxRetryAfter?: number }) => {
       await checkManifest(manifest);
@@ -299,6 +299,9 @@ export function buildProgram(): Command {
       if (duplicates) process.stdout.write(`${duplicates}\n`);
       for (const note of [downloadedBeforeNote(summary), queuedElsewhereNote(summary)]) if (note) process.stdout.write(`${note}\n`);
       for (const warning of startWarnings(summary)) process.stderr.write(`crawl: ${warning}\n`);
+      // From the visibility listing (one call a thousand monitors); not being able to tell is no reason to fail the start.
+      const held = await listMonitors(client, { running: true }).then((m) => heldSourcesNote(m, summary.sources.keys()), () => undefined);
+      if (held) process.stderr.write(`crawl: ${held}\n`);
       await client.connection.close();
     });
 

@@ -2,7 +2,7 @@ import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { monitorSearchAttributes } from '../temporal/searchAttributes';
 import type { MonitorStats } from '../workflows/monitorState';
-import { ChangedSources, crawlCommandFor, DoneRate, listedStatus, listMonitors, monitoringUpdate, NetworkDownNotice, similarSources, SourceNotes, statusTable, WorkersBehindNotice, type SourceStatus } from './status';
+import { ChangedSources, crawlCommandFor, DoneRate, heldSourcesNote, listedStatus, listMonitors, monitoringUpdate, NetworkDownNotice, similarSources, SourceNotes, statusTable, WorkersBehindNotice, type SourceStatus } from './status';
 
 function running(done: number): SourceStatus {
   const counts = { done, linkrot: 0, robots: 0, content: 0, refused: 0, error: 0, retries: 0, requests: done };
@@ -221,6 +221,20 @@ describe('the status table', () => {
     const update = monitoringUpdate([paused, cooling, r]);
     expect(update.global).toMatchObject({ running: 3, paused: 1, waiting: 1, ratePerS: r.stats!.rate });
     expect(monitoringUpdate([paused]).global).toMatchObject({ paused: 1, ratePerS: 0 });
+  });
+});
+
+describe('crawl start adding work to sources that wait for an operator', () => {
+  const monitors = (states: Record<string, string>) => new Map(Object.entries(states).map(([source, state]) =>
+    [source, { typedSearchAttributes: new TypedSearchAttributes(monitorSearchAttributes({ source, state, rate: 1, done: 0, errors: 0 })) }]));
+
+  it('names the paused and halted ones and how to resume them', () => {
+    const m = monitors({ museum: 'halted', photos: 'running', archive: 'paused', other: 'halted' });
+    expect(heldSourcesNote(m, ['museum', 'photos'])).toBe('a source given work is paused or halted: museum (halted); the URLs added wait until `crawl resume museum` (`crawl status` says why each waits)');
+    expect(heldSourcesNote(m, ['museum', 'photos', 'archive', 'new'])).toBe('2 sources given work are paused or halted: museum (halted), archive (paused); the URLs added wait until `crawl resume SOURCE...` (or --all) (`crawl status` says why each waits)');
+    expect(heldSourcesNote(m, ['photos', 'new'])).toBeUndefined();
+    expect(heldSourcesNote(monitors(Object.fromEntries(Array.from({ length: 7 }, (_, i) => [`s${i}`, 'paused']))), Array.from({ length: 7 }, (_, i) => `s${i}`)))
+      .toMatch(/^7 sources given work are paused or halted: s0 \(paused\), s1 \(paused\), s2 \(paused\), s3 \(paused\), s4 \(paused\) and 2 more;/);
   });
 });
 

@@ -58,6 +58,24 @@ export function similarSources(given: string, known: Iterable<string>): string[]
 }
 
 /**
+ * The note for `crawl start` when sources it gave work to are paused or halted (their running
+ * monitors' CrawlState), since their new URLs wait for an operator: before, the start said
+ * nothing of it, and the URLs simply did not move. Undefined when none is.
+ */
+export function heldSourcesNote(monitors: ReadonlyMap<string, Pick<WorkflowExecutionInfo, 'typedSearchAttributes'>>, sources: Iterable<string>): string | undefined {
+  const held: string[] = [];
+  for (const source of sources) {
+    const state = monitors.get(source)?.typedSearchAttributes.get(CRAWL_STATE);
+    if (state === 'paused' || state === 'halted') held.push(`${source} (${state})`);
+  }
+  if (held.length === 0) return undefined;
+  const shown = held.length > 5 ? `${held.slice(0, 5).join(', ')} and ${held.length - 5} more` : held.join(', ');
+  return `${held.length === 1 ? 'a source' : `${held.length} sources`} given work ${held.length === 1 ? 'is' : 'are'} paused or halted: ${shown}; ` +
+    `the URLs added wait until \`crawl resume ${held.length === 1 ? held[0]!.replace(/ \(\w+\)$/, '') : 'SOURCE...'}\`` +
+    `${held.length === 1 ? '' : ' (or --all)'} (\`crawl status\` says why each waits)`;
+}
+
+/**
  * A source's monitor and its workflow status, from listMonitors' row when there is one (no call
  * to the server), else described; an unknown source is a clear error. A run that continued as
  * new has a successor the listing may not show yet: that one is described.
