@@ -18,7 +18,7 @@ import { continuesNote, downloadedBeforeNote, duplicatesNote, emptyManifest, gre
 import { StartProgressLine } from '../crawl/startProgress';
 import { callSignal } from '../shared/callSignal';
 import { forEachLimit } from '../shared/concurrency';
-import { closedListingWarner, DoneRate, heldSourcesNote, listClosedSince, listedStatus, listMonitors, monitorOf, monitoringUpdate, sourceSecondsLeft, sourceStatus, statusTable, stopMonitor, type Answered } from '../crawl/status';
+import { closedListingWarner, DoneRate, heldSourcesNote, listClosedSince, listedStatus, listMonitors, monitorOf, monitoringUpdate, recentEventsText, sourceSecondsLeft, sourceStatus, statusTable, stopMonitor, type Answered } from '../crawl/status';
 import { StatusPoller } from '../crawl/statusPoller';
 import { startDemoSite } from '../demo/demo';
 import { storeFromEnv } from '../pipeline/store';
@@ -360,7 +360,11 @@ export function buildProgram(): Command {
           const nowMs = Date.now();
           const sources = statuses.map((s) => ({ ...s, secondsLeft: sourceSecondsLeft(s, nowMs) }));
           process.stdout.write(`${JSON.stringify({ sources, secondsLeft: update.global.secondsLeft }, null, 2)}\n`);
-        } else process.stdout.write(`${statusTable(statuses)}\n`);
+        } else {
+          process.stdout.write(`${statusTable(statuses)}\n`);
+          const events = sources.length ? recentEventsText(statuses) : undefined;
+          if (events) process.stdout.write(`\n${events}\n`);
+        }
         if (!opts.watch && poller.notAsked) {
           process.stderr.write(`crawl: ${poller.notAsked} monitor(s) not asked within ${opts.within} s (each answer waits its turn behind the worker's workflow tasks); ` +
             `their rows show what their search attributes say (state, rate, done, errors). Name sources to see them in full, or give --within a longer time.\n`);

@@ -2,7 +2,7 @@ import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { monitorSearchAttributes } from '../temporal/searchAttributes';
 import type { MonitorStats } from '../workflows/monitorState';
-import { ChangedSources, crawlCommandFor, DoneRate, heldSourcesNote, listedStatus, listMonitors, monitoringUpdate, NetworkDownNotice, similarSources, SourceNotes, statusTable, WorkersBehindNotice, type SourceStatus } from './status';
+import { ChangedSources, crawlCommandFor, DoneRate, heldSourcesNote, listedStatus, recentEventsText, listMonitors, monitoringUpdate, NetworkDownNotice, similarSources, SourceNotes, statusTable, WorkersBehindNotice, type SourceStatus } from './status';
 
 function running(done: number): SourceStatus {
   const counts = { done, linkrot: 0, robots: 0, content: 0, refused: 0, error: 0, retries: 0, requests: done };
@@ -235,6 +235,19 @@ describe('crawl start adding work to sources that wait for an operator', () => {
     expect(heldSourcesNote(m, ['photos', 'new'])).toBeUndefined();
     expect(heldSourcesNote(monitors(Object.fromEntries(Array.from({ length: 7 }, (_, i) => [`s${i}`, 'paused']))), Array.from({ length: 7 }, (_, i) => `s${i}`)))
       .toMatch(/^7 sources given work are paused or halted: s0 \(paused\), s1 \(paused\), s2 \(paused\), s3 \(paused\), s4 \(paused\) and 2 more;/);
+  });
+});
+
+describe('crawl status with sources named', () => {
+  it('gives each one\'s recent events below the table, and nothing for a source without any', () => {
+    const museum: SourceStatus = { ...running(3), source: 'museum', stats: { ...running(3).stats!, alerts: ['2026-11-29T22:03:49.654Z catalogue-entry: changed to rate 2: target 2.00/s, burst 0 (was 5.00/s)', '2026-11-29T22:05:00.000Z throttled: 429'] } };
+    const quiet: SourceStatus = { ...running(3), source: 'quiet', stats: { ...running(3).stats!, alerts: [] } };
+    expect(recentEventsText([museum, quiet])).toBe([
+      'museum: recent events',
+      '  2026-11-29T22:03:49.654Z catalogue-entry: changed to rate 2: target 2.00/s, burst 0 (was 5.00/s)',
+      '  2026-11-29T22:05:00.000Z throttled: 429',
+    ].join('\n'));
+    expect(recentEventsText([quiet, { ...quiet, stats: null }])).toBeUndefined();
   });
 });
 

@@ -476,6 +476,16 @@ export class SourceNotes {
 
 const LEFT_COLUMN = 5;
 
+/**
+ * Below the table when sources are named: each one's recent events (at most the last 10 the
+ * monitor keeps: a 429, a temporary halt, a resume, a changed catalogue entry), which were in
+ * the Web UI and `--json` only, so that a terminal alone tells how a source got where it is.
+ */
+export function recentEventsText(statuses: SourceStatus[]): string | undefined {
+  const blocks = statuses.filter((s) => s.stats?.alerts.length).map((s) => [`${s.source}: recent events`, ...s.stats!.alerts.map((a) => `  ${a}`)].join('\n'));
+  return blocks.length ? blocks.join('\n\n') : undefined;
+}
+
 export function statusTable(statuses: SourceStatus[], nowMs = Date.now()): string {
   const rows = [['SOURCE', 'STATE', 'RATE/S', 'TARGET', 'FINISHED', 'LEFT', 'DONE', 'LINKROT', 'CONTENT', 'ROBOTS', 'ERRORS', 'NOTE']];
   for (const s of statuses) {
