@@ -17,7 +17,7 @@ import { exportRecordsToFile, supersededNote } from './exportRecords';
 import { FailureTally } from './failureTally';
 import { checkManifest, manifestHasContent } from './manifest';
 import { continuesNote, downloadedBeforeNote, duplicatesNote, emptyManifest, grewNote, queuedElsewhereNote, nothingToCrawl, startCrawl, startWarnings, type StartSummary } from './start';
-import { durationText } from '../workflows/timeLeft';
+import { progressBarLine } from './progressBar';
 import { ChangedSources, closedListingWarner, crawlCommandFor, DoneRate, listClosedSince, monitoringUpdate, NetworkDownNotice, sourceStatus, statusTable, shellWord, SourceNotes, stopMonitor, WorkersBehindNotice, type SourceStatus } from './status';
 import { StartProgressLine } from './startProgress';
 import { StatusPoller } from './statusPoller';
@@ -231,10 +231,7 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
         for (const n of changed) out.write(`\r\x1b[K${n.source}: ${n.note}\n`);
         if (behindLine) out.write(`\r\x1b[K${behindLine}\n`);
         if (networkLine) out.write(`\r\x1b[K${networkLine}\n`);
-        const g = update.global;
-        const pct = g.totalUrls ? Math.floor((g.finishedUrls / g.totalUrls) * 100) : 100;
-        const bar = '#'.repeat(Math.floor(pct / 4)).padEnd(25, '.');
-        out.write(`\r[${bar}] ${pct}% ${g.finishedUrls}/${g.totalUrls} urls, ${g.done} done, ${g.errors} errors, ${g.ratePerS}/s, ${g.running} running${g.waiting ? ` (${g.waiting} waiting)` : ''}${g.paused ? ` (${g.paused} paused)` : ''}, ${g.halted} halted${g.secondsLeft ? `, ~${durationText(g.secondsLeft)} left` : ''}   `);
+        out.write(`\r\x1b[K${progressBarLine(update.global, out.columns)}`);
       } else {
         for (const d of diskNotes) out.write(`${JSON.stringify({ event: 'disk_space', time: update.time, ...d })}\n`);
         for (const n of changed) out.write(`${JSON.stringify({ event: 'source_note', time: update.time, ...n })}\n`);

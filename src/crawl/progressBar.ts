@@ -1,0 +1,23 @@
+import type { MonitoringUpdate } from './status';
+import { durationText } from '../workflows/timeLeft';
+
+const BAR_WIDTH = 25;
+const NARROWEST_BAR = 5;
+
+/**
+ * The progress bar's line, within the terminal's width: a longer line wraps, and the carriage
+ * return of the next update goes back only to the start of its last row, so every update left
+ * a row behind (the full line was ~110 characters, on terminals of 80). The bar narrows first,
+ * then goes, then the line is cut.
+ */
+export function progressBarLine(g: MonitoringUpdate['global'], columns?: number): string {
+  const pct = g.totalUrls ? Math.floor((g.finishedUrls / g.totalUrls) * 100) : 100;
+  const text = `${pct}% ${g.finishedUrls}/${g.totalUrls} urls, ${g.done} done, ${g.errors} errors, ${g.ratePerS}/s, ${g.running} running` +
+    `${g.waiting ? ` (${g.waiting} waiting)` : ''}${g.paused ? ` (${g.paused} paused)` : ''}${g.halted ? `, ${g.halted} halted` : ''}` +
+    `${g.secondsLeft ? `, ~${durationText(g.secondsLeft)} left` : ''}`;
+  // The last column is left free: a line that fills it wraps on some terminals.
+  const room = columns && columns > 1 ? columns - 1 : Infinity;
+  const width = Math.min(BAR_WIDTH, room - text.length - 3);
+  if (width >= NARROWEST_BAR) return `[${'#'.repeat(Math.floor((pct * width) / 100)).padEnd(width, '.')}] ${text}`;
+  return text.length <= room ? text : `${text.slice(0, Math.max(0, room - 1))}…`;
+}
