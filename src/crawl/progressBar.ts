@@ -15,9 +15,18 @@ export function progressBarLine(g: MonitoringUpdate['global'], columns?: number)
   const text = `${pct}% ${g.finishedUrls}/${g.totalUrls} urls, ${g.done} done, ${g.errors} errors, ${g.ratePerS}/s, ${g.running} running` +
     `${g.waiting ? ` (${g.waiting} waiting)` : ''}${g.paused ? ` (${g.paused} paused)` : ''}${g.halted ? `, ${g.halted} halted` : ''}` +
     `${g.secondsLeft ? `, ~${durationText(g.secondsLeft)} left` : ''}`;
-  // The last column is left free: a line that fills it wraps on some terminals.
-  const room = columns && columns > 1 ? columns - 1 : Infinity;
-  const width = Math.min(BAR_WIDTH, room - text.length - 3);
+  const width = Math.min(BAR_WIDTH, roomOn(columns) - text.length - 3);
   if (width >= NARROWEST_BAR) return `[${'#'.repeat(Math.floor((pct * width) / 100)).padEnd(width, '.')}] ${text}`;
+  return fitLine(text, columns);
+}
+
+/** A line rewritten in place (`\r`) on a terminal this wide, cut to fit: a wrapped one leaves a row behind at each rewrite. */
+export function fitLine(text: string, columns?: number): string {
+  const room = roomOn(columns);
   return text.length <= room ? text : `${text.slice(0, Math.max(0, room - 1))}…`;
+}
+
+/** The last column is left free: a line that fills it wraps on some terminals. */
+export function roomOn(columns?: number): number {
+  return columns && columns > 1 ? columns - 1 : Infinity;
 }

@@ -22,6 +22,22 @@ describe('a start\'s progress before the crawl\'s own', () => {
     expect(text).toEqual(['\r\x1b[Kreading m.ndjson: 50,000 lines', '\r\x1b[Kstarting monitors: 1,200 of 3,000 sources', '\r\x1b[K']);
   });
 
+  it('fits the terminal\'s width: a long manifest path shortened to its name, then the line cut', () => {
+    let now = 1_000;
+    const text: string[] = [];
+    const out = { write: (t: string) => { text.push(t); }, isTTY: true, columns: 60 };
+    const line = new StartProgressLine(out, '/data/exports/2026-11/museum-images.ndjson.gz', () => now);
+    now = 2_000;
+    line.update({ linesRead: 1_250_000, sourcesStarted: 0, sources: null });
+    out.columns = 30;
+    now = 3_000;
+    line.update({ linesRead: 1_250_000, sourcesStarted: 0, sources: null });
+    out.columns = 10;
+    now = 4_000;
+    line.update({ linesRead: 1_250_000, sourcesStarted: 0, sources: null });
+    expect(text).toEqual(['\r\x1b[Kreading museum-images.ndjson.gz: 1,250,000 lines', '\r\x1b[Kreading ….gz: 1,250,000 lines', '\r\x1b[Kreading …']);
+  });
+
   it('writes a start_progress JSON line every 5 s to a log (from 1 s on), and nothing to clear', () => {
     let now = Date.parse('2026-11-27T07:59:59.000Z');
     const { out, text } = sink(false);
