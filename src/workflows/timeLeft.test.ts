@@ -35,8 +35,10 @@ describe('the time a source still takes', () => {
     // 100 URLs finished with 200 requests (tries again, redirects): 400 URLs left take 800.
     const tried = { ...st, urls: { ...st.urls, finished: 100 }, counts: { ...st.counts, requests: 200 } };
     expect(secondsLeft(tried, T0)).toBe(80);
+    // Mostly disallowed by robots.txt: 100 URLs finished with 10 requests.
+    expect(secondsLeft({ ...tried, counts: { ...st.counts, requests: 10 } }, T0)).toBe(4);
     // Too few finished to tell: one request each.
-    expect(secondsLeft({ ...tried, urls: { ...st.urls, finished: 10 }, counts: { ...st.counts, requests: 40 } }, T0)).toBe(49);
+    expect(secondsLeft({ ...tried, urls: { ...st.urls, finished: 9 }, counts: { ...st.counts, requests: 40 } }, T0)).toBeCloseTo(49.1, 5);
   });
 
   it('is none while an operator is to act, and nothing once every URL has finished', () => {

@@ -28,14 +28,14 @@ export function secondsLeft(st: MonitorStats, nowMs: number): number | null {
 }
 
 /** Requests a URL took so far, once enough URLs have finished to tell. */
-const REQUESTS_PER_URL_FROM = 20;
+const REQUESTS_PER_URL_FROM = 10;
 
 function requestsPerUrl(st: MonitorStats): number {
   const requests = st.counts.requests ?? 0;
   if (st.urls.finished < REQUESTS_PER_URL_FROM || requests === 0) return 1;
-  // A source that is mostly disallowed by robots.txt sends few requests, but its URLs still
-  // finish a grant at a time: not less than half a slot each.
-  return Math.min(5, Math.max(0.5, requests / st.urls.finished));
+  // A source mostly disallowed by robots.txt sends few requests, and its grants carry as many
+  // more URLs (grantItems.ts); but each grant still takes a window: not less than 1/20 a URL.
+  return Math.min(5, Math.max(0.05, requests / st.urls.finished));
 }
 
 /** Seconds to send `requests`, starting at `from`/s and rising evenly to `to`/s over `rampS` seconds. */
