@@ -18,7 +18,7 @@ import { continuesNote, downloadedBeforeNote, duplicatesNote, emptyManifest, gre
 import { StartProgressLine } from '../crawl/startProgress';
 import { callSignal } from '../shared/callSignal';
 import { forEachLimit } from '../shared/concurrency';
-import { closedListingWarner, DoneRate, heldSourcesNote, listClosedSince, listedStatus, listMonitors, monitorOf, monitoringUpdate, recentEventsText, sourceSecondsLeft, sourceStatus, statusTable, stopMonitor, type Answered } from '../crawl/status';
+import { closedListingWarner, DoneRate, heldSourcesNote, listClosedSince, listedStatus, listMonitors, monitorOf, monitoringUpdate, recentEventsText, sourceStatus, statusTable, stopMonitor, type Answered } from '../crawl/status';
 import { StatusPoller } from '../crawl/statusPoller';
 import { startDemoSite } from '../demo/demo';
 import { storeFromEnv } from '../pipeline/store';
@@ -357,8 +357,7 @@ export function buildProgram(): Command {
         const update = monitoringUpdate(statuses, doneRate.baseline());
         if (opts.watch) process.stdout.write(`${JSON.stringify(update)}\n`);
         else if (opts.json) {
-          const nowMs = Date.now();
-          const sources = statuses.map((s) => ({ ...s, secondsLeft: sourceSecondsLeft(s, nowMs) }));
+          const sources = statuses.map((s) => ({ ...s, secondsLeft: update.sources[s.source]?.secondsLeft ?? null }));
           process.stdout.write(`${JSON.stringify({ sources, secondsLeft: update.global.secondsLeft }, null, 2)}\n`);
         } else {
           process.stdout.write(`${statusTable(statuses)}\n`);

@@ -63,16 +63,16 @@ export function similarSources(given: string, known: Iterable<string>): string[]
  * nothing of it, and the URLs simply did not move. Undefined when none is.
  */
 export function heldSourcesNote(monitors: ReadonlyMap<string, Pick<WorkflowExecutionInfo, 'typedSearchAttributes'>>, sources: Iterable<string>): string | undefined {
-  const held: string[] = [];
-  for (const source of sources) {
+  const held = [...sources].flatMap((source) => {
     const state = monitors.get(source)?.typedSearchAttributes.get(CRAWL_STATE);
-    if (state === 'paused' || state === 'halted') held.push(`${source} (${state})`);
-  }
+    return state === 'paused' || state === 'halted' ? [{ source, state }] : [];
+  });
   if (held.length === 0) return undefined;
-  const shown = held.length > 5 ? `${held.slice(0, 5).join(', ')} and ${held.length - 5} more` : held.join(', ');
-  return `${held.length === 1 ? 'a source' : `${held.length} sources`} given work ${held.length === 1 ? 'is' : 'are'} paused or halted: ${shown}; ` +
-    `the URLs added wait until \`crawl resume ${held.length === 1 ? held[0]!.replace(/ \(\w+\)$/, '') : 'SOURCE...'}\`` +
-    `${held.length === 1 ? '' : ' (or --all)'} (\`crawl status\` says why each waits)`;
+  const named = held.slice(0, 5).map((h) => `${h.source} (${h.state})`).join(', ');
+  const shown = held.length > 5 ? `${named} and ${held.length - 5} more` : named;
+  const one = held.length === 1 ? held[0]!.source : undefined;
+  return `${one ? 'a source' : `${held.length} sources`} given work ${one ? 'is' : 'are'} paused or halted: ${shown}; ` +
+    `the URLs added wait until \`crawl resume ${one ?? 'SOURCE...'}\`${one ? '' : ' (or --all)'} (\`crawl status\` says why each waits)`;
 }
 
 /**

@@ -539,7 +539,7 @@ export class Governor {
     const s = this.state;
     if (sameConfig(entry, s.catalogConfig ?? s.sourceConfig)) return undefined;
     const before = s.target;
-    const given = { ...(entry.imageCount !== undefined ? { imageCount: entry.imageCount } : {}), ...(entry.rate !== undefined ? { rate: entry.rate } : {}), ...(entry.burst !== undefined ? { burst: entry.burst } : {}) };
+    const given = { ...entry };
     s.catalogConfig = given;
     s.sourceConfig = { ...given };
     s.target = this.sourceTarget();

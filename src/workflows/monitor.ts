@@ -99,28 +99,21 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
     return `${shownTarget()} (capped by ${heldByCrawlDelay() ? CRAWL_DELAY_CAP : `the global ceiling of ${m.governor.cfg.globalCeiling}/s`})`;
   };
   setHandler(statsQuery, () => m.stats(Date.now()));
+  /** A setting that came with addWork: taken when it can be used, else said where an operator looks. */
+  const takeGiven = (what: string, problem: string | undefined, take: () => PolicyEvent | undefined) => {
+    if (problem) {
+      log.warn(`addWork: ${what} ignored`, { source: m.state.source, problem });
+      m.alert(`addWork: ${what} ignored: ${problem}`, Date.now());
+      return;
+    }
+    const changed = take();
+    if (changed) announce([changed]);
+  };
   setHandler(addWorkSignal, (items: WorkItem[], options?: AddWorkOptions) => {
-    if (options?.catalog !== undefined) {
-      // Before the work: the new URLs go at the entry's rate.
-      const bad = configProblem(options.catalog);
-      if (bad) {
-        log.warn('addWork: catalogue entry ignored', { source: m.state.source, problem: bad });
-        m.alert(`addWork: catalogue entry ignored: ${bad}`, Date.now());
-      } else {
-        const changed = m.governor.takeCatalogEntry(options.catalog, Date.now());
-        if (changed) announce([changed]);
-      }
-    }
-    if (options?.maxRate !== undefined) {
-      const bad = invalidRate(options.maxRate);
-      if (bad) {
-        log.warn('addWork: maxRate ignored', { source: m.state.source, problem: bad });
-        m.alert(`addWork: maxRate ignored: ${bad}`, Date.now());
-      } else {
-        const changed = m.governor.takeGivenCeiling(options.maxRate, Date.now());
-        if (changed) announce([changed]);
-      }
-    }
+    // Before the work: the new URLs go at the entry's rate.
+    const { catalog, maxRate } = options ?? {};
+    if (catalog !== undefined) takeGiven('catalogue entry', configProblem(catalog), () => m.governor.takeCatalogEntry(catalog, Date.now()));
+    if (maxRate !== undefined) takeGiven('maxRate', invalidRate(maxRate), () => m.governor.takeGivenCeiling(maxRate, Date.now()));
     // A signal cannot be refused: what cannot be used is said where an operator looks.
     const checked = checkWorkItems(items);
     for (const problem of checked.problems) {
