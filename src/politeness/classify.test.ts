@@ -23,6 +23,9 @@ describe('error classification', () => {
     expect(healthSample('error', true)).toBe('error');
     expect(healthSample('robots', false)).toBe('none');
     expect(healthSample('error', false)).toBe('none');
+    // A URL failing again says nothing new of the site; succeeding at last, it counts as ok.
+    expect(healthSample('error', true, true)).toBe('none');
+    expect(healthSample('done', true, true)).toBe('ok');
   });
 });
 

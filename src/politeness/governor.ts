@@ -227,7 +227,7 @@ export class Governor {
         if (pages > 0) lastPage = o.reason;
       }
       if (o.sent) s.counts.requests += 1;
-      const sample = healthSample(o.cls, o.sent);
+      const sample = healthSample(o.cls, o.sent, o.repeat === true);
       if (sample !== 'none') recordSample(s.breaker, nowMs, sample === 'error', this.cfg.breaker);
       if (sample === 'error') lastFailure = o.reason;
       if (o.ttfbMs !== undefined && o.cls !== 'error') recordTtfb(s.latency, o.ttfbMs, this.cfg.latency, latencyBySample);

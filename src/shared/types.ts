@@ -41,6 +41,12 @@ export interface RequestOutcome {
   page?: true;
   /** A done image's first 8 hex digits of sha256: one file under many URLs is a placeholder (sameImage.ts). */
   sha?: string;
+  /**
+   * A failure of a URL that had already failed on its own (not by a 429/503, nor a worker's
+   * failure): set by the batch in its report. It says nothing new of the site, and the breaker
+   * leaves it out (healthSample).
+   */
+  repeat?: true;
 }
 
 /** A grant of request slots: the batch may send `slots` requests inside [startMs, endMs). */

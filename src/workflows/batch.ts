@@ -3,6 +3,7 @@ import {
   setHandler, condition, sleep, workflowInfo, type SignalDefinition,
 } from '@temporalio/workflow';
 import { grantItemCount } from '../shared/grantItems';
+import { FailedUrls } from '../politeness/repeatFailures';
 import { floatGrant } from '../politeness/pacing';
 import { batchRunUnit, recordFile } from '../shared/recordUnits';
 import type { CrawlActivities } from '../activities/crawlActivities';
@@ -182,6 +183,7 @@ export async function runBatch(input: BatchInput, run: BatchRun): Promise<BatchR
       if (input.chunk.spool !== undefined || !markerWithLastFetch) await markChunkDone(input.chunk);
     };
     const attempts = urls.map(() => 0);
+    const failedBefore = new FailedUrls();
     const finals: (OutcomeClass | null)[] = urls.map(() => null);
     /** Where a URL's redirects had got to when its last grant ran out of slots. */
     const hops: (RedirectHop | undefined)[] = urls.map(() => undefined);
@@ -353,11 +355,13 @@ export async function runBatch(input: BatchInput, run: BatchRun): Promise<BatchR
         }
         return;
       }
+      const repeats = new Set<RequestOutcome>();
       for (const o of result.outcomes) {
         const i = byUrl.get(o.url);
         if (i === undefined) continue;
         hostWaited.delete(i);
         attempts[i] = o.attempt;
+        if (failedBefore.isRepeat(i, o) && patched('mark-repeat-failures')) repeats.add(o);
         // Answered: a retry starts again from the URL itself (the redirect may have changed).
         hops[i] = undefined;
         if (o.final) finish(i, o.cls);
@@ -390,7 +394,7 @@ export async function runBatch(input: BatchInput, run: BatchRun): Promise<BatchR
         ...(result.connectionWaits ? { connectionWaits: result.connectionWaits } : {}),
         // The window's end as the monitor booked it: a floating grant's float is part of it.
         ...(result.lastSendMs !== undefined ? { windowTail: { endMs: g.endMs + (g.floatMs ?? 0), lastSendMs: result.lastSendMs } } : {}),
-        outcomes: result.outcomes.map((o) => ({ ...o, url: '' })),
+        outcomes: result.outcomes.map((o) => ({ ...o, url: '', ...(repeats.has(o) ? { repeat: true as const } : {}) })),
         tokens: tokens(),
         ...(last ? { finished: { chunkId: input.chunk.chunkId, urls: urls.length } } : {}),
       });

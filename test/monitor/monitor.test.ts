@@ -58,6 +58,31 @@ describe('crawl monitor (time-skipping server)', () => {
     expect(stats.urls).toMatchObject({ total: 400, finished: 400 });
   });
 
+  it('does not cool a site for its few broken images failing again, each counted once', async () => {
+    const { taskQueue, workflowId } = ids('broken-few.test');
+    // One URL in 20 answers 500 every time. Its second and third tries come after the rest of
+    // their chunk, together: counted, they made 10% of a minute's requests and cooled the site.
+    const { acts } = scriptedActivities((url) => (indexOf(url) % 20 === 7 ? { cls: 'error', status: 500 } : { cls: 'done', status: 200 }));
+    const worker = await monitorWorker(env, taskQueue, acts);
+    const handle = await env.client.workflow.start(crawlMonitorWorkflow, {
+      taskQueue, workflowId, args: [{ source: 'broken-few.test', config: { rate: 10 }, work: chunksOf('broken-few.test', 1000, 500) }],
+    });
+    const stats = await worker.runUntil(handle.result());
+    expect(stats.alerts.filter((a) => /cooling|halt/.test(a))).toEqual([]);
+    expect(stats.counts).toMatchObject({ done: 950, error: 50, retries: 100 });
+    expect(stats.rate).toBe(10);
+    // The batches said which failures were repeats: 2 of each broken URL's 3.
+    const batchHistory = await env.client.workflow.getHandle(`${workflowId}/batch:c0`).fetchHistory();
+    const reported = (batchHistory.events ?? []).flatMap((e) => {
+      const a = e.signalExternalWorkflowExecutionInitiatedEventAttributes;
+      if (a?.signalName !== 'reportOutcomes') return [];
+      return (JSON.parse(Buffer.from(a.input!.payloads![0]!.data!).toString()) as { outcomes: RequestOutcome[] }).outcomes;
+    });
+    expect(reported.filter((o) => o.cls === 'error').map((o) => `${o.attempt}${o.repeat ? ' repeat' : ''}`).sort()).toEqual([
+      ...Array(25).fill('1'), ...Array(25).fill('2 repeat'), ...Array(25).fill('3 repeat'),
+    ]);
+  });
+
   it('keeps a temporary halt through an operator\'s pause and resume (crawl pause --all, then resume --all)', async () => {
     const { taskQueue, workflowId } = ids('paused-cooling.test');
     const { grants, acts } = scriptedActivities((url, attempt) => (indexOf(url) % 8 === 7 && attempt === 1 ? { cls: 'error', status: 500 } : { cls: 'done', status: 200 }));
