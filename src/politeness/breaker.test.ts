@@ -1,4 +1,4 @@
-import { DEFAULT_BREAKER, newBreakerState, recordSample, shouldCoolDown, shouldHalt, windowCounts } from './breaker';
+import { DEFAULT_BREAKER, newBreakerState, recordRepeat, recordSample, shouldCoolDown, shouldHalt, windowCounts } from './breaker';
 
 function feed(errors: number, total: number, startMs = 0, spanMs = 50_000) {
   const s = newBreakerState();
@@ -30,5 +30,29 @@ describe('breaker windows', () => {
     recordSample(s, 200, true);
     expect(shouldHalt(s)).toBe(true);
     expect(s.last).toBe('e'.repeat(50));
+  });
+
+  it('takes a URL failing again into the run but not the share, and halts only a run of at least 10 URLs failing afresh', () => {
+    const s = newBreakerState();
+    // A chunk's tail: 25 broken images at their second and third try, after a success.
+    recordSample(s, 1_000, false);
+    for (let i = 0; i < 50; i++) recordRepeat(s);
+    expect(windowCounts(s, 2_000)).toEqual({ requests: 1, errors: 0 });
+    expect(s.consecutiveErrors).toBe(50);
+    expect(shouldHalt(s)).toBe(false);
+    for (let i = 0; i < 9; i++) recordSample(s, 2_000, true);
+    expect(shouldHalt(s)).toBe(false);
+    recordSample(s, 2_000, true);
+    expect(shouldHalt(s)).toBe(true);
+    // A success ends the run, repeats and all.
+    recordSample(s, 3_000, false);
+    expect(s).toMatchObject({ consecutiveErrors: 0, freshInRun: 0 });
+  });
+
+  it('halts a run carried over from a state that did not tell repeats apart, as it would have', () => {
+    // Continued-as-new before repeats were marked: every failure of its run was a fresh one.
+    const s = { buckets: [], consecutiveErrors: 49, last: 'e'.repeat(49) };
+    recordRepeat(s);
+    expect(shouldHalt(s)).toBe(true);
   });
 });

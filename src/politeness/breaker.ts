@@ -32,7 +32,10 @@ export interface BreakerBucket {
 
 export interface BreakerState {
   buckets: BreakerBucket[];
+  /** Failed requests in a row, repeats (recordRepeat) included. */
   consecutiveErrors: number;
+  /** Of those, first failures of their URLs; absent in a state from before repeats were told apart (all were then). */
+  freshInRun?: number;
   /** The last 50 outcomes, oldest first: 'e' error, 'o' ok. */
   last: string;
 }
@@ -59,8 +62,36 @@ export function recordSample(state: BreakerState, atMs: number, isError: boolean
   bucket.requests += 1;
   if (isError) bucket.errors += 1;
   prune(state, atMs, cfg);
+  state.freshInRun = isError ? freshInRun(state) + 1 : 0;
   state.consecutiveErrors = isError ? state.consecutiveErrors + 1 : 0;
   state.last = (state.last + (isError ? 'e' : 'o')).slice(-cfg.consecutiveForHalt);
+}
+
+/**
+ * A URL failing again (a broken image at its second and third try): no sample in the share's
+ * window, but it continues a run of failures, as the site has answered nothing good since.
+ */
+export function recordRepeat(state: BreakerState, cfg: BreakerConfig = DEFAULT_BREAKER): void {
+  state.freshInRun = freshInRun(state);
+  state.consecutiveErrors += 1;
+  state.last = (state.last + 'e').slice(-cfg.consecutiveForHalt);
+}
+
+function freshInRun(state: BreakerState): number {
+  return state.freshInRun ?? state.consecutiveErrors;
+}
+
+/**
+ * A run of failures halts for good only if this many of them were URLs failing for the first
+ * time. A chunk ends with its broken images' retries, one after another: a healthy site with
+ * 25 broken images in a chunk of 500 made 50 failures in a row of them alone.
+ */
+export const FRESH_FAILURES_FOR_HALT = 10;
+
+/** After an operator's resume: the run is over. */
+export function clearRun(state: BreakerState): void {
+  state.consecutiveErrors = 0;
+  state.freshInRun = 0;
 }
 
 /** Requests and errors in the window ending at nowMs. Reads only: safe in a query handler. */
@@ -82,7 +113,7 @@ export function shouldCoolDown(state: BreakerState, nowMs: number, cfg: BreakerC
 }
 
 export function shouldHalt(state: BreakerState, cfg: BreakerConfig = DEFAULT_BREAKER): boolean {
-  return state.consecutiveErrors >= cfg.consecutiveForHalt;
+  return state.consecutiveErrors >= cfg.consecutiveForHalt && freshInRun(state) >= Math.min(FRESH_FAILURES_FOR_HALT, cfg.consecutiveForHalt);
 }
 
 /** After a halt the old window must not trip the breaker again the moment granting resumes. */

@@ -24,7 +24,7 @@ describe('error classification', () => {
     expect(healthSample('robots', false)).toBe('none');
     expect(healthSample('error', false)).toBe('none');
     // A URL failing again says nothing new of the site; succeeding at last, it counts as ok.
-    expect(healthSample('error', true, true)).toBe('none');
+    expect(healthSample('error', true, true)).toBe('repeat');
     expect(healthSample('done', true, true)).toBe('ok');
   });
 });

@@ -33,12 +33,12 @@ export function isThrottle(status: number | undefined): boolean {
 
 /**
  * Whether an outcome counts in the breaker's sample, and as an error there. A URL failing again
- * (`repeat`) is left out: a site's few broken images, tried three times each after the rest of
- * their chunk, came in runs that made 10% of a minute's requests and cooled a healthy site four
- * times. Its first failure counted already; a retry that succeeds counts as ok.
+ * (`repeat`) is no sample of the share: a site's few broken images, tried three times each after
+ * the rest of their chunk, came in runs that made 10% of a minute's requests and cooled a healthy
+ * site four times. Its first failure counted already; a retry that succeeds counts as ok.
  */
-export function healthSample(cls: OutcomeClass, sent: boolean, repeat = false): 'error' | 'ok' | 'none' {
+export function healthSample(cls: OutcomeClass, sent: boolean, repeat = false): 'error' | 'repeat' | 'ok' | 'none' {
   if (!sent) return 'none';
-  if (cls === 'error') return repeat ? 'none' : 'error';
+  if (cls === 'error') return repeat ? 'repeat' : 'error';
   return 'ok';
 }

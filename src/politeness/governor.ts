@@ -1,6 +1,6 @@
 import type { OutcomeClass, OutcomeReport, SourceConfig } from '../shared/types';
 import { DEFAULT_ADAPTIVE, holdUntil, isHeld, newAdaptiveState, onLatencyElevated, onThrottle, ramp, reduceTo, type AdaptiveConfig, type AdaptiveState } from './adaptiveRate';
-import { clearWindow, DEFAULT_BREAKER, newBreakerState, recordSample, shouldCoolDown, shouldHalt, windowCounts, type BreakerConfig, type BreakerState } from './breaker';
+import { clearRun, clearWindow, DEFAULT_BREAKER, newBreakerState, recordRepeat, recordSample, shouldCoolDown, shouldHalt, windowCounts, type BreakerConfig, type BreakerState } from './breaker';
 import { healthSample, isThrottle } from './classify';
 import { DEFAULT_LATENCY, latencyElevated, learnBaseline, median, newLatencyState, recordTtfb, resetRecent, type LatencyConfig, type LatencyState } from './latency';
 import { grantLeadMs, learnDispatch } from './grantLead';
@@ -228,8 +228,9 @@ export class Governor {
       }
       if (o.sent) s.counts.requests += 1;
       const sample = healthSample(o.cls, o.sent, o.repeat === true);
-      if (sample !== 'none') recordSample(s.breaker, nowMs, sample === 'error', this.cfg.breaker);
-      if (sample === 'error') lastFailure = o.reason;
+      if (sample === 'repeat') recordRepeat(s.breaker, this.cfg.breaker);
+      else if (sample !== 'none') recordSample(s.breaker, nowMs, sample === 'error', this.cfg.breaker);
+      if (sample === 'error' || sample === 'repeat') lastFailure = o.reason;
       if (o.ttfbMs !== undefined && o.cls !== 'error') recordTtfb(s.latency, o.ttfbMs, this.cfg.latency, latencyBySample);
       if (isThrottle(o.status)) {
         throttled = true;
@@ -441,7 +442,7 @@ export class Governor {
     s.adaptive.lastRampMs = nowMs;
     if (!keepTemporaryHalt || halted) {
       s.haltReason = null;
-      s.breaker.consecutiveErrors = 0;
+      clearRun(s.breaker);
       clearWindow(s.breaker);
       // The operator has seen the pages: another run as long halts it again.
       delete s.pagesSinceImage;

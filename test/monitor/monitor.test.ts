@@ -83,6 +83,29 @@ describe('crawl monitor (time-skipping server)', () => {
     ]);
   });
 
+  it('still halts a site of 30 URLs that fails every request: 50 failures in a row, 30 of them fresh', async () => {
+    const { taskQueue, workflowId } = ids('small-down.test');
+    const { acts } = scriptedActivities(() => ({ cls: 'error', status: 502 }));
+    const worker = await monitorWorker(env, taskQueue, acts);
+    const handle = await env.client.workflow.start(crawlMonitorWorkflow, {
+      taskQueue, workflowId, args: [{ source: 'small-down.test', config: { rate: 5 }, work: chunksOf('small-down.test', 30, 30) }],
+    });
+    const stats = await worker.runUntil(async () => {
+      for (let i = 0; i < 100; i++) {
+        const st = await handle.query(statsQuery);
+        if (st.state === 'halted' || st.urls.finished === 30) return st;
+        await env.sleep(10_000);
+      }
+      throw new Error('neither halted nor finished');
+    });
+    expect(stats.state).toBe('halted');
+    expect(stats.haltReason).toMatch(/last 50 requests all failed/);
+    expect(stats.breaker.consecutiveErrors).toBeGreaterThanOrEqual(50);
+    // Halted with URLs that still have a try left: kept for the operator.
+    expect(stats.urls.finished).toBeLessThan(30);
+    await handle.terminate();
+  });
+
   it('keeps a temporary halt through an operator\'s pause and resume (crawl pause --all, then resume --all)', async () => {
     const { taskQueue, workflowId } = ids('paused-cooling.test');
     const { grants, acts } = scriptedActivities((url, attempt) => (indexOf(url) % 8 === 7 && attempt === 1 ? { cls: 'error', status: 500 } : { cls: 'done', status: 200 }));
