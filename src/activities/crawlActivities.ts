@@ -400,7 +400,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
         const ready = line.findIndex((i) => (delayedHostOf(urlOf(i))?.freeAtMs ?? Infinity) <= slotMs);
         return ready >= 0 ? ready : line.findIndex((i) => delayedHostOf(urlOf(i)) === undefined);
       },
-      shouldStop: () => superseded() || (stoodDown ||= standDown()) || throttled || burstTooClose || storeFailure !== undefined || errorRun >= ERROR_BURST || pageRun >= PAGE_BURST || isSourceBlocked(input.source),
+      shouldStop: () => superseded() || (stoodDown ||= standDown()) || throttled || burstTooClose || storeFailure !== undefined || errorRun >= ERROR_BURST || pageRun >= PAGE_BURST || isSourceBlocked(input.source, Date.now(), input.maxRetryAfterMs ?? DEFAULT_ADAPTIVE.maxRetryAfterMs),
       run: async (i, slotMs, mayGoLate) => {
         const item = input.items[i]!;
         const sendBy = slotMs + MAX_LATENESS_MS;

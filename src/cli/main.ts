@@ -14,7 +14,7 @@ import { exportRecords, exportRecordsToFile, supersededNote, type ExportSummary 
 import { FailureTally } from '../crawl/failureTally';
 import { checkManifest } from '../crawl/manifest';
 import { runCrawl } from '../crawl/run';
-import { continuesNote, downloadedBeforeNote, duplicatesNote, emptyManifest, grewNote, queuedElsewhereNote, invalidRetryAfterCap, maxRateSetting, maxRetryAfterSetting, startCrawl, startWarnings } from '../crawl/start';
+import { continuesNote, downloadedBeforeNote, duplicatesNote, emptyManifest, grewNote, queuedElsewhereNote, maxRateSetting, maxRetryAfterSetting, startCrawl, startWarnings } from '../crawl/start';
 import { StartProgressLine } from '../crawl/startProgress';
 import { callSignal } from '../shared/callSignal';
 import { forEachLimit } from '../shared/concurrency';
@@ -27,6 +27,7 @@ import type { AgainKind } from '../crawl/askAgain';
 import { askAgain } from '../crawl/again';
 import { rememberRunSettings } from '../crawl/runSettings';
 import { invalidBurst, invalidRate } from '../politeness/targetRate';
+import { invalidRetryAfterCap } from '../politeness/adaptiveRate';
 import { pauseUpdate, resumeUpdate, setMaxRateUpdate, setRateUpdate } from '../workflows/messages';
 import { endIdleTemporalRuntime, installTemporalRuntime, logWorkflowMessagesAt, metricsAddressFromEnv, watchServerReachability } from '../temporal/runtime';
 import { installCrashReport, logProcessWarnings } from './crashReport';

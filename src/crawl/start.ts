@@ -1,5 +1,5 @@
 import path from 'node:path';
-import { DEFAULT_ADAPTIVE } from '../politeness/adaptiveRate';
+import { DEFAULT_ADAPTIVE, invalidRetryAfterCap } from '../politeness/adaptiveRate';
 import type { Client } from '@temporalio/client';
 import { sourceSegment } from '../pipeline/keys';
 import { invalidRate } from '../politeness/targetRate';
@@ -190,11 +190,8 @@ export function maxRateSetting(flag: number | undefined, env: NodeJS.ProcessEnv 
   return Number(raw);
 }
 
-/** The longest Retry-After honoured, seconds: what an operator may set it to. */
-export const MAX_RETRY_AFTER_LIMIT_S = 86_400;
-
 /**
- * The longest Retry-After the monitors this start creates honour (ms): `--max-retry-after`
+ * The longest Retry-After the monitors of the manifest's sources honour (ms): `--max-retry-after`
  * seconds when given, else CRAWL_MAX_RETRY_AFTER_S, else undefined (the default, 15 min).
  */
 export function maxRetryAfterSetting(flag: number | undefined, env: NodeJS.ProcessEnv = process.env): number | undefined {
@@ -204,11 +201,6 @@ export function maxRetryAfterSetting(flag: number | undefined, env: NodeJS.Proce
   const bad = invalidRetryAfterCap(Number(raw));
   if (bad) throw new Error(`CRAWL_MAX_RETRY_AFTER_S: ${bad}, got ${JSON.stringify(raw)}`);
   return Number(raw) * 1000;
-}
-
-export function invalidRetryAfterCap(seconds: number): string | undefined {
-  if (!Number.isFinite(seconds) || seconds < 1 || seconds > MAX_RETRY_AFTER_LIMIT_S) return `the longest Retry-After must be a number of seconds from 1 to ${MAX_RETRY_AFTER_LIMIT_S}`;
-  return undefined;
 }
 
 export interface StartOptions {
@@ -435,7 +427,10 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
     };
     // A monitor already running ignores its start input: the entry and the ceiling come with
     // the work, and the monitor takes either if it has changed since the one it was given.
-    const given: AddWorkOptions = { ...(entry !== undefined ? { catalog: config } : {}), ...(opts.maxRate !== undefined ? { maxRate: opts.maxRate } : {}) };
+    const given: AddWorkOptions = {
+      ...(entry !== undefined ? { catalog: config } : {}), ...(opts.maxRate !== undefined ? { maxRate: opts.maxRate } : {}),
+      ...(opts.maxRetryAfterMs !== undefined ? { maxRetryAfterMs: opts.maxRetryAfterMs } : {}),
+    };
     await opts.client.workflow.signalWithStart(crawlMonitorWorkflow, {
       workflowId: monitorWorkflowId(source),
       taskQueue: opts.taskQueue,

@@ -26,6 +26,26 @@ export const DEFAULT_ADAPTIVE: AdaptiveConfig = {
   latencyDecreaseFactor: 0.75,
 };
 
+/** The longest cap an operator may give the Retry-After honoured (`--max-retry-after`): a day. */
+export const MAX_RETRY_AFTER_LIMIT_S = 86_400;
+
+export function invalidRetryAfterCap(seconds: number): string | undefined {
+  if (!Number.isFinite(seconds) || seconds < 1 || seconds > MAX_RETRY_AFTER_LIMIT_S) return `the longest Retry-After must be a number of seconds from 1 to ${MAX_RETRY_AFTER_LIMIT_S}`;
+  return undefined;
+}
+
+/**
+ * A new cap on the Retry-After honoured. A Retry-After hold that would outlast the new cap
+ * counted from now ends then instead; a longer cap lengthens no hold already decided.
+ */
+export function capRetryAfter(state: AdaptiveState, maxRetryAfterMs: number, nowMs: number): boolean {
+  const until = nowMs + maxRetryAfterMs;
+  if ((state.holdReason ?? 'retry-after') !== 'retry-after' || state.holdUntilMs <= until) return false;
+  state.holdUntilMs = until;
+  state.lastRampMs = Math.min(state.lastRampMs, until);
+  return true;
+}
+
 export type HoldReason = 'retry-after' | 'crawl-delay' | 'robots' | 'store';
 
 export interface AdaptiveState {

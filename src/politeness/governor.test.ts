@@ -206,6 +206,41 @@ describe('Governor and a --max-rate given again with more work', () => {
   });
 });
 
+describe('Governor and a --max-retry-after given with more work', () => {
+  const throttle = (g: Governor, retryAfterMs: number, atMs: number) =>
+    g.applyReport({ batchId: 'b', grantId: 1, unused: 0, outcomes: [{ url: '', cls: 'error', status: 429, sent: true, final: false, attempt: 1, retryAfterMs, atMs }] }, atMs);
+
+  it('ends a Retry-After hold that outlasts the new cap from now, and lengthens none', () => {
+    const g = Governor.create('slow.example', { rate: 4 }, T0);
+    throttle(g, 3_600_000, T0);
+    // Held for the default cap of 15 min.
+    expect(g.state.adaptive.holdUntilMs).toBe(T0 + 900_000);
+    expect(g.takeMaxRetryAfter(120_000, T0 + 60_000)).toEqual({
+      event: 'max-retry-after', detail: `--max-retry-after changed to 120 s (was 900 s); the Retry-After hold now ends at ${new Date(T0 + 180_000).toISOString()}`,
+    });
+    expect(g.canGrant(T0 + 179_999)).toBe(false);
+    expect(g.canGrant(T0 + 180_000)).toBe(true);
+    // The ramp back starts at the hold's new end, not its old one.
+    g.tick(T0 + 180_000 + 45_000);
+    expect(g.rate).toBeCloseTo(2 + (4 / 180) * 45, 5);
+    // Unchanged: nothing. A longer cap: the next Retry-After may be longer; the hold now is not.
+    expect(g.takeMaxRetryAfter(120_000, T0 + 200_000)).toBeUndefined();
+    throttle(g, 3_600_000, T0 + 300_000);
+    expect(g.state.adaptive.holdUntilMs).toBe(T0 + 420_000);
+    expect(g.takeMaxRetryAfter(600_000, T0 + 310_000)?.detail).toBe('--max-retry-after changed to 600 s (was 120 s)');
+    expect(g.state.adaptive.holdUntilMs).toBe(T0 + 420_000);
+    throttle(g, 3_600_000, T0 + 500_000);
+    expect(g.state.adaptive.holdUntilMs).toBe(T0 + 1_100_000);
+  });
+
+  it('leaves a hold for robots.txt or the store alone', () => {
+    const g = Governor.create('site.example', { rate: 4 }, T0);
+    g.applyReport({ batchId: 'b', grantId: 1, outcomes: [], unused: 40, robotsRetryMs: 300_000 }, T0);
+    g.takeMaxRetryAfter(10_000, T0);
+    expect(g.canGrant(T0 + 299_999)).toBe(false);
+  });
+});
+
 describe('Governor and an unreadable robots.txt', () => {
   it('grants nothing until robots.txt is asked again, and leaves the rate as it was', () => {
     const g = Governor.create('site.example', { rate: 10 }, T0);

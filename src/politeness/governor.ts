@@ -1,5 +1,5 @@
 import type { OutcomeClass, OutcomeReport, SourceConfig } from '../shared/types';
-import { DEFAULT_ADAPTIVE, holdUntil, isHeld, newAdaptiveState, onLatencyElevated, onThrottle, ramp, reduceTo, type AdaptiveConfig, type AdaptiveState } from './adaptiveRate';
+import { capRetryAfter, DEFAULT_ADAPTIVE, holdUntil, isHeld, newAdaptiveState, onLatencyElevated, onThrottle, ramp, reduceTo, type AdaptiveConfig, type AdaptiveState } from './adaptiveRate';
 import { clearRun, clearWindow, DEFAULT_BREAKER, newBreakerState, recordRepeat, recordSample, shouldCoolDown, shouldHalt, windowCounts, type BreakerConfig, type BreakerState } from './breaker';
 import { healthSample, isThrottle } from './classify';
 import { DEFAULT_LATENCY, latencyElevated, learnBaseline, median, newLatencyState, recordTtfb, resetRecent, type LatencyConfig, type LatencyState } from './latency';
@@ -128,7 +128,7 @@ export interface GovernorState {
 }
 
 export interface PolicyEvent {
-  event: 'throttled' | 'cooling' | 'resumed' | 'halted' | 'latency-slowdown' | 'paused' | 'stopped' | 'rate-set' | 'catalogue-entry' | 'max-rate' | 'crawl-delay' | 'robots-unavailable' | 'store-unavailable';
+  event: 'throttled' | 'cooling' | 'resumed' | 'halted' | 'latency-slowdown' | 'paused' | 'stopped' | 'rate-set' | 'catalogue-entry' | 'max-rate' | 'max-retry-after' | 'crawl-delay' | 'robots-unavailable' | 'store-unavailable';
   detail: string;
 }
 
@@ -556,6 +556,19 @@ export class Governor {
    * changed catalogue entry is: when it differs from the one the source was last given, as `crawl
    * set-max-rate` would set it; an unchanged one leaves a set-max-rate made since in place.
    */
+  /**
+   * The cap on the Retry-After honoured that came with more work (`--max-retry-after`). Before,
+   * only a monitor a command started took it: a source held for a site's hour-long Retry-After
+   * stayed held when the crawl was started again with a cap of two minutes.
+   */
+  takeMaxRetryAfter(ms: number, nowMs: number): PolicyEvent | undefined {
+    const before = this.cfg.adaptive.maxRetryAfterMs;
+    if (ms === before) return undefined;
+    this.cfg = { ...this.cfg, adaptive: { ...this.cfg.adaptive, maxRetryAfterMs: ms } };
+    const shortened = capRetryAfter(this.state.adaptive, ms, nowMs);
+    return { event: 'max-retry-after', detail: `--max-retry-after changed to ${Math.round(ms / 1000)} s (was ${Math.round(before / 1000)} s)${shortened ? `; the Retry-After hold now ends at ${new Date(this.state.adaptive.holdUntilMs).toISOString()}` : ''}` };
+  }
+
   takeGivenCeiling(ceiling: number, nowMs: number): PolicyEvent | undefined {
     const s = this.state;
     const last = s.givenCeiling !== undefined ? s.givenCeiling : this.cfg.globalCeiling ?? null;

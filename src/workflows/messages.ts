@@ -24,6 +24,8 @@ export interface AddWorkOptions {
   catalog?: SourceConfig;
   /** The command's global ceiling (`--max-rate`), taken the same way (Governor.takeGivenCeiling). */
   maxRate?: number;
+  /** The command's cap on the Retry-After honoured (`--max-retry-after`, ms): Governor.takeMaxRetryAfter. */
+  maxRetryAfterMs?: number;
 }
 /** Adds chunks or ranges of chunks; chunks already seen are ignored, so re-sending is harmless. */
 export const addWorkSignal = defineSignal<[WorkItem[], AddWorkOptions?]>('addWork');

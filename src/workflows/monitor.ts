@@ -6,6 +6,7 @@ import type { PolicyEvent } from '../politeness/governor';
 import { STOPPED_BATCHES_WAIT_MS } from '../shared/heartbeat';
 import { shortGrantFloatMs, slowWindowFloatMs } from '../politeness/pacing';
 import { invalidBurst, invalidRate } from '../politeness/targetRate';
+import { DEFAULT_ADAPTIVE, invalidRetryAfterCap } from '../politeness/adaptiveRate';
 import { FINISHED, monitorSearchAttributes, shownBy, shownKey } from '../temporal/searchAttributes';
 import type { Grant, WorkChunk, WorkItem } from '../shared/types';
 import { crawlBatchWorkflow, runBatch, type MonitorLink } from './batch';
@@ -111,9 +112,13 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
   };
   setHandler(addWorkSignal, (items: WorkItem[], options?: AddWorkOptions) => {
     // Before the work: the new URLs go at the entry's rate.
-    const { catalog, maxRate } = options ?? {};
+    const { catalog, maxRate, maxRetryAfterMs } = options ?? {};
     if (catalog !== undefined) takeGiven('catalogue entry', configProblem(catalog), () => m.governor.takeCatalogEntry(catalog, Date.now()));
     if (maxRate !== undefined) takeGiven('maxRate', invalidRate(maxRate), () => m.governor.takeGivenCeiling(maxRate, Date.now()));
+    if (maxRetryAfterMs !== undefined) {
+      const problem = typeof maxRetryAfterMs === 'number' ? invalidRetryAfterCap(maxRetryAfterMs / 1000) : `must be a number of ms, not ${JSON.stringify(maxRetryAfterMs)}`;
+      takeGiven('maxRetryAfterMs', problem, () => m.governor.takeMaxRetryAfter(maxRetryAfterMs, Date.now()));
+    }
     // A signal cannot be refused: what cannot be used is said where an operator looks.
     const checked = checkWorkItems(items);
     for (const problem of checked.problems) {
@@ -494,9 +499,13 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
     // small source's batch ends within a few grants).
     if ((info.continueAsNewSuggested || info.historyLength > m.state.options.maxHistoryEvents) && ownBatches.size === 0) {
       await condition(allHandlersFinished);
-      // The ceiling as it is now: setMaxRate may have changed the one the crawl started with.
-      const { globalCeiling } = m.governor.cfg;
-      const governorConfig = globalCeiling === input.governorConfig?.globalCeiling ? input.governorConfig : { ...input.governorConfig, globalCeiling };
+      // The ceiling as it is now: setMaxRate may have changed the one the crawl started with; and
+      // the Retry-After cap, which a later start may have changed.
+      const { globalCeiling, adaptive: { maxRetryAfterMs } } = m.governor.cfg;
+      const given = input.governorConfig;
+      const sameCap = maxRetryAfterMs === (given?.adaptive?.maxRetryAfterMs ?? DEFAULT_ADAPTIVE.maxRetryAfterMs);
+      const governorConfig = globalCeiling === given?.globalCeiling && sameCap ? given
+        : { ...given, globalCeiling, ...(sameCap ? {} : { adaptive: { ...DEFAULT_ADAPTIVE, ...given?.adaptive, maxRetryAfterMs } }) };
       // The next run's history starts afresh: it takes this code's patches without markers.
       await continueAsNew<typeof crawlMonitorWorkflow>({ source: m.state.source, carried: m.state, governorConfig, patchLevel: PATCH_LEVEL });
     }

@@ -228,7 +228,7 @@ describe('startCrawl', () => {
     expect(summary.unusedCatalogEntries).toEqual(['museum']);
   });
 
-  it('sends a source\'s catalogue entry and --max-rate with its work too, for a monitor already running, and nothing for a source without either', async () => {
+  it('sends a source\'s catalogue entry, --max-rate and --max-retry-after with its work too, for a monitor already running, and nothing for a source without either', async () => {
     const manifest = writeManifest(['a', 'b'].map((h) => JSON.stringify({ url: `https://${h}.example/1.jpg` })));
     const extra = new Map<string, unknown[]>();
     const client = { workflow: { signalWithStart: async (_wf: unknown, opts: { args: [{ source: string }]; signalArgs: unknown[] }) => { extra.set(opts.args[0].source, opts.signalArgs.slice(1)); } } } as unknown as Client;
@@ -236,6 +236,8 @@ describe('startCrawl', () => {
     expect(Object.fromEntries(extra)).toEqual({ 'a.example': [{ catalog: { rate: 0.5, burst: 1 } }], 'b.example': [] });
     await startCrawl({ client, store: new SlowStore(), manifest, catalog: new Map([['a.example', { rate: 0.5 }]]), maxRate: 3, taskQueue: 'q' });
     expect(Object.fromEntries(extra)).toEqual({ 'a.example': [{ catalog: { rate: 0.5 }, maxRate: 3 }], 'b.example': [{ maxRate: 3 }] });
+    await startCrawl({ client, store: new SlowStore(), manifest, maxRetryAfterMs: 120_000, taskQueue: 'q' });
+    expect(Object.fromEntries(extra)).toEqual({ 'a.example': [{ maxRetryAfterMs: 120_000 }], 'b.example': [{ maxRetryAfterMs: 120_000 }] });
   });
 
   it('names the hosts whose URLs are in more than one source, since each source sends at its own rate', async () => {

@@ -908,6 +908,8 @@ describe('crawl monitor (time-skipping server)', () => {
         capped = await within(current.executeUpdate(setMaxRateUpdate, { args: [{ maxRate: 22 }] }).catch(() => undefined), 15_000);
       }
       expect(capped).toBe('global ceiling 22/s, target 22/s');
+      // So does a cap on the Retry-After honoured that came with more work (`crawl start --max-retry-after 120`).
+      await current.signal(addWorkSignal, [], { maxRetryAfterMs: 120_000 });
       const final = await handle.result();
       const latest = await env.client.workflow.getHandle(workflowId).describe();
       expect(latest.runId).not.toBe(firstRunId); // it did continue-as-new
@@ -928,6 +930,7 @@ describe('crawl monitor (time-skipping server)', () => {
       const lastRun = await env.client.workflow.getHandle(workflowId, latest.runId).fetchHistory();
       const input = startInput(lastRun);
       expect(input.patchLevel).toBe(PATCH_LEVEL);
+      expect(input.governorConfig).toMatchObject({ globalCeiling: 22, adaptive: { maxRetryAfterMs: 120_000, rampSeconds: 180 } });
       expect(await markers(latest.runId)).toBe(0);
     });
   }, 240_000); // 36 s alone on 2 cores; a loaded CI run took longer than the default 120 s
@@ -1311,6 +1314,46 @@ describe('crawl monitor (time-skipping server)', () => {
       ]);
       await handle.executeUpdate(stopUpdate);
       await handle.result();
+    });
+  });
+
+  it('takes a --max-retry-after that comes with more work: a source held for an hour-long Retry-After is asked again at the new cap', async () => {
+    const { taskQueue, workflowId } = ids('retry-after.test');
+    let asked = false;
+    const retryAfterCaps: (number | undefined)[] = [];
+    const scripted = scriptedActivities((url) => {
+      if (indexOf(url) === 30 && !asked) { asked = true; return { cls: 'error', status: 429, retryAfterMs: 3_600_000 }; }
+      return { cls: 'done', status: 200 };
+    });
+    const acts = { ...scripted.acts, async fetchBatch(input: FetchBatchInput) { retryAfterCaps.push(input.maxRetryAfterMs); return scripted.acts.fetchBatch(input); } };
+    const worker = await monitorWorker(env, taskQueue, acts);
+    await worker.runUntil(async () => {
+      const handle = await env.client.workflow.start(crawlMonitorWorkflow, {
+        taskQueue, workflowId, args: [{ source: 'retry-after.test', config: { rate: 2 }, work: chunksOf('retry-after.test', 100, 100) }],
+      });
+      for (let i = 0; i < 60 && !asked; i++) await env.sleep(1_000);
+      await env.sleep(5_000);
+      let stats = await handle.query(statsQuery);
+      const heldUntil = Date.parse(stats.retryAfterUntil!);
+      expect(heldUntil - (await env.currentTimeMs())).toBeGreaterThan(800_000);
+      const grantsBefore = scripted.grants.length;
+      // Nonsense is said and ignored; a cap of 60 s ends the hold 60 s from now.
+      await handle.signal(addWorkSignal, [], { maxRetryAfterMs: 0 });
+      await handle.signal(addWorkSignal, [], { maxRetryAfterMs: 60_000 });
+      const cappedAt = await env.currentTimeMs();
+      await env.sleep(1_000);
+      stats = await handle.query(statsQuery);
+      expect(stats.alerts.slice(-2)).toEqual([
+        expect.stringMatching(/ addWork: maxRetryAfterMs ignored: the longest Retry-After must be a number of seconds from 1 to 86400$/),
+        expect.stringMatching(/ max-retry-after: --max-retry-after changed to 60 s \(was 900 s\); the Retry-After hold now ends at /),
+      ]);
+      expect(Date.parse(stats.retryAfterUntil!) - cappedAt).toBeGreaterThanOrEqual(59_000);
+      expect(Date.parse(stats.retryAfterUntil!) - cappedAt).toBeLessThanOrEqual(61_000);
+      await env.sleep(120_000);
+      // Granted again after the new cap, its grants carrying it to the activities.
+      expect(scripted.grants.length).toBeGreaterThan(grantsBefore);
+      expect(retryAfterCaps.at(-1)).toBe(60_000);
+      expect((await handle.result()).urls).toMatchObject({ total: 100, finished: 100 });
     });
   });
 
