@@ -161,7 +161,7 @@ function withUrls(url: string, outcome: Omit<RequestOutcome, 'url'>, extra: Reco
   return { outcome: { ...outcome, url }, extra: { ...rest, finalUrl: url } };
 }
 
-/** This many site errors in a row inside one grant and the activity stops sending (reflex). */
+/** This many site errors in a row inside one grant and the activity stops sending (reflex); URLs failing again are not counted. */
 export const ERROR_BURST = 5;
 
 /**
@@ -356,7 +356,9 @@ export function createCrawlActivities(deps: CrawlDeps) {
       const o = processed.outcome;
       const final = o.cls !== 'error' || item.attempt >= input.maxAttempts || processed.final === true;
       const outcome: RequestOutcome = { ...o, url: item.url, final, attempt: item.attempt, atMs: Date.now() };
-      if (o.sent) errorRun = o.cls === 'error' ? errorRun + 1 : 0;
+      // A URL failing again (a broken image at its second or third try) is no news of the site:
+      // a chunk's tail of them ended each grant after five, at half the source's rate.
+      if (o.sent && !(o.cls === 'error' && item.failedBefore)) errorRun = o.cls === 'error' ? errorRun + 1 : 0;
       pageRun = pagesSinceImage(pageRun, outcome);
       if (isThrottle(o.status)) {
         throttled = true;

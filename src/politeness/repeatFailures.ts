@@ -11,6 +11,11 @@ import { isThrottle } from './classify';
 export class FailedUrls {
   private readonly failed = new Set<number>();
 
+  /** Whether URL `index` has failed on its own: a failure of its next try is a repeat. */
+  has(index: number): boolean {
+    return this.failed.has(index);
+  }
+
   /** Takes URL `index`'s latest outcome; true when it is a failure to leave out as a repeat. */
   isRepeat(index: number, o: Pick<RequestOutcome, 'cls' | 'sent' | 'status'>): boolean {
     if (!o.sent || o.cls !== 'error') return false;

@@ -226,6 +226,11 @@ export interface BatchItem {
    * here, so the site is not asked again for the hops already made.
    */
   hop?: RedirectHop;
+  /**
+   * An earlier try of the URL failed on its own (FailedUrls): its failing again does not count
+   * towards the activity's five errors in a row.
+   */
+  failedBefore?: true;
 }
 
 export interface FetchBatchInput {

@@ -273,7 +273,10 @@ export async function runBatch(input: BatchInput, run: BatchRun): Promise<BatchR
     };
 
     async function runGrant(g: Grant, indices: number[]): Promise<void> {
-      const items: BatchItem[] = indices.map((i) => ({ url: urls[i]!, attempt: attempts[i]! + 1, ...(hops[i] ? { hop: hops[i] } : {}) }));
+      const items: BatchItem[] = indices.map((i) => ({
+        url: urls[i]!, attempt: attempts[i]! + 1, ...(hops[i] ? { hop: hops[i] } : {}),
+        ...(failedBefore.has(i) && patched('mark-repeat-failures') ? { failedBefore: true as const } : {}),
+      }));
       const byUrl = new Map(indices.map((i) => [urls[i]!, i]));
       // Everything the chunk has left is in this grant: if it all ends, the activity leaves the
       // done-marker (a chunk given inline has none to leave).

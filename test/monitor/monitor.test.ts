@@ -62,7 +62,9 @@ describe('crawl monitor (time-skipping server)', () => {
     const { taskQueue, workflowId } = ids('broken-few.test');
     // One URL in 20 answers 500 every time. Its second and third tries come after the rest of
     // their chunk, together: counted, they made 10% of a minute's requests and cooled the site.
-    const { acts } = scriptedActivities((url) => (indexOf(url) % 20 === 7 ? { cls: 'error', status: 500 } : { cls: 'done', status: 200 }));
+    const scripted = scriptedActivities((url) => (indexOf(url) % 20 === 7 ? { cls: 'error', status: 500 } : { cls: 'done', status: 200 }));
+    const retried: BatchItem[] = [];
+    const acts = { ...scripted.acts, async fetchBatch(input: FetchBatchInput) { retried.push(...input.items.filter((item) => item.attempt > 1)); return scripted.acts.fetchBatch(input); } };
     const worker = await monitorWorker(env, taskQueue, acts);
     const handle = await env.client.workflow.start(crawlMonitorWorkflow, {
       taskQueue, workflowId, args: [{ source: 'broken-few.test', config: { rate: 10 }, work: chunksOf('broken-few.test', 1000, 500) }],
@@ -81,6 +83,9 @@ describe('crawl monitor (time-skipping server)', () => {
     expect(reported.filter((o) => o.cls === 'error').map((o) => `${o.attempt}${o.repeat ? ' repeat' : ''}`).sort()).toEqual([
       ...Array(25).fill('1'), ...Array(25).fill('2 repeat'), ...Array(25).fill('3 repeat'),
     ]);
+    // Their activities were told too: a repeat does not count towards five errors in a row.
+    expect(retried).toHaveLength(100);
+    expect(retried.every((item) => item.failedBefore === true)).toBe(true);
   });
 
   it('still halts a site of 30 URLs that fails every request: 50 failures in a row, 30 of them fresh', async () => {

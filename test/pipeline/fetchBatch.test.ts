@@ -844,6 +844,22 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     expect(origin.requests.slice(before).filter((r) => r.path === '/fail.jpg')).toHaveLength(5);
   });
 
+  it('does not count URLs failing again towards that burst: a chunk\'s tail of broken images goes on at its rate', async () => {
+    await run(['/good.png']);
+    const before = origin.requests.length;
+    const grant = input(Array.from({ length: 8 }, (_, i) => `/fail.jpg?${i}`));
+    const retries = { ...grant, maxAttempts: 3, items: grant.items.map((item) => ({ ...item, attempt: 2, failedBefore: true as const })) };
+    const result = (await new MockActivityEnvironment().run(acts.fetchBatch, retries)) as FetchBatchResult;
+    expect(result.outcomes).toHaveLength(8);
+    expect(result.outcomes.every((o) => o.cls === 'error' && o.reason === 'http 500' && !o.final)).toBe(true);
+    expect(result.unused).toEqual([]);
+    expect(origin.requests.length - before).toBe(8);
+    // One URL failing afresh among them still counts: five in a row of those stop the grant.
+    const fresh = input(Array.from({ length: 8 }, (_, i) => `/fail.jpg?f${i}`));
+    const mixed = { ...fresh, items: fresh.items.map((item, i) => (i === 0 ? { ...item, attempt: 2, failedBefore: true as const } : item)) };
+    expect(((await new MockActivityEnvironment().run(acts.fetchBatch, mixed)) as FetchBatchResult).outcomes).toHaveLength(6);
+  });
+
   it('passes a cookie check: the cookie a redirect sets goes on its next hop, and no further than its URL', async () => {
     // A site that answers a client without its cookie with a 302 back to the same URL and a
     // Set-Cookie: without cookies, every URL ended "more than 5 redirects" after six requests.
