@@ -492,6 +492,9 @@ const DISCARD_LIMIT = 128 * 1024;
  * `request()` API around the same dispatch (a Readable body, an async iterator, an
  * AsyncResource per request) cost the event loop more than the rest of the fetch.
  */
+/** A 103 Early Hints or two come before an answer; a site that sends more is holding the request open. */
+const MAX_INFORMATIONAL = 5;
+
 class CollectHandler implements Dispatcher.DispatchHandler, SendWatcher {
   private controller?: Dispatcher.DispatchController;
   private res?: HopResponse;
@@ -501,6 +504,8 @@ class CollectHandler implements Dispatcher.DispatchHandler, SendWatcher {
   private keep = false;
   private settled = false;
   private abortReason?: Error;
+  /** Informational (1xx) responses so far: each one restarts undici's headers timeout. */
+  private informational = 0;
   /** The request went out on a connection the site may have closed (connectionReuse.ts). */
   staleConnection = false;
   /** How long that connection had waited unused before this request. */
@@ -577,7 +582,17 @@ class CollectHandler implements Dispatcher.DispatchHandler, SendWatcher {
   }
 
   onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
-    if (this.settled || statusCode < 200) return;
+    if (this.settled) return;
+    if (statusCode < 200) {
+      // A site that sends 103 Early Hints for ever held each try open until the total timeout
+      // (60 s, three times): undici restarts its headers timeout at every one.
+      if (++this.informational > MAX_INFORMATIONAL) {
+        const err = new FetchError('protocol', `more than ${MAX_INFORMATIONAL} informational (1xx) responses and no answer`);
+        this.settle(undefined, err);
+        controller.abort(err);
+      }
+      return;
+    }
     this.res = { status: statusCode, headers, headersAt: performance.now() };
     this.keep = statusCode < 300;
     this.bodyStart = this.res.headersAt;

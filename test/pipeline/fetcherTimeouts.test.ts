@@ -20,6 +20,16 @@ describe('Fetcher total timeout, cancellation and malformed responses (real undi
       // A status line node:http would not write: straight onto the socket.
       .route('/status-000.jpg', (_q, r) => { r.socket?.end('HTTP/1.1 000 Zero\r\ncontent-length: 0\r\n\r\n'); })
       .route('/two-lengths.jpg', (_q, r) => { r.socket?.end('HTTP/1.1 200 OK\r\ncontent-type: image/jpeg\r\ncontent-length: 3\r\ncontent-length: 3\r\n\r\nabc'); })
+      // 103 Early Hints every 20 ms, for ever; and two of them before a real answer.
+      .route('/hints-forever.jpg', (_q, r) => {
+        const hint = () => { if (!r.socket?.destroyed) r.socket?.write('HTTP/1.1 103 Early Hints\r\nlink: </a.css>; rel=preload\r\n\r\n'); };
+        const timer = setInterval(hint, 20);
+        r.socket?.on('close', () => clearInterval(timer));
+      })
+      .route('/hints-then-image.jpg', (_q, r) => {
+        r.socket?.write('HTTP/1.1 103 Early Hints\r\nlink: </a.css>; rel=preload\r\n\r\nHTTP/1.1 103 Early Hints\r\nlink: </b.css>; rel=preload\r\n\r\n');
+        setTimeout(() => r.socket?.end('HTTP/1.1 200 OK\r\ncontent-type: image/jpeg\r\ncontent-length: 3\r\n\r\nabc'), 50);
+      })
       .route('/cut-short.jpg', (_q, r) => { r.socket?.end('HTTP/1.1 200 OK\r\ncontent-type: image/jpeg\r\ncontent-length: 10\r\nconnection: close\r\n\r\nabc'); });
     await origin.start();
     fetcher = new Fetcher(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'], totalTimeoutMs: 300, headersTimeoutMs: 10_000 }));
@@ -50,6 +60,21 @@ describe('Fetcher total timeout, cancellation and malformed responses (real undi
     const res = await new Fetcher(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'], totalTimeoutMs: 10_000 })).fetch(origin.url('/stalls.jpg'), { signal: caller.signal });
     expect(res).toMatchObject({ ok: false, sent: true });
     expect(res.status).toBeUndefined();
+  });
+
+  it('gives up on a server that sends informational responses for ever (undici restarts its headers timeout at each), and takes two before an answer', async () => {
+    const patient = new Fetcher(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'], totalTimeoutMs: 30_000, headersTimeoutMs: 5_000 }));
+    try {
+      const started = Date.now();
+      const res = await patient.fetch(origin.url('/hints-forever.jpg'));
+      expect(res).toMatchObject({ ok: false, failure: 'protocol', reason: 'more than 5 informational (1xx) responses and no answer', sent: true });
+      expect(Date.now() - started).toBeLessThan(3_000);
+      const hinted = await patient.fetch(origin.url('/hints-then-image.jpg'));
+      expect(hinted).toMatchObject({ ok: true, status: 200 });
+      expect(hinted.body?.toString()).toBe('abc');
+    } finally {
+      await patient.close();
+    }
   });
 
   it('calls a status line of 000 a malformed response, in one line', async () => {
