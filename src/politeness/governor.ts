@@ -552,11 +552,6 @@ export class Governor {
   }
 
   /**
-   * The global ceiling a later `crawl start` or `crawl run` gives (`--max-rate`), taken as a
-   * changed catalogue entry is: when it differs from the one the source was last given, as `crawl
-   * set-max-rate` would set it; an unchanged one leaves a set-max-rate made since in place.
-   */
-  /**
    * The cap on the Retry-After honoured that came with more work (`--max-retry-after`). Before,
    * only a monitor a command started took it: a source held for a site's hour-long Retry-After
    * stayed held when the crawl was started again with a cap of two minutes.
@@ -569,6 +564,11 @@ export class Governor {
     return { event: 'max-retry-after', detail: `--max-retry-after changed to ${Math.round(ms / 1000)} s (was ${Math.round(before / 1000)} s)${shortened ? `; the Retry-After hold now ends at ${new Date(this.state.adaptive.holdUntilMs).toISOString()}` : ''}` };
   }
 
+  /**
+   * The global ceiling a later `crawl start` or `crawl run` gives (`--max-rate`), taken as a
+   * changed catalogue entry is: when it differs from the one the source was last given, as `crawl
+   * set-max-rate` would set it; an unchanged one leaves a set-max-rate made since in place.
+   */
   takeGivenCeiling(ceiling: number, nowMs: number): PolicyEvent | undefined {
     const s = this.state;
     const last = s.givenCeiling !== undefined ? s.givenCeiling : this.cfg.globalCeiling ?? null;
