@@ -425,8 +425,8 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
       // Ignored by a monitor already running: it keeps the level it was started with.
       patchLevel: PATCH_LEVEL,
     };
-    // A monitor already running ignores its start input: the entry and the ceiling come with
-    // the work, and the monitor takes either if it has changed since the one it was given.
+    // A monitor already running ignores its start input: the entry, the ceiling and the
+    // Retry-After cap come with the work, and the monitor takes each that has changed.
     const given: AddWorkOptions = {
       ...(entry !== undefined ? { catalog: config } : {}), ...(opts.maxRate !== undefined ? { maxRate: opts.maxRate } : {}),
       ...(opts.maxRetryAfterMs !== undefined ? { maxRetryAfterMs: opts.maxRetryAfterMs } : {}),

@@ -486,15 +486,15 @@ interface HopResponse {
 /** What is read of a body we do not keep (redirects, errors) before the connection is dropped instead. */
 const DISCARD_LIMIT = 128 * 1024;
 
+/** A 103 Early Hints or two come before an answer; a site that sends more is holding the request open. */
+const MAX_INFORMATIONAL = 5;
+
 /**
  * One request's response, straight from undici's dispatcher: a 2xx body is collected up to
  * the size limit and above the minimum transfer rate, any other body read and dropped. The
  * `request()` API around the same dispatch (a Readable body, an async iterator, an
  * AsyncResource per request) cost the event loop more than the rest of the fetch.
  */
-/** A 103 Early Hints or two come before an answer; a site that sends more is holding the request open. */
-const MAX_INFORMATIONAL = 5;
-
 class CollectHandler implements Dispatcher.DispatchHandler, SendWatcher {
   private controller?: Dispatcher.DispatchController;
   private res?: HopResponse;
