@@ -27,8 +27,8 @@ import type { AgainKind } from '../crawl/askAgain';
 import { askAgain } from '../crawl/again';
 import { rememberRunSettings } from '../crawl/runSettings';
 import { invalidBurst, invalidRate } from '../politeness/targetRate';
-import { invalidRetryAfterCap } from '../politeness/adaptiveRate';
-import { pauseUpdate, resumeUpdate, setMaxRateUpdate, setRateUpdate } from '../workflows/messages';
+import { MAX_RETRY_AFTER_LIMIT_S, invalidRetryAfterCap } from '../politeness/adaptiveRate';
+import { pauseUpdate, resumeUpdate, setMaxRateUpdate, setMaxRetryAfterUpdate, setRateUpdate } from '../workflows/messages';
 import { endIdleTemporalRuntime, installTemporalRuntime, logWorkflowMessagesAt, metricsAddressFromEnv, watchServerReachability } from '../temporal/runtime';
 import { installCrashReport, logProcessWarnings } from './crashReport';
 import { envText } from '../shared/env';
@@ -442,6 +442,13 @@ export function buildProgram(): Command {
     .argument('[sources...]').option('--all', 'every running crawl monitor')
     .action(async (maxRate: number | null, sources: string[], opts: { all?: boolean }) => {
       await onMonitors(sources, opts.all, (h, answered) => answered(() => h.executeUpdate(setMaxRateUpdate, { args: [{ maxRate }] })));
+    });
+  // Likewise `--max-retry-after`: an operator who learns a site is back need not wait out its hold.
+  program.command('set-max-retry-after').description('set the longest Retry-After honoured by running crawls, seconds: a longer hold now ends that long from now')
+    .argument('<seconds>', `1 to ${MAX_RETRY_AFTER_LIMIT_S}`, parseRetryAfterCap)
+    .argument('[sources...]').option('--all', 'every running crawl monitor')
+    .action(async (seconds: number, sources: string[], opts: { all?: boolean }) => {
+      await onMonitors(sources, opts.all, (h, answered) => answered(() => h.executeUpdate(setMaxRetryAfterUpdate, { args: [{ maxRetryAfterMs: seconds * 1000 }] })));
     });
   operator('stop', 'stop crawling sources for good (their monitors complete)')
     .action(async (sources: string[], opts: { all?: boolean }) => {

@@ -233,6 +233,25 @@ describe('Governor and a --max-retry-after given with more work', () => {
     expect(g.state.adaptive.holdUntilMs).toBe(T0 + 1_100_000);
   });
 
+  it('takes crawl set-max-retry-after at once, and a later start changes it only with a changed cap', () => {
+    const g = Governor.create('slow.example', { rate: 4 }, T0);
+    throttle(g, 3_600_000, T0);
+    expect(g.setMaxRetryAfter(60_000, T0 + 30_000)).toEqual({
+      event: 'max-retry-after', detail: `longest Retry-After honoured set to 60 s (was 900 s); the Retry-After hold now ends at ${new Date(T0 + 90_000).toISOString()}`,
+    });
+    expect(g.canGrant(T0 + 90_000)).toBe(true);
+    expect(g.cfg.adaptive.maxRetryAfterMs).toBe(60_000);
+    // The same --max-retry-after the crawl was started with (the default here) leaves it...
+    expect(g.takeMaxRetryAfter(900_000, T0 + 100_000)).toBeUndefined();
+    throttle(g, 3_600_000, T0 + 100_000);
+    expect(g.state.adaptive.holdUntilMs).toBe(T0 + 160_000);
+    // ...a changed one replaces it, and says what was in force.
+    expect(g.takeMaxRetryAfter(30_000, T0 + 110_000)?.detail).toBe(`--max-retry-after changed to 30 s (was 60 s); the Retry-After hold now ends at ${new Date(T0 + 140_000).toISOString()}`);
+    expect(g.setMaxRetryAfter(300_000, T0 + 120_000).detail).toBe('longest Retry-After honoured set to 300 s (was 30 s)');
+    expect(g.takeMaxRetryAfter(30_000, T0 + 130_000)).toBeUndefined();
+    expect(g.cfg.adaptive.maxRetryAfterMs).toBe(300_000);
+  });
+
   it('leaves a hold for robots.txt or the store alone', () => {
     const g = Governor.create('site.example', { rate: 4 }, T0);
     g.applyReport({ batchId: 'b', grantId: 1, outcomes: [], unused: 40, robotsRetryMs: 300_000 }, T0);

@@ -63,6 +63,12 @@ export interface GovernorState {
    * from before it: the ceiling in force stands for it.
    */
   givenCeiling?: number | null;
+  /**
+   * The cap on the Retry-After honoured (ms) that a command starting or adding work last gave
+   * (`--max-retry-after`), before `crawl set-max-retry-after` changed it. Absent until either
+   * changed it: the cap in force stands for it.
+   */
+  givenMaxRetryAfterMs?: number;
   target: number;
   burst: number;
   mode: GovernorMode;
@@ -552,16 +558,31 @@ export class Governor {
   }
 
   /**
-   * The cap on the Retry-After honoured that came with more work (`--max-retry-after`). Before,
-   * only a monitor a command started took it: a source held for a site's hour-long Retry-After
-   * stayed held when the crawl was started again with a cap of two minutes.
+   * The cap on the Retry-After honoured that came with more work (`--max-retry-after`), taken
+   * when it differs from the one the source was last given, so an unchanged one leaves a `crawl
+   * set-max-retry-after` made since in place. Before, only a monitor a command started took it:
+   * a source held for a site's hour-long Retry-After stayed held when the crawl was started again
+   * with a cap of two minutes.
    */
   takeMaxRetryAfter(ms: number, nowMs: number): PolicyEvent | undefined {
+    const s = this.state;
+    const last = s.givenMaxRetryAfterMs ?? this.cfg.adaptive.maxRetryAfterMs;
+    if (ms === last) return undefined;
+    s.givenMaxRetryAfterMs = ms;
+    return this.setMaxRetryAfter(ms, nowMs, '--max-retry-after changed to');
+  }
+
+  /**
+   * A new cap on the Retry-After honoured for a crawl already running (`crawl
+   * set-max-retry-after`): a Retry-After hold that would outlast it counted from now ends then.
+   */
+  setMaxRetryAfter(ms: number, nowMs: number, how = 'longest Retry-After honoured set to'): PolicyEvent {
+    const s = this.state;
     const before = this.cfg.adaptive.maxRetryAfterMs;
-    if (ms === before) return undefined;
+    s.givenMaxRetryAfterMs ??= before;
     this.cfg = { ...this.cfg, adaptive: { ...this.cfg.adaptive, maxRetryAfterMs: ms } };
-    const shortened = capRetryAfter(this.state.adaptive, ms, nowMs);
-    return { event: 'max-retry-after', detail: `--max-retry-after changed to ${Math.round(ms / 1000)} s (was ${Math.round(before / 1000)} s)${shortened ? `; the Retry-After hold now ends at ${new Date(this.state.adaptive.holdUntilMs).toISOString()}` : ''}` };
+    const shortened = capRetryAfter(s.adaptive, ms, nowMs);
+    return { event: 'max-retry-after', detail: `${how} ${Math.round(ms / 1000)} s (was ${Math.round(before / 1000)} s)${shortened ? `; the Retry-After hold now ends at ${new Date(s.adaptive.holdUntilMs).toISOString()}` : ''}` };
   }
 
   /**

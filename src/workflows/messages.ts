@@ -13,6 +13,8 @@ export const resumeUpdate = defineUpdate<string, [ResumeInput]>('resume');
 export const setRateUpdate = defineUpdate<string, [SetRateInput]>('setRate');
 /** A new global ceiling for a running crawl (`maxRate: null` lifts it). */
 export const setMaxRateUpdate = defineUpdate<string, [SetMaxRateInput]>('setMaxRate');
+/** A new cap on the Retry-After honoured for a running crawl (`--max-retry-after` of its start). */
+export const setMaxRetryAfterUpdate = defineUpdate<string, [SetMaxRetryAfterInput]>('setMaxRetryAfter');
 export const stopUpdate = defineUpdate<string, []>('stop');
 /**
  * What `crawl start` sends with a source's work when its catalogue has an entry for it, or it was
@@ -59,6 +61,10 @@ export interface SetRateInput {
 
 export interface SetMaxRateInput {
   maxRate: number | null;
+}
+
+export interface SetMaxRetryAfterInput {
+  maxRetryAfterMs: number;
 }
 
 export interface BatchFinished {

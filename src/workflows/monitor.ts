@@ -6,13 +6,13 @@ import type { PolicyEvent } from '../politeness/governor';
 import { STOPPED_BATCHES_WAIT_MS } from '../shared/heartbeat';
 import { shortGrantFloatMs, slowWindowFloatMs } from '../politeness/pacing';
 import { invalidBurst, invalidRate } from '../politeness/targetRate';
-import { DEFAULT_ADAPTIVE, invalidRetryAfterCap } from '../politeness/adaptiveRate';
+import { DEFAULT_ADAPTIVE, MAX_RETRY_AFTER_LIMIT_S, invalidRetryAfterCap } from '../politeness/adaptiveRate';
 import { FINISHED, monitorSearchAttributes, shownBy, shownKey } from '../temporal/searchAttributes';
 import type { Grant, WorkChunk, WorkItem } from '../shared/types';
 import { crawlBatchWorkflow, runBatch, type MonitorLink } from './batch';
 import {
   addWorkSignal, batchFinishedSignal, batchStoppedSignal, grantSignal, pauseUpdate, pingSignal, reportOutcomesSignal, requestTokensSignal, resumeUpdate, revokeGrantsSignal,
-  setMaxRateUpdate, setRateUpdate, statsQuery, stopUpdate, type AddWorkOptions, type ResumeInput, type SetMaxRateInput, type SetRateInput,
+  setMaxRateUpdate, setMaxRetryAfterUpdate, setRateUpdate, statsQuery, stopUpdate, type AddWorkOptions, type ResumeInput, type SetMaxRateInput, type SetMaxRetryAfterInput, type SetRateInput,
 } from './messages';
 import { detailsMarkdown, MonitorModel, shownOf, type MonitorInput, type MonitorStats } from './monitorState';
 import { PATCH_LEVEL, inLevel, levelOf, patchesOf } from './patchLevel';
@@ -116,8 +116,7 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
     if (catalog !== undefined) takeGiven('catalogue entry', configProblem(catalog), () => m.governor.takeCatalogEntry(catalog, Date.now()));
     if (maxRate !== undefined) takeGiven('maxRate', invalidRate(maxRate), () => m.governor.takeGivenCeiling(maxRate, Date.now()));
     if (maxRetryAfterMs !== undefined) {
-      const problem = typeof maxRetryAfterMs === 'number' ? invalidRetryAfterCap(maxRetryAfterMs / 1000) : `must be a number of ms, not ${JSON.stringify(maxRetryAfterMs)}`;
-      takeGiven('maxRetryAfterMs', problem, () => m.governor.takeMaxRetryAfter(maxRetryAfterMs, Date.now()));
+      takeGiven('maxRetryAfterMs', retryAfterCapProblem(maxRetryAfterMs), () => m.governor.takeMaxRetryAfter(maxRetryAfterMs, Date.now()));
     }
     // A signal cannot be refused: what cannot be used is said where an operator looks.
     const checked = checkWorkItems(items);
@@ -206,6 +205,16 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
     validator: (arg: SetMaxRateInput) => {
       if (!arg || typeof arg !== 'object' || !('maxRate' in arg)) throw new Error('setMaxRate needs {"maxRate": <requests per second> | null}');
       if (arg.maxRate !== null) assertValid(invalidRate(arg.maxRate));
+    },
+  });
+  setHandler(setMaxRetryAfterUpdate, (arg: SetMaxRetryAfterInput) => {
+    const changed = m.governor.setMaxRetryAfter(arg.maxRetryAfterMs, Date.now());
+    announce([changed]);
+    return changed.detail;
+  }, {
+    validator: (arg: SetMaxRetryAfterInput) => {
+      if (!arg || typeof arg !== 'object' || !('maxRetryAfterMs' in arg)) throw new Error('setMaxRetryAfter needs {"maxRetryAfterMs": <ms>}');
+      assertValid(retryAfterCapProblem(arg.maxRetryAfterMs));
     },
   });
   setHandler(stopUpdate, () => { announce([m.governor.stop()]); return 'stopped'; });
@@ -500,7 +509,7 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
     if ((info.continueAsNewSuggested || info.historyLength > m.state.options.maxHistoryEvents) && ownBatches.size === 0) {
       await condition(allHandlersFinished);
       // The ceiling as it is now: setMaxRate may have changed the one the crawl started with; and
-      // the Retry-After cap, which a later start may have changed.
+      // the Retry-After cap, which a later start or set-max-retry-after may have changed.
       const { globalCeiling, adaptive: { maxRetryAfterMs } } = m.governor.cfg;
       const given = input.governorConfig;
       const sameCap = maxRetryAfterMs === (given?.adaptive?.maxRetryAfterMs ?? DEFAULT_ADAPTIVE.maxRetryAfterMs);
@@ -523,6 +532,12 @@ const NEW_CHUNK_ID = 'A chunkId names its URLs for good: give other URLs a new o
 export const SMALL_SOURCE_URLS = 50;
 /** Where a batch run by its monitor takes the monitor's grants and revocations. */
 type BatchListener = Parameters<MonitorLink['listen']>[0];
+
+/** maxRetryAfterMs as the Temporal CLI gives it: in ms, where the crawl CLI takes seconds. */
+function retryAfterCapProblem(ms: unknown): string | undefined {
+  if (typeof ms === 'number' && !invalidRetryAfterCap(ms / 1000)) return undefined;
+  return `maxRetryAfterMs must be a number of ms from 1000 to ${MAX_RETRY_AFTER_LIMIT_S * 1000}, not ${JSON.stringify(ms)}`;
+}
 
 function assertValid(message: string | undefined): void {
   if (message) throw new Error(message);

@@ -442,6 +442,12 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
     const badBurst = await runCli(['set-rate', 'anything', '5', '--burst', '-2'], { TEMPORAL_ADDRESS: '127.0.0.1:1' });
     expect(badBurst.code).not.toBe(0);
     expect(badBurst.stderr).toMatch(/burst must be a whole number from 0 to 1000/);
+    const badCap = await runCli(['set-max-retry-after', '2h', 'anything'], { TEMPORAL_ADDRESS: '127.0.0.1:1' });
+    expect(badCap.code).not.toBe(0);
+    expect(badCap.stderr).toMatch(/the longest Retry-After must be a number of seconds from 1 to 86400/);
+    const unknownCap = await runCli(['set-max-retry-after', '60', 'no-such-source'], childEnv);
+    expect(unknownCap.code).toBe(1);
+    expect(unknownCap.stderr).toMatch(/no crawl monitor for source "no-such-source"/);
     // Inputs are checked before anything else: the manifest's error, not the server's.
     for (const command of ['start', 'run']) {
       const noManifest = await runCli([command, '/no/such/manifest.ndjson'], { TEMPORAL_ADDRESS: '127.0.0.1:1' });

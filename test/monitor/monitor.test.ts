@@ -11,7 +11,7 @@ import { ceilings, maxInAnyWindow } from '../../src/politeness/pacing';
 import { slotCount } from '../../src/activities/pacedRunner';
 import { crawlBatchWorkflow } from '../../src/workflows/batch';
 import { crawlMonitorWorkflow } from '../../src/workflows/monitor';
-import { addWorkSignal, pauseUpdate, resumeUpdate, setMaxRateUpdate, setRateUpdate, statsQuery, stopUpdate } from '../../src/workflows/messages';
+import { addWorkSignal, pauseUpdate, resumeUpdate, setMaxRateUpdate, setMaxRetryAfterUpdate, setRateUpdate, statsQuery, stopUpdate } from '../../src/workflows/messages';
 import { CRAWL_DONE, CRAWL_SOURCE, CRAWL_STATE, FINISHED, monitorSearchAttributes } from '../../src/temporal/searchAttributes';
 import { MonitorModel, monitorWorkflowId, shownOf } from '../../src/workflows/monitorState';
 import { WORKFLOWS_PATH } from '../../src/workers/worker';
@@ -1349,7 +1349,7 @@ describe('crawl monitor (time-skipping server)', () => {
       await env.sleep(1_000);
       stats = await handle.query(statsQuery);
       expect(stats.alerts.slice(-2)).toEqual([
-        expect.stringMatching(/ addWork: maxRetryAfterMs ignored: the longest Retry-After must be a number of seconds from 1 to 86400$/),
+        expect.stringMatching(/ addWork: maxRetryAfterMs ignored: maxRetryAfterMs must be a number of ms from 1000 to 86400000, not 0$/),
         expect.stringMatching(/ max-retry-after: --max-retry-after changed to 60 s \(was 900 s\); the Retry-After hold now ends at /),
       ]);
       expect(Date.parse(stats.retryAfterUntil!) - cappedAt).toBeGreaterThanOrEqual(59_000);
@@ -1358,6 +1358,43 @@ describe('crawl monitor (time-skipping server)', () => {
       // Granted again after the new cap, its grants carrying it to the activities.
       expect(scripted.grants.length).toBeGreaterThan(grantsBefore);
       expect(retryAfterCaps.at(-1)).toBe(60_000);
+      expect((await handle.result()).urls).toMatchObject({ total: 100, finished: 100 });
+    });
+  });
+
+  it('takes crawl set-max-retry-after: a source held for an hour-long Retry-After is asked again at the new cap, and nonsense is refused', async () => {
+    const { taskQueue, workflowId } = ids('set-retry-after.test');
+    let asked = false;
+    const retryAfterCaps: (number | undefined)[] = [];
+    const scripted = scriptedActivities((url) => {
+      if (indexOf(url) === 30 && !asked) { asked = true; return { cls: 'error', status: 429, retryAfterMs: 3_600_000 }; }
+      return { cls: 'done', status: 200 };
+    });
+    const acts = { ...scripted.acts, async fetchBatch(input: FetchBatchInput) { retryAfterCaps.push(input.maxRetryAfterMs); return scripted.acts.fetchBatch(input); } };
+    const worker = await monitorWorker(env, taskQueue, acts);
+    await worker.runUntil(async () => {
+      const handle = await env.client.workflow.start(crawlMonitorWorkflow, {
+        taskQueue, workflowId, args: [{ source: 'set-retry-after.test', config: { rate: 2 }, work: chunksOf('set-retry-after.test', 100, 100) }],
+      });
+      for (let i = 0; i < 60 && !asked; i++) await env.sleep(1_000);
+      await env.sleep(5_000);
+      expect(Date.parse((await handle.query(statsQuery)).retryAfterUntil!) - (await env.currentTimeMs())).toBeGreaterThan(800_000);
+      const grantsBefore = scripted.grants.length;
+      const rejection = (pattern: RegExp) => ({ cause: expect.objectContaining({ message: expect.stringMatching(pattern) }) });
+      await expect(handle.executeUpdate(setMaxRetryAfterUpdate, { args: [{ maxRetryAfterMs: 500 }] })).rejects.toMatchObject(rejection(/maxRetryAfterMs must be a number of ms from 1000 to 86400000, not 500/));
+      await expect(handle.executeUpdate(setMaxRetryAfterUpdate, { args: [{} as never] })).rejects.toMatchObject(rejection(/setMaxRetryAfter needs \{"maxRetryAfterMs"/));
+      const answer = await handle.executeUpdate(setMaxRetryAfterUpdate, { args: [{ maxRetryAfterMs: 30_000 }] });
+      const cappedAt = await env.currentTimeMs();
+      expect(answer).toMatch(/^longest Retry-After honoured set to 30 s \(was 900 s\); the Retry-After hold now ends at /);
+      const stats = await handle.query(statsQuery);
+      expect(stats.alerts.at(-1)).toContain(`max-retry-after: ${answer}`);
+      expect(Math.abs(Date.parse(stats.retryAfterUntil!) - (cappedAt + 30_000))).toBeLessThanOrEqual(1_000);
+      await env.sleep(20_000);
+      expect(scripted.grants.length).toBe(grantsBefore);
+      await env.sleep(60_000);
+      // Granted again after the new cap, its grants carrying it to the activities' own 429 blocks.
+      expect(scripted.grants.length).toBeGreaterThan(grantsBefore);
+      expect(retryAfterCaps.at(-1)).toBe(30_000);
       expect((await handle.result()).urls).toMatchObject({ total: 100, finished: 100 });
     });
   });
