@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { Client, WorkflowFailedError } from '@temporalio/client';
+import { Client, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
 import { ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
@@ -1322,8 +1322,12 @@ describe('crawl monitor (time-skipping server)', () => {
     });
   });
 
-  it('takes a --max-retry-after that comes with more work: a source held for an hour-long Retry-After is asked again at the new cap', async () => {
-    const { taskQueue, workflowId } = ids('retry-after.test');
+  /**
+   * A 100-URL source at 2/s whose 31st URL answers `429 Retry-After: 3600`, held for the default
+   * 15 min when `held` runs; `retryAfterCaps` are the caps its grants carried to the activity.
+   */
+  const heldForAnHour = async (source: string, held: (handle: WorkflowHandle<typeof crawlMonitorWorkflow>, grants: () => number, retryAfterCaps: (number | undefined)[]) => Promise<void>) => {
+    const { taskQueue, workflowId } = ids(source);
     let asked = false;
     const retryAfterCaps: (number | undefined)[] = [];
     const scripted = scriptedActivities((url) => {
@@ -1334,20 +1338,25 @@ describe('crawl monitor (time-skipping server)', () => {
     const worker = await monitorWorker(env, taskQueue, acts);
     await worker.runUntil(async () => {
       const handle = await env.client.workflow.start(crawlMonitorWorkflow, {
-        taskQueue, workflowId, args: [{ source: 'retry-after.test', config: { rate: 2 }, work: chunksOf('retry-after.test', 100, 100) }],
+        taskQueue, workflowId, args: [{ source, config: { rate: 2 }, work: chunksOf(source, 100, 100) }],
       });
       for (let i = 0; i < 60 && !asked; i++) await env.sleep(1_000);
       await env.sleep(5_000);
-      let stats = await handle.query(statsQuery);
-      const heldUntil = Date.parse(stats.retryAfterUntil!);
-      expect(heldUntil - (await env.currentTimeMs())).toBeGreaterThan(800_000);
-      const grantsBefore = scripted.grants.length;
+      expect(Date.parse((await handle.query(statsQuery)).retryAfterUntil!) - (await env.currentTimeMs())).toBeGreaterThan(800_000);
+      await held(handle, () => scripted.grants.length, retryAfterCaps);
+      expect((await handle.result()).urls).toMatchObject({ total: 100, finished: 100 });
+    });
+  };
+
+  it('takes a --max-retry-after that comes with more work: a source held for an hour-long Retry-After is asked again at the new cap', async () => {
+    await heldForAnHour('retry-after.test', async (handle, grants, retryAfterCaps) => {
+      const grantsBefore = grants();
       // Nonsense is said and ignored; a cap of 60 s ends the hold 60 s from now.
       await handle.signal(addWorkSignal, [], { maxRetryAfterMs: 0 });
       await handle.signal(addWorkSignal, [], { maxRetryAfterMs: 60_000 });
       const cappedAt = await env.currentTimeMs();
       await env.sleep(1_000);
-      stats = await handle.query(statsQuery);
+      const stats = await handle.query(statsQuery);
       expect(stats.alerts.slice(-2)).toEqual([
         expect.stringMatching(/ addWork: maxRetryAfterMs ignored: maxRetryAfterMs must be a number of ms from 1000 to 86400000, not 0$/),
         expect.stringMatching(/ max-retry-after: --max-retry-after changed to 60 s \(was 900 s\); the Retry-After hold now ends at /),
@@ -1356,30 +1365,14 @@ describe('crawl monitor (time-skipping server)', () => {
       expect(Date.parse(stats.retryAfterUntil!) - cappedAt).toBeLessThanOrEqual(61_000);
       await env.sleep(120_000);
       // Granted again after the new cap, its grants carrying it to the activities.
-      expect(scripted.grants.length).toBeGreaterThan(grantsBefore);
+      expect(grants()).toBeGreaterThan(grantsBefore);
       expect(retryAfterCaps.at(-1)).toBe(60_000);
-      expect((await handle.result()).urls).toMatchObject({ total: 100, finished: 100 });
     });
   });
 
   it('takes crawl set-max-retry-after: a source held for an hour-long Retry-After is asked again at the new cap, and nonsense is refused', async () => {
-    const { taskQueue, workflowId } = ids('set-retry-after.test');
-    let asked = false;
-    const retryAfterCaps: (number | undefined)[] = [];
-    const scripted = scriptedActivities((url) => {
-      if (indexOf(url) === 30 && !asked) { asked = true; return { cls: 'error', status: 429, retryAfterMs: 3_600_000 }; }
-      return { cls: 'done', status: 200 };
-    });
-    const acts = { ...scripted.acts, async fetchBatch(input: FetchBatchInput) { retryAfterCaps.push(input.maxRetryAfterMs); return scripted.acts.fetchBatch(input); } };
-    const worker = await monitorWorker(env, taskQueue, acts);
-    await worker.runUntil(async () => {
-      const handle = await env.client.workflow.start(crawlMonitorWorkflow, {
-        taskQueue, workflowId, args: [{ source: 'set-retry-after.test', config: { rate: 2 }, work: chunksOf('set-retry-after.test', 100, 100) }],
-      });
-      for (let i = 0; i < 60 && !asked; i++) await env.sleep(1_000);
-      await env.sleep(5_000);
-      expect(Date.parse((await handle.query(statsQuery)).retryAfterUntil!) - (await env.currentTimeMs())).toBeGreaterThan(800_000);
-      const grantsBefore = scripted.grants.length;
+    await heldForAnHour('set-retry-after.test', async (handle, grants, retryAfterCaps) => {
+      const grantsBefore = grants();
       const rejection = (pattern: RegExp) => ({ cause: expect.objectContaining({ message: expect.stringMatching(pattern) }) });
       await expect(handle.executeUpdate(setMaxRetryAfterUpdate, { args: [{ maxRetryAfterMs: 500 }] })).rejects.toMatchObject(rejection(/maxRetryAfterMs must be a number of ms from 1000 to 86400000, not 500/));
       await expect(handle.executeUpdate(setMaxRetryAfterUpdate, { args: [{} as never] })).rejects.toMatchObject(rejection(/setMaxRetryAfter needs \{"maxRetryAfterMs"/));
@@ -1390,12 +1383,11 @@ describe('crawl monitor (time-skipping server)', () => {
       expect(stats.alerts.at(-1)).toContain(`max-retry-after: ${answer}`);
       expect(Math.abs(Date.parse(stats.retryAfterUntil!) - (cappedAt + 30_000))).toBeLessThanOrEqual(1_000);
       await env.sleep(20_000);
-      expect(scripted.grants.length).toBe(grantsBefore);
+      expect(grants()).toBe(grantsBefore);
       await env.sleep(60_000);
       // Granted again after the new cap, its grants carrying it to the activities' own 429 blocks.
-      expect(scripted.grants.length).toBeGreaterThan(grantsBefore);
+      expect(grants()).toBeGreaterThan(grantsBefore);
       expect(retryAfterCaps.at(-1)).toBe(30_000);
-      expect((await handle.result()).urls).toMatchObject({ total: 100, finished: 100 });
     });
   });
 
