@@ -121,6 +121,8 @@ export interface MonitorStats {
   target: number;
   /** The global ceiling (`--max-rate` at start, or `set-max-rate` since), or null. */
   maxRate: number | null;
+  /** The longest Retry-After honoured, s (`--max-retry-after` at start or a later start, or `set-max-retry-after` since); absent from monitors of older builds. */
+  maxRetryAfterS?: number;
   /** The most the site's robots.txt Crawl-delay allows, once it has been found to matter, or null. */
   siteMaxRate: number | null;
   burst: number;
@@ -609,6 +611,7 @@ export class MonitorModel {
       rate: round(g.adaptive.rate),
       target: round(g.target),
       maxRate: this.governor.cfg.globalCeiling ?? null,
+      maxRetryAfterS: this.governor.cfg.adaptive.maxRetryAfterMs / 1000,
       siteMaxRate: g.siteMaxRate !== undefined ? round(g.siteMaxRate) : null,
       burst: g.burst,
       ceilingPerSecond: ceilings(g.adaptive.rate, g.burst).perSecond,

@@ -1381,6 +1381,7 @@ describe('crawl monitor (time-skipping server)', () => {
       expect(answer).toMatch(/^longest Retry-After honoured set to 30 s \(was 900 s\); the Retry-After hold now ends at /);
       const stats = await handle.query(statsQuery);
       expect(stats.alerts.at(-1)).toContain(`max-retry-after: ${answer}`);
+      expect(stats.maxRetryAfterS).toBe(30);
       expect(Math.abs(Date.parse(stats.retryAfterUntil!) - (cappedAt + 30_000))).toBeLessThanOrEqual(1_000);
       await env.sleep(20_000);
       expect(grants()).toBe(grantsBefore);
