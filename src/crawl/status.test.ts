@@ -88,6 +88,7 @@ describe('the status table', () => {
     const r = running(3);
     const slowed = { by: 'a 429 (Retry-After 30 s)', at: '2026-11-28T01:00:00.000Z', backAt: '2026-11-28T01:02:00.000Z' };
     const held: SourceStatus = { ...r, stats: { ...r.stats!, rate: 1, slowed } };
+    expect(statusTable([{ ...held, stats: { ...held.stats!, rate: 1.23456 } }]).split('\n')[1]).toMatch(/^s\s+running\s+1\.23\s+2\s/);
     expect(statusTable([held]).split('\n')[1]).toMatch(/^s\s+running\s+1\s+2\s.*slowed by a 429 \(Retry-After 30 s\) at 2026-11-28T01:00:00.000Z: back at 2\/s by 2026-11-28T01:02:00.000Z unless slowed again$/);
     expect(monitoringUpdate([held]).sources.s!.slowed).toEqual(slowed);
     const ended: SourceStatus = { ...held, workflowStatus: 'COMPLETED' };

@@ -500,7 +500,7 @@ export function statusTable(statuses: SourceStatus[], nowMs = Date.now()): strin
         : s.workflowStatus === 'COMPLETED' ? answersNote(st, null) : undefined))
         ?? (st?.siteMaxRate != null ? `robots.txt Crawl-delay: at most ${st.siteMaxRate}/s${st.crawlDelayUntil ? `, next request not before ${st.crawlDelayUntil}` : ''}` : u?.note ?? s.ended ?? '');
     const left = sourceSecondsLeft(s, nowMs);
-    rows.push([s.source, state, String(st?.rate ?? u?.rate ?? ''), String(st?.target ?? ''), st ? `${st.urls.finished}/${st.urls.total}` : '', left ? `~${durationText(left)}` : '', String(st?.counts.done ?? u?.done ?? ''),
+    rows.push([s.source, state, rateCell(st?.rate ?? u?.rate), rateCell(st?.target), st ? `${st.urls.finished}/${st.urls.total}` : '', left ? `~${durationText(left)}` : '', String(st?.counts.done ?? u?.done ?? ''),
       String(st?.counts.linkrot ?? ''), String(st?.counts.content ?? ''), String(st?.counts.robots ?? ''), String(st?.counts.error ?? u?.errors ?? ''), note]);
   }
   // Once nothing is left to go (run's closing table), the column says nothing.
@@ -511,4 +511,9 @@ export function statusTable(statuses: SourceStatus[], nowMs = Date.now()): strin
 
 function round(n: number): number {
   return Math.round(n * 100) / 100;
+}
+
+/** Three significant digits: a ramping rate read 3.352 beside a target of 5; 0.005 stays 0.005. */
+function rateCell(n: number | undefined): string {
+  return n === undefined ? '' : String(Number(n.toPrecision(3)));
 }
