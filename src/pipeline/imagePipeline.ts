@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { classifyStatus, statusReason } from '../politeness/classify';
+import { transferMsPerMib } from '../politeness/latency';
 import { parseRetryAfter } from '../politeness/retryAfter';
 import type { ProcessedUrl, UrlProcessor } from '../activities/crawlActivities';
 import type { RedirectHop, RequestOutcome } from '../shared/types';
@@ -197,7 +198,7 @@ export class ImagePipeline implements UrlProcessor {
     const fromSpool = spooled !== undefined;
     let body = spooled?.body;
     let rightsHeaders = spooled?.rights;
-    let timing: { status?: number; ttfbMs?: number; totalMs?: number; sent: boolean } = { status: 200, sent: false };
+    let timing: { status?: number; ttfbMs?: number; totalMs?: number; msPerMib?: number; sent: boolean } = { status: 200, sent: false };
     const redirects = ctx.hop?.redirects ?? 0;
     if (!body) {
       if (!this.robots.known(u)) {
@@ -261,6 +262,8 @@ export class ImagePipeline implements UrlProcessor {
       // Analysed, it was called a corrupt image ("premature end of JPEG image").
       if (res.status === 206) return { outcome: { ...base, ...timing, cls: 'content', reason: statusReason(206) } };
       body = res.body!;
+      const msPerMib = transferMsPerMib(body.length, res.ttfbMs, res.totalMs);
+      if (msPerMib !== undefined) timing = { ...timing, msPerMib };
       // With the site's TDMRep rule, kept with the bytes should the store fail (the spool).
       rightsHeaders = withSiteRule(res.rightsHeaders, this.tdmRep?.ruleFor(u));
     }

@@ -557,3 +557,40 @@ describe('Governor and a site whose TTFB rises', () => {
     expect(old.slice(-30).every((r) => r < 2.5)).toBe(true);
   });
 });
+
+describe('Governor and a site whose uplink fills (the download-speed watch)', () => {
+  /** Reports of 20 large images every 10 s: TTFB steady at 20 ms, transfer ms per MiB by report. */
+  const crawl = (g: Governor, msPerMibOf: (r: number) => number, reports: number, policy: { watchDownloadSpeed?: () => boolean } = {}) => {
+    const rates: number[] = [];
+    const events: string[] = [];
+    for (let r = 0; r < reports; r++) {
+      const outcomes = Array.from({ length: 20 }, () => ({ url: '', cls: 'done' as const, status: 200, ttfbMs: 20, msPerMib: msPerMibOf(r), sent: true, final: true, attempt: 1 }));
+      events.push(...g.applyReport({ batchId: 'b', grantId: r + 1, unused: 0, outcomes }, T0 + r * 10_000, policy).map((e) => e.detail));
+      g.tick(T0 + r * 10_000 + 1);
+      rates.push(g.rate);
+    }
+    return { rates, events };
+  };
+
+  it('slows a source whose downloads slow down as they pile up, though its TTFB stays low', () => {
+    // 2 s a MiB at first, then each download slower as more are open at once.
+    const filling = (r: number) => (r < 1 ? 2_000 : 2_000 * 8 * r);
+    const g = Governor.create('museum.example', { rate: 5 }, T0);
+    const { rates, events } = crawl(g, filling, 3);
+    expect(rates[0]).toBe(5);
+    expect(rates[1]).toBeCloseTo(3.75, 2);
+    expect(events[0]).toBe('median download speed below a third of its baseline 512 KiB/s; rate 3.75/s');
+    // Slower still at the next report: slowed again, against the baseline learnt meanwhile.
+    expect(rates[2]).toBeLessThan(3);
+    expect(g.state.slowedBy?.by).toBe('its downloads\' speed (median 32 KiB/s against a baseline of 441 KiB/s)');
+    // Its history from before the watch replays without it.
+    expect(crawl(Governor.create('museum.example', { rate: 5 }, T0), filling, 3, { watchDownloadSpeed: () => false }).rates).toEqual([5, 5, 5]);
+  });
+
+  it('leaves alone downloads that are slower but still fast, and a fast site\'s noise', () => {
+    // Four times slower, yet under a second a MiB more: a busy worker reading bodies late.
+    expect(crawl(Governor.create('fast.example', { rate: 5 }, T0), (r) => (r < 1 ? 20 : 80 + (r % 2) * 600), 6).rates).toEqual(Array(6).fill(5));
+    // Twice as slow on a slow link: the site's own variation.
+    expect(crawl(Governor.create('slow-link.example', { rate: 5 }, T0), (r) => (r < 1 ? 4_000 : 8_000), 6).rates).toEqual(Array(6).fill(5));
+  });
+});

@@ -2,7 +2,7 @@ import type { OutcomeClass, OutcomeReport, SourceConfig } from '../shared/types'
 import { capRetryAfter, DEFAULT_ADAPTIVE, holdUntil, isHeld, newAdaptiveState, onLatencyElevated, onThrottle, ramp, reduceTo, type AdaptiveConfig, type AdaptiveState } from './adaptiveRate';
 import { clearRun, clearWindow, DEFAULT_BREAKER, newBreakerState, recordRepeat, recordSample, shouldCoolDown, shouldHalt, windowCounts, type BreakerConfig, type BreakerState } from './breaker';
 import { healthSample, isThrottle } from './classify';
-import { DEFAULT_LATENCY, latencyElevated, learnBaseline, median, newLatencyState, recordTtfb, resetRecent, type LatencyConfig, type LatencyState } from './latency';
+import { DEFAULT_LATENCY, DEFAULT_TRANSFER, latencyElevated, learnBaseline, median, newLatencyState, recordTtfb, resetRecent, type LatencyConfig, type LatencyState } from './latency';
 import { grantLeadMs, learnDispatch } from './grantLead';
 import { newPacerState, FIRST_WINDOW_MS, PROBE_WINDOW_MS, planWindow, windowLengthMs, type PacerState, type PlannedGrant, type Want } from './pacing';
 import { PAGES_FOR_HALT, pagesHaltReason, pagesSinceImage } from './pageRun';
@@ -76,6 +76,8 @@ export interface GovernorState {
   haltReason: string | null;
   adaptive: AdaptiveState;
   latency: LatencyState;
+  /** The download-speed watch (ms per MiB of large images: latency.ts); absent until its first sample. */
+  transfer?: LatencyState;
   breaker: BreakerState;
   pacer: PacerState;
   counts: Counts;
@@ -150,6 +152,8 @@ export interface ReportPolicy {
   liftCrawlDelay?: () => boolean;
   /** Whether a Crawl-delay's first wait counts from the windows already booked (applyCrawlDelay). */
   crawlDelayAfterBooked?: () => boolean;
+  /** Whether large images' transfer times slow the source (DEFAULT_TRANSFER); asked only when a report has one. */
+  watchDownloadSpeed?: () => boolean;
 }
 
 export class Governor {
@@ -185,7 +189,7 @@ export class Governor {
   }
 
   /** Feeds one batch report into the breaker, latency watch and adaptive rate. */
-  applyReport(report: OutcomeReport, nowMs: number, { latencyBySample = false, liftCrawlDelay, crawlDelayAfterBooked }: ReportPolicy = {}): PolicyEvent[] {
+  applyReport(report: OutcomeReport, nowMs: number, { latencyBySample = false, liftCrawlDelay, crawlDelayAfterBooked, watchDownloadSpeed }: ReportPolicy = {}): PolicyEvent[] {
     const s = this.state;
     const events: PolicyEvent[] = [];
     let throttled = false;
@@ -238,6 +242,7 @@ export class Governor {
       else if (sample !== 'none') recordSample(s.breaker, nowMs, sample === 'error', this.cfg.breaker);
       if (sample === 'error' || sample === 'repeat') lastFailure = o.reason;
       if (o.ttfbMs !== undefined && o.cls !== 'error') recordTtfb(s.latency, o.ttfbMs, this.cfg.latency, latencyBySample);
+      if (o.msPerMib !== undefined && o.cls !== 'error' && (watchDownloadSpeed?.() ?? true)) recordTtfb(s.transfer ??= newLatencyState(), o.msPerMib, DEFAULT_TRANSFER);
       if (isThrottle(o.status)) {
         throttled = true;
         throttleStatuses.add(o.status!);
@@ -261,7 +266,7 @@ export class Governor {
       resetRecent(s.latency);
       s.slowedBy = { by: `its TTFB (median ${Math.round(recentMedian)} ms against a baseline of ${Math.round(baselineBefore ?? 0)} ms)`, atMs: nowMs };
       events.push({ event: 'latency-slowdown', detail: `median ttfb above ${this.cfg.latency.factor}x baseline ${Math.round(baselineBefore ?? 0)} ms; rate ${fmt(s.adaptive.rate)}/s` });
-    }
+    } else if (s.transfer) events.push(...this.watchTransfer(s.transfer, !throttled && report.retryAfterMs === undefined && !elevated, nowMs));
     if (s.mode === 'running' || s.mode === 'cooling') {
       if (shouldHalt(s.breaker, this.cfg.breaker)) {
         s.mode = 'halted';
@@ -558,6 +563,23 @@ export class Governor {
   }
 
   /**
+   * The download-speed watch, as the TTFB watch above: a site whose downloads slow down as we
+   * add them (its uplink full) is slowed before its transfers time out. `judge`: no other
+   * slowdown came with this report.
+   */
+  private watchTransfer(transfer: LatencyState, judge: boolean, nowMs: number): PolicyEvent[] {
+    const s = this.state;
+    const elevated = judge && latencyElevated(transfer, DEFAULT_TRANSFER);
+    const baselineBefore = transfer.baselineMs ?? 0;
+    const recentMedian = elevated ? median(transfer.recent) : 0;
+    learnBaseline(transfer, nowMs, DEFAULT_TRANSFER);
+    if (!elevated || !onLatencyElevated(s.adaptive, s.target, nowMs, this.cfg.adaptive)) return [];
+    resetRecent(transfer);
+    s.slowedBy = { by: `its downloads' speed (median ${speedText(recentMedian)} against a baseline of ${speedText(baselineBefore)})`, atMs: nowMs };
+    return [{ event: 'latency-slowdown', detail: `median download speed below a third of its baseline ${speedText(baselineBefore)}; rate ${fmt(s.adaptive.rate)}/s` }];
+  }
+
+  /**
    * The cap on the Retry-After honoured that came with more work (`--max-retry-after`), taken
    * when it differs from the one the source was last given, so an unchanged one leaves a `crawl
    * set-max-retry-after` made since in place. Before, only a monitor a command started took it:
@@ -631,6 +653,12 @@ export class Governor {
 /** Stretched for missed slots, but never past a minute unless the rate's own window is longer. */
 function stretchedWindowMs(windowMs: number, stretch: number): number {
   return Math.min(Math.max(windowMs, 60_000), windowMs * Math.max(1, stretch));
+}
+
+/** A transfer time per MiB as a speed. */
+function speedText(msPerMib: number): string {
+  const kibPerS = msPerMib > 0 ? (1024 * 1000) / msPerMib : Infinity;
+  return kibPerS >= 1024 ? `${(kibPerS / 1024).toFixed(1)} MiB/s` : `${Math.round(kibPerS)} KiB/s`;
 }
 
 function fmt(n: number): string {

@@ -1,4 +1,4 @@
-import { DEFAULT_LATENCY, latencyElevated, learnBaseline, newLatencyState, recordTtfb, resetRecent, type LatencyState } from './latency';
+import { DEFAULT_LATENCY, latencyElevated, learnBaseline, newLatencyState, recordTtfb, resetRecent, transferMsPerMib, type LatencyState } from './latency';
 
 describe('latency watch', () => {
   it('is quiet while latency stays near its baseline', () => {
@@ -73,3 +73,11 @@ describe('latency watch', () => {
   });
 });
 
+
+describe('transferMsPerMib', () => {
+  it('is the transfer time per MiB of bodies of 256 KiB and more only', () => {
+    expect(transferMsPerMib(512 * 1024, 30, 530)).toBe(1_000);
+    expect(transferMsPerMib(256 * 1024 - 1, 30, 5_030)).toBeUndefined();
+    expect(transferMsPerMib(1024 * 1024, undefined, 500)).toBeUndefined();
+  });
+});

@@ -30,9 +30,34 @@ export interface LatencyConfig {
   baselineAlpha: number;
   /** The baseline covers half the distance to the recent median in this long. */
   baselineHalfLifeMs: number;
+  /** The first baseline is the least of the first samples instead of their mean. */
+  firstBaselineLeast?: boolean;
 }
 
 export const DEFAULT_LATENCY: LatencyConfig = { recentSize: 21, minSamples: 10, factor: 2, minExcessMs: 50, baselineAlpha: 0.05, baselineHalfLifeMs: 5 * 60_000 };
+
+/**
+ * The download-speed watch: the same rule over each large image's transfer time per MiB. A site
+ * whose uplink is its bottleneck answers the first byte at once (a flow-fair queue lets a new
+ * connection's first packets through) while every download slows with each one added: measured
+ * with a loopback site of 1 MB/s crawled at 5/s, the TTFB watch held the rate near 2.5/s and 64
+ * downloads stayed open at the site for the whole crawl, its link ours alone, each download 31 s
+ * instead of half a second. A slower transfer alone is no overload: the median must be three
+ * times the baseline and at least a second per MiB (below 1 MiB/s) more, so that a worker whose
+ * busy CPU reads bodies late (a turn of its event loop) is not taken for a site's slowness. The
+ * first baseline is the fastest of the first downloads: at 5/s the first ten already shared the
+ * link (27 open after 10 s), and their mean, 56 KiB/s, was a queue's speed, not the site's.
+ */
+export const DEFAULT_TRANSFER: LatencyConfig = { ...DEFAULT_LATENCY, factor: 3, minExcessMs: 1_000, firstBaselineLeast: true };
+
+/** Bodies smaller than this say little of a link's speed (their transfer is a round trip or two). */
+export const TRANSFER_SAMPLE_MIN_BYTES = 256 * 1024;
+
+/** A body's transfer time per MiB, when it is large enough to tell (undefined otherwise). */
+export function transferMsPerMib(bytes: number, ttfbMs: number | undefined, totalMs: number | undefined): number | undefined {
+  if (bytes < TRANSFER_SAMPLE_MIN_BYTES || ttfbMs === undefined || totalMs === undefined) return undefined;
+  return Math.round((Math.max(0, totalMs - ttfbMs) * 1024 * 1024) / bytes);
+}
 
 export function newLatencyState(): LatencyState {
   return { baselineMs: null, baselineSamples: 0, recent: [] };
@@ -49,9 +74,9 @@ export function recordTtfb(state: LatencyState, ttfbMs: number, cfg: LatencyConf
   state.recent.push(ttfbMs);
   if (state.recent.length > cfg.recentSize) state.recent.shift();
   if (state.baselineMs === null || state.baselineSamples < cfg.minSamples) {
-    // Plain mean until the baseline has enough samples to be trusted.
+    // Plain mean (or the least) until the baseline has enough samples to be trusted.
     const n = state.baselineSamples;
-    state.baselineMs = ((state.baselineMs ?? 0) * n + ttfbMs) / (n + 1);
+    state.baselineMs = cfg.firstBaselineLeast ? Math.min(state.baselineMs ?? Infinity, ttfbMs) : ((state.baselineMs ?? 0) * n + ttfbMs) / (n + 1);
     state.baselineSamples = n + 1;
     return;
   }

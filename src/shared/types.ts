@@ -22,6 +22,11 @@ export interface RequestOutcome {
   reason?: string;
   /** Time to first byte in ms, when a response arrived. */
   ttfbMs?: number;
+  /**
+   * For a body of at least TRANSFER_SAMPLE_MIN_BYTES: the ms its transfer took per MiB (total
+   * less time to first byte), what the site's link bears (latency.ts: the download-speed watch).
+   */
+  msPerMib?: number;
   totalMs?: number;
   /** True when an HTTP request was sent to the source (robots/refused cost none). */
   sent: boolean;

@@ -147,7 +147,7 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
     if (report.dispatchMs !== undefined && patched('adaptive-grant-lead')) m.governor.noteDispatch(report.dispatchMs);
     // A history made when the latency baseline learnt per sample replays with that rule.
     // Only activities of this version report leastHostDelayMs, and only such a report lifts a cap.
-    announce(m.onReport(report, Date.now(), { latencyBySample: !patched('latency-baseline-by-time'), liftCrawlDelay: () => patched('lift-crawl-delay-cap'), crawlDelayAfterBooked: () => patched('crawl-delay-after-booked') }));
+    announce(m.onReport(report, Date.now(), { latencyBySample: !patched('latency-baseline-by-time'), liftCrawlDelay: () => patched('lift-crawl-delay-cap'), crawlDelayAfterBooked: () => patched('crawl-delay-after-booked'), watchDownloadSpeed: () => patched('watch-download-speed') }));
     // After the report: a rate it lowered (429, Crawl-delay) spaces the next window by its slower slots.
     if (report.windowTail && patched('reclaim-window-tail') && m.governor.reclaimWindowTail(report.windowTail.endMs, report.windowTail.lastSendMs)) wake();
     // Patched as the batch's side is: a monitor that met such a report before it knew `finished`

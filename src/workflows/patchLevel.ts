@@ -60,9 +60,11 @@ const LEVEL_14 = [...LEVEL_13, 'crawl-delay-after-booked'] as const;
 
 const LEVEL_15 = [...LEVEL_14, 'mark-repeat-failures'] as const;
 
-export type PatchId = (typeof LEVEL_15)[number];
+const LEVEL_16 = [...LEVEL_15, 'watch-download-speed'] as const;
 
-const LEVELS: readonly (readonly PatchId[])[] = [[], LEVEL_1, LEVEL_2, LEVEL_3, LEVEL_4, LEVEL_5, LEVEL_6, LEVEL_7, LEVEL_8, LEVEL_9, LEVEL_10, LEVEL_11, LEVEL_12, LEVEL_13, LEVEL_14, LEVEL_15];
+export type PatchId = (typeof LEVEL_16)[number];
+
+const LEVELS: readonly (readonly PatchId[])[] = [[], LEVEL_1, LEVEL_2, LEVEL_3, LEVEL_4, LEVEL_5, LEVEL_6, LEVEL_7, LEVEL_8, LEVEL_9, LEVEL_10, LEVEL_11, LEVEL_12, LEVEL_13, LEVEL_14, LEVEL_15, LEVEL_16];
 
 /** The level of this code: what a workflow it starts puts in its input. */
 export const PATCH_LEVEL = LEVELS.length - 1;

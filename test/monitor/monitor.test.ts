@@ -541,6 +541,20 @@ describe('crawl monitor (time-skipping server)', () => {
     expect(Math.max(...grants.map((g) => g.intervalMs))).toBeGreaterThan(2 * grants[0]!.intervalMs);
   });
 
+  it('slows a source down while its downloads slow as they pile up, its TTFB low (a site whose uplink is full)', async () => {
+    const { taskQueue, workflowId } = ids('uplink.test');
+    let requests = 0;
+    // Large images: 2 s a MiB for the first 40, then 40 s a MiB (a queue of downloads sharing the link).
+    const { grants, acts } = scriptedActivities(() => ({ cls: 'done', status: 200, ttfbMs: 20, msPerMib: requests++ < 40 ? 2_000 : 40_000 }));
+    const worker = await monitorWorker(env, taskQueue, acts);
+    const stats = await worker.runUntil(env.client.workflow.execute(crawlMonitorWorkflow, {
+      taskQueue, workflowId, args: [{ source: 'uplink.test', config: { rate: 5 }, work: chunksOf('uplink.test', 300, 300) }],
+    }));
+    expect(stats.counts.done).toBe(300);
+    expect(stats.alerts.some((a) => /latency-slowdown: median download speed below a third of its baseline 512 KiB\/s/.test(a))).toBe(true);
+    expect(Math.max(...grants.map((g) => g.intervalMs))).toBeGreaterThan(2 * grants[0]!.intervalMs);
+  });
+
   it('keeps granting at 9% errors', async () => {
     const { taskQueue, workflowId } = ids('nine-percent.test');
     // Errors spread evenly: every prefix of the crawl has at most 9% errors.

@@ -7,7 +7,7 @@ import { PAGE_BURST, pagesSinceImage } from '../../src/politeness/pageRun';
 import { WORKFLOWS_PATH } from '../../src/workers/worker';
 
 /** What the scripted "site" answers for one request. */
-export type Answer = { cls: OutcomeClass; status?: number; retryAfterMs?: number; ttfbMs?: number; page?: true };
+export type Answer = { cls: OutcomeClass; status?: number; retryAfterMs?: number; ttfbMs?: number; msPerMib?: number; page?: true };
 export type Script = (url: string, attempt: number) => Answer;
 
 export interface RecordedGrant {
@@ -46,7 +46,7 @@ export function scriptedActivities(script: Script, opts: { reportLastSend?: bool
         const a = script(item.url, item.attempt);
         const final = a.cls !== 'error' || item.attempt >= input.maxAttempts;
         const atMs = input.schedule.startMs + Math.max(0, i - input.schedule.burstSlots) * input.schedule.intervalMs;
-        outcomes.push({ url: item.url, cls: a.cls, status: a.status, ttfbMs: a.ttfbMs ?? 20, sent: true, final, attempt: item.attempt, retryAfterMs: a.retryAfterMs, atMs, ...(a.page ? { page: a.page } : {}) });
+        outcomes.push({ url: item.url, cls: a.cls, status: a.status, ttfbMs: a.ttfbMs ?? 20, sent: true, final, attempt: item.attempt, retryAfterMs: a.retryAfterMs, atMs, ...(a.page ? { page: a.page } : {}), ...(a.msPerMib !== undefined ? { msPerMib: a.msPerMib } : {}) });
         if (isThrottle(a.status)) retryAfterMs = a.retryAfterMs ?? 5_000;
         pages = pagesSinceImage(pages, outcomes.at(-1)!);
       });
