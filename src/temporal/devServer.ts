@@ -5,6 +5,7 @@ import path from 'node:path';
 import { Connection } from '@temporalio/client';
 import { log } from '../shared/log';
 import { isDiskFull } from '../shared/diskRoom';
+import { listensOn } from './listeningProcess';
 import { lowerPriority, serverNiceFromEnv } from './priority';
 import { ALL_SEARCH_ATTRIBUTES } from './searchAttributes';
 import { resolveTool, SETUP_COMMAND } from './tools';
@@ -366,17 +367,29 @@ async function startServerProcess(bin: string, args: string[], dataDir: string, 
   const logStart = fs.fstatSync(serverLog).size;
   const child = spawn(bin, args, { stdio: ['ignore', serverLog, serverLog], detached: false });
   fs.closeSync(serverLog);
+  const port = Number(address.slice(address.lastIndexOf(':') + 1));
   try {
     await waitForFrontend(address, child, 60_000);
+    // Another server, bound to the port since we found it free, answers for a child that
+    // cannot bind it (and is about to fail): not ours to use.
+    if (child.pid !== undefined && listensOn(child.pid, port) === false) {
+      throw new PortInUseError(`another Temporal server took ${address} as this one started`, 'frontend', port);
+    }
     return child;
   } catch (err) {
     child.kill('SIGKILL');
+    if (err instanceof PortInUseError) throw err;
     if (child.exitCode === null) throw err;
     const written = readFrom(logFile, logStart);
+    // The CLI's own check of a port found taken ("can't set UI port ...") comes first; a port
+    // taken after it, the server's listener cannot bind: it logs that, then panics (exit code 2).
+    const bind = /listen tcp \S*?:(\d+): bind: address already in use/.exec(written);
     const said = lastErrorLine(written) ?? lastLines(written, 3);
     const message = `temporal server start-dev exited with code ${child.exitCode}${said ? `: ${said}` : ' before it was ready'}`;
     const [, which, taken] = /can't set (\S+) port (\d+):.*address already in use/i.exec(said) ?? [];
-    throw which && taken ? new PortInUseError(message, which, Number(taken)) : new ServerExitedError(`${message} (log: ${logFile})`);
+    if (which && taken) throw new PortInUseError(message, which, Number(taken));
+    if (bind) throw new PortInUseError(`temporal server start-dev exited with code ${child.exitCode}: port ${bind[1]} was taken as it started`, Number(bind[1]) === port ? 'frontend' : 'internal', Number(bind[1]));
+    throw new ServerExitedError(`${message} (log: ${logFile})`);
   }
 }
 

@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { ensureTemporalServer, freePort } from '../../src/temporal/devServer';
+import { listensOn } from '../../src/temporal/listeningProcess';
 import { createLocalEnv } from '../support/temporal';
 import { createCrawlWorker } from '../../src/workers/worker';
 import { CRAWL_STATE } from '../../src/temporal/searchAttributes';
@@ -102,6 +103,54 @@ describe('local dev server (pinned temporal CLI) with a real worker', () => {
     } finally {
       holder.close();
       if (saved !== undefined) process.env.TEMPORAL_ADDRESS = saved;
+    }
+  });
+
+  it('moves to free ports when another server takes its port as it starts, instead of taking that server for its own', async () => {
+    const saved = { address: process.env.TEMPORAL_ADDRESS, cli: process.env.TEMPORAL_CLI_PATH };
+    delete process.env.TEMPORAL_ADDRESS;
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'server-race-'));
+    const port = await freePort();
+    const starts = path.join(dir, 'starts');
+    const otherPid = path.join(dir, 'other.pid');
+    const real = resolveTool('temporal')!;
+    // Two runs started in the same second both found the port free. First start: the other run's
+    // server has it and answers there, and ours has not bound it (a process that never will).
+    // Second: ours fails to bind, as the real server does (an error line, then a Go panic). Then
+    // the real CLI.
+    const wrapper = path.join(dir, 'temporal');
+    fs.writeFileSync(wrapper, [
+      '#!/bin/bash',
+      `n=$(cat "${starts}" 2>/dev/null || echo 0); echo $((n + 1)) > "${starts}"`,
+      'if [ "$n" = 0 ]; then',
+      `  "${real}" server start-dev --ip 127.0.0.1 --port ${port} --ui-port ${await freePort()} --db-filename "${dir}/other.sqlite" --log-level error > "${dir}/other.log" 2>&1 &`,
+      `  echo $! > "${otherPid}"`,
+      `  for i in $(seq 300); do "${real}" operator cluster health --address 127.0.0.1:${port} > /dev/null 2>&1 && break; sleep 0.1; done`,
+      '  exec sleep 60',
+      'elif [ "$n" = 1 ]; then',
+      `  echo '{"level":"ERROR","msg":"Failed to start gRPC listener","error":"listen tcp 127.0.0.1:${port}: bind: address already in use","service":"frontend"}'`,
+      '  echo "panic: runtime error: invalid memory address or nil pointer dereference" >&2; exit 2',
+      'fi',
+      `exec "${real}" "$@"`,
+    ].join('\n'), { mode: 0o755 });
+    process.env.TEMPORAL_CLI_PATH = wrapper;
+    try {
+      const server = await ensureTemporalServer({ dataDir: path.join(dir, 'mine'), port, uiPort: await freePort(), ifPortTaken: 'another' });
+      try {
+        // Before: the first start took the other server, answering on the port, for its own.
+        expect(server.address).not.toBe(`127.0.0.1:${port}`);
+        expect(fs.readFileSync(starts, 'utf8').trim()).toBe('3');
+        const marker = JSON.parse(fs.readFileSync(path.join(dir, 'mine', 'server.json'), 'utf8')) as { pid: number; port: number };
+        expect(listensOn(marker.pid, marker.port)).not.toBe(false);
+      } finally {
+        await server.stop();
+      }
+    } finally {
+      if (fs.existsSync(otherPid)) process.kill(Number(fs.readFileSync(otherPid, 'utf8')), 'SIGKILL');
+      for (const [k, v] of [['TEMPORAL_ADDRESS', saved.address], ['TEMPORAL_CLI_PATH', saved.cli]] as const) {
+        if (v === undefined) delete process.env[k];
+        else process.env[k] = v;
+      }
     }
   });
 
