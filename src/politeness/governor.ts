@@ -256,17 +256,18 @@ export class Governor {
       const answered = throttleStatuses.size ? `a ${[...throttleStatuses].sort().join(' and ')}` : 'a 429 or 503';
       s.slowedBy = { by: `${answered}${retryAfterMs !== undefined ? ` (Retry-After ${Math.round(retryAfterMs / 1000)} s)` : ''}`, atMs: throttledAt };
     }
-    // Judged against the baseline before it learns from these samples; learnt from before a
-    // slowdown clears them, so a site that stays slower is learnt all the same.
-    const elevated = !throttled && report.retryAfterMs === undefined && latencyElevated(s.latency, this.cfg.latency);
-    const baselineBefore = s.latency.baselineMs;
-    const recentMedian = elevated ? median(s.latency.recent) : 0;
-    if (!latencyBySample) learnBaseline(s.latency, nowMs, this.cfg.latency);
-    if (elevated && onLatencyElevated(s.adaptive, s.target, nowMs, this.cfg.adaptive)) {
-      resetRecent(s.latency);
-      s.slowedBy = { by: `its TTFB (median ${Math.round(recentMedian)} ms against a baseline of ${Math.round(baselineBefore ?? 0)} ms)`, atMs: nowMs };
-      events.push({ event: 'latency-slowdown', detail: `median ttfb above ${this.cfg.latency.factor}x baseline ${Math.round(baselineBefore ?? 0)} ms; rate ${fmt(s.adaptive.rate)}/s` });
-    } else if (s.transfer) events.push(...this.watchTransfer(s.transfer, !throttled && report.retryAfterMs === undefined && !elevated, nowMs));
+    const judge = !throttled && report.retryAfterMs === undefined;
+    const ttfb = this.slowedFor(s.latency, this.cfg.latency, judge, nowMs, !latencyBySample);
+    // The download-speed watch: a site whose downloads slow down as we add them (its uplink
+    // full) answers its first bytes at once.
+    const transfer = !ttfb && s.transfer ? this.slowedFor(s.transfer, DEFAULT_TRANSFER, judge, nowMs) : undefined;
+    if (ttfb) {
+      s.slowedBy = { by: `its TTFB (median ${Math.round(ttfb.medianMs)} ms against a baseline of ${Math.round(ttfb.baselineMs)} ms)`, atMs: nowMs };
+      events.push({ event: 'latency-slowdown', detail: `median ttfb above ${this.cfg.latency.factor}x baseline ${Math.round(ttfb.baselineMs)} ms; rate ${fmt(s.adaptive.rate)}/s` });
+    } else if (transfer) {
+      s.slowedBy = { by: `its downloads' speed (median ${speedText(transfer.medianMs)} against a baseline of ${speedText(transfer.baselineMs)})`, atMs: nowMs };
+      events.push({ event: 'latency-slowdown', detail: `median download speed below a third of its baseline ${speedText(transfer.baselineMs)}; rate ${fmt(s.adaptive.rate)}/s` });
+    }
     if (s.mode === 'running' || s.mode === 'cooling') {
       if (shouldHalt(s.breaker, this.cfg.breaker)) {
         s.mode = 'halted';
@@ -563,20 +564,19 @@ export class Governor {
   }
 
   /**
-   * The download-speed watch, as the TTFB watch above: a site whose downloads slow down as we
-   * add them (its uplink full) is slowed before its transfers time out. `judge`: no other
-   * slowdown came with this report.
+   * One latency watch (TTFB, or download speed) at a report: whether it slowed the source, with
+   * the median and baseline it judged by. Judged against the baseline before it learns from these
+   * samples; learnt from before a slowdown clears them, so a site that stays slower is learnt all
+   * the same. `judge`: no 429 or 503 came with the report (they slow the source themselves).
    */
-  private watchTransfer(transfer: LatencyState, judge: boolean, nowMs: number): PolicyEvent[] {
-    const s = this.state;
-    const elevated = judge && latencyElevated(transfer, DEFAULT_TRANSFER);
-    const baselineBefore = transfer.baselineMs ?? 0;
-    const recentMedian = elevated ? median(transfer.recent) : 0;
-    learnBaseline(transfer, nowMs, DEFAULT_TRANSFER);
-    if (!elevated || !onLatencyElevated(s.adaptive, s.target, nowMs, this.cfg.adaptive)) return [];
-    resetRecent(transfer);
-    s.slowedBy = { by: `its downloads' speed (median ${speedText(recentMedian)} against a baseline of ${speedText(baselineBefore)})`, atMs: nowMs };
-    return [{ event: 'latency-slowdown', detail: `median download speed below a third of its baseline ${speedText(baselineBefore)}; rate ${fmt(s.adaptive.rate)}/s` }];
+  private slowedFor(watch: LatencyState, cfg: LatencyConfig, judge: boolean, nowMs: number, learn = true): { medianMs: number; baselineMs: number } | undefined {
+    const elevated = judge && latencyElevated(watch, cfg);
+    const baselineMs = watch.baselineMs ?? 0;
+    const medianMs = elevated ? median(watch.recent) : 0;
+    if (learn) learnBaseline(watch, nowMs, cfg);
+    if (!elevated || !onLatencyElevated(this.state.adaptive, this.state.target, nowMs, this.cfg.adaptive)) return undefined;
+    resetRecent(watch);
+    return { medianMs, baselineMs };
   }
 
   /**
