@@ -81,6 +81,13 @@ export interface UrlProcessor {
    */
   crawlDelay?(url: string): { origin: string; ms: number } | undefined;
   /**
+   * Whether the site the URL's next request goes to may have another of the worker's requests
+   * open now: not while as many are open as it was found to bear (pipeline/siteDownloads.ts).
+   */
+  mayOpen?(url: string): boolean;
+  /** That site's learnt limit on requests open at once, when one holds it. */
+  openLimit?(url: string): number | undefined;
+  /**
    * The URL's result when it is certain without sending anything or doing image work (robots.txt
    * disallows it, its address is refused, its redirect's target was fetched just before): it is
    * settled without taking a request slot. `hop`: where its redirects have got to.
@@ -378,6 +385,23 @@ export function createCrawlActivities(deps: CrawlDeps) {
       connectionWaits = { requests: (connectionWaits?.requests ?? 0) + 1, perSite };
       deps.metrics?.waitedForConnection();
     };
+    // Slots that passed because the site had as many requests open as it bears: told to the
+    // monitor as requests that waited for a connection, with the learnt limit.
+    const mayOpen = deps.processor.mayOpen?.bind(deps.processor);
+    const heldSlots = new Set<number>();
+    let heldLimit: number | undefined;
+    let held = false;
+    /** Whether an item in line waits for its site's requests to end (not only for a Crawl-delay). */
+    const noteHeld = (line: readonly number[], slotMs: number): boolean => {
+      for (const i of line) {
+        const limit = deps.processor.openLimit?.(urlOf(i));
+        if (limit === undefined || mayOpen!(urlOf(i))) continue;
+        heldLimit = limit;
+        if (heldSlots.size < 100_000) heldSlots.add(slotMs);
+        return true;
+      }
+      return false;
+    };
     // Requests in flight are aborted only a grace after a cancellation (CANCEL_GRACE_MS).
     const inFlight = new AbortController();
     // Every request adds an abort listener to this signal; many in flight is normal here.
@@ -397,11 +421,18 @@ export function createCrawlActivities(deps: CrawlDeps) {
       prepare: deps.processor.preconnect && ((i, slotMs) => { if (mayGoNow(i, slotMs)) deps.processor.preconnect!(urlOf(i), slotMs); }),
       // A URL of a host that waits out its Crawl-delay gives its slot to another host's; among
       // those that may go, such a URL first, as its host has the fewest slots to spare.
+      // A URL whose site has as many of the worker's requests open as it bears waits too.
       choose: (line, slotMs) => {
-        if (delayedHosts.size === 0) return 0;
-        const ready = line.findIndex((i) => (delayedHostOf(urlOf(i))?.freeAtMs ?? Infinity) <= slotMs);
-        return ready >= 0 ? ready : line.findIndex((i) => delayedHostOf(urlOf(i)) === undefined);
+        const open = (i: number) => !mayOpen || mayOpen(urlOf(i));
+        held = false;
+        if (delayedHosts.size === 0 && open(line[0]!)) return 0;
+        const delayed = (i: number) => (delayedHosts.size === 0 ? undefined : delayedHostOf(urlOf(i)));
+        const ready = delayedHosts.size === 0 ? -1 : line.findIndex((i) => (delayed(i)?.freeAtMs ?? Infinity) <= slotMs && open(i));
+        const k = ready >= 0 ? ready : line.findIndex((i) => delayed(i) === undefined && open(i));
+        held = k < 0 && mayOpen !== undefined && noteHeld(line, slotMs);
+        return k;
       },
+      heldOpen: () => held,
       shouldStop: () => superseded() || (stoodDown ||= standDown()) || throttled || burstTooClose || storeFailure !== undefined || errorRun >= ERROR_BURST || pageRun >= PAGE_BURST || isSourceBlocked(input.source, Date.now(), input.maxRetryAfterMs ?? DEFAULT_ADAPTIVE.maxRetryAfterMs),
       run: async (i, slotMs, mayGoLate) => {
         const item = input.items[i]!;
@@ -504,7 +535,9 @@ export function createCrawlActivities(deps: CrawlDeps) {
       // not take, a worker that died), not to a worker falling behind: counted, a disk-full hold
       // ended in "workers behind" (502 of 1,458 slots, a retry starting after its window).
       missedSlots: ctx.info.attempt === 1 ? run.missed : 0,
-      ...(connectionWaits && ctx.info.attempt === 1 ? { connectionWaits } : {}),
+      // A site held to its learnt limit is told as such, the pool's waits before it was learnt aside.
+      ...(heldLimit !== undefined && ctx.info.attempt === 1 ? { connectionWaits: { requests: heldSlots.size, perSite: heldLimit, learnt: true } }
+        : connectionWaits && ctx.info.attempt === 1 ? { connectionWaits } : {}),
       ...(run.decided > 0 ? { decidedWithoutRequest: run.decided } : {}),
       // A retried attempt knows nothing of the sends of the attempt before it.
       ...(run.lastSendMs !== undefined && ctx.info.attempt === 1 ? { lastSendMs: run.lastSendMs } : {}),

@@ -56,6 +56,11 @@ export interface PacedRunOptions<R> {
    * it, the item first in line takes every slot.
    */
   choose?(line: readonly number[], slotMs: number): number;
+  /**
+   * True when `choose`'s last -1 was for items that wait for requests to end (their site has as
+   * many open as it bears), which may happen at any moment: the run does not end early for it.
+   */
+  heldOpen?(): boolean;
   /** Checked before every send: true stops dispatching (e.g. the source said 429). */
   shouldStop(): boolean;
   now?: () => number;
@@ -183,7 +188,7 @@ export async function runPaced<R>(o: PacedRunOptions<R>): Promise<PacedRunResult
       passed += 1;
       // Nothing in line may go by the grant's last slot, and nothing in flight can hand one back:
       // the run ends now, so that the monitor may give the rest of the window to the next grant.
-      if (running === 0 && !couldSend(lastSlotMs)) break;
+      if (running === 0 && !couldSend(lastSlotMs) && !o.heldOpen?.()) break;
       continue;
     }
     const t = now();

@@ -1,4 +1,5 @@
 import { constants as bufferConstants } from 'node:buffer';
+import type { OpenLimitConfig } from '../politeness/openLimit';
 import { envText, flagFromEnv, intFromEnv } from '../shared/env';
 import { usableCpus } from '../shared/usableCpus';
 
@@ -61,6 +62,11 @@ export interface PipelineConfig {
    * the monitor says so (connectionsFullNote), instead of the worker piling up more connections.
    */
   maxConnectionsPerSite: number;
+  /**
+   * How the worker learns the fewer a site whose link is full bears (politeness/openLimit.ts);
+   * the defaults unless given (tests shorten its times).
+   */
+  openLimit?: Partial<Omit<OpenLimitConfig, 'max'>>;
   /**
    * Read each origin's TDMRep file (/.well-known/tdmrep.json, tdmRep.ts) before its first image:
    * one more request per host, so off unless asked for.

@@ -10,6 +10,7 @@ import { openFilesLimit } from '../shared/openFiles';
 import { closedUnanswered, IDLE_CLOSE_MIN_MS, noteConnectionFree, type SendWatcher, watchNextSend } from './connectionReuse';
 import { decodeContent } from './contentEncoding';
 import { readRightsHeaders, type RightsHeaders } from './rightsHeaders';
+import { SiteDownloads } from './siteDownloads';
 import { NetworkGuard } from './networkGuard';
 import { type Connector, noteSlowFirst, WarmConnections } from './warmConnections';
 import { noRouteError, type OutageChange, WorkerOutageWatch } from './workerOutage';
@@ -175,11 +176,14 @@ export class Fetcher {
 
   private readonly onResend?: () => void;
   readonly outage: WorkerOutageWatch;
+  /** Requests open at each site, and how many each site bears at once (siteDownloads.ts). */
+  readonly downloads: SiteDownloads;
 
   constructor(private readonly cfg: PipelineConfig, opts: FetcherOptions = {}) {
     this.onResend = opts.onResend;
     this.outage = opts.outage ?? new WorkerOutageWatch({ onChange: logOutage });
     this.guard = new NetworkGuard(cfg.allowNetworks);
+    this.downloads = new SiteDownloads(cfg.maxConnectionsPerSite, cfg.openLimit);
     // rejectUnauthorized explicitly: Node's default follows NODE_TLS_REJECT_UNAUTHORIZED, and a
     // variable set for some other tool must not turn verification off for every site we crawl.
     const connect = buildConnector({ timeout: cfg.connectTimeoutMs, lookup: this.guard.lookup, rejectUnauthorized: true } as buildConnector.BuildOptions);
@@ -291,6 +295,18 @@ export class Fetcher {
     return queued > 0 || size - queued >= this.cfg.maxConnectionsPerSite;
   }
 
+  /**
+   * Whether the URL's site may have another request open now: false while as many are open as
+   * it was found to bear (siteDownloads.ts). A URL that cannot be parsed is left to fetch().
+   */
+  mayOpen(rawUrl: string): boolean {
+    try {
+      return this.downloads.mayOpen(new URL(rawUrl).origin);
+    } catch {
+      return true;
+    }
+  }
+
   /** A request on a connection that had waited `idleMs` was reset: the site's idle limit is at most that. */
   private learnIdleLimit(origin: string, idleMs: number | undefined): void {
     // A reset after a shorter wait is not an idle timeout: learnt, it would have the origin's
@@ -363,7 +379,14 @@ export class Fetcher {
         sentTo = u.origin;
         const send = (by: number | undefined) => new Promise<HopResponse>((resolve, reject) => {
           if (by !== undefined && opts.onConnectionWait && this.connectionsFull(u.origin)) opts.onConnectionWait(this.cfg.maxConnectionsPerSite);
-          const handler = new CollectHandler(resolve, reject, {
+          const download = this.downloads.start(u.origin);
+          const handler = new CollectHandler((r) => {
+            this.downloads.end(download, r.body && !r.truncated ? { bytes: r.body.length, transferMs: performance.now() - r.headersAt } : undefined);
+            resolve(r);
+          }, (err) => {
+            this.downloads.end(download);
+            reject(err);
+          }, {
             maxBytes, truncate: opts.truncate ?? false, minRateGraceMs: this.cfg.minRateGraceMs, minBytesPerSecond: this.cfg.minBytesPerSecond,
           });
           inFlight = handler;

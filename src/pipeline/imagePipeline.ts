@@ -96,6 +96,20 @@ export class ImagePipeline implements UrlProcessor {
     }
   }
 
+  /** Whether the site the URL's next request goes to may have another request open now (siteDownloads.ts). */
+  mayOpen(url: string): boolean {
+    return this.fetcher.mayOpen(this.nextRequestUrl(this.moved.resolve(url)));
+  }
+
+  /** The limit learnt for the site the URL's next request goes to, when one holds it. */
+  openLimit(url: string): number | undefined {
+    try {
+      return this.fetcher.downloads.limit(new URL(this.nextRequestUrl(this.moved.resolve(url))).origin);
+    } catch {
+      return undefined;
+    }
+  }
+
   crawlDelay(url: string): { origin: string; ms: number } | undefined {
     try {
       const u = new URL(this.moved.resolve(url));

@@ -117,6 +117,11 @@ export interface RobotsHostWait {
 export interface ConnectionWaits {
   requests: number;
   perSite: number;
+  /**
+   * `perSite` is the limit the worker learnt for the site (its downloads slowed as more were
+   * open: pipeline/siteDownloads.ts), and `requests` the slots that passed while it held them.
+   */
+  learnt?: boolean;
 }
 
 export interface OutcomeReport {

@@ -82,7 +82,7 @@ export interface MonitorState {
   missedSlots: number;
   missRate: number;
   /** The running share of sent requests that waited for a connection to the site (OutcomeReport.connectionWaits), and the worker's limit then; absent from states of older builds. */
-  connectionWaits?: { share: number; perSite: number | null };
+  connectionWaits?: { share: number; perSite: number | null; learnt?: true };
   /** When a grant last said the worker's own network looked down (OutcomeReport.networkDown); cleared by one that sent. */
   networkDownAtMs?: number;
   /** The latest grant report's share of URLs settled without a request (Grant.decidedShare); absent before the first. */
@@ -179,8 +179,10 @@ export interface MonitorStats {
   /**
    * `share`: of the recent requests sent, those that waited for a connection to the site, every
    * one of the worker's to it (`perSite` of them) carrying a request (absent from monitors of older builds).
+   * `learnt`: `perSite` is the limit the worker learnt for the site (its downloads slowed as more
+   * were open), and the share counts slots that passed while the site had that many open.
    */
-  connectionWaits?: { share: number; perSite: number | null };
+  connectionWaits?: { share: number; perSite: number | null; learnt?: true };
   breaker: { windowRequests: number; windowErrors: number; consecutiveErrors: number; last50: string };
   latency: { baselineMs: number | null; recentMedianMs: number | null };
   /** The latest images in a row that were one and the same file (sha: first 8 hex digits of its sha256); absent from monitors of older builds. */
@@ -223,6 +225,12 @@ function connectionsFull(st: MonitorStats): boolean {
 export function connectionsFullNote(st: MonitorStats): string | undefined {
   if (!sendingNow(st) || !connectionsFull(st)) return undefined;
   const perSite = st.connectionWaits!.perSite;
+  // No operator's doing: the worker keeps to what the site's link bears, and tries more now and then.
+  if (st.connectionWaits!.learnt) {
+    return `site answers slowly: its downloads slowed as more were open, so the worker keeps ${perSite ?? 'a few'} open at once, ` +
+      `the most it was found to bear, and ${Math.round(st.connectionWaits!.share * 100)}% of its recent requests waited for one to end: ` +
+      `it gets less than its ${st.rate}/s (the worker tries more at once now and then)`;
+  }
   const median = st.latency?.recentMedianMs ?? st.latency?.baselineMs ?? null;
   const bears = perSite !== null && median !== null && median > 0 ? Math.floor((perSite * 1000 / median) * 10) / 10 : null;
   return `site answers slowly: ${Math.round(st.connectionWaits!.share * 100)}% of its recent requests waited for a connection, ` +
@@ -447,6 +455,7 @@ export class MonitorModel {
         // The same running average as the miss rate's: of the requests sent, the share that waited.
         share: updateMissRate(waits?.share ?? 0, Math.min(sent, report.connectionWaits?.requests ?? 0), sent - Math.min(sent, report.connectionWaits?.requests ?? 0)),
         perSite: report.connectionWaits?.perSite ?? waits?.perSite ?? null,
+        ...((report.connectionWaits ? report.connectionWaits.learnt : waits?.learnt) ? { learnt: true as const } : {}),
       };
     }
     if (report.networkDown) this.state.networkDownAtMs = nowMs;
@@ -647,7 +656,11 @@ export class MonitorModel {
         nextWindowAt: g.pacer.nextFreeMs > 0 ? new Date(g.pacer.nextFreeMs).toISOString() : null,
         leadMs: Math.round(this.governor.leadMs()),
       },
-      connectionWaits: { share: Math.round((this.state.connectionWaits?.share ?? 0) * 100) / 100, perSite: this.state.connectionWaits?.perSite ?? null },
+      connectionWaits: {
+        share: Math.round((this.state.connectionWaits?.share ?? 0) * 100) / 100,
+        perSite: this.state.connectionWaits?.perSite ?? null,
+        ...(this.state.connectionWaits?.learnt ? { learnt: true as const } : {}),
+      },
       breaker: {
         windowRequests: breakerWindow.requests,
         windowErrors: breakerWindow.errors,

@@ -1,0 +1,78 @@
+import { setBounded } from '../shared/boundedMap';
+import { log } from '../shared/log';
+import { TRANSFER_SAMPLE_MIN_BYTES } from '../politeness/latency';
+import { DEFAULT_OPEN_LIMIT, mayOpen, newOpenLimitState, noteDownload, type OpenLimitChange, type OpenLimitConfig, type OpenLimitState } from '../politeness/openLimit';
+
+/** One request to a site, from the moment it is handed to the connection pool until its body has ended. */
+export interface OpenDownload {
+  readonly origin: string;
+  readonly sentAtMs: number;
+  /** The most requests open at the origin while this one was (itself included). */
+  maxOpen: number;
+}
+
+const MAX_TRACKED_ORIGINS = 10_000;
+
+/**
+ * The worker's requests open at each site, and the limit learnt for it (politeness/openLimit.ts).
+ * Counted per worker: two workers crawling one site keep to their limits each.
+ */
+export class SiteDownloads {
+  private readonly open = new Map<string, Set<OpenDownload>>();
+  private readonly limits = new Map<string, OpenLimitState>();
+
+  constructor(
+    /** The worker's cap per site (CRAWL_MAX_CONNECTIONS_PER_SITE): a limit probed up to it is dropped. */
+    private readonly maxPerSite: number,
+    private readonly cfg: Partial<Omit<OpenLimitConfig, 'max'>> = {},
+    private readonly onChange: (origin: string, change: OpenLimitChange) => void = logChange,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  start(origin: string): OpenDownload {
+    let set = this.open.get(origin);
+    if (!set) this.open.set(origin, (set = new Set()));
+    const d: OpenDownload = { origin, sentAtMs: this.now(), maxOpen: 0 };
+    set.add(d);
+    for (const other of set) other.maxOpen = Math.max(other.maxOpen, set.size);
+    return d;
+  }
+
+  /** The request has ended; `body`: a whole 2xx body and how long it took from its first byte. */
+  end(d: OpenDownload, body?: { bytes: number; transferMs: number }): void {
+    const set = this.open.get(d.origin);
+    if (set?.delete(d) && set.size === 0) this.open.delete(d.origin);
+    if (!body || body.bytes < TRANSFER_SAMPLE_MIN_BYTES) return;
+    let state = this.limits.get(d.origin);
+    if (!state) setBounded(this.limits, d.origin, (state = newOpenLimitState()), MAX_TRACKED_ORIGINS);
+    const msPerMib = (Math.max(0, body.transferMs) * 1024 * 1024) / body.bytes;
+    const change = noteDownload(state, { msPerMib, open: d.maxOpen, sentAtMs: d.sentAtMs }, this.now(), { ...DEFAULT_OPEN_LIMIT, ...this.cfg, max: this.maxPerSite });
+    if (change) this.onChange(d.origin, change);
+  }
+
+  /** Whether another request may go to the origin now. */
+  mayOpen(origin: string): boolean {
+    return mayOpen(this.limits.get(origin), this.open.get(origin)?.size ?? 0);
+  }
+
+  /** The learnt limit, when one holds the origin below the worker's cap. */
+  limit(origin: string): number | undefined {
+    return this.limits.get(origin)?.limit ?? undefined;
+  }
+
+  openAt(origin: string): number {
+    return this.open.get(origin)?.size ?? 0;
+  }
+}
+
+function logChange(origin: string, change: OpenLimitChange): void {
+  const text = {
+    limited: () => change.kind === 'limited' && `downloads from the site slowed as more were open (median ${change.medianMsPerMib} ms a MiB against ${change.fastestMsPerMib}, ${change.open} open): held to ${change.limit} at once`,
+    lowered: () => change.kind === 'lowered' && `downloads from the site slowed again: held to ${change.limit} at once`,
+    'probe-up': () => change.kind === 'probe-up' && `trying ${change.limit} downloads at once`,
+    'probe-down': () => change.kind === 'probe-down' && `trying ${change.limit} downloads at once`,
+    back: () => change.kind === 'back' && `back to ${change.limit} downloads at once: the probe did not pay`,
+    lifted: () => 'more downloads at once kept adding speed: no limit of its own',
+  }[change.kind]();
+  log.info({ event: 'site-open-limit', origin, ...change }, text || change.kind);
+}

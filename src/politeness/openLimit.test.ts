@@ -1,0 +1,90 @@
+import { DEFAULT_OPEN_LIMIT, mayOpen, newOpenLimitState, noteDownload, type OpenLimitChange, type OpenLimitConfig, type OpenLimitState } from './openLimit';
+
+const cfg: OpenLimitConfig = { ...DEFAULT_OPEN_LIMIT, max: 64 };
+
+/**
+ * A site whose link carries `linkMibPerS` shared evenly by the downloads open, each also at most
+ * `perConnectionMibPerS`; the worker keeps as many open as it may (demand well above the site's).
+ * A download ends every half second; returns the limit after each.
+ */
+function crawl(s: OpenLimitState, site: { linkMibPerS: number; perConnectionMibPerS: number }, fromMs: number, forMs: number, changes: OpenLimitChange[] = []): (number | null)[] {
+  const limits: (number | null)[] = [];
+  for (let t = fromMs; t < fromMs + forMs; t += 500) {
+    const open = s.limit ?? cfg.max;
+    const speed = Math.min(site.perConnectionMibPerS, site.linkMibPerS / open);
+    const change = noteDownload(s, { msPerMib: 1_000 / speed, open, sentAtMs: t - 1_000 / speed }, t, cfg);
+    if (change) changes.push(change);
+    limits.push(s.limit);
+  }
+  return limits;
+}
+
+describe('open-download limit per site', () => {
+  it('holds a site whose link is full to what it carries, probing one more now and then', () => {
+    const s = newOpenLimitState();
+    // The first download had the 1 MiB/s link to itself.
+    noteDownload(s, { msPerMib: 1_000, open: 1, sentAtMs: 0 }, 1_000, cfg);
+    const changes: OpenLimitChange[] = [];
+    const limits = crawl(s, { linkMibPerS: 1, perConnectionMibPerS: Infinity }, 2_000, 600_000, changes);
+    expect(changes[0]).toEqual({ kind: 'limited', limit: 2, medianMsPerMib: 64_000, fastestMsPerMib: 1_000, open: 53.5 });
+    const later = limits.slice(limits.length / 5);
+    expect(Math.max(...later.map((l) => l ?? Infinity))).toBeLessThanOrEqual(3);
+    // Most of the time at two: a probe of three finds nothing gained and holds two for a minute.
+    expect(later.filter((l) => l === 2).length / later.length).toBeGreaterThan(0.75);
+    expect(changes.some((c) => c.kind === 'back')).toBe(true);
+  });
+
+  it('lifts the limit again from a site that is slow per connection, not full (a fluke fast download)', () => {
+    const s = newOpenLimitState();
+    noteDownload(s, { msPerMib: 100, open: 1, sentAtMs: 0 }, 1_000, cfg);
+    const changes: OpenLimitChange[] = [];
+    const limits = crawl(s, { linkMibPerS: Infinity, perConnectionMibPerS: 0.5 }, 2_000, 300_000, changes);
+    expect(changes[0]).toMatchObject({ kind: 'limited', limit: 4 });
+    expect(changes.some((c) => c.kind === 'back')).toBe(false);
+    expect(changes.at(-1)).toMatchObject({ kind: 'lifted' });
+    expect(limits.at(-1)).toBeNull();
+  });
+
+  it('climbs to what a link carries when more downloads fill it', () => {
+    // 4 MiB/s, each download at most 1 MiB/s: four open fill it.
+    const s = newOpenLimitState();
+    noteDownload(s, { msPerMib: 1_000, open: 1, sentAtMs: 0 }, 1_000, cfg);
+    const limits = crawl(s, { linkMibPerS: 4, perConnectionMibPerS: 1 }, 2_000, 900_000);
+    const later = limits.slice(limits.length / 2);
+    // Probes of three lose a quarter of the throughput, probes of five gain nothing: back to four.
+    expect(later.filter((l) => l === 4).length / later.length).toBeGreaterThan(0.75);
+    expect(Math.min(...later.map((l) => l ?? Infinity))).toBeGreaterThanOrEqual(3);
+    expect(Math.max(...later.map((l) => l ?? Infinity))).toBeLessThanOrEqual(5);
+  });
+
+  it('sets no limit while few downloads are open, or for a worker reading bodies late', () => {
+    const few = newOpenLimitState();
+    noteDownload(few, { msPerMib: 500, open: 1, sentAtMs: 0 }, 1_000, cfg);
+    for (let i = 0; i < 20; i++) expect(noteDownload(few, { msPerMib: 5_000, open: 2, sentAtMs: 11_000 + i }, 11_000 + i * 500, cfg)).toBeUndefined();
+    const busy = newOpenLimitState();
+    noteDownload(busy, { msPerMib: 50, open: 1, sentAtMs: 0 }, 1_000, cfg);
+    // Eight times slower, but 0.35 s a MiB more: a turn of a busy event loop, not a site's link.
+    for (let i = 0; i < 20; i++) expect(noteDownload(busy, { msPerMib: 400, open: 20, sentAtMs: 11_000 + i }, 11_000 + i * 500, cfg)).toBeUndefined();
+    expect(few.limit).toBeNull();
+    expect(busy.limit).toBeNull();
+  });
+
+  it('judges a limit only by downloads sent under it', () => {
+    const s = newOpenLimitState();
+    noteDownload(s, { msPerMib: 1_000, open: 1, sentAtMs: 0 }, 1_000, cfg);
+    for (let i = 0; i < 6; i++) noteDownload(s, { msPerMib: 20_000, open: 20, sentAtMs: 1_000 }, 20_000 + i, cfg);
+    expect(s.limit).toBe(2);
+    // The downloads sent before the limit drain for a minute yet: neither a probe nor a lowering.
+    for (let i = 0; i < 30; i++) expect(noteDownload(s, { msPerMib: 20_000, open: 20, sentAtMs: 1_000 + i }, 40_000 + i * 1_000, cfg)).toBeUndefined();
+    expect(s.limit).toBe(2);
+  });
+
+  it('lets a download open below the limit only', () => {
+    const s = newOpenLimitState();
+    expect(mayOpen(undefined, 500)).toBe(true);
+    expect(mayOpen(s, 500)).toBe(true);
+    s.limit = 2;
+    expect(mayOpen(s, 1)).toBe(true);
+    expect(mayOpen(s, 2)).toBe(false);
+  });
+});

@@ -1,0 +1,80 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import sharp from 'sharp';
+import { createCrawlActivities } from '../../src/activities/crawlActivities';
+import { clearSourceBlocks } from '../../src/activities/sourceBlocks';
+import { StoreRecorder } from '../../src/activities/storeRecorder';
+import { pipelineConfigFromEnv } from '../../src/pipeline/config';
+import { ImagePipeline } from '../../src/pipeline/imagePipeline';
+import { Spool } from '../../src/pipeline/spool';
+import { LocalStore } from '../../src/pipeline/store';
+import type { FetchBatchInput, FetchBatchResult } from '../../src/shared/types';
+import { Origin } from '../support/origin';
+import { ThinUplink } from '../support/thinUplink';
+
+// A site whose uplink is its bottleneck: every download slows as more are open, while the first
+// byte still comes at once. Asked for more than its link bears, it had the worker's 64
+// connections busy for the whole crawl (session 63); the worker now holds it to what the link
+// carries, and says so in its report.
+describe('a site whose downloads slow as more are open (real undici, sharp, store; origin on 127.0.0.1)', () => {
+  const origin = new Origin();
+  let link: ThinUplink;
+  let dir: string;
+  let pipeline: ImagePipeline;
+
+  beforeAll(async () => {
+    // ~480 KB of noise: large enough for its transfer time to tell of the link.
+    const body = await sharp({ create: { width: 900, height: 700, channels: 3, noise: { type: 'gaussian', mean: 128, sigma: 60 }, background: '#808080' } }).jpeg({ quality: 90 }).toBuffer();
+    link = new ThinUplink(body, 3_000_000);
+    origin.route('/robots.txt', (_q, r) => { r.writeHead(404); r.end(); }).route('*', link.route);
+    await origin.start();
+    clearSourceBlocks();
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'crawl-open-limit-'));
+    const store = new LocalStore(path.join(dir, 'store'));
+    pipeline = new ImagePipeline(pipelineConfigFromEnv({
+      allowNetworks: ['127.0.0.0/8'], totalTimeoutMs: 60_000, maxConnectionsPerSite: 16,
+      // Probed every second or so instead of every 10 s (and 60 s after a probe that did not pay).
+      openLimit: { settleMs: 1_000, holdMs: 3_000 },
+    }), store, new Spool(path.join(dir, 'spool')));
+  });
+  afterAll(async () => {
+    await pipeline?.close();
+    link.stop();
+    await origin.stop();
+  });
+
+  /** A grant of `n` URLs at 20 a second: the link bears about 6. */
+  function grant(grantId: number, n: number): FetchBatchInput {
+    const startMs = Date.now() + 100;
+    return {
+      source: `127.0.0.1:${origin.port}`, batchId: 'b1', grantId, maxAttempts: 1,
+      items: Array.from({ length: n }, (_, i) => ({ url: origin.url(`/g${grantId}/${i}.jpg`), attempt: 1 })),
+      schedule: { startMs, endMs: startMs + n * 50, intervalMs: 50, burstSlots: 0 },
+    };
+  }
+
+  it('holds the site to the downloads its link carries, hands the slots it could not use back, and reports the limit', async () => {
+    const acts = createCrawlActivities({ processor: pipeline, recorder: new StoreRecorder(new LocalStore(path.join(dir, 'store'))) });
+    const first = (await new MockActivityEnvironment().run(acts.fetchBatch, grant(1, 300))) as FetchBatchResult;
+    // Nothing lost: each URL either ended or went back for a later grant.
+    expect(first.outcomes.length + first.unused.length).toBe(300);
+    expect(first.outcomes.every((o) => o.cls === 'done')).toBe(true);
+    expect(first.unused.length).toBeGreaterThan(0);
+    expect(first.connectionWaits).toMatchObject({ learnt: true });
+    expect(first.connectionWaits!.requests).toBeGreaterThan(0);
+
+    // Probed down to the few that fill the link (two or three, a probe of one more now and then).
+    link.mostOpen = 0;
+    const second = (await new MockActivityEnvironment().run(acts.fetchBatch, grant(2, 60))) as FetchBatchResult;
+    expect(second.outcomes.length + second.unused.length).toBe(60);
+    // The slots it passed were the site's, not a worker falling behind.
+    expect(second.missedSlots).toBe(0);
+    expect(second.connectionWaits).toMatchObject({ learnt: true });
+    expect(second.connectionWaits!.perSite).toBeLessThanOrEqual(4);
+    expect(link.mostOpen).toBeLessThanOrEqual(5);
+    // ...and the link still full: about six images a second through it.
+    expect(second.outcomes.length).toBeGreaterThanOrEqual(8);
+  }, 60_000);
+});
