@@ -200,9 +200,9 @@ describe('MonitorModel token bookkeeping', () => {
     // Grants of 50 slots at 5/s that sent 20: the others passed while the site had its 2 open.
     for (let i = 0; i < 5; i++) m.onReport({ batchId, grantId: 0, outcomes: Array.from({ length: 20 }, () => answered), unused: 30, missedSlots: 0, connectionWaits: { requests: 30, perSite: 2, learnt: true } }, T0 + i * 10_000);
     const held = m.stats(T0 + 40_000);
-    expect(held.connectionWaits).toEqual({ share: 0.83, perSite: 2, learnt: true });
+    expect(held.connectionWaits).toEqual({ share: 0.5, perSite: 2, learnt: true });
     expect(connectionsFullNote(held)).toBe('site answers slowly: its downloads slowed as more were open, so the worker keeps 2 open at once, the most it was found ' +
-      'to bear, and 83% of its recent requests waited for one to end: it gets less than its 10/s (the worker tries more at once now and then)');
+      'to bear, and 50% of its recent slots passed waiting for one to end: it gets less than its 10/s (the worker tries more at once now and then)');
     expect(behindNote(held)).toBeUndefined();
     // A worker's own connections full again (no limit learnt by it) is told as before.
     for (let i = 0; i < 5; i++) m.onReport({ batchId, grantId: 0, outcomes: Array.from({ length: 20 }, () => answered), unused: 30, missedSlots: 0, connectionWaits: { requests: 20, perSite: 64 } }, T0 + 50_000 + i * 10_000);

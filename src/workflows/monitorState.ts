@@ -180,7 +180,7 @@ export interface MonitorStats {
    * `share`: of the recent requests sent, those that waited for a connection to the site, every
    * one of the worker's to it (`perSite` of them) carrying a request (absent from monitors of older builds).
    * `learnt`: `perSite` is the limit the worker learnt for the site (its downloads slowed as more
-   * were open), and the share counts slots that passed while the site had that many open.
+   * were open), and `share` is of its slots, those that passed while the site had that many open.
    */
   connectionWaits?: { share: number; perSite: number | null; learnt?: true };
   breaker: { windowRequests: number; windowErrors: number; consecutiveErrors: number; last50: string };
@@ -228,7 +228,7 @@ export function connectionsFullNote(st: MonitorStats): string | undefined {
   // No operator's doing: the worker keeps to what the site's link bears, and tries more now and then.
   if (st.connectionWaits!.learnt) {
     return `site answers slowly: its downloads slowed as more were open, so the worker keeps ${perSite ?? 'a few'} open at once, ` +
-      `the most it was found to bear, and ${Math.round(st.connectionWaits!.share * 100)}% of its recent requests waited for one to end: ` +
+      `the most it was found to bear, and ${Math.round(st.connectionWaits!.share * 100)}% of its recent slots passed waiting for one to end: ` +
       `it gets less than its ${st.rate}/s (the worker tries more at once now and then)`;
   }
   const median = st.latency?.recentMedianMs ?? st.latency?.baselineMs ?? null;
@@ -453,7 +453,10 @@ export class MonitorModel {
       const waits = this.state.connectionWaits;
       this.state.connectionWaits = {
         // The same running average as the miss rate's: of the requests sent, the share that waited.
-        share: updateMissRate(waits?.share ?? 0, Math.min(sent, report.connectionWaits?.requests ?? 0), sent - Math.min(sent, report.connectionWaits?.requests ?? 0)),
+        // Of a held site (learnt), the share of its slots that passed while it had its limit open.
+        share: report.connectionWaits?.learnt
+          ? updateMissRate(waits?.share ?? 0, report.connectionWaits.requests, sent)
+          : updateMissRate(waits?.share ?? 0, Math.min(sent, report.connectionWaits?.requests ?? 0), sent - Math.min(sent, report.connectionWaits?.requests ?? 0)),
         perSite: report.connectionWaits?.perSite ?? waits?.perSite ?? null,
         ...((report.connectionWaits ? report.connectionWaits.learnt : waits?.learnt) ? { learnt: true as const } : {}),
       };

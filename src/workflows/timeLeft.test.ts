@@ -32,6 +32,10 @@ describe('the time a source still takes', () => {
     const m = model(10, 500);
     const st = m.stats(T0);
     expect(secondsLeft({ ...st, tokens: { ...st.tokens, missRate: 0.5 } }, T0)).toBe(100);
+    // A site held to the downloads its link bears passes three slots in four: 500 URLs at 2.5/s.
+    expect(secondsLeft({ ...st, connectionWaits: { share: 0.75, perSite: 2, learnt: true } }, T0)).toBe(200);
+    // Requests that waited for one of the worker's own connections are no slots passed.
+    expect(secondsLeft({ ...st, connectionWaits: { share: 0.75, perSite: 64 } }, T0)).toBe(50);
     // 100 URLs finished with 200 requests (tries again, redirects): 400 URLs left take 800.
     const tried = { ...st, urls: { ...st.urls, finished: 100 }, counts: { ...st.counts, requests: 200 } };
     expect(secondsLeft(tried, T0)).toBe(80);

@@ -6,7 +6,7 @@ import type { MonitorStats } from './monitorState';
  * `crawl run` on the clock).
  *
  * The pace is the monitor's rate less the slots that pass unsent (a busy worker, connections all
- * waiting on a slow site: `tokens.missRate`), in requests a URL as the finished ones took (tries
+ * waiting on a slow site: `tokens.missRate`; a site held to the downloads its link bears), in requests a URL as the finished ones took (tries
  * again, redirects, robots.txt), after any hold, and rising with the ramp back to the target
  * when a 429, a slow answer or a halt lowered it. It does not foresee the next slow-down.
  */
@@ -15,7 +15,9 @@ export function secondsLeft(st: MonitorStats, nowMs: number): number | null {
   if (left === 0) return 0;
   // Nothing moves until an operator acts.
   if (st.state !== 'running' && st.state !== 'cooling') return null;
-  const sent = 1 - Math.min(0.95, Math.max(0, st.tokens?.missRate ?? 0));
+  // A site held to the downloads its link bears (connectionWaits.learnt) passes slots as well.
+  const heldShare = st.connectionWaits?.learnt ? st.connectionWaits.share : 0;
+  const sent = 1 - Math.min(0.95, 1 - (1 - Math.max(0, st.tokens?.missRate ?? 0)) * (1 - Math.max(0, heldShare)));
   const now = st.rate * sent;
   const full = Math.max(st.rate, st.target) * sent;
   if (!(now > 0)) return null;
