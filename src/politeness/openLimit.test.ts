@@ -79,6 +79,15 @@ describe('open-download limit per site', () => {
     expect(s.limit).toBe(2);
   });
 
+  it('sets none under a worker whose own cap per site is already at the floor', () => {
+    for (const max of [1, 2]) {
+      const s = newOpenLimitState();
+      noteDownload(s, { msPerMib: 1_000, open: 1, sentAtMs: 0 }, 1_000, { ...cfg, max });
+      for (let i = 0; i < 20; i++) expect(noteDownload(s, { msPerMib: 50_000, open: 20, sentAtMs: 2_000 }, 60_000 + i * 1_000, { ...cfg, max })).toBeUndefined();
+      expect(mayOpen(s, max - 1)).toBe(true);
+    }
+  });
+
   it('lets a download open below the limit only', () => {
     const s = newOpenLimitState();
     expect(mayOpen(undefined, 500)).toBe(true);

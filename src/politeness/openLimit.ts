@@ -91,7 +91,8 @@ export function noteDownload(s: OpenLimitState, sample: OpenSample, nowMs: numbe
   if (sample.sentAtMs < s.changedAtMs) return undefined;
   s.samples.push(sample);
   if (s.samples.length > 4 * cfg.judgeSamples) s.samples.shift();
-  if (s.samples.length < cfg.judgeSamples || nowMs < s.judgeAfterMs) return undefined;
+  // A worker whose own cap is already at the floor (CRAWL_MAX_CONNECTIONS_PER_SITE=2) has nothing to learn.
+  if (s.samples.length < cfg.judgeSamples || nowMs < s.judgeAfterMs || cfg.max - 1 < cfg.floor) return undefined;
   const m = median(s.samples.map((x) => x.msPerMib));
   const open = s.samples.reduce((a, x) => a + x.open, 0) / s.samples.length;
   const fastest = s.fastestMsPerMib;
