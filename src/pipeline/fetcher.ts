@@ -390,19 +390,26 @@ export class Fetcher {
             maxBytes, truncate: opts.truncate ?? false, minRateGraceMs: this.cfg.minRateGraceMs, minBytesPerSecond: this.cfg.minBytesPerSecond,
           });
           inFlight = handler;
-          this.dispatcher.dispatch({
-            origin: u.origin,
-            path: `${u.pathname}${u.search}`,
-            method: 'GET',
-            // Without accept-encoding any coding is acceptable (RFC 9110): images gain nothing from one.
-            headers: {
-              'user-agent': this.cfg.userAgent, accept: opts.accept ?? 'image/*,*/*;q=0.5', 'accept-encoding': 'identity',
-              // A chain's cookies, for its first request (a hop of its own): followed hops get none.
-              ...(opts.cookie !== undefined && redirects === 0 ? { cookie: opts.cookie } : {}),
-            },
-            sendBy: by,
-            mayGoLate: by === undefined ? undefined : opts.mayGoLate,
-          } as Dispatcher.DispatchOptions, handler);
+          // A dispatch that throws has no handler call to end the download: counted open, it
+          // would hold its site below a learnt limit for good.
+          try {
+            this.dispatcher.dispatch({
+              origin: u.origin,
+              path: `${u.pathname}${u.search}`,
+              method: 'GET',
+              // Without accept-encoding any coding is acceptable (RFC 9110): images gain nothing from one.
+              headers: {
+                'user-agent': this.cfg.userAgent, accept: opts.accept ?? 'image/*,*/*;q=0.5', 'accept-encoding': 'identity',
+                // A chain's cookies, for its first request (a hop of its own): followed hops get none.
+                ...(opts.cookie !== undefined && redirects === 0 ? { cookie: opts.cookie } : {}),
+              },
+              sendBy: by,
+              mayGoLate: by === undefined ? undefined : opts.mayGoLate,
+            } as Dispatcher.DispatchOptions, handler);
+          } catch (err) {
+            this.downloads.end(download);
+            throw err;
+          }
         });
         let res: HopResponse | undefined;
         try {

@@ -204,6 +204,8 @@ describe('MonitorModel token bookkeeping', () => {
     expect(connectionsFullNote(held)).toBe('site answers slowly: its downloads slowed as more were open, so the worker keeps 2 open at once, the most it was found ' +
       'to bear, and 50% of its recent slots passed waiting for one to end: it gets less than its 10/s (the worker tries more at once now and then)');
     expect(behindNote(held)).toBeUndefined();
+    // A rate part-way up its ramp reads as the status table shows it.
+    expect(connectionsFullNote({ ...held, rate: 3.7512 })).toMatch(/less than its 3\.75\/s /);
     // A worker's own connections full again (no limit learnt by it) is told as before.
     for (let i = 0; i < 5; i++) m.onReport({ batchId, grantId: 0, outcomes: Array.from({ length: 20 }, () => answered), unused: 30, missedSlots: 0, connectionWaits: { requests: 20, perSite: 64 } }, T0 + 50_000 + i * 10_000);
     expect(connectionsFullNote(m.stats(T0 + 90_000))).toMatch(/raise CRAWL_MAX_CONNECTIONS_PER_SITE$/);

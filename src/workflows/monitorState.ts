@@ -229,14 +229,14 @@ export function connectionsFullNote(st: MonitorStats): string | undefined {
   if (st.connectionWaits!.learnt) {
     return `site answers slowly: its downloads slowed as more were open, so the worker keeps ${perSite ?? 'a few'} open at once, ` +
       `the most it was found to bear, and ${Math.round(st.connectionWaits!.share * 100)}% of its recent slots passed waiting for one to end: ` +
-      `it gets less than its ${st.rate}/s (the worker tries more at once now and then)`;
+      `it gets less than its ${Number(st.rate.toPrecision(3))}/s (the worker tries more at once now and then)`;
   }
   const median = st.latency?.recentMedianMs ?? st.latency?.baselineMs ?? null;
   const bears = perSite !== null && median !== null && median > 0 ? Math.floor((perSite * 1000 / median) * 10) / 10 : null;
   return `site answers slowly: ${Math.round(st.connectionWaits!.share * 100)}% of its recent requests waited for a connection, ` +
     `every one of the worker's ${perSite !== null ? `${perSite} ` : ''}connections to it waiting for an answer` +
     (median !== null ? ` (median time to first byte ${Math.round(median / 100) / 10} s)` : '') +
-    `, so it gets ${bears !== null && bears < st.rate ? `at most about ${bears}/s of` : 'less than'} its ${st.rate}/s: lower its rate (crawl set-rate), ` +
+    `, so it gets ${bears !== null && bears < st.rate ? `at most about ${bears}/s of` : 'less than'} its ${Number(st.rate.toPrecision(3))}/s: lower its rate (crawl set-rate), ` +
     'or, if the site can bear more requests at once, raise CRAWL_MAX_CONNECTIONS_PER_SITE';
 }
 

@@ -7,6 +7,7 @@ import { createCrawlActivities } from '../../src/activities/crawlActivities';
 import { clearSourceBlocks } from '../../src/activities/sourceBlocks';
 import { StoreRecorder } from '../../src/activities/storeRecorder';
 import { pipelineConfigFromEnv } from '../../src/pipeline/config';
+import { Fetcher } from '../../src/pipeline/fetcher';
 import { ImagePipeline } from '../../src/pipeline/imagePipeline';
 import { Spool } from '../../src/pipeline/spool';
 import { LocalStore } from '../../src/pipeline/store';
@@ -77,4 +78,30 @@ describe('a site whose downloads slow as more are open (real undici, sharp, stor
     // ...and the link still full: about six images a second through it.
     expect(second.outcomes.length).toBeGreaterThanOrEqual(8);
   }, 60_000);
+
+  it('counts every request it ends as no longer open, whatever its end (or a learnt limit would hold the site for good)', async () => {
+    const hostile = new Origin()
+      .route('/stall.jpg', (_q, r) => { r.writeHead(200, { 'content-type': 'image/jpeg', 'content-length': 1_000 }); r.write('x'); })
+      .route('/reset.jpg', (q) => { q.socket.destroy(); })
+      .route('/big.jpg', (_q, r) => { r.writeHead(200, { 'content-type': 'image/jpeg', 'content-length': 5_000_000 }); r.end(); })
+      .route('/gone.jpg', (_q, r) => { r.writeHead(404); r.end('gone'); })
+      .route('/ok.jpg', (_q, r) => { r.writeHead(200, { 'content-type': 'image/jpeg' }); r.end('ok'); });
+    await hostile.start();
+    const fetcher = new Fetcher(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'], maxBodyBytes: 100_000, totalTimeoutMs: 1_500, headersTimeoutMs: 1_000, minRateGraceMs: 500 }));
+    try {
+      const aborted = new AbortController();
+      const results = await Promise.all([
+        fetcher.fetch(hostile.url('/stall.jpg')), fetcher.fetch(hostile.url('/reset.jpg')), fetcher.fetch(hostile.url('/big.jpg')),
+        fetcher.fetch(hostile.url('/gone.jpg')), fetcher.fetch(hostile.url('/ok.jpg')),
+        fetcher.fetch(hostile.url('/stall.jpg'), { signal: aborted.signal }),
+        fetcher.fetch(hostile.url('/ok.jpg'), { sendBy: Date.now() - 1_000 }),
+        new Promise((r) => setTimeout(r, 100)).then(() => aborted.abort(new Error('cancelled'))),
+      ]);
+      expect(results.slice(0, 7).map((r) => (r as { ok: boolean }).ok)).toEqual([false, false, false, false, true, false, false]);
+      expect(fetcher.downloads.openAt(new URL(hostile.url('/')).origin)).toBe(0);
+    } finally {
+      await fetcher.close();
+      await hostile.stop();
+    }
+  });
 });
