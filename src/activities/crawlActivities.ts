@@ -81,12 +81,11 @@ export interface UrlProcessor {
    */
   crawlDelay?(url: string): { origin: string; ms: number } | undefined;
   /**
-   * Whether the site the URL's next request goes to may have another of the worker's requests
-   * open now: not while as many are open as it was found to bear (pipeline/siteDownloads.ts).
+   * The worker's requests open now to the site the URL's next request goes to, and the limit it
+   * learnt for that site when one holds it (pipeline/siteDownloads.ts); undefined for a URL that
+   * cannot be parsed (left to `process`).
    */
-  mayOpen?(url: string): boolean;
-  /** That site's learnt limit on requests open at once, when one holds it. */
-  openLimit?(url: string): number | undefined;
+  openAt?(url: string): { open: number; learnt?: number } | undefined;
   /**
    * The URL's result when it is certain without sending anything or doing image work (robots.txt
    * disallows it, its address is refused, its redirect's target was fetched just before): it is
@@ -385,18 +384,27 @@ export function createCrawlActivities(deps: CrawlDeps) {
       connectionWaits = { requests: (connectionWaits?.requests ?? 0) + 1, perSite };
       deps.metrics?.waitedForConnection();
     };
-    // Slots that passed because the site had as many requests open as it bears: told to the
-    // monitor as requests that waited for a connection, with the learnt limit.
-    const mayOpen = deps.processor.mayOpen?.bind(deps.processor);
+    // Slots that passed because the site had as many requests open as it bears (learnt), or as
+    // its catalogue entry allows (maxConnections): told to the monitor as requests that waited
+    // for a connection, with the limit.
+    const openAt = deps.processor.openAt?.bind(deps.processor);
+    const given = input.maxConnections;
+    /** The limit the URL's site is held to now, when it has that many open; undefined when it may have one more. */
+    const heldBy = (url: string): { limit: number; given: boolean } | undefined => {
+      const at = openAt?.(url);
+      if (!at) return undefined;
+      const limit = Math.min(at.learnt ?? Infinity, given ?? Infinity);
+      return at.open < limit ? undefined : { limit, given: limit === given };
+    };
     const heldSlots = new Set<number>();
-    let heldLimit: number | undefined;
+    let heldLimit: { limit: number; given: boolean } | undefined;
     let held = false;
     /** Whether an item in line waits for its site's requests to end (not only for a Crawl-delay). */
     const noteHeld = (line: readonly number[], slotMs: number): boolean => {
       for (const i of line) {
-        const limit = deps.processor.openLimit?.(urlOf(i));
-        if (limit === undefined || mayOpen!(urlOf(i))) continue;
-        heldLimit = limit;
+        const by = heldBy(urlOf(i));
+        if (!by) continue;
+        heldLimit = by;
         if (heldSlots.size < 100_000) heldSlots.add(slotMs);
         return true;
       }
@@ -423,13 +431,13 @@ export function createCrawlActivities(deps: CrawlDeps) {
       // those that may go, such a URL first, as its host has the fewest slots to spare.
       // A URL whose site has as many of the worker's requests open as it bears waits too.
       choose: (line, slotMs) => {
-        const open = (i: number) => !mayOpen || mayOpen(urlOf(i));
+        const open = (i: number) => !openAt || heldBy(urlOf(i)) === undefined;
         held = false;
         if (delayedHosts.size === 0 && open(line[0]!)) return 0;
         const delayed = (i: number) => (delayedHosts.size === 0 ? undefined : delayedHostOf(urlOf(i)));
         const ready = delayedHosts.size === 0 ? -1 : line.findIndex((i) => (delayed(i)?.freeAtMs ?? Infinity) <= slotMs && open(i));
         const k = ready >= 0 ? ready : line.findIndex((i) => delayed(i) === undefined && open(i));
-        held = k < 0 && mayOpen !== undefined && noteHeld(line, slotMs);
+        held = k < 0 && openAt !== undefined && noteHeld(line, slotMs);
         return k;
       },
       heldOpen: () => held,
@@ -536,7 +544,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
       // ended in "workers behind" (502 of 1,458 slots, a retry starting after its window).
       missedSlots: ctx.info.attempt === 1 ? run.missed : 0,
       // A site held to its learnt limit is told as such, the pool's waits before it was learnt aside.
-      ...(heldLimit !== undefined && ctx.info.attempt === 1 ? { connectionWaits: { requests: heldSlots.size, perSite: heldLimit, learnt: true } }
+      ...(heldLimit !== undefined && ctx.info.attempt === 1 ? { connectionWaits: { requests: heldSlots.size, perSite: heldLimit.limit, ...(heldLimit.given ? { given: true } : { learnt: true }) } }
         : connectionWaits && ctx.info.attempt === 1 ? { connectionWaits } : {}),
       ...(run.decided > 0 ? { decidedWithoutRequest: run.decided } : {}),
       // A retried attempt knows nothing of the sends of the attempt before it.

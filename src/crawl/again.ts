@@ -76,7 +76,8 @@ export async function askAgain(opts: AgainOptions, out: NodeJS.WriteStream = pro
 /** The kept settings this run applies, in words, or undefined when it applies none. */
 function keptTerms(kept: { allowNetworks: string[]; maxRate?: number; maxRetryAfterMs?: number }, asked: Catalog, catalogGiven: boolean, maxRateGiven: boolean): string | undefined {
   const rates = catalogGiven ? [] : [...asked].flatMap(([name, c]) => {
-    const said = [c.rate !== undefined ? `rate ${c.rate}/s` : '', c.burst !== undefined ? `burst ${c.burst}` : '', c.imageCount !== undefined ? `${c.imageCount} images` : ''].filter(Boolean);
+    const said = [c.rate !== undefined ? `rate ${c.rate}/s` : '', c.burst !== undefined ? `burst ${c.burst}` : '', c.imageCount !== undefined ? `${c.imageCount} images` : '',
+      c.maxConnections !== undefined ? `${c.maxConnections} open at once` : ''].filter(Boolean);
     return said.length ? [`${name}: ${said.join(', ')}`] : [];
   });
   return [

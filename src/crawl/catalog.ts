@@ -1,14 +1,15 @@
 import fs from 'node:fs/promises';
 import { TextDecoder } from 'node:util';
 import type { SourceConfig } from '../shared/types';
-import { SOURCE_CONFIG_FIELDS, invalidSourceConfig } from '../politeness/targetRate';
+import { SOURCE_CONFIG_FIELDS, sourceConfigOf } from '../politeness/targetRate';
 import { isPlainObject } from '../shared/plainObject';
 import { hostSourceName } from './manifest';
 import { utf16Of } from './manifestBytes';
 
 /**
- * The source catalogue: per-source image count, explicit rate and burst. JSON (an array or an
- * object keyed by name) or NDJSON, each entry {name, imageCount?, rate?, burst?}.
+ * The source catalogue: per-source image count, explicit rate, burst and requests open at once.
+ * JSON (an array or an object keyed by name) or NDJSON, each entry {name, imageCount?, rate?,
+ * burst?, maxConnections?}.
  */
 export type Catalog = Map<string, SourceConfig>;
 
@@ -41,7 +42,7 @@ export async function readCatalog(path: string): Promise<Catalog> {
   entries.forEach((e, i) => {
     const where = `catalog ${path} entry ${i + 1}`;
     if (!isPlainObject(e)) throw new Error(`${where}: expected an object`);
-    const { name, imageCount, rate, burst } = e as Record<string, unknown>;
+    const { name } = e as Record<string, unknown>;
     if (typeof name !== 'string' || name === '') throw new Error(`${where}: "name" is required`);
     // A misspelt field ("Rate", "rps") would otherwise be ignored, and the source crawled at the
     // default 1/s without a word.
@@ -49,9 +50,9 @@ export async function readCatalog(path: string): Promise<Catalog> {
     if (unknown.length) throw new Error(`${where} (${name}): unknown field${unknown.length > 1 ? 's' : ''} ${unknown.map((k) => JSON.stringify(k)).join(', ')} (the fields are ${FIELDS.join(', ')})`);
     // Two entries for one source: which should win is anyone's guess, so neither does.
     if (catalog.has(name)) throw new Error(`${where}: "${name}" is listed twice`);
-    const bad = invalidSourceConfig({ imageCount, rate, burst });
-    if (bad) throw new Error(`${where} (${name}): ${bad}`);
-    catalog.set(name, { imageCount: imageCount as number | undefined, rate: rate as number | undefined, burst: burst as number | undefined });
+    const taken = sourceConfigOf(e);
+    if ('problem' in taken) throw new Error(`${where} (${name}): ${taken.problem}`);
+    catalog.set(name, taken.config);
   });
   hostAliases(catalog, path);
   return catalog;

@@ -17,9 +17,9 @@ describe('the settings kept in a store for crawl again', () => {
     await rememberRunSettings(store, { catalog: new Map([['a', { rate: 20 }], ['b', { imageCount: 90_000, burst: 2 }]]), allowNetworks: ['127.0.0.0/8'], maxRate: 30 }, warn);
     // A later run without a catalogue or flags changes nothing; one with them replaces its sources' entries.
     await rememberRunSettings(store, { allowNetworks: [] }, warn);
-    await rememberRunSettings(store, { catalog: new Map([['a', { rate: 5 }], ['c', { rate: 2 }]]), allowNetworks: ['10.1.0.0/16', '127.0.0.0/8'], maxRetryAfterMs: 60_000 }, warn);
+    await rememberRunSettings(store, { catalog: new Map([['a', { rate: 5 }], ['c', { rate: 2, maxConnections: 4 }]]), allowNetworks: ['10.1.0.0/16', '127.0.0.0/8'], maxRetryAfterMs: 60_000 }, warn);
     expect(await readRunSettings(store, warn)).toEqual({
-      catalog: new Map([['a', { rate: 5 }], ['b', { imageCount: 90_000, burst: 2 }], ['c', { rate: 2 }]]),
+      catalog: new Map([['a', { rate: 5 }], ['b', { imageCount: 90_000, burst: 2 }], ['c', { rate: 2, maxConnections: 4 }]]),
       allowNetworks: ['127.0.0.0/8', '10.1.0.0/16'], maxRate: 30, maxRetryAfterMs: 60_000,
     });
     expect(warnings).toEqual([]);
@@ -27,7 +27,7 @@ describe('the settings kept in a store for crawl again', () => {
     // `crawl again --max-rate none`: the ceiling is no longer kept; the rest is.
     await rememberRunSettings(store, { maxRate: null }, warn);
     expect(await readRunSettings(store, warn)).toEqual({
-      catalog: new Map([['a', { rate: 5 }], ['b', { imageCount: 90_000, burst: 2 }], ['c', { rate: 2 }]]),
+      catalog: new Map([['a', { rate: 5 }], ['b', { imageCount: 90_000, burst: 2 }], ['c', { rate: 2, maxConnections: 4 }]]),
       allowNetworks: ['127.0.0.0/8', '10.1.0.0/16'], maxRate: undefined, maxRetryAfterMs: 60_000,
     });
   });

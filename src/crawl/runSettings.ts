@@ -1,6 +1,6 @@
 import type { ObjectStore } from '../pipeline/store';
 import type { SourceConfig } from '../shared/types';
-import { invalidSourceConfig } from '../politeness/targetRate';
+import { sourceConfigOf } from '../politeness/targetRate';
 import { isPlainObject } from '../shared/plainObject';
 import { type Catalog, entryHost } from './catalog';
 
@@ -67,10 +67,9 @@ function parseRunSettings(raw: unknown): RunSettings {
   const entries = new Map<string, SourceConfig>();
   for (const [name, config] of Object.entries(catalog as Record<string, unknown>)) {
     if (!isPlainObject(config)) throw new Error(`source ${JSON.stringify(name)} is not an object`);
-    const { imageCount, rate, burst } = config as Record<string, unknown>;
-    const bad = invalidSourceConfig({ imageCount, rate, burst });
-    if (bad) throw new Error(`source ${JSON.stringify(name)}: ${bad}`);
-    entries.set(name, { imageCount: imageCount as number | undefined, rate: rate as number | undefined, burst: burst as number | undefined });
+    const taken = sourceConfigOf(config);
+    if ('problem' in taken) throw new Error(`source ${JSON.stringify(name)}: ${taken.problem}`);
+    entries.set(name, taken.config);
   }
   return { catalog: entries, allowNetworks: allowNetworks as string[], maxRate: maxRate as number | undefined, maxRetryAfterMs: maxRetryAfterMs as number | undefined };
 }

@@ -296,15 +296,18 @@ export class Fetcher {
   }
 
   /**
-   * Whether the URL's site may have another request open now: false while as many are open as
-   * it was found to bear (siteDownloads.ts). A URL that cannot be parsed is left to fetch().
+   * The requests open now to the URL's site, and the limit learnt for it when one holds it
+   * (siteDownloads.ts); undefined for a URL that cannot be parsed, left to fetch().
    */
-  mayOpen(rawUrl: string): boolean {
+  openAt(rawUrl: string): { open: number; learnt?: number } | undefined {
+    let origin: string;
     try {
-      return this.downloads.mayOpen(new URL(rawUrl).origin);
+      origin = new URL(rawUrl).origin;
     } catch {
-      return true;
+      return undefined;
     }
+    const learnt = this.downloads.limit(origin);
+    return { open: this.downloads.openAt(origin), ...(learnt !== undefined ? { learnt } : {}) };
   }
 
   /** A request on a connection that had waited `idleMs` was reset: the site's idle limit is at most that. */

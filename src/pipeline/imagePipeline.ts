@@ -96,18 +96,9 @@ export class ImagePipeline implements UrlProcessor {
     }
   }
 
-  /** Whether the site the URL's next request goes to may have another request open now (siteDownloads.ts). */
-  mayOpen(url: string): boolean {
-    return this.fetcher.mayOpen(this.nextRequestUrl(this.moved.resolve(url)));
-  }
-
-  /** The limit learnt for the site the URL's next request goes to, when one holds it. */
-  openLimit(url: string): number | undefined {
-    try {
-      return this.fetcher.downloads.limit(new URL(this.nextRequestUrl(this.moved.resolve(url))).origin);
-    } catch {
-      return undefined;
-    }
+  /** The worker's requests open to the site the URL's next request goes to, and its learnt limit (siteDownloads.ts). */
+  openAt(url: string): { open: number; learnt?: number } | undefined {
+    return this.fetcher.openAt(this.nextRequestUrl(this.moved.resolve(url)));
   }
 
   crawlDelay(url: string): { origin: string; ms: number } | undefined {

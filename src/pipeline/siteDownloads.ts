@@ -1,7 +1,7 @@
 import { setBounded } from '../shared/boundedMap';
 import { log } from '../shared/log';
 import { TRANSFER_SAMPLE_MIN_BYTES } from '../politeness/latency';
-import { DEFAULT_OPEN_LIMIT, mayOpen, newOpenLimitState, noteDownload, type OpenLimitChange, type OpenLimitConfig, type OpenLimitState } from '../politeness/openLimit';
+import { DEFAULT_OPEN_LIMIT, newOpenLimitState, noteDownload, type OpenLimitChange, type OpenLimitConfig, type OpenLimitState } from '../politeness/openLimit';
 
 /** One request to a site, from the moment it is handed to the connection pool until its body has ended. */
 export interface OpenDownload {
@@ -48,11 +48,6 @@ export class SiteDownloads {
     const msPerMib = (Math.max(0, body.transferMs) * 1024 * 1024) / body.bytes;
     const change = noteDownload(state, { msPerMib, open: d.maxOpen, sentAtMs: d.sentAtMs }, this.now(), { ...DEFAULT_OPEN_LIMIT, ...this.cfg, max: this.maxPerSite });
     if (change) this.onChange(d.origin, change);
-  }
-
-  /** Whether another request may go to the origin now. */
-  mayOpen(origin: string): boolean {
-    return mayOpen(this.limits.get(origin), this.open.get(origin)?.size ?? 0);
   }
 
   /** The learnt limit, when one holds the origin below the worker's cap. */

@@ -180,6 +180,17 @@ describe('Governor and a catalogue entry given again with more work', () => {
     expect(g.rate).toBe(1);
   });
 
+  it('takes a changed maxConnections alone, keeps it through an operator\'s set-rate, and drops it with an entry that has none', () => {
+    const g = Governor.create('museum.example', { rate: 5 }, T0);
+    expect(g.takeCatalogEntry({ rate: 5, maxConnections: 2 }, T0)?.detail).toBe('changed to rate 5, maxConnections 2: target 5.00/s, burst 0 (was 5.00/s)');
+    expect(g.state.sourceConfig.maxConnections).toBe(2);
+    g.setRate(3, undefined, T0 + 1_000);
+    expect(g.state.sourceConfig).toEqual({ rate: 3, maxConnections: 2 });
+    expect(g.takeCatalogEntry({ rate: 5, maxConnections: 2 }, T0 + 2_000)).toBeUndefined();
+    expect(g.takeCatalogEntry({ rate: 5 }, T0 + 3_000)?.detail).toBe('changed to rate 5: target 5.00/s, burst 0 (was 3.00/s)');
+    expect(g.state.sourceConfig.maxConnections).toBeUndefined();
+  });
+
   it('stays under a global ceiling and the site\'s Crawl-delay, as any rate does', () => {
     const g = Governor.create('big.example', { rate: 2 }, T0, { ...DEFAULT_GOVERNOR, globalCeiling: 10 });
     g.takeCatalogEntry({ rate: 40 }, T0);

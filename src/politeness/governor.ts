@@ -666,10 +666,11 @@ function fmt(n: number): string {
 }
 
 function sameConfig(a: SourceConfig, b: SourceConfig): boolean {
-  return a.imageCount === b.imageCount && a.rate === b.rate && a.burst === b.burst;
+  return a.imageCount === b.imageCount && a.rate === b.rate && a.burst === b.burst && a.maxConnections === b.maxConnections;
 }
 
 function configText(c: SourceConfig): string {
-  const parts = [c.rate !== undefined ? `rate ${c.rate}` : null, c.imageCount !== undefined ? `imageCount ${c.imageCount}` : null, c.burst !== undefined ? `burst ${c.burst}` : null];
+  const parts = [c.rate !== undefined ? `rate ${c.rate}` : null, c.imageCount !== undefined ? `imageCount ${c.imageCount}` : null, c.burst !== undefined ? `burst ${c.burst}` : null,
+    c.maxConnections !== undefined ? `maxConnections ${c.maxConnections}` : null];
   return parts.filter((p) => p !== null).join(', ') || 'no rate: from the source\'s size';
 }

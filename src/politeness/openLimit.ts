@@ -80,11 +80,6 @@ export function newOpenLimitState(): OpenLimitState {
   return { fastestMsPerMib: null, samples: [], limit: null, changedAtMs: -Infinity, judgeAfterMs: -Infinity, nextProbe: 'down' };
 }
 
-/** Whether another download may open at a site with `open` already open. */
-export function mayOpen(state: OpenLimitState | undefined, open: number): boolean {
-  return state?.limit == null || open < state.limit;
-}
-
 /** Takes in one large body's transfer; returns the limit's change, if it made one. */
 export function noteDownload(s: OpenLimitState, sample: OpenSample, nowMs: number, cfg: OpenLimitConfig): OpenLimitChange | undefined {
   s.fastestMsPerMib = Math.min(s.fastestMsPerMib ?? Infinity, sample.msPerMib);

@@ -1,3 +1,5 @@
+import type { SourceConfig } from '../shared/types';
+
 /** A source's target rate from its size, an explicit override and a global ceiling. */
 
 export const SMALL_SOURCE_IMAGES = 5_000;
@@ -39,14 +41,34 @@ export function invalidBurst(burst: unknown): string | undefined {
   return undefined;
 }
 
+/** The most a source's maxConnections may be: CRAWL_MAX_CONNECTIONS_PER_SITE's own bound. */
+export const MAX_CONNECTIONS_LIMIT = 4_096;
+
+export function invalidMaxConnections(n: unknown): string | undefined {
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > MAX_CONNECTIONS_LIMIT) {
+    return `maxConnections must be a whole number of requests open at once from 1 to ${MAX_CONNECTIONS_LIMIT}`;
+  }
+  return undefined;
+}
+
 /** The fields of a source's configuration (a catalogue entry, a monitor's start input). */
-export const SOURCE_CONFIG_FIELDS = ['imageCount', 'rate', 'burst'] as const;
+export const SOURCE_CONFIG_FIELDS = ['imageCount', 'rate', 'burst', 'maxConnections'] as const;
+
+/** A source's configuration from an entry written by hand or kept (its other fields aside), or what is wrong with it. */
+export function sourceConfigOf(raw: Record<string, unknown>): { config: SourceConfig } | { problem: string } {
+  const { imageCount, rate, burst, maxConnections } = raw;
+  const problem = invalidSourceConfig({ imageCount, rate, burst, maxConnections });
+  if (problem) return { problem };
+  const config: SourceConfig = { imageCount: imageCount as number | undefined, rate: rate as number | undefined, burst: burst as number | undefined };
+  return { config: maxConnections !== undefined ? { ...config, maxConnections: maxConnections as number } : config };
+}
 
 /** Returns a message naming the first unusable value of a source's configuration, else undefined. */
-export function invalidSourceConfig(cfg: { imageCount?: unknown; rate?: unknown; burst?: unknown }): string | undefined {
-  const { imageCount, rate, burst } = cfg;
+export function invalidSourceConfig(cfg: { imageCount?: unknown; rate?: unknown; burst?: unknown; maxConnections?: unknown }): string | undefined {
+  const { imageCount, rate, burst, maxConnections } = cfg;
   if (imageCount !== undefined && (typeof imageCount !== 'number' || !Number.isInteger(imageCount) || imageCount < 0)) return 'imageCount must be a whole number >= 0';
   if (rate !== undefined && invalidRate(rate)) return invalidRate(rate);
   if (burst !== undefined && invalidBurst(burst)) return invalidBurst(burst);
+  if (maxConnections !== undefined) return invalidMaxConnections(maxConnections);
   return undefined;
 }

@@ -86,6 +86,8 @@ export interface Grant {
    * fetch activity keeps other grants on its worker from the source for no longer than this.
    */
   maxRetryAfterMs?: number;
+  /** The source's maxConnections (SourceConfig), when it has one: the fetch activity keeps to it. */
+  maxConnections?: number;
 }
 
 /** The pacing schedule handed to the fetch activity along with its URLs. */
@@ -122,6 +124,8 @@ export interface ConnectionWaits {
    * open: pipeline/siteDownloads.ts), and `requests` the slots that passed while it held them.
    */
   learnt?: boolean;
+  /** As `learnt`, with `perSite` the source's own maxConnections (its catalogue entry). */
+  given?: boolean;
 }
 
 export interface OutcomeReport {
@@ -208,6 +212,12 @@ export interface SourceConfig {
   rate?: number;
   /** Extra requests allowed in a 1 s window above ceil(rate). */
   burst?: number;
+  /**
+   * The most requests a worker may have open to the source's site at once (what its owner asked
+   * for, say); the worker's own CRAWL_MAX_CONNECTIONS_PER_SITE, or a lower limit it learnt, when
+   * that is fewer.
+   */
+  maxConnections?: number;
 }
 
 /** A Set-Cookie one of a URL's redirects answered, and where from (origin and path), for the chain's next hops (chainCookies.ts). */
@@ -254,6 +264,8 @@ export interface FetchBatchInput {
   maxAttempts: number;
   /** The longest Retry-After honoured (Grant.maxRetryAfterMs); absent: the default, 15 min. */
   maxRetryAfterMs?: number;
+  /** The most requests open at once to a site of the grant (Grant.maxConnections); absent: the worker's own. */
+  maxConnections?: number;
   /**
    * The batch's chunk, when these items are all it has left to finish: if every one of them
    * ends final, the activity leaves the chunk's done-marker after the records (and says so in

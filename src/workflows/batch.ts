@@ -296,6 +296,7 @@ export async function runBatch(input: BatchInput, run: BatchRun): Promise<BatchR
         result = await scope.run(() => fetchBatch({
           source: input.source, batchId, ...(unit ? { unit } : {}), grantId: g.grantId, items, maxAttempts: input.maxAttempts,
           ...(g.maxRetryAfterMs !== undefined ? { maxRetryAfterMs: g.maxRetryAfterMs } : {}),
+          ...(g.maxConnections !== undefined ? { maxConnections: g.maxConnections } : {}),
           schedule: {
             startMs: g.startMs, endMs: g.endMs, intervalMs: g.intervalMs, burstSlots: g.burstSlots, ...(g.issuedMs !== undefined ? { issuedMs: g.issuedMs } : {}),
             // What the batch left of it: the activity may start late too (a busy worker's queue).

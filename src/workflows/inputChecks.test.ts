@@ -24,8 +24,9 @@ describe('a monitor start input written by hand', () => {
   it.each([
     [{ config: { rate: 1 } }, /"source" .* is required/],
     [{ source: 'm', config: { rate: 'fast' } }, /^config: rate must be a finite number of requests per second$/],
-    [{ source: 'm', config: { Rate: 2 } }, /"config" has unknown field "Rate" \(its fields are imageCount, rate, burst\)/],
+    [{ source: 'm', config: { Rate: 2 } }, /"config" has unknown field "Rate" \(its fields are imageCount, rate, burst, maxConnections\)/],
     [{ source: 'm', cofig: { rate: 2 } }, /the input has unknown field "cofig"/],
+    [{ source: 'm', config: { maxConnections: 0 } }, /^config: maxConnections must be a whole number of requests open at once from 1 to 4096$/],
     [{ source: 'm', work: 'https://a.example/1.jpg' }, /work must be a list of chunks such as \[\{"chunkId": "c1", "urls": \[/],
     [{ source: 'm', work: [{ chunkId: 'c1', count: 1, urls: ['a', 'b', 'c'] }] }, /chunk "c1": "count" is 1 but it lists 3 URLs \(count may be left out\)/],
     [{ source: 'm', work: [{ chunkId: 'c1', url: 'https://a.example/1.jpg' }] }, /chunk "c1" has unknown field "url"/],

@@ -76,6 +76,27 @@ describe('MonitorModel token bookkeeping', () => {
     expect(capped.planGrants(T0)[0]!.maxRetryAfterMs).toBe(3_000);
   });
 
+  it('tells its grants the source\'s maxConnections, and shows it', () => {
+    const { m, batchId } = modelWithBatch();
+    m.onTokenRequest({ batchId, unassigned: 500, grantsSeen: 0 });
+    expect(m.planGrants(T0)[0]!.maxConnections).toBeUndefined();
+    expect(m.stats(T0).maxConnections).toBeUndefined();
+    const asked = MonitorModel.fromInput({ source: 's', config: { rate: 10, maxConnections: 2 }, work: [{ chunkId: 'c1', count: 500 }] }, T0);
+    asked.batchStarted('b1', asked.takeChunksToStart()[0]!);
+    asked.onTokenRequest({ batchId: 'b1', unassigned: 500, grantsSeen: 0 });
+    expect(asked.planGrants(T0)[0]!.maxConnections).toBe(2);
+    expect(asked.stats(T0).maxConnections).toBe(2);
+    expect(detailsMarkdown(asked.stats(T0), 'running')).toMatch(/rate \*\*10\/s\*\* of target 10\/s \(burst 0\); at most 2 requests open at once \(maxConnections\)/);
+    // Its slots passing for it: named as the operator's own limit, with what to change.
+    const answered = { url: '', cls: 'done' as const, sent: true, final: true, attempt: 1, status: 200, ttfbMs: 900 };
+    for (let i = 0; i < 5; i++) asked.onReport({ batchId: 'b1', grantId: 0, outcomes: Array.from({ length: 20 }, () => answered), unused: 80, missedSlots: 0, connectionWaits: { requests: 80, perSite: 2, given: true } }, T0 + i * 10_000);
+    const held = asked.stats(T0 + 40_000);
+    expect(held.connectionWaits).toEqual({ share: 0.67, perSite: 2, given: true });
+    expect(connectionsFullNote(held)).toBe('site held by its maxConnections: 2 requests open at once, and 67% of its recent slots passed waiting for one to end, so it gets ' +
+      'less than its 10/s: raise maxConnections in its catalogue entry (crawl start --catalog) if the site bears more at once, or lower its rate (crawl set-rate)');
+    expect(detailsMarkdown(held, 'running')).toMatch(/\*\*Site held by its maxConnections\*\*: 2 requests open at once/);
+  });
+
   it('takes a start input that sets one adaptive setting (Temporal CLI) without losing the others, and ignores a longest Retry-After that is no number', () => {
     const cfg = governorConfigOf({ adaptive: { maxRetryAfterMs: 60_000 } } as unknown as Partial<GovernorConfig>);
     expect(cfg.adaptive).toEqual({ ...DEFAULT_ADAPTIVE, maxRetryAfterMs: 60_000 });

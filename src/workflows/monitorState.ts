@@ -82,7 +82,7 @@ export interface MonitorState {
   missedSlots: number;
   missRate: number;
   /** The running share of sent requests that waited for a connection to the site (OutcomeReport.connectionWaits), and the worker's limit then; absent from states of older builds. */
-  connectionWaits?: { share: number; perSite: number | null; learnt?: true };
+  connectionWaits?: { share: number; perSite: number | null; learnt?: true; given?: true };
   /** When a grant last said the worker's own network looked down (OutcomeReport.networkDown); cleared by one that sent. */
   networkDownAtMs?: number;
   /** The latest grant report's share of URLs settled without a request (Grant.decidedShare); absent before the first. */
@@ -123,6 +123,8 @@ export interface MonitorStats {
   maxRate: number | null;
   /** The longest Retry-After honoured, s (`--max-retry-after` at start or a later start, or `set-max-retry-after` since); absent from monitors of older builds. */
   maxRetryAfterS?: number;
+  /** The source's maxConnections, when it has one (SourceConfig); absent otherwise. */
+  maxConnections?: number;
   /** The most the site's robots.txt Crawl-delay allows, once it has been found to matter, or null. */
   siteMaxRate: number | null;
   burst: number;
@@ -181,8 +183,9 @@ export interface MonitorStats {
    * one of the worker's to it (`perSite` of them) carrying a request (absent from monitors of older builds).
    * `learnt`: `perSite` is the limit the worker learnt for the site (its downloads slowed as more
    * were open), and `share` is of its slots, those that passed while the site had that many open.
+   * `given`: the same, with `perSite` the source's own maxConnections.
    */
-  connectionWaits?: { share: number; perSite: number | null; learnt?: true };
+  connectionWaits?: { share: number; perSite: number | null; learnt?: true; given?: true };
   breaker: { windowRequests: number; windowErrors: number; consecutiveErrors: number; last50: string };
   latency: { baselineMs: number | null; recentMedianMs: number | null };
   /** The latest images in a row that were one and the same file (sha: first 8 hex digits of its sha256); absent from monitors of older builds. */
@@ -225,6 +228,11 @@ function connectionsFull(st: MonitorStats): boolean {
 export function connectionsFullNote(st: MonitorStats): string | undefined {
   if (!sendingNow(st) || !connectionsFull(st)) return undefined;
   const perSite = st.connectionWaits!.perSite;
+  if (st.connectionWaits!.given) {
+    return `site held by its maxConnections: ${perSite ?? 'its'} requests open at once, and ${Math.round(st.connectionWaits!.share * 100)}% of its recent slots ` +
+      `passed waiting for one to end, so it gets less than its ${Number(st.rate.toPrecision(3))}/s: raise maxConnections in its catalogue entry (crawl start --catalog) ` +
+      'if the site bears more at once, or lower its rate (crawl set-rate)';
+  }
   // No operator's doing: the worker keeps to what the site's link bears, and tries more now and then.
   if (st.connectionWaits!.learnt) {
     return `site answers slowly: its downloads slowed as more were open, so the worker keeps ${perSite ?? 'a few'} open at once, ` +
@@ -454,11 +462,12 @@ export class MonitorModel {
       this.state.connectionWaits = {
         // The same running average as the miss rate's: of the requests sent, the share that waited.
         // Of a held site (learnt), the share of its slots that passed while it had its limit open.
-        share: report.connectionWaits?.learnt
+        share: report.connectionWaits?.learnt || report.connectionWaits?.given
           ? updateMissRate(waits?.share ?? 0, report.connectionWaits.requests, sent)
           : updateMissRate(waits?.share ?? 0, Math.min(sent, report.connectionWaits?.requests ?? 0), sent - Math.min(sent, report.connectionWaits?.requests ?? 0)),
         perSite: report.connectionWaits?.perSite ?? waits?.perSite ?? null,
         ...((report.connectionWaits ? report.connectionWaits.learnt : waits?.learnt) ? { learnt: true as const } : {}),
+        ...((report.connectionWaits ? report.connectionWaits.given : waits?.given) ? { given: true as const } : {}),
       };
     }
     if (report.networkDown) this.state.networkDownAtMs = nowMs;
@@ -549,9 +558,11 @@ export class MonitorModel {
     const planned = this.governor.plan(wants, nowMs, stretch, shortFirst && !whole, lead, probe);
     // A batch puts this much more than a URL per slot into its first grant (grantItemCount).
     const { maxRetryAfterMs } = this.governor.cfg.adaptive;
+    const { maxConnections } = this.governor.state.sourceConfig;
     const extra = {
       ...(share ? { decidedShare: share } : {}),
       ...(maxRetryAfterMs !== DEFAULT_ADAPTIVE.maxRetryAfterMs ? { maxRetryAfterMs } : {}),
+      ...(maxConnections !== undefined ? { maxConnections } : {}),
     };
     const grants = Object.keys(extra).length ? planned.map((g) => ({ ...g, ...extra })) : planned;
     for (const g of grants) {
@@ -624,6 +635,7 @@ export class MonitorModel {
       target: round(g.target),
       maxRate: this.governor.cfg.globalCeiling ?? null,
       maxRetryAfterS: this.governor.cfg.adaptive.maxRetryAfterMs / 1000,
+      ...(g.sourceConfig.maxConnections !== undefined ? { maxConnections: g.sourceConfig.maxConnections } : {}),
       siteMaxRate: g.siteMaxRate !== undefined ? round(g.siteMaxRate) : null,
       burst: g.burst,
       ceilingPerSecond: ceilings(g.adaptive.rate, g.burst).perSecond,
@@ -663,6 +675,7 @@ export class MonitorModel {
         share: Math.round((this.state.connectionWaits?.share ?? 0) * 100) / 100,
         perSite: this.state.connectionWaits?.perSite ?? null,
         ...(this.state.connectionWaits?.learnt ? { learnt: true as const } : {}),
+        ...(this.state.connectionWaits?.given ? { given: true as const } : {}),
       },
       breaker: {
         windowRequests: breakerWindow.requests,
@@ -716,7 +729,8 @@ export function detailsMarkdown(s: MonitorStats, state: string, nowMs?: number):
   const lines = [
     `## ${asText(s.source)}: **${state}**`,
     `rate **${s.rate}/s** of target ${s.target}/s (burst ${s.burst})` +
-      `${s.siteMaxRate !== null ? `; at most ${s.siteMaxRate}/s by the site's robots.txt Crawl-delay` : ''}${s.maxRate !== null ? `; global ceiling ${s.maxRate}/s` : ''}`,
+      `${s.siteMaxRate !== null ? `; at most ${s.siteMaxRate}/s by the site's robots.txt Crawl-delay` : ''}${s.maxRate !== null ? `; global ceiling ${s.maxRate}/s` : ''}` +
+      `${s.maxConnections !== undefined ? `; at most ${s.maxConnections} requests open at once (maxConnections)` : ''}`,
     // With the time it ends: the details are written when something happens, and a long hold writes nothing.
     `URLs ${s.urls.finished}/${s.urls.total} finished${left !== null ? ` (about ${durationText(left)} left at this pace, to about ${minuteOf(nowMs! + left * 1000)})` : ''}; batches ${s.batches.active} active, ${s.batches.finished} done`,
     `done ${s.counts.done} · link rot ${s.counts.linkrot} · robots ${s.counts.robots} · content ${s.counts.content} · refused ${s.counts.refused} · errors ${s.counts.error} · retries ${s.counts.retries}`,
@@ -736,7 +750,7 @@ export function detailsMarkdown(s: MonitorStats, state: string, nowMs?: number):
   const behind = behindNote(s);
   if (behind) lines.push(`**${behind.replace(/^workers behind/, 'Workers behind**')}`);
   const slowSite = connectionsFullNote(s);
-  if (slowSite) lines.push(`**${slowSite.replace(/^site answers slowly/, 'Site answers slowly**')}`);
+  if (slowSite) lines.push(`**${slowSite.replace(/^site (answers slowly|held by its maxConnections)/, (_, what: string) => `Site ${what}**`)}`);
   const noImages = noImagesNote(s);
   if (noImages) lines.push(`**${noImages.replace(/^no image yet/, 'No image yet**')}`);
   const placeholder = placeholderNote(s);

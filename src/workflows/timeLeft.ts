@@ -16,7 +16,7 @@ export function secondsLeft(st: MonitorStats, nowMs: number): number | null {
   // Nothing moves until an operator acts.
   if (st.state !== 'running' && st.state !== 'cooling') return null;
   // A site held to the downloads its link bears (connectionWaits.learnt) passes slots as well.
-  const heldShare = st.connectionWaits?.learnt ? st.connectionWaits.share : 0;
+  const heldShare = st.connectionWaits?.learnt || st.connectionWaits?.given ? st.connectionWaits.share : 0;
   const sent = 1 - Math.min(0.95, 1 - (1 - Math.max(0, st.tokens?.missRate ?? 0)) * (1 - Math.max(0, heldShare)));
   const now = st.rate * sent;
   const full = Math.max(st.rate, st.target) * sent;

@@ -305,7 +305,15 @@ describe('manifests', () => {
     await expect(readCatalog(twoNames)).rejects.toThrow('catalog ' + twoNames + ': "Bücher.Example" and "xn--bcher-kva.example" name one host (xn--bcher-kva.example): keep one');
     const misspelt = path.join(dir, 'misspelt.json');
     fs.writeFileSync(misspelt, JSON.stringify({ museum: { Rate: 5 } }));
-    await expect(readCatalog(misspelt)).rejects.toThrow('entry 1 (museum): unknown field "Rate" (the fields are name, imageCount, rate, burst)');
+    await expect(readCatalog(misspelt)).rejects.toThrow('entry 1 (museum): unknown field "Rate" (the fields are name, imageCount, rate, burst, maxConnections)');
+    // What a site's owner asked for: at most so many requests open at once.
+    const asked = path.join(dir, 'asked.json');
+    fs.writeFileSync(asked, JSON.stringify([{ name: 'museum', rate: 5, maxConnections: 2 }]));
+    expect((await readCatalog(asked)).get('museum')).toEqual({ rate: 5, maxConnections: 2 });
+    for (const n of [0, 2.5, '2', 5000]) {
+      fs.writeFileSync(asked, JSON.stringify([{ name: 'museum', maxConnections: n }]));
+      await expect(readCatalog(asked)).rejects.toThrow('entry 1 (museum): maxConnections must be a whole number of requests open at once from 1 to 4096');
+    }
   });
 
   it('reads a one-line NDJSON catalogue as one entry, and an object keyed by name as sources', async () => {

@@ -104,4 +104,42 @@ describe('a site whose downloads slow as more are open (real undici, sharp, stor
       await hostile.stop();
     }
   });
+
+  it('keeps to a source\'s maxConnections: the site never has more of its requests open, and the slots it could not use go back', async () => {
+    let open = 0;
+    let mostOpen = 0;
+    const slow = new Origin()
+      .route('/robots.txt', (_q, r) => { r.writeHead(404); r.end(); })
+      .route('*', (_q, r) => {
+        open += 1;
+        mostOpen = Math.max(mostOpen, open);
+        setTimeout(() => { open -= 1; r.writeHead(200, { 'content-type': 'image/jpeg' }); r.end('not really'); }, 700);
+      });
+    await slow.start();
+    try {
+      const acts = createCrawlActivities({ processor: pipeline, recorder: new StoreRecorder(new LocalStore(path.join(dir, 'store'))) });
+      const at = (maxConnections?: number): FetchBatchInput => {
+        const startMs = Date.now() + 300;
+        return {
+          source: `127.0.0.1:${slow.port}`, batchId: 'b2', grantId: maxConnections ?? 0, maxAttempts: 1, ...(maxConnections ? { maxConnections } : {}),
+          items: Array.from({ length: 12 }, (_, i) => ({ url: slow.url(`/m${maxConnections ?? 0}/${i}.jpg`), attempt: 1 })),
+          // A slot every 150 ms for answers of 700 ms: five open at once, unless held.
+          schedule: { startMs, endMs: startMs + 12 * 150, intervalMs: 150, burstSlots: 0 },
+        };
+      };
+      const free = (await new MockActivityEnvironment().run(acts.fetchBatch, at())) as FetchBatchResult;
+      expect(mostOpen).toBeGreaterThanOrEqual(4);
+      expect(free.connectionWaits).toBeUndefined();
+      mostOpen = 0;
+      const held = (await new MockActivityEnvironment().run(acts.fetchBatch, at(2))) as FetchBatchResult;
+      expect(mostOpen).toBe(2);
+      expect(held.outcomes.length + held.unused.length).toBe(12);
+      expect(held.unused.length).toBeGreaterThan(0);
+      expect(held.missedSlots).toBe(0);
+      expect(held.connectionWaits).toMatchObject({ given: true, perSite: 2 });
+      expect(held.connectionWaits!.requests).toBeGreaterThan(0);
+    } finally {
+      await slow.stop();
+    }
+  });
 });
