@@ -1292,6 +1292,38 @@ describe('crawl monitor (time-skipping server)', () => {
     await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, history, workflowId);
   });
 
+  it('hands the fetch activity the source\'s maxConnections from the grant after a catalogue entry brings it, and none after one that drops it', async () => {
+    const { taskQueue, workflowId } = ids('connections.test');
+    const scripted = scriptedActivities(() => ({ cls: 'done', status: 200 }));
+    const given: { atMs: number; maxConnections: number | undefined }[] = [];
+    const acts = { ...scripted.acts, async fetchBatch(input: FetchBatchInput) { given.push({ atMs: Date.now(), maxConnections: input.maxConnections }); return scripted.acts.fetchBatch(input); } };
+    const worker = await monitorWorker(env, taskQueue, acts);
+    await worker.runUntil(async () => {
+      const handle = await env.client.workflow.start(crawlMonitorWorkflow, {
+        taskQueue, workflowId, args: [{ source: 'connections.test', config: { rate: 2 }, work: chunksOf('connections.test', 400, 100) }],
+      });
+      await env.sleep(20_000);
+      await handle.signal(addWorkSignal, [], { catalog: { rate: 2, maxConnections: 3 } });
+      const setAt = await env.currentTimeMs();
+      await env.sleep(1_000);
+      expect((await handle.query(statsQuery)).maxConnections).toBe(3);
+      await env.sleep(60_000);
+      await handle.signal(addWorkSignal, [], { catalog: { rate: 2 } });
+      const droppedAt = await env.currentTimeMs();
+      await env.sleep(60_000);
+      expect((await handle.query(statsQuery)).maxConnections).toBeUndefined();
+      expect(given.filter((g) => g.atMs < setAt).map((g) => g.maxConnections)).toEqual(given.filter((g) => g.atMs < setAt).map(() => undefined));
+      const between = given.filter((g) => g.atMs > setAt + 1_000 && g.atMs < droppedAt);
+      expect(between.length).toBeGreaterThan(0);
+      for (const g of between) expect(g.maxConnections).toBe(3);
+      const after = given.filter((g) => g.atMs > droppedAt + 1_000);
+      expect(after.length).toBeGreaterThan(0);
+      for (const g of after) expect(g.maxConnections).toBeUndefined();
+      await handle.executeUpdate(stopUpdate);
+      await handle.result();
+    });
+  });
+
   it('takes a changed catalogue entry and --max-rate that come with more work (crawl start of another manifest), and says what it ignored', async () => {
     const { taskQueue, workflowId } = ids('entry.test');
     const { grants, acts } = scriptedActivities(() => ({ cls: 'done', status: 200 }));
