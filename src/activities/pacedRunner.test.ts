@@ -37,6 +37,23 @@ describe('paced runner', () => {
     expect(r.missed).toBe(0);
   });
 
+  it('goes on through slots that pass while its items wait for requests elsewhere to end (their site at its open limit)', async () => {
+    // Another grant's two downloads hold the site's limit of two until 12.5 s; this grant has none in flight.
+    const clock = fakeClock(9_000);
+    const heldUntil = 12_500;
+    const r = await runPaced({
+      count: 3, schedule, shouldStop: () => false, ...clock,
+      choose: () => (clock.now() < heldUntil ? -1 : 0),
+      heldOpen: () => clock.now() < heldUntil,
+      run: async (i) => i,
+    });
+    expect(r.sentAt).toEqual([13_000, 14_000]);
+    expect(r).toMatchObject({ passed: 3, missed: 0, unused: [2] });
+    // Without it the run would have ended at the first slot that passed, its items all handed back.
+    const ended = await runPaced({ count: 3, schedule, shouldStop: () => false, ...fakeClock(9_000), choose: () => -1, run: async (i) => i });
+    expect(ended).toMatchObject({ passed: 1, unused: [0, 1, 2] });
+  });
+
   it('ends at once when every item is settled without a request', async () => {
     const clock = fakeClock(9_000);
     const r = await runPaced({ count: 4, schedule, run: async () => { throw new Error('nothing may be sent'); }, decide: (i) => i, shouldStop: () => false, ...clock });
