@@ -10,8 +10,8 @@ import { median } from './latency';
  * judging reports a grant's window late, swung between the link's rate and twice it (session 63).
  *
  * Here a worker counts its own open downloads per origin and judges each large body's transfer
- * time per MiB as it ends (no window's delay). When downloads are several times slower than the
- * fastest one seen while three or more were open, the link is taken to be full: the site is held
+ * time per MiB as it ends (no window's delay). When, with three or more open on average, they take
+ * several times as long as the fastest one seen, the link is taken to be full: the site is held
  * to the number its link carries at the fastest speed, plus one so that it never idles between
  * two downloads. That first estimate is rough (the fastest download seen may not have had the link
  * to itself), so from then on the limit is probed a quarter (at least one) either way, in turn:
