@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Client, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
+import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
@@ -1296,7 +1297,8 @@ describe('crawl monitor (time-skipping server)', () => {
     const { taskQueue, workflowId } = ids('connections.test');
     const scripted = scriptedActivities(() => ({ cls: 'done', status: 200 }));
     const given: { atMs: number; maxConnections: number | undefined }[] = [];
-    const acts = { ...scripted.acts, async fetchBatch(input: FetchBatchInput) { given.push({ atMs: Date.now(), maxConnections: input.maxConnections }); return scripted.acts.fetchBatch(input); } };
+    // On the test server's clock (skipped time), as the signals below are.
+    const acts = { ...scripted.acts, async fetchBatch(input: FetchBatchInput) { given.push({ atMs: Context.current().info.scheduledTimestampMs, maxConnections: input.maxConnections }); return scripted.acts.fetchBatch(input); } };
     const worker = await monitorWorker(env, taskQueue, acts);
     await worker.runUntil(async () => {
       const handle = await env.client.workflow.start(crawlMonitorWorkflow, {
