@@ -26,9 +26,9 @@ import { storeToRead } from '../crawl/storeToRead';
 import type { AgainKind } from '../crawl/askAgain';
 import { askAgain } from '../crawl/again';
 import { rememberRunSettings } from '../crawl/runSettings';
-import { invalidBurst, invalidRate } from '../politeness/targetRate';
+import { invalidBurst, invalidMaxConnections, invalidRate } from '../politeness/targetRate';
 import { MAX_RETRY_AFTER_LIMIT_S, invalidRetryAfterCap } from '../politeness/adaptiveRate';
-import { pauseUpdate, resumeUpdate, setMaxRateUpdate, setMaxRetryAfterUpdate, setRateUpdate } from '../workflows/messages';
+import { pauseUpdate, resumeUpdate, setMaxConnectionsUpdate, setMaxRateUpdate, setMaxRetryAfterUpdate, setRateUpdate } from '../workflows/messages';
 import { endIdleTemporalRuntime, installTemporalRuntime, logWorkflowMessagesAt, metricsAddressFromEnv, watchServerReachability } from '../temporal/runtime';
 import { installCrashReport, logProcessWarnings } from './crashReport';
 import { envText } from '../shared/env';
@@ -52,6 +52,14 @@ function parseBurst(value: string): number {
   const n = Number(value);
   const bad = invalidBurst(n);
   if (bad) throw new InvalidArgumentError(bad);
+  return n;
+}
+
+function parseMaxConnections(value: string): number | null {
+  if (value === 'none') return null;
+  const n = Number(value);
+  const bad = invalidMaxConnections(n);
+  if (bad) throw new InvalidArgumentError(`${bad}, or none`);
   return n;
 }
 
@@ -449,6 +457,13 @@ export function buildProgram(): Command {
     .argument('[sources...]').option('--all', 'every running crawl monitor')
     .action(async (seconds: number, sources: string[], opts: { all?: boolean }) => {
       await onMonitors(sources, opts.all, (h, answered) => answered(() => h.executeUpdate(setMaxRetryAfterUpdate, { args: [{ maxRetryAfterMs: seconds * 1000 }] })));
+    });
+  // A site's owner asks for no more than so many connections: the catalogue's maxConnections, for a crawl already running.
+  program.command('set-max-connections').description('set the most requests a worker keeps open at once to each site of running crawls\' sources; `none` lifts it')
+    .argument('<n>', 'requests open at once (1 to 4096), or none', parseMaxConnections)
+    .argument('[sources...]').option('--all', 'every running crawl monitor')
+    .action(async (maxConnections: number | null, sources: string[], opts: { all?: boolean }) => {
+      await onMonitors(sources, opts.all, (h, answered) => answered(() => h.executeUpdate(setMaxConnectionsUpdate, { args: [{ maxConnections }] })));
     });
   operator('stop', 'stop crawling sources for good (their monitors complete)')
     .action(async (sources: string[], opts: { all?: boolean }) => {

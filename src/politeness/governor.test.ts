@@ -191,6 +191,19 @@ describe('Governor and a catalogue entry given again with more work', () => {
     expect(g.state.sourceConfig.maxConnections).toBeUndefined();
   });
 
+  it('takes an operator\'s maxConnections (crawl set-max-connections), which an unchanged catalogue entry leaves in place', () => {
+    const g = Governor.create('museum.example', { rate: 5, maxConnections: 4 }, T0);
+    expect(g.setMaxConnections(2)).toEqual({ event: 'max-connections', detail: 'at most 2 requests open at once (was 4)' });
+    expect(g.state.sourceConfig).toEqual({ rate: 5, maxConnections: 2 });
+    expect(g.takeCatalogEntry({ rate: 5, maxConnections: 4 }, T0 + 1_000)).toBeUndefined();
+    expect(g.state.sourceConfig.maxConnections).toBe(2);
+    expect(g.setMaxConnections(null)).toEqual({ event: 'max-connections', detail: 'no limit of its own on requests open at once (was 2)' });
+    expect(g.state.sourceConfig).toEqual({ rate: 5 });
+    // A changed entry is the operator's new word again.
+    expect(g.takeCatalogEntry({ rate: 5, maxConnections: 3 }, T0 + 2_000)?.detail).toBe('changed to rate 5, maxConnections 3: target 5.00/s, burst 0 (was 5.00/s)');
+    expect(g.state.sourceConfig.maxConnections).toBe(3);
+  });
+
   it('stays under a global ceiling and the site\'s Crawl-delay, as any rate does', () => {
     const g = Governor.create('big.example', { rate: 2 }, T0, { ...DEFAULT_GOVERNOR, globalCeiling: 10 });
     g.takeCatalogEntry({ rate: 40 }, T0);

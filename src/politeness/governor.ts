@@ -136,7 +136,7 @@ export interface GovernorState {
 }
 
 export interface PolicyEvent {
-  event: 'throttled' | 'cooling' | 'resumed' | 'halted' | 'latency-slowdown' | 'paused' | 'stopped' | 'rate-set' | 'catalogue-entry' | 'max-rate' | 'max-retry-after' | 'crawl-delay' | 'robots-unavailable' | 'store-unavailable';
+  event: 'throttled' | 'cooling' | 'resumed' | 'halted' | 'latency-slowdown' | 'paused' | 'stopped' | 'rate-set' | 'catalogue-entry' | 'max-rate' | 'max-retry-after' | 'max-connections' | 'crawl-delay' | 'robots-unavailable' | 'store-unavailable';
   detail: string;
 }
 
@@ -592,6 +592,19 @@ export class Governor {
     if (ms === last) return undefined;
     s.givenMaxRetryAfterMs = ms;
     return this.setMaxRetryAfter(ms, nowMs, '--max-retry-after changed to');
+  }
+
+  /**
+   * An operator's limit on the requests a worker keeps open to the source's site at once (`crawl
+   * set-max-connections`; null lifts it), as set-rate is to the rate: a later catalogue entry
+   * unchanged from the one the source was given leaves it in place.
+   */
+  setMaxConnections(n: number | null): PolicyEvent {
+    const s = this.state;
+    const before = s.sourceConfig.maxConnections;
+    const { maxConnections: _dropped, ...rest } = s.sourceConfig;
+    s.sourceConfig = n === null ? rest : { ...rest, maxConnections: n };
+    return { event: 'max-connections', detail: `${n === null ? 'no limit of its own on' : `at most ${n}`} requests open at once (was ${before ?? 'none'})` };
   }
 
   /**

@@ -15,6 +15,8 @@ export const setRateUpdate = defineUpdate<string, [SetRateInput]>('setRate');
 export const setMaxRateUpdate = defineUpdate<string, [SetMaxRateInput]>('setMaxRate');
 /** A new cap on the Retry-After honoured for a running crawl (`--max-retry-after` of its start). */
 export const setMaxRetryAfterUpdate = defineUpdate<string, [SetMaxRetryAfterInput]>('setMaxRetryAfter');
+/** A source's own limit on requests open at once to its site (its maxConnections; `null` lifts it). */
+export const setMaxConnectionsUpdate = defineUpdate<string, [SetMaxConnectionsInput]>('setMaxConnections');
 export const stopUpdate = defineUpdate<string, []>('stop');
 /**
  * What `crawl start` sends with a source's work when its catalogue has an entry for it, or it was
@@ -65,6 +67,10 @@ export interface SetMaxRateInput {
 
 export interface SetMaxRetryAfterInput {
   maxRetryAfterMs: number;
+}
+
+export interface SetMaxConnectionsInput {
+  maxConnections: number | null;
 }
 
 export interface BatchFinished {

@@ -5,14 +5,14 @@ import {
 import type { PolicyEvent } from '../politeness/governor';
 import { STOPPED_BATCHES_WAIT_MS } from '../shared/heartbeat';
 import { shortGrantFloatMs, slowWindowFloatMs } from '../politeness/pacing';
-import { invalidBurst, invalidRate } from '../politeness/targetRate';
+import { invalidBurst, invalidMaxConnections, invalidRate } from '../politeness/targetRate';
 import { DEFAULT_ADAPTIVE, MAX_RETRY_AFTER_LIMIT_S, invalidRetryAfterCap } from '../politeness/adaptiveRate';
 import { FINISHED, monitorSearchAttributes, shownBy, shownKey } from '../temporal/searchAttributes';
 import type { Grant, WorkChunk, WorkItem } from '../shared/types';
 import { crawlBatchWorkflow, runBatch, type MonitorLink } from './batch';
 import {
   addWorkSignal, batchFinishedSignal, batchStoppedSignal, grantSignal, pauseUpdate, pingSignal, reportOutcomesSignal, requestTokensSignal, resumeUpdate, revokeGrantsSignal,
-  setMaxRateUpdate, setMaxRetryAfterUpdate, setRateUpdate, statsQuery, stopUpdate, type AddWorkOptions, type ResumeInput, type SetMaxRateInput, type SetMaxRetryAfterInput, type SetRateInput,
+  setMaxConnectionsUpdate, setMaxRateUpdate, setMaxRetryAfterUpdate, setRateUpdate, statsQuery, stopUpdate, type AddWorkOptions, type ResumeInput, type SetMaxConnectionsInput, type SetMaxRateInput, type SetMaxRetryAfterInput, type SetRateInput,
 } from './messages';
 import { detailsMarkdown, MonitorModel, shownOf, type MonitorInput, type MonitorStats } from './monitorState';
 import { PATCH_LEVEL, inLevel, levelOf, patchesOf } from './patchLevel';
@@ -215,6 +215,16 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
     validator: (arg: SetMaxRetryAfterInput) => {
       if (!arg || typeof arg !== 'object' || !('maxRetryAfterMs' in arg)) throw new Error('setMaxRetryAfter needs {"maxRetryAfterMs": <ms>}');
       assertValid(retryAfterCapProblem(arg.maxRetryAfterMs));
+    },
+  });
+  setHandler(setMaxConnectionsUpdate, (arg: SetMaxConnectionsInput) => {
+    const changed = m.governor.setMaxConnections(arg.maxConnections);
+    announce([changed]);
+    return changed.detail;
+  }, {
+    validator: (arg: SetMaxConnectionsInput) => {
+      if (!arg || typeof arg !== 'object' || !('maxConnections' in arg)) throw new Error('setMaxConnections needs {"maxConnections": <requests open at once> | null}');
+      if (arg.maxConnections !== null) assertValid(invalidMaxConnections(arg.maxConnections));
     },
   });
   setHandler(stopUpdate, () => { announce([m.governor.stop()]); return 'stopped'; });

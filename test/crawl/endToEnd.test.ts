@@ -448,6 +448,12 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
     const unknownCap = await runCli(['set-max-retry-after', '60', 'no-such-source'], childEnv);
     expect(unknownCap.code).toBe(1);
     expect(unknownCap.stderr).toMatch(/no crawl monitor for source "no-such-source"/);
+    const badConnections = await runCli(['set-max-connections', '0', 'anything'], { TEMPORAL_ADDRESS: '127.0.0.1:1' });
+    expect(badConnections.code).not.toBe(0);
+    expect(badConnections.stderr).toMatch(/maxConnections must be a whole number of requests open at once from 1 to 4096, or none/);
+    const unknownConnections = await runCli(['set-max-connections', 'none', 'no-such-source'], childEnv);
+    expect(unknownConnections.code).toBe(1);
+    expect(unknownConnections.stderr).toMatch(/no crawl monitor for source "no-such-source"/);
     // Inputs are checked before anything else: the manifest's error, not the server's.
     for (const command of ['start', 'run']) {
       const noManifest = await runCli([command, '/no/such/manifest.ndjson'], { TEMPORAL_ADDRESS: '127.0.0.1:1' });

@@ -53,9 +53,9 @@ describe("the README's Temporal CLI commands (local dev server, real worker, loo
       // The query came after all three chunks were added.
       expect(run.stdout).toMatch(/QueryResult\s+\{.*"source":"museum".*"urls":\{[^}]*"total":3/);
       const answers = [...run.stdout.matchAll(/^\s*Result\s+(.+)$/gm)].map((m) => m[1]);
-      expect(answers).toEqual(['paused', 'running', 'target 5/s', 'global ceiling 3/s, target 3/s', 'longest Retry-After honoured set to 120 s (was 3600 s)', 'stopped']);
+      expect(answers).toEqual(['paused', 'running', 'target 5/s', 'global ceiling 3/s, target 3/s', 'longest Retry-After honoured set to 120 s (was 3600 s)', 'at most 2 requests open at once (was none)', 'stopped']);
       const final = (await env.client.workflow.getHandle(monitorWorkflowId('museum')).result()) as MonitorStats;
-      expect(final).toMatchObject({ state: 'stopped', target: 3, burst: 1, urls: { total: 3 } });
+      expect(final).toMatchObject({ state: 'stopped', target: 3, burst: 1, maxConnections: 2, urls: { total: 3 } });
     });
   });
 });

@@ -12,7 +12,7 @@ import { ceilings, maxInAnyWindow } from '../../src/politeness/pacing';
 import { slotCount } from '../../src/activities/pacedRunner';
 import { crawlBatchWorkflow } from '../../src/workflows/batch';
 import { crawlMonitorWorkflow } from '../../src/workflows/monitor';
-import { addWorkSignal, pauseUpdate, resumeUpdate, setMaxRateUpdate, setMaxRetryAfterUpdate, setRateUpdate, statsQuery, stopUpdate } from '../../src/workflows/messages';
+import { addWorkSignal, pauseUpdate, resumeUpdate, setMaxConnectionsUpdate, setMaxRateUpdate, setMaxRetryAfterUpdate, setRateUpdate, statsQuery, stopUpdate } from '../../src/workflows/messages';
 import { CRAWL_DONE, CRAWL_SOURCE, CRAWL_STATE, FINISHED, monitorSearchAttributes } from '../../src/temporal/searchAttributes';
 import { MonitorModel, monitorWorkflowId, shownOf } from '../../src/workflows/monitorState';
 import { WORKFLOWS_PATH } from '../../src/workers/worker';
@@ -20,6 +20,9 @@ import { PATCH_LEVEL } from '../../src/workflows/patchLevel';
 import { CHUNK_UNREADABLE } from '../../src/shared/storeOutage';
 import { actOnHalted } from '../../src/crawl/run';
 import type { BatchItem, FetchBatchInput, FetchBatchResult, RedirectHop, RequestOutcome, SourceConfig, WorkChunk } from '../../src/shared/types';
+
+/** An update its validator refused, saying why. */
+const rejection = (pattern: RegExp) => ({ cause: expect.objectContaining({ message: expect.stringMatching(pattern) }) });
 
 describe('crawl monitor (time-skipping server)', () => {
   let env: TestWorkflowEnvironment;
@@ -1043,7 +1046,6 @@ describe('crawl monitor (time-skipping server)', () => {
         // with its first grant could finish between them.
         args: [{ source: 'validate.test', config: { rate: 1 }, work: chunksOf('validate.test', 200, 200) }],
       });
-      const rejection = (pattern: RegExp) => ({ cause: expect.objectContaining({ message: expect.stringMatching(pattern) }) });
       await expect(handle.executeUpdate(setRateUpdate, { args: [{ rate: -3 }] })).rejects.toMatchObject(rejection(/greater than 0/));
       await expect(handle.executeUpdate(setRateUpdate, { args: [{ rate: 2, burst: 1.5 }] })).rejects.toMatchObject(rejection(/burst must be a whole number/));
       await expect(handle.executeUpdate(resumeUpdate, { args: [{ rate: -1 }] })).rejects.toMatchObject(rejection(/greater than 0/));
@@ -1293,7 +1295,7 @@ describe('crawl monitor (time-skipping server)', () => {
     await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, history, workflowId);
   });
 
-  it('hands the fetch activity the source\'s maxConnections from the grant after a catalogue entry brings it, and none after one that drops it', async () => {
+  it('hands the fetch activity the source\'s maxConnections from the grant after a catalogue entry or an operator brings it, and none after one that drops it', async () => {
     const { taskQueue, workflowId } = ids('connections.test');
     const scripted = scriptedActivities(() => ({ cls: 'done', status: 200 }));
     const given: { atMs: number; maxConnections: number | undefined }[] = [];
@@ -1302,7 +1304,7 @@ describe('crawl monitor (time-skipping server)', () => {
     const worker = await monitorWorker(env, taskQueue, acts);
     await worker.runUntil(async () => {
       const handle = await env.client.workflow.start(crawlMonitorWorkflow, {
-        taskQueue, workflowId, args: [{ source: 'connections.test', config: { rate: 2 }, work: chunksOf('connections.test', 400, 100) }],
+        taskQueue, workflowId, args: [{ source: 'connections.test', config: { rate: 2 }, work: chunksOf('connections.test', 1_000, 100) }],
       });
       await env.sleep(20_000);
       await handle.signal(addWorkSignal, [], { catalog: { rate: 2, maxConnections: 3 } });
@@ -1321,6 +1323,16 @@ describe('crawl monitor (time-skipping server)', () => {
       const after = given.filter((g) => g.atMs > droppedAt + 1_000);
       expect(after.length).toBeGreaterThan(0);
       for (const g of after) expect(g.maxConnections).toBeUndefined();
+      // An operator's word (crawl set-max-connections): checked, answered, and in the next grants.
+      await expect(handle.executeUpdate(setMaxConnectionsUpdate, { args: [{ maxConnections: 0 }] })).rejects.toMatchObject(rejection(/maxConnections must be a whole number of requests open at once from 1 to 4096/));
+      await expect(handle.executeUpdate(setMaxConnectionsUpdate, { args: [{} as never] })).rejects.toMatchObject(rejection(/setMaxConnections needs \{"maxConnections"/));
+      expect(await handle.executeUpdate(setMaxConnectionsUpdate, { args: [{ maxConnections: 5 }] })).toBe('at most 5 requests open at once (was none)');
+      const operatorAt = await env.currentTimeMs();
+      await env.sleep(60_000);
+      expect((await handle.query(statsQuery)).maxConnections).toBe(5);
+      const operators = given.filter((g) => g.atMs > operatorAt + 1_000);
+      expect(operators.length).toBeGreaterThan(0);
+      for (const g of operators) expect(g.maxConnections).toBe(5);
       await handle.executeUpdate(stopUpdate);
       await handle.result();
     });
@@ -1421,7 +1433,6 @@ describe('crawl monitor (time-skipping server)', () => {
   it('takes crawl set-max-retry-after: a source held for an hour-long Retry-After is asked again at the new cap, and nonsense is refused', async () => {
     await heldForAnHour('set-retry-after.test', async (handle, grants, retryAfterCaps) => {
       const grantsBefore = grants();
-      const rejection = (pattern: RegExp) => ({ cause: expect.objectContaining({ message: expect.stringMatching(pattern) }) });
       await expect(handle.executeUpdate(setMaxRetryAfterUpdate, { args: [{ maxRetryAfterMs: 500 }] })).rejects.toMatchObject(rejection(/maxRetryAfterMs must be a number of ms from 1000 to 86400000, not 500/));
       await expect(handle.executeUpdate(setMaxRetryAfterUpdate, { args: [{} as never] })).rejects.toMatchObject(rejection(/setMaxRetryAfter needs \{"maxRetryAfterMs"/));
       const answer = await handle.executeUpdate(setMaxRetryAfterUpdate, { args: [{ maxRetryAfterMs: 30_000 }] });
