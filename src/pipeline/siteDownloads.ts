@@ -61,13 +61,21 @@ export class SiteDownloads {
 }
 
 function logChange(origin: string, change: OpenLimitChange): void {
-  const text = {
-    limited: () => change.kind === 'limited' && `downloads from the site slowed as more were open (median ${change.medianMsPerMib} ms a MiB against ${change.fastestMsPerMib}, ${change.open} open): held to ${change.limit} at once`,
-    lowered: () => change.kind === 'lowered' && `downloads from the site slowed again: held to ${change.limit} at once`,
-    'probe-up': () => change.kind === 'probe-up' && `trying ${change.limit} downloads at once`,
-    'probe-down': () => change.kind === 'probe-down' && `trying ${change.limit} downloads at once`,
-    back: () => change.kind === 'back' && `back to ${change.limit} downloads at once: the probe did not pay`,
-    lifted: () => 'more downloads at once kept adding speed: no limit of its own',
-  }[change.kind]();
-  log.info({ event: 'site-open-limit', origin, ...change }, text || change.kind);
+  log.info({ event: 'site-open-limit', origin, ...change }, changeText(change));
+}
+
+function changeText(change: OpenLimitChange): string {
+  switch (change.kind) {
+    case 'limited':
+      return `downloads from the site slowed as more were open (median ${change.medianMsPerMib} ms a MiB against ${change.fastestMsPerMib}, ${change.open} open): held to ${change.limit} at once`;
+    case 'lowered':
+      return `downloads from the site slowed again: held to ${change.limit} at once`;
+    case 'probe-up':
+    case 'probe-down':
+      return `trying ${change.limit} downloads at once`;
+    case 'back':
+      return `back to ${change.limit} downloads at once: the probe did not pay`;
+    case 'lifted':
+      return 'more downloads at once kept adding speed: no limit of its own';
+  }
 }

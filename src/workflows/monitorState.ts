@@ -81,7 +81,10 @@ export interface MonitorState {
   /** Slots that served no URL (see FetchBatchResult.missedSlots), in all and as a running share. */
   missedSlots: number;
   missRate: number;
-  /** The running share of sent requests that waited for a connection to the site (OutcomeReport.connectionWaits), and the worker's limit then; absent from states of older builds. */
+  /**
+   * The running share of sent requests that waited for a connection to the site (OutcomeReport.connectionWaits), and the worker's limit then
+   * (of slots that passed, for a limit learnt or given: MonitorStats.connectionWaits); absent from states of older builds.
+   */
   connectionWaits?: { share: number; perSite: number | null; learnt?: true; given?: true };
   /** When a grant last said the worker's own network looked down (OutcomeReport.networkDown); cleared by one that sent. */
   networkDownAtMs?: number;
@@ -461,7 +464,7 @@ export class MonitorModel {
       const waits = this.state.connectionWaits;
       this.state.connectionWaits = {
         // The same running average as the miss rate's: of the requests sent, the share that waited.
-        // Of a held site (learnt), the share of its slots that passed while it had its limit open.
+        // Of a site held to a limit (learnt, or its maxConnections), the share of its slots that passed for it.
         share: report.connectionWaits?.learnt || report.connectionWaits?.given
           ? updateMissRate(waits?.share ?? 0, report.connectionWaits.requests, sent)
           : updateMissRate(waits?.share ?? 0, Math.min(sent, report.connectionWaits?.requests ?? 0), sent - Math.min(sent, report.connectionWaits?.requests ?? 0)),
