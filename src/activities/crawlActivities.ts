@@ -7,7 +7,7 @@ import { isThrottle } from '../politeness/classify';
 import { PAGE_BURST, pagesSinceImage } from '../politeness/pageRun';
 import type { ObjectStore } from '../pipeline/store';
 import type { WorkerNetwork } from '../pipeline/workerOutage';
-import type { ConnectionWaits, FetchBatchInput, FetchBatchResult, FinalRecordInput, HostCrawlDelay, OutcomeClass, RedirectHop, RequestOutcome, WorkChunk } from '../shared/types';
+import type { ConnectionWaits, FetchBatchInput, FetchBatchResult, FinalRecordInput, HostCrawlDelay, OpenLimitHint, OutcomeClass, RedirectHop, RequestOutcome, WorkChunk } from '../shared/types';
 import { chunkRecordFiles, chunkRecordFilesIn } from '../pipeline/keys';
 import { chunkIndexKey, encodeFingerprints } from '../pipeline/downloadedIndex';
 import { recordFile, type RecordFile } from '../shared/recordUnits';
@@ -85,7 +85,11 @@ export interface UrlProcessor {
    * learnt for that site when one holds it (pipeline/siteDownloads.ts); undefined for a URL that
    * cannot be parsed (left to `process`).
    */
-  openAt?(url: string): { open: number; learnt?: number } | undefined;
+  openAt?(url: string): { origin: string; open: number; learnt?: number } | undefined;
+  /** Limits other workers learnt for sites (FetchBatchInput.openLimits): kept to where this worker has not judged the site itself. */
+  takeOpenLimits?(hints: Readonly<Record<string, OpenLimitHint>>): void;
+  /** What this worker has judged of the origin's open downloads, for the source's monitor; undefined before a judgement. */
+  openLimitHint?(origin: string): OpenLimitHint | undefined;
   /**
    * The URL's result when it is certain without sending anything or doing image work (robots.txt
    * disallows it, its address is refused, its redirect's target was fetched just before): it is
@@ -180,6 +184,18 @@ export const CANCEL_GRACE_MS = 5_000;
 function strictest(hosts: ReadonlyMap<string, { ms: number }>): HostCrawlDelay {
   const [origin, { ms }] = [...hosts].reduce((a, b) => (b[1].ms > a[1].ms ? b : a));
   return { origin, delayMs: ms };
+}
+
+/** A grant's sites whose open-download judgements go to the monitor: a source spans a few hosts, not hundreds. */
+const MAX_SITES_REPORTED = 16;
+
+function openLimitsOf(sites: ReadonlySet<string>, processor: UrlProcessor): { openLimits?: Record<string, OpenLimitHint> } {
+  let openLimits: Record<string, OpenLimitHint> | undefined;
+  for (const origin of sites) {
+    const hint = processor.openLimitHint?.(origin);
+    if (hint) (openLimits ??= {})[origin] = hint;
+  }
+  return openLimits ? { openLimits } : {};
 }
 
 const grantRecordFile = (input: FetchBatchInput) => recordFile(input.unit, input.batchId, `g${input.grantId}`);
@@ -389,10 +405,14 @@ export function createCrawlActivities(deps: CrawlDeps) {
     // for a connection, with the limit.
     const openAt = deps.processor.openAt?.bind(deps.processor);
     const given = input.maxConnections;
+    if (input.openLimits) deps.processor.takeOpenLimits?.(input.openLimits);
+    // The sites this grant's requests went to: what the worker judged of them goes to the monitor.
+    const sites = new Set<string>();
     /** The limit the URL's site is held to now, when it has that many open; undefined when it may have one more. */
     const heldBy = (url: string): { limit: number; given: boolean } | undefined => {
       const at = openAt?.(url);
       if (!at) return undefined;
+      if (sites.size < MAX_SITES_REPORTED) sites.add(at.origin);
       const limit = Math.min(at.learnt ?? Infinity, given ?? Infinity);
       return at.open < limit ? undefined : { limit, given: limit === given };
     };
@@ -546,6 +566,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
       // A site held to its learnt limit is told as such, the pool's waits before it was learnt aside.
       ...(heldLimit !== undefined && ctx.info.attempt === 1 ? { connectionWaits: { requests: heldSlots.size, perSite: heldLimit.limit, ...(heldLimit.given ? { given: true } : { learnt: true }) } }
         : connectionWaits && ctx.info.attempt === 1 ? { connectionWaits } : {}),
+      ...openLimitsOf(sites, deps.processor),
       ...(run.decided > 0 ? { decidedWithoutRequest: run.decided } : {}),
       // A retried attempt knows nothing of the sends of the attempt before it.
       ...(run.lastSendMs !== undefined && ctx.info.attempt === 1 ? { lastSendMs: run.lastSendMs } : {}),

@@ -299,7 +299,7 @@ export class Fetcher {
    * The requests open now to the URL's site, and the limit learnt for it when one holds it
    * (siteDownloads.ts); undefined for a URL that cannot be parsed, left to fetch().
    */
-  openAt(rawUrl: string): { open: number; learnt?: number } | undefined {
+  openAt(rawUrl: string): { origin: string; open: number; learnt?: number } | undefined {
     let origin: string;
     try {
       origin = new URL(rawUrl).origin;
@@ -307,7 +307,7 @@ export class Fetcher {
       return undefined;
     }
     const learnt = this.downloads.limit(origin);
-    return { open: this.downloads.openAt(origin), ...(learnt !== undefined ? { learnt } : {}) };
+    return { origin, open: this.downloads.openAt(origin), ...(learnt !== undefined ? { learnt } : {}) };
   }
 
   /** A request on a connection that had waited `idleMs` was reset: the site's idle limit is at most that. */

@@ -3,7 +3,7 @@ import { classifyStatus, statusReason } from '../politeness/classify';
 import { transferMsPerMib } from '../politeness/latency';
 import { parseRetryAfter } from '../politeness/retryAfter';
 import type { ProcessedUrl, UrlProcessor } from '../activities/crawlActivities';
-import type { RedirectHop, RequestOutcome } from '../shared/types';
+import type { OpenLimitHint, RedirectHop, RequestOutcome } from '../shared/types';
 import { analyse, type Analysis, ContentError, thumbnail } from './analyse';
 import { absorbSetCookies, cookieHeader } from './chainCookies';
 import type { PipelineConfig } from './config';
@@ -97,8 +97,17 @@ export class ImagePipeline implements UrlProcessor {
   }
 
   /** The worker's requests open to the site the URL's next request goes to, and its learnt limit (siteDownloads.ts). */
-  openAt(url: string): { open: number; learnt?: number } | undefined {
+  openAt(url: string): { origin: string; open: number; learnt?: number } | undefined {
     return this.fetcher.openAt(this.nextRequestUrl(this.moved.resolve(url)));
+  }
+
+  /** Limits other workers learnt (the grant's, from the source's monitor), for sites this worker has not judged. */
+  takeOpenLimits(hints: Readonly<Record<string, OpenLimitHint>>): void {
+    for (const [origin, hint] of Object.entries(hints)) this.fetcher.downloads.take(origin, hint);
+  }
+
+  openLimitHint(origin: string): OpenLimitHint | undefined {
+    return this.fetcher.downloads.hint(origin);
   }
 
   crawlDelay(url: string): { origin: string; ms: number } | undefined {

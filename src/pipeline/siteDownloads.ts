@@ -1,7 +1,8 @@
 import { setBounded } from '../shared/boundedMap';
 import { log } from '../shared/log';
 import { TRANSFER_SAMPLE_MIN_BYTES } from '../politeness/latency';
-import { DEFAULT_OPEN_LIMIT, newOpenLimitState, noteDownload, type OpenLimitChange, type OpenLimitConfig, type OpenLimitState } from '../politeness/openLimit';
+import { DEFAULT_OPEN_LIMIT, hintOf, newOpenLimitState, noteDownload, takeHint, type OpenLimitChange, type OpenLimitConfig, type OpenLimitState } from '../politeness/openLimit';
+import type { OpenLimitHint } from '../shared/types';
 
 /** One request to a site, from the moment it is handed to the connection pool until its body has ended. */
 export interface OpenDownload {
@@ -15,7 +16,8 @@ const MAX_TRACKED_ORIGINS = 10_000;
 
 /**
  * The worker's requests open at each site, and the limit learnt for it (politeness/openLimit.ts).
- * Counted per worker: two workers crawling one site keep to their limits each.
+ * Counted per worker: two workers crawling one site keep to their limits each. A limit learnt
+ * travels through the source's monitor to the workers of its next grants (take, hint).
  */
 export class SiteDownloads {
   private readonly open = new Map<string, Set<OpenDownload>>();
@@ -43,11 +45,31 @@ export class SiteDownloads {
     const set = this.open.get(d.origin);
     if (set?.delete(d) && set.size === 0) this.open.delete(d.origin);
     if (!body || body.bytes < TRANSFER_SAMPLE_MIN_BYTES) return;
-    let state = this.limits.get(d.origin);
-    if (!state) setBounded(this.limits, d.origin, (state = newOpenLimitState()), MAX_TRACKED_ORIGINS);
     const msPerMib = (Math.max(0, body.transferMs) * 1024 * 1024) / body.bytes;
-    const change = noteDownload(state, { msPerMib, open: d.maxOpen, sentAtMs: d.sentAtMs }, this.now(), { ...DEFAULT_OPEN_LIMIT, ...this.cfg, max: this.maxPerSite });
+    const change = noteDownload(this.stateOf(d.origin), { msPerMib, open: d.maxOpen, sentAtMs: d.sentAtMs }, this.now(), this.config());
     if (change) this.onChange(d.origin, change);
+  }
+
+  /** A limit another worker learnt for the origin (from the grant), unless this one has judged the site itself. */
+  take(origin: string, hint: OpenLimitHint): void {
+    const change = takeHint(this.stateOf(origin), hint, this.now(), this.config());
+    if (change) this.onChange(origin, change);
+  }
+
+  /** What this worker has judged of the origin, for its monitor; undefined before a judgement. */
+  hint(origin: string): OpenLimitHint | undefined {
+    const state = this.limits.get(origin);
+    return state && hintOf(state);
+  }
+
+  private stateOf(origin: string): OpenLimitState {
+    let state = this.limits.get(origin);
+    if (!state) setBounded(this.limits, origin, (state = newOpenLimitState()), MAX_TRACKED_ORIGINS);
+    return state;
+  }
+
+  private config(): OpenLimitConfig {
+    return { ...DEFAULT_OPEN_LIMIT, ...this.cfg, max: this.maxPerSite };
   }
 
   /** The learnt limit, when one holds the origin below the worker's cap. */
@@ -68,6 +90,8 @@ function changeText(change: OpenLimitChange): string {
   switch (change.kind) {
     case 'limited':
       return `downloads from the site slowed as more were open (median ${change.medianMsPerMib} ms a MiB against ${change.fastestMsPerMib}, ${change.open} open): held to ${change.limit} at once`;
+    case 'taken':
+      return `held to ${change.limit} downloads at once, as the source's monitor last heard from a worker`;
     case 'lowered':
       return `downloads from the site slowed again: held to ${change.limit} at once`;
     case 'probe-up':

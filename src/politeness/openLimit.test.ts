@@ -1,4 +1,4 @@
-import { DEFAULT_OPEN_LIMIT, newOpenLimitState, noteDownload, type OpenLimitChange, type OpenLimitConfig, type OpenLimitState } from './openLimit';
+import { DEFAULT_OPEN_LIMIT, hintOf, newOpenLimitState, noteDownload, takeHint, type OpenLimitChange, type OpenLimitConfig, type OpenLimitState } from './openLimit';
 
 const cfg: OpenLimitConfig = { ...DEFAULT_OPEN_LIMIT, max: 64 };
 
@@ -86,5 +86,60 @@ describe('open-download limit per site', () => {
       for (let i = 0; i < 20; i++) expect(noteDownload(s, { msPerMib: 50_000, open: 20, sentAtMs: 2_000 }, 60_000 + i * 1_000, { ...cfg, max })).toBeUndefined();
       expect(s.limit).toBeNull();
     }
+  });
+});
+
+describe('a limit handed from worker to worker', () => {
+  const fullLink = { linkMibPerS: 1, perConnectionMibPerS: Infinity };
+
+  it('says nothing before a judgement, the limit after one, and null once the site bore any number', () => {
+    const s = newOpenLimitState();
+    noteDownload(s, { msPerMib: 1_000, open: 1, sentAtMs: 0 }, 1_000, cfg);
+    expect(hintOf(s)).toBeUndefined();
+    crawl(s, fullLink, 2_000, 20_000);
+    expect(hintOf(s)).toEqual({ limit: s.limit, fastestMsPerMib: 1_000 });
+    expect(s.limit).toBeGreaterThanOrEqual(2);
+    const lifted = newOpenLimitState();
+    noteDownload(lifted, { msPerMib: 100, open: 1, sentAtMs: 0 }, 1_000, cfg);
+    crawl(lifted, { linkMibPerS: Infinity, perConnectionMibPerS: 0.5 }, 2_000, 300_000);
+    expect(hintOf(lifted)).toEqual({ limit: null, fastestMsPerMib: expect.any(Number) });
+  });
+
+  it('holds a worker new to the site from its first download, and judges on from there', () => {
+    const s = newOpenLimitState();
+    expect(takeHint(s, { limit: 2, fastestMsPerMib: 1_000 }, 0, cfg)).toEqual({ kind: 'taken', limit: 2, fastestMsPerMib: 1_000 });
+    const changes: OpenLimitChange[] = [];
+    const limits = crawl(s, fullLink, 500, 600_000, changes);
+    // Never the 64 a worker new to the site sent before it had judged six of its own downloads.
+    expect(Math.max(...limits.map((l) => l ?? Infinity))).toBeLessThanOrEqual(3);
+    expect(changes.some((c) => c.kind === 'probe-up')).toBe(true);
+  });
+
+  it('is lifted by the worker that took it when the site bears more now', () => {
+    const s = newOpenLimitState();
+    takeHint(s, { limit: 2, fastestMsPerMib: 2_000 }, 0, cfg);
+    const changes: OpenLimitChange[] = [];
+    const limits = crawl(s, { linkMibPerS: Infinity, perConnectionMibPerS: 0.5 }, 500, 600_000, changes);
+    expect(limits.at(-1)).toBeNull();
+    expect(hintOf(s)?.limit).toBeNull();
+  });
+
+  it('never replaces a judgement of the worker\'s own, and keeps within the worker\'s cap and the floor', () => {
+    const own = newOpenLimitState();
+    noteDownload(own, { msPerMib: 1_000, open: 1, sentAtMs: 0 }, 1_000, cfg);
+    crawl(own, fullLink, 2_000, 20_000);
+    const before = own.limit;
+    expect(takeHint(own, { limit: 30, fastestMsPerMib: 1_000 }, 30_000, cfg)).toBeUndefined();
+    expect(own.limit).toBe(before);
+    const low = newOpenLimitState();
+    expect(takeHint(low, { limit: 1, fastestMsPerMib: 1_000 }, 0, cfg)).toMatchObject({ limit: 2 });
+    // At or above the worker's own cap (a worker with a lower CRAWL_MAX_CONNECTIONS_PER_SITE), or no limit: nothing to take.
+    for (const hint of [{ limit: 64, fastestMsPerMib: 1_000 }, { limit: null, fastestMsPerMib: 1_000 }, { limit: 4, fastestMsPerMib: 0 }]) {
+      const s = newOpenLimitState();
+      expect(takeHint(s, hint, 0, cfg)).toBeUndefined();
+      expect(s.limit).toBeNull();
+    }
+    const small = newOpenLimitState();
+    expect(takeHint(small, { limit: 4, fastestMsPerMib: 1_000 }, 0, { ...cfg, max: 2 })).toBeUndefined();
   });
 });

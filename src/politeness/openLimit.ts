@@ -1,3 +1,4 @@
+import type { OpenLimitHint } from '../shared/types';
 import { median } from './latency';
 
 /**
@@ -71,6 +72,8 @@ export interface OpenLimitState {
 
 export type OpenLimitChange =
   | { kind: 'limited'; limit: number; medianMsPerMib: number; fastestMsPerMib: number; open: number }
+  /** Taken from what the source's monitor last heard (OpenLimitHint), before any judgement of the worker's own. */
+  | { kind: 'taken'; limit: number; fastestMsPerMib: number }
   /** `mibPerS`: the throughput at the limit before (probes) or kept (back). */
   | { kind: 'probe-up' | 'probe-down' | 'back' | 'lowered'; limit: number; mibPerS: number }
   | { kind: 'lifted'; mibPerS: number };
@@ -78,6 +81,26 @@ export type OpenLimitChange =
 /** Every download counts towards the first judgement, those sent before the state was made too. */
 export function newOpenLimitState(): OpenLimitState {
   return { fastestMsPerMib: null, samples: [], limit: null, changedAtMs: -Infinity, judgeAfterMs: -Infinity, nextProbe: 'down' };
+}
+
+/** What the state says of the site for other workers: undefined until it has judged (set a limit). */
+export function hintOf(s: OpenLimitState): OpenLimitHint | undefined {
+  if (s.changedAtMs === -Infinity || s.fastestMsPerMib === null) return undefined;
+  return { limit: s.limit, fastestMsPerMib: Math.round(s.fastestMsPerMib) };
+}
+
+/**
+ * Takes up another worker's limit (or this one's, before it restarted) when this worker has not
+ * judged the site itself: without it each worker sent its full cap until six of its own downloads
+ * had ended (41 open at 5/s against a 1 MB/s link, session 64). It is judged and probed from
+ * there as a limit of the worker's own; a worker's own judgement is never replaced.
+ */
+export function takeHint(s: OpenLimitState, hint: OpenLimitHint, nowMs: number, cfg: OpenLimitConfig): OpenLimitChange | undefined {
+  if (s.changedAtMs !== -Infinity || hint.limit === null || hint.limit >= cfg.max || !(hint.fastestMsPerMib > 0) || cfg.max - 1 < cfg.floor) return undefined;
+  const limit = Math.min(cfg.max - 1, Math.max(cfg.floor, Math.floor(hint.limit)));
+  s.fastestMsPerMib = Math.min(s.fastestMsPerMib ?? Infinity, hint.fastestMsPerMib);
+  set(s, limit, nowMs, cfg.settleMs);
+  return { kind: 'taken', limit, fastestMsPerMib: Math.round(s.fastestMsPerMib) };
 }
 
 /** Takes in one large body's transfer; returns the limit's change, if it made one. */

@@ -88,6 +88,11 @@ export interface Grant {
   maxRetryAfterMs?: number;
   /** The source's maxConnections (SourceConfig), when it has one: the fetch activity keeps to it. */
   maxConnections?: number;
+  /**
+   * Per origin, the open downloads a worker last found the site to bear (OpenLimitHint): a worker
+   * that has not judged the site itself keeps to it from its first request.
+   */
+  openLimits?: Record<string, OpenLimitHint>;
 }
 
 /** The pacing schedule handed to the fetch activity along with its URLs. */
@@ -128,6 +133,17 @@ export interface ConnectionWaits {
   given?: boolean;
 }
 
+/**
+ * What a worker learnt of how many downloads a site bears at once (politeness/openLimit.ts), as
+ * the source's monitor hands it to the workers of its next grants: `limit` null when the worker
+ * found the site bears no limit of its own (it lifted one).
+ */
+export interface OpenLimitHint {
+  limit: number | null;
+  /** The fastest transfer seen, ms a MiB: what a slowdown is judged against. */
+  fastestMsPerMib: number;
+}
+
 export interface OutcomeReport {
   batchId: string;
   grantId: number;
@@ -140,6 +156,8 @@ export interface OutcomeReport {
   networkDown?: boolean;
   /** Requests that waited for a connection to the site, all of the worker's being busy (FetchBatchResult.connectionWaits). */
   connectionWaits?: ConnectionWaits;
+  /** What the worker judged of its sites' open downloads (FetchBatchResult.openLimits). */
+  openLimits?: Record<string, OpenLimitHint>;
   /** Set when the activity stopped on a 429/503: how long the source asked us to wait. */
   retryAfterMs?: number;
   /** Set when the activity stopped because robots.txt asks for more time between requests (FetchBatchResult.crawlDelayMs). */
@@ -266,6 +284,8 @@ export interface FetchBatchInput {
   maxRetryAfterMs?: number;
   /** The most requests open at once to a site of the grant (Grant.maxConnections); absent: the worker's own. */
   maxConnections?: number;
+  /** Grant.openLimits. */
+  openLimits?: Record<string, OpenLimitHint>;
   /**
    * The batch's chunk, when these items are all it has left to finish: if every one of them
    * ends final, the activity leaves the chunk's done-marker after the records (and says so in
@@ -361,6 +381,11 @@ export interface FetchBatchResult {
    * was carrying a request. The site's slow answers then set the pace, not the worker.
    */
   connectionWaits?: ConnectionWaits;
+  /**
+   * What the worker has judged of the sites this grant's requests went to (politeness/openLimit.ts),
+   * for its monitor to hand to the next grants' workers.
+   */
+  openLimits?: Record<string, OpenLimitHint>;
   /**
    * Items settled without a request slot (robots.txt ruled them out, say). The batch puts about
    * twice as many URLs as slots into its next grant, so that those slots still go to requests.

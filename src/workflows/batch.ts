@@ -297,6 +297,7 @@ export async function runBatch(input: BatchInput, run: BatchRun): Promise<BatchR
           source: input.source, batchId, ...(unit ? { unit } : {}), grantId: g.grantId, items, maxAttempts: input.maxAttempts,
           ...(g.maxRetryAfterMs !== undefined ? { maxRetryAfterMs: g.maxRetryAfterMs } : {}),
           ...(g.maxConnections !== undefined ? { maxConnections: g.maxConnections } : {}),
+          ...(g.openLimits ? { openLimits: g.openLimits } : {}),
           schedule: {
             startMs: g.startMs, endMs: g.endMs, intervalMs: g.intervalMs, burstSlots: g.burstSlots, ...(g.issuedMs !== undefined ? { issuedMs: g.issuedMs } : {}),
             // What the batch left of it: the activity may start late too (a busy worker's queue).
@@ -396,6 +397,7 @@ export async function runBatch(input: BatchInput, run: BatchRun): Promise<BatchR
         storeRetryMs: result.storeRetryMs, storeError: result.storeError, missedSlots: result.missedSlots, dispatchMs: result.dispatchMs, decided: lastGrant,
         ...(result.networkDown ? { networkDown: true } : {}),
         ...(result.connectionWaits ? { connectionWaits: result.connectionWaits } : {}),
+        ...(result.openLimits ? { openLimits: result.openLimits } : {}),
         // The window's end as the monitor booked it: a floating grant's float is part of it.
         ...(result.lastSendMs !== undefined ? { windowTail: { endMs: g.endMs + (g.floatMs ?? 0), lastSendMs: result.lastSendMs } } : {}),
         outcomes: result.outcomes.map((o) => ({ ...o, url: '', ...(repeats.has(o) ? { repeat: true as const } : {}) })),

@@ -97,6 +97,42 @@ describe('MonitorModel token bookkeeping', () => {
     expect(detailsMarkdown(held, 'running')).toMatch(/\*\*Site held by its maxConnections\*\*: 2 requests open at once/);
   });
 
+  it('hands the open-download limit a worker reported to its next grants, until a worker lifts it or an hour passes', () => {
+    const { m, batchId } = modelWithBatch();
+    m.onTokenRequest({ batchId, unassigned: 500, grantsSeen: 0 });
+    const [g1] = m.planGrants(T0);
+    expect(g1!.openLimits).toBeUndefined();
+    const site = 'http://img.example';
+    const other = 'http://cdn.example';
+    m.onReport({ batchId, grantId: 1, outcomes: [], unused: 0, openLimits: { [site]: { limit: 3, fastestMsPerMib: 900 }, [other]: { limit: null, fastestMsPerMib: 40 } } }, T0 + 5_000);
+    const [g2] = m.planGrants(g1!.endMs);
+    expect(g2!.openLimits).toEqual({ [site]: { limit: 3, fastestMsPerMib: 900 } });
+    expect(m.stats(g1!.endMs).openLimits).toEqual({ [site]: 3 });
+    // Carried through continue-as-new.
+    const next = MonitorModel.fromInput({ source: 's', carried: JSON.parse(JSON.stringify(m.state)) }, T0);
+    expect(next.stats(g1!.endMs).openLimits).toEqual({ [site]: 3 });
+    // A later judgement replaces it; a worker that found the site bears any number drops it.
+    m.onReport({ batchId, grantId: 2, outcomes: [], unused: 0, openLimits: { [site]: { limit: 2, fastestMsPerMib: 800 } } }, g1!.endMs + 5_000);
+    expect(m.planGrants(g2!.endMs)[0]!.openLimits).toEqual({ [site]: { limit: 2, fastestMsPerMib: 800 } });
+    m.onReport({ batchId, grantId: 3, outcomes: [], unused: 0, openLimits: { [site]: { limit: null, fastestMsPerMib: 800 } } }, g2!.endMs + 5_000);
+    expect(m.planGrants(g2!.endMs + 60_000)[0]?.openLimits).toBeUndefined();
+    expect(m.stats(g2!.endMs + 60_000).openLimits).toBeUndefined();
+    expect(m.state.openLimits).toBeUndefined();
+    // Not heard of for an hour: the link's load may have changed.
+    m.onReport({ batchId, grantId: 4, outcomes: [], unused: 0, openLimits: { [site]: { limit: 4, fastestMsPerMib: 800 } } }, T0 + 200_000);
+    expect(m.stats(T0 + 200_000 + 3_600_000).openLimits).toEqual({ [site]: 4 });
+    expect(m.stats(T0 + 200_000 + 3_600_001).openLimits).toBeUndefined();
+  });
+
+  it('keeps the 16 sites it heard of last', () => {
+    const { m, batchId } = modelWithBatch();
+    for (let i = 0; i < 20; i++) m.onReport({ batchId, grantId: i, outcomes: [], unused: 0, openLimits: { [`http://h${i}.example`]: { limit: 2, fastestMsPerMib: 500 } } }, T0 + i);
+    const kept = Object.keys(m.stats(T0 + 20).openLimits ?? {});
+    expect(kept).toHaveLength(16);
+    expect(kept).toContain('http://h19.example');
+    expect(kept).not.toContain('http://h3.example');
+  });
+
   it('takes a start input that sets one adaptive setting (Temporal CLI) without losing the others, and ignores a longest Retry-After that is no number', () => {
     const cfg = governorConfigOf({ adaptive: { maxRetryAfterMs: 60_000 } } as unknown as Partial<GovernorConfig>);
     expect(cfg.adaptive).toEqual({ ...DEFAULT_ADAPTIVE, maxRetryAfterMs: 60_000 });

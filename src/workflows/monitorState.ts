@@ -7,7 +7,7 @@ import { slotsWithMissAllowance, tailGrantSlots, updateMissRate, windowStretch, 
 import { ceilings } from '../politeness/pacing';
 import { nextSameImage, sameImageNote, type SameImageRun } from '../politeness/sameImage';
 import { addInterval, appendRange, chunkOf, isChunkRange, rangeChunks, rangeUrls, subRange, unseenParts, type Intervals } from '../shared/chunkRanges';
-import type { Grant, OutcomeClass, OutcomeReport, SourceConfig, TokenRequest, WorkChunk, WorkItem } from '../shared/types';
+import type { Grant, OpenLimitHint, OutcomeClass, OutcomeReport, SourceConfig, TokenRequest, WorkChunk, WorkItem } from '../shared/types';
 import type { BatchFinished } from './messages';
 import { nextWatchMs } from './lostBatches';
 import { durationText, secondsLeft } from './timeLeft';
@@ -86,6 +86,11 @@ export interface MonitorState {
    * (of slots that passed, for a limit learnt or given: MonitorStats.connectionWaits); absent from states of older builds.
    */
   connectionWaits?: { share: number; perSite: number | null; learnt?: true; given?: true };
+  /**
+   * Per origin, the open downloads a worker last reported its site bears (OutcomeReport.openLimits),
+   * and when: handed to the next grants so that every worker keeps to it from its first request.
+   */
+  openLimits?: Record<string, { limit: number; fastestMsPerMib: number; atMs: number }>;
   /** When a grant last said the worker's own network looked down (OutcomeReport.networkDown); cleared by one that sent. */
   networkDownAtMs?: number;
   /** The latest grant report's share of URLs settled without a request (Grant.decidedShare); absent before the first. */
@@ -108,6 +113,10 @@ export interface MonitorInput {
   /** The patch level of the code that started this run (workflows/patchLevel.ts); absent before levels. */
   patchLevel?: number;
 }
+
+/** How long a site's open-download limit, as a worker last reported it, goes to the next grants. */
+const OPEN_LIMIT_KEPT_MS = 60 * 60_000;
+const MAX_OPEN_LIMITS_KEPT = 16;
 
 /** How long after a grant last reported a host paced by its own Crawl-delay the monitor still shows it (two of the longest windows). */
 const HOST_CRAWL_DELAY_SHOWN_MS = 120_000;
@@ -189,6 +198,8 @@ export interface MonitorStats {
    * `given`: the same, with `perSite` the source's own maxConnections.
    */
   connectionWaits?: { share: number; perSite: number | null; learnt?: true; given?: true };
+  /** Per origin, the downloads at once a worker last found the site to bear, handed to every worker with its grants (MonitorState.openLimits). */
+  openLimits?: Record<string, number>;
   breaker: { windowRequests: number; windowErrors: number; consecutiveErrors: number; last50: string };
   latency: { baselineMs: number | null; recentMedianMs: number | null };
   /** The latest images in a row that were one and the same file (sha: first 8 hex digits of its sha256); absent from monitors of older builds. */
@@ -440,6 +451,37 @@ export class MonitorModel {
     this.state.grantedSlots -= grant.slots;
   }
 
+  /** A worker's judgements replace what the monitor held for those sites; a site found to bear any number is forgotten. */
+  private noteOpenLimits(reported: Record<string, OpenLimitHint>, nowMs: number): void {
+    const kept = { ...this.state.openLimits };
+    for (const [origin, hint] of Object.entries(reported)) {
+      delete kept[origin];
+      if (hint.limit !== null) kept[origin] = { limit: hint.limit, fastestMsPerMib: hint.fastestMsPerMib, atMs: nowMs };
+    }
+    // The newest few: a source spans a few hosts.
+    const origins = Object.keys(kept);
+    for (const origin of origins.slice(0, Math.max(0, origins.length - MAX_OPEN_LIMITS_KEPT))) delete kept[origin];
+    if (origins.length) this.state.openLimits = kept;
+    else delete this.state.openLimits;
+  }
+
+  /**
+   * The limits the next grants carry: those heard of within the hour. A link's load changes, and
+   * a worker taking an old limit up would spend minutes probing its way back up from it.
+   */
+  private openLimitsNow(nowMs: number): Record<string, OpenLimitHint> | undefined {
+    let now: Record<string, OpenLimitHint> | undefined;
+    for (const [origin, { limit, fastestMsPerMib, atMs }] of Object.entries(this.state.openLimits ?? {})) {
+      if (nowMs - atMs <= OPEN_LIMIT_KEPT_MS) (now ??= {})[origin] = { limit, fastestMsPerMib };
+    }
+    return now;
+  }
+
+  private openLimitsShown(nowMs: number): { openLimits?: Record<string, number> } {
+    const now = this.openLimitsNow(nowMs);
+    return now ? { openLimits: Object.fromEntries(Object.entries(now).map(([origin, h]) => [origin, h.limit!])) } : {};
+  }
+
   onTokenRequest(req: TokenRequest): void {
     const b = this.batch(req.batchId);
     if (!b) return;
@@ -473,6 +515,7 @@ export class MonitorModel {
         ...((report.connectionWaits ? report.connectionWaits.given : waits?.given) ? { given: true as const } : {}),
       };
     }
+    if (report.openLimits) this.noteOpenLimits(report.openLimits, nowMs);
     if (report.networkDown) this.state.networkDownAtMs = nowMs;
     else if (report.outcomes.some((o) => o.sent)) this.state.networkDownAtMs = undefined;
     if (report.tokens) this.onTokenRequest({ batchId: report.batchId, ...report.tokens });
@@ -562,10 +605,12 @@ export class MonitorModel {
     // A batch puts this much more than a URL per slot into its first grant (grantItemCount).
     const { maxRetryAfterMs } = this.governor.cfg.adaptive;
     const { maxConnections } = this.governor.state.sourceConfig;
+    const openLimits = this.openLimitsNow(nowMs);
     const extra = {
       ...(share ? { decidedShare: share } : {}),
       ...(maxRetryAfterMs !== DEFAULT_ADAPTIVE.maxRetryAfterMs ? { maxRetryAfterMs } : {}),
       ...(maxConnections !== undefined ? { maxConnections } : {}),
+      ...(openLimits ? { openLimits } : {}),
     };
     const grants = Object.keys(extra).length ? planned.map((g) => ({ ...g, ...extra })) : planned;
     for (const g of grants) {
@@ -680,6 +725,7 @@ export class MonitorModel {
         ...(this.state.connectionWaits?.learnt ? { learnt: true as const } : {}),
         ...(this.state.connectionWaits?.given ? { given: true as const } : {}),
       },
+      ...this.openLimitsShown(nowMs),
       breaker: {
         windowRequests: breakerWindow.requests,
         windowErrors: breakerWindow.errors,

@@ -19,7 +19,7 @@ import { WORKFLOWS_PATH } from '../../src/workers/worker';
 import { PATCH_LEVEL } from '../../src/workflows/patchLevel';
 import { CHUNK_UNREADABLE } from '../../src/shared/storeOutage';
 import { actOnHalted } from '../../src/crawl/run';
-import type { BatchItem, FetchBatchInput, FetchBatchResult, RedirectHop, RequestOutcome, SourceConfig, WorkChunk } from '../../src/shared/types';
+import type { BatchItem, FetchBatchInput, FetchBatchResult, OpenLimitHint, RedirectHop, RequestOutcome, SourceConfig, WorkChunk } from '../../src/shared/types';
 
 /** An update its validator refused, saying why. */
 const rejection = (pattern: RegExp) => ({ cause: expect.objectContaining({ message: expect.stringMatching(pattern) }) });
@@ -1333,6 +1333,43 @@ describe('crawl monitor (time-skipping server)', () => {
       const operators = given.filter((g) => g.atMs > operatorAt + 1_000);
       expect(operators.length).toBeGreaterThan(0);
       for (const g of operators) expect(g.maxConnections).toBe(5);
+      await handle.executeUpdate(stopUpdate);
+      await handle.result();
+    });
+  });
+
+  it('hands the open-download limit one fetch activity learnt for a site to the activities of the next grants, and none once one lifts it', async () => {
+    const { taskQueue, workflowId } = ids('openlimits.test');
+    const scripted = scriptedActivities(() => ({ cls: 'done', status: 200 }));
+    const site = 'http://openlimits.test';
+    const given: (Record<string, OpenLimitHint> | undefined)[] = [];
+    let judged: OpenLimitHint | undefined = { limit: 3, fastestMsPerMib: 500 };
+    const acts = {
+      ...scripted.acts,
+      async fetchBatch(input: FetchBatchInput): Promise<FetchBatchResult> {
+        given.push(input.openLimits);
+        const result = await scripted.acts.fetchBatch(input);
+        return judged ? { ...result, openLimits: { [site]: judged } } : result;
+      },
+    };
+    const worker = await monitorWorker(env, taskQueue, acts);
+    await worker.runUntil(async () => {
+      const handle = await env.client.workflow.start(crawlMonitorWorkflow, {
+        taskQueue, workflowId, args: [{ source: 'openlimits.test', config: { rate: 2 }, work: chunksOf('openlimits.test', 1_000, 100) }],
+      });
+      await env.sleep(120_000);
+      expect(given[0]).toBeUndefined();
+      // Every grant planned after the first report carries it (a grant or two were planned before).
+      expect(given.length).toBeGreaterThan(4);
+      for (const g of given.slice(2)) expect(g).toEqual({ [site]: { limit: 3, fastestMsPerMib: 500 } });
+      expect((await handle.query(statsQuery)).openLimits).toEqual({ [site]: 3 });
+      // A worker found the site bears any number: the next grants carry nothing.
+      judged = { limit: null, fastestMsPerMib: 500 };
+      const lifted = given.length;
+      await env.sleep(120_000);
+      expect(given.length).toBeGreaterThan(lifted + 2);
+      for (const g of given.slice(lifted + 2)) expect(g).toBeUndefined();
+      expect((await handle.query(statsQuery)).openLimits).toBeUndefined();
       await handle.executeUpdate(stopUpdate);
       await handle.result();
     });

@@ -46,6 +46,8 @@ describe('a site whose downloads slow as more are open (real undici, sharp, stor
     await origin.stop();
   });
 
+  const site = () => new URL(origin.url('/')).origin;
+
   /** A grant of `n` URLs at 20 a second: the link bears about 6. */
   function grant(grantId: number, n: number): FetchBatchInput {
     const startMs = Date.now() + 100;
@@ -58,7 +60,10 @@ describe('a site whose downloads slow as more are open (real undici, sharp, stor
 
   it('holds the site to the downloads its link carries, hands the slots it could not use back, and reports the limit', async () => {
     const acts = createCrawlActivities({ processor: pipeline, recorder: new StoreRecorder(new LocalStore(path.join(dir, 'store'))) });
+    link.mostOpen = 0;
     const first = (await new MockActivityEnvironment().run(acts.fetchBatch, grant(1, 300))) as FetchBatchResult;
+    // Before its first judgement the worker kept far more open (the pool's 16).
+    expect(link.mostOpen).toBeGreaterThan(8);
     // Nothing lost: each URL either ended or went back for a later grant.
     expect(first.outcomes.length + first.unused.length).toBe(300);
     expect(first.outcomes.every((o) => o.cls === 'done')).toBe(true);
@@ -81,6 +86,30 @@ describe('a site whose downloads slow as more are open (real undici, sharp, stor
     expect(link.mostOpen).toBeLessThanOrEqual(7);
     // ...and the link still full: about six images a second through it.
     expect(second.outcomes.length).toBeGreaterThanOrEqual(8);
+    // What it judged goes to the source's monitor, for the workers of its next grants.
+    const learnt = second.openLimits?.[site()];
+    expect(learnt?.limit).toBeGreaterThanOrEqual(2);
+    expect(learnt?.limit).toBeLessThanOrEqual(7);
+  }, 60_000);
+
+  it('keeps a worker new to the site to the limit another worker learnt, from its first request (the grant\'s openLimits)', async () => {
+    const fresh = new ImagePipeline(pipelineConfigFromEnv({
+      allowNetworks: ['127.0.0.0/8'], totalTimeoutMs: 60_000, maxConnectionsPerSite: 16, openLimit: { settleMs: 1_000, holdMs: 3_000 },
+    }), new LocalStore(path.join(dir, 'store')), new Spool(path.join(dir, 'spool2')));
+    try {
+      const acts = createCrawlActivities({ processor: fresh, recorder: new StoreRecorder(new LocalStore(path.join(dir, 'store'))) });
+      link.mostOpen = 0;
+      // A 480 KB body alone on the 3 MB/s link: about 170 ms, some 370 ms a MiB.
+      const hint = { limit: 3, fastestMsPerMib: 370 };
+      const taken = (await new MockActivityEnvironment().run(acts.fetchBatch, { ...grant(3, 60), openLimits: { [site()]: hint } })) as FetchBatchResult;
+      expect(taken.outcomes.length + taken.unused.length).toBe(60);
+      // Three, and at most one probe of one more: not the pool's 16 of the first grant above.
+      expect(link.mostOpen).toBeLessThanOrEqual(4);
+      expect(taken.connectionWaits).toMatchObject({ learnt: true });
+      expect(taken.openLimits?.[site()]?.limit).toBeGreaterThanOrEqual(2);
+    } finally {
+      await fresh.close();
+    }
   }, 60_000);
 
   it('counts every request it ends as no longer open, whatever its end (or a learnt limit would hold the site for good)', async () => {
