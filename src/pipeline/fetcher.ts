@@ -11,6 +11,7 @@ import { closedUnanswered, IDLE_CLOSE_MIN_MS, noteConnectionFree, type SendWatch
 import { decodeContent } from './contentEncoding';
 import { readRightsHeaders, type RightsHeaders } from './rightsHeaders';
 import { SiteDownloads } from './siteDownloads';
+import { TRANSFER_SAMPLE_MIN_BYTES } from '../politeness/latency';
 import { NetworkGuard } from './networkGuard';
 import { type Connector, noteSlowFirst, WarmConnections } from './warmConnections';
 import { noRouteError, type OutageChange, WorkerOutageWatch } from './workerOutage';
@@ -299,7 +300,7 @@ export class Fetcher {
    * The requests open now to the URL's site, and the limit learnt for it when one holds it
    * (siteDownloads.ts); undefined for a URL that cannot be parsed, left to fetch().
    */
-  openAt(rawUrl: string): { origin: string; open: number; learnt?: number } | undefined {
+  openAt(rawUrl: string): { origin: string; open: number; learnt?: number; starting?: true } | undefined {
     let origin: string;
     try {
       origin = new URL(rawUrl).origin;
@@ -307,7 +308,7 @@ export class Fetcher {
       return undefined;
     }
     const learnt = this.downloads.limit(origin);
-    return { origin, open: this.downloads.openAt(origin), ...(learnt !== undefined ? { learnt } : {}) };
+    return { origin, open: this.downloads.openAt(origin), ...(learnt !== undefined ? { learnt: learnt.limit, ...(learnt.starting ? { starting: true } : {}) } : {}) };
   }
 
   /** A request on a connection that had waited `idleMs` was reset: the site's idle limit is at most that. */
@@ -391,6 +392,7 @@ export class Fetcher {
             reject(err);
           }, {
             maxBytes, truncate: opts.truncate ?? false, minRateGraceMs: this.cfg.minRateGraceMs, minBytesPerSecond: this.cfg.minBytesPerSecond,
+            onLargeBody: () => this.downloads.large(u.origin),
           });
           inFlight = handler;
           // A dispatch that throws has no handler call to end the download: counted open, it
@@ -551,7 +553,7 @@ class CollectHandler implements Dispatcher.DispatchHandler, SendWatcher {
     private readonly resolve: (r: HopResponse) => void,
     private readonly reject: (err: Error) => void,
     /** `truncate`: past maxBytes, keep the first maxBytes as the body instead of failing. */
-    private readonly limits: { maxBytes: number; truncate: boolean; minRateGraceMs: number; minBytesPerSecond: number },
+    private readonly limits: { maxBytes: number; truncate: boolean; minRateGraceMs: number; minBytesPerSecond: number; onLargeBody?: () => void },
   ) {}
 
   /** The fetch was aborted (total timeout, activity cancelled): drop the request, fail with `reason`. */
@@ -632,6 +634,9 @@ class CollectHandler implements Dispatcher.DispatchHandler, SendWatcher {
     const declared = Number(headers['content-length']);
     if (this.keep && !this.limits.truncate && Number.isFinite(declared) && declared > this.limits.maxBytes) {
       this.cut(controller, 'too-large', `content-length ${declared} exceeds the ${this.limits.maxBytes}-byte limit`);
+    } else if (this.keep && declared >= TRANSFER_SAMPLE_MIN_BYTES) {
+      // Known at the first answer's headers, before a burst of downloads is sent to share the site's link.
+      this.limits.onLargeBody?.();
     } else if (!this.keep && Number.isFinite(declared) && declared > DISCARD_LIMIT) {
       this.cut(controller);
     }

@@ -1,7 +1,7 @@
 import { setBounded } from '../shared/boundedMap';
 import { log } from '../shared/log';
 import { TRANSFER_SAMPLE_MIN_BYTES } from '../politeness/latency';
-import { DEFAULT_OPEN_LIMIT, hintOf, newOpenLimitState, noteDownload, takeHint, type OpenLimitChange, type OpenLimitConfig, type OpenLimitState } from '../politeness/openLimit';
+import { DEFAULT_OPEN_LIMIT, hintOf, newOpenLimitState, noteDownload, startingOpenLimitState, takeHint, type OpenLimitChange, type OpenLimitConfig, type OpenLimitState } from '../politeness/openLimit';
 import type { OpenLimitHint } from '../shared/types';
 
 /** One request to a site, from the moment it is handed to the connection pool until its body has ended. */
@@ -50,6 +50,11 @@ export class SiteDownloads {
     if (change) this.onChange(d.origin, change);
   }
 
+  /** A response declared a large body (TRANSFER_SAMPLE_MIN_BYTES): a site not seen to before starts with a few downloads at once. */
+  large(origin: string): void {
+    if (!this.limits.has(origin)) setBounded(this.limits, origin, startingOpenLimitState(this.config()), MAX_TRACKED_ORIGINS);
+  }
+
   /** A limit another worker learnt for the origin (from the grant), unless this one has judged the site itself. */
   take(origin: string, hint: OpenLimitHint): void {
     const change = takeHint(this.stateOf(origin), hint, this.now(), this.config());
@@ -72,9 +77,10 @@ export class SiteDownloads {
     return { ...DEFAULT_OPEN_LIMIT, ...this.cfg, max: this.maxPerSite };
   }
 
-  /** The learnt limit, when one holds the origin below the worker's cap. */
-  limit(origin: string): number | undefined {
-    return this.limits.get(origin)?.limit ?? undefined;
+  /** The learnt limit, when one holds the origin below the worker's cap (`starting`: its start, not yet judged). */
+  limit(origin: string): { limit: number; starting?: true } | undefined {
+    const state = this.limits.get(origin);
+    return state?.limit == null ? undefined : state.starting ? { limit: state.limit, starting: true } : { limit: state.limit };
   }
 
   openAt(origin: string): number {
@@ -90,6 +96,8 @@ function changeText(change: OpenLimitChange): string {
   switch (change.kind) {
     case 'limited':
       return `downloads from the site slowed as more were open (median ${change.medianMsPerMib} ms a MiB against ${change.fastestMsPerMib}, ${change.open} open): held to ${change.limit} at once`;
+    case 'started':
+      return `trying ${change.limit} downloads at once: as many kept their speed`;
     case 'taken':
       return `held to ${change.limit} downloads at once, as the source's monitor last heard from a worker`;
     case 'lowered':

@@ -1,4 +1,4 @@
-import { DEFAULT_OPEN_LIMIT, hintOf, newOpenLimitState, noteDownload, takeHint, type OpenLimitChange, type OpenLimitConfig, type OpenLimitState } from './openLimit';
+import { DEFAULT_OPEN_LIMIT, hintOf, newOpenLimitState, noteDownload, startingOpenLimitState, takeHint, type OpenLimitChange, type OpenLimitConfig, type OpenLimitState } from './openLimit';
 
 const cfg: OpenLimitConfig = { ...DEFAULT_OPEN_LIMIT, max: 64 };
 
@@ -141,5 +141,43 @@ describe('a limit handed from worker to worker', () => {
     }
     const small = newOpenLimitState();
     expect(takeHint(small, { limit: 4, fastestMsPerMib: 1_000 }, 0, { ...cfg, max: 2 })).toBeUndefined();
+  });
+});
+
+describe('a site of large images, before any judgement', () => {
+  it('gets a few downloads at once: a full link is judged with 8 open, not the worker\'s 64', () => {
+    const s = startingOpenLimitState(cfg);
+    expect(s.limit).toBe(8);
+    // The first download shared the 1 MiB/s link with a few others already.
+    noteDownload(s, { msPerMib: 3_000, open: 3, sentAtMs: 0 }, 3_000, cfg);
+    const changes: OpenLimitChange[] = [];
+    const limits = crawl(s, { linkMibPerS: 1, perConnectionMibPerS: Infinity }, 3_500, 120_000, changes);
+    expect(changes[0]).toMatchObject({ kind: 'limited', medianMsPerMib: 8_000, fastestMsPerMib: 3_000 });
+    expect((changes[0] as { limit: number }).limit).toBeLessThanOrEqual(4);
+    expect(Math.max(...limits.map((l) => l ?? Infinity))).toBeLessThanOrEqual(8);
+    expect(limits.at(-1)).toBeLessThanOrEqual(3);
+    expect(hintOf(s)?.limit).toBe(limits.at(-1));
+  });
+
+  it('doubles for a site that bears more, up to no limit', () => {
+    const s = startingOpenLimitState(cfg);
+    noteDownload(s, { msPerMib: 500, open: 1, sentAtMs: 0 }, 1_000, cfg);
+    const changes: OpenLimitChange[] = [];
+    const limits = crawl(s, { linkMibPerS: Infinity, perConnectionMibPerS: 2 }, 1_500, 20_000, changes);
+    expect(changes.map((c) => c.kind === 'started' ? c.limit : c.kind)).toEqual([16, 32, 'lifted']);
+    expect(limits.at(-1)).toBeNull();
+    expect(hintOf(s)).toEqual({ limit: null, fastestMsPerMib: 500 });
+  });
+
+  it('stays as it is while the site never has that many open, says nothing to other workers, and gives way to what one learnt', () => {
+    const s = startingOpenLimitState(cfg);
+    for (let i = 0; i < 30; i++) expect(noteDownload(s, { msPerMib: 500, open: 3, sentAtMs: i * 500 }, i * 500, cfg)).toBeUndefined();
+    expect(s.limit).toBe(8);
+    expect(hintOf(s)).toBeUndefined();
+    expect(takeHint(s, { limit: 3, fastestMsPerMib: 400 }, 20_000, cfg)).toMatchObject({ kind: 'taken', limit: 3 });
+    expect(s.starting).toBeUndefined();
+    // Not for a worker whose own cap is as low.
+    expect(startingOpenLimitState({ startOpen: 8, max: 8 }).limit).toBeNull();
+    expect(startingOpenLimitState({ startOpen: 0, max: 64 }).limit).toBeNull();
   });
 });

@@ -33,18 +33,29 @@ export interface OpenLimitConfig {
   keepShare: number;
   /** The median transfer time must be this many times the fastest... */
   slowFactor: number;
+  /**
+   * ...or this many times, while the site has its start (startOpen): there the fastest download
+   * shared the link with a few sent just after it, and the few open are no loss if it was wrong
+   * (a site slow per connection climbs back by the probes).
+   */
+  startSlowFactor: number;
   /** ...and this much slower per MiB (below 1 MiB/s), so that a busy worker reading late is not a full link. */
   minExcessMsPerMib: number;
   /** Downloads open on average before a limit is set: with fewer, there is nothing to take away. */
   minOpen: number;
   /** The least limit: one download at a time would leave the link idle between two. */
   floor: number;
+  /**
+   * Downloads open at once to a site that answers with large bodies, before any judgement: it
+   * doubles each time that many were open and did not slow. 0: the worker's own cap.
+   */
+  startOpen: number;
   /** The worker's own cap per site: a limit probed up to it is dropped. */
   max: number;
 }
 
 export const DEFAULT_OPEN_LIMIT: Omit<OpenLimitConfig, 'max'> = {
-  judgeSamples: 6, settleMs: 10_000, holdMs: 60_000, keepShare: 0.9, slowFactor: 3, minExcessMsPerMib: 1_000, minOpen: 3, floor: 2,
+  judgeSamples: 6, settleMs: 10_000, holdMs: 60_000, keepShare: 0.9, slowFactor: 3, minExcessMsPerMib: 1_000, minOpen: 3, floor: 2, startOpen: 8, startSlowFactor: 1.5,
 };
 
 export interface OpenSample {
@@ -68,14 +79,16 @@ export interface OpenLimitState {
   probe?: { from: number; mibPerS: number };
   /** The way the next probe from a settled limit goes. */
   nextProbe: 'up' | 'down';
+  /** `limit` is the start (startOpen, doubled while downloads kept their speed), not a judgement. */
+  starting?: true;
 }
 
 export type OpenLimitChange =
   | { kind: 'limited'; limit: number; medianMsPerMib: number; fastestMsPerMib: number; open: number }
   /** Taken from what the source's monitor last heard (OpenLimitHint), before any judgement of the worker's own. */
   | { kind: 'taken'; limit: number; fastestMsPerMib: number }
-  /** `mibPerS`: the throughput at the limit before (probes) or kept (back). */
-  | { kind: 'probe-up' | 'probe-down' | 'back' | 'lowered'; limit: number; mibPerS: number }
+  /** `mibPerS`: the throughput at the limit before (probes) or kept (back, started). */
+  | { kind: 'probe-up' | 'probe-down' | 'back' | 'lowered' | 'started'; limit: number; mibPerS: number }
   | { kind: 'lifted'; mibPerS: number };
 
 /** Every download counts towards the first judgement, those sent before the state was made too. */
@@ -83,9 +96,24 @@ export function newOpenLimitState(): OpenLimitState {
   return { fastestMsPerMib: null, samples: [], limit: null, changedAtMs: -Infinity, judgeAfterMs: -Infinity, nextProbe: 'down' };
 }
 
+/**
+ * For a site seen to answer with a large body: a few downloads at once to begin with. Before it,
+ * a site whose link was full had 41 of the worker's requests open by the time six downloads had
+ * ended to judge it by (5 a second, session 64); a site that bears more gets twice as many each
+ * time that many kept their speed (six downloads), up to the worker's own cap.
+ */
+export function startingOpenLimitState(cfg: Pick<OpenLimitConfig, 'startOpen' | 'max'>): OpenLimitState {
+  const s = newOpenLimitState();
+  if (cfg.startOpen > 0 && cfg.startOpen < cfg.max) {
+    s.limit = cfg.startOpen;
+    s.starting = true;
+  }
+  return s;
+}
+
 /** What the state says of the site for other workers: undefined until it has judged (set a limit). */
 export function hintOf(s: OpenLimitState): OpenLimitHint | undefined {
-  if (s.changedAtMs === -Infinity || s.fastestMsPerMib === null) return undefined;
+  if (s.starting || s.changedAtMs === -Infinity || s.fastestMsPerMib === null) return undefined;
   return { limit: s.limit, fastestMsPerMib: Math.round(s.fastestMsPerMib) };
 }
 
@@ -96,8 +124,9 @@ export function hintOf(s: OpenLimitState): OpenLimitHint | undefined {
  * there as a limit of the worker's own; a worker's own judgement is never replaced.
  */
 export function takeHint(s: OpenLimitState, hint: OpenLimitHint, nowMs: number, cfg: OpenLimitConfig): OpenLimitChange | undefined {
-  if (s.changedAtMs !== -Infinity || hint.limit === null || hint.limit >= cfg.max || !(hint.fastestMsPerMib > 0) || cfg.max - 1 < cfg.floor) return undefined;
+  if ((s.changedAtMs !== -Infinity && !s.starting) || hint.limit === null || hint.limit >= cfg.max || !(hint.fastestMsPerMib > 0) || cfg.max - 1 < cfg.floor) return undefined;
   const limit = Math.min(cfg.max - 1, Math.max(cfg.floor, Math.floor(hint.limit)));
+  delete s.starting;
   s.fastestMsPerMib = Math.min(s.fastestMsPerMib ?? Infinity, hint.fastestMsPerMib);
   set(s, limit, nowMs, cfg.settleMs);
   return { kind: 'taken', limit, fastestMsPerMib: Math.round(s.fastestMsPerMib) };
@@ -115,11 +144,23 @@ export function noteDownload(s: OpenLimitState, sample: OpenSample, nowMs: numbe
   const open = s.samples.reduce((a, x) => a + x.open, 0) / s.samples.length;
   const fastest = s.fastestMsPerMib;
   const mibPerS = (open * 1_000) / Math.max(1, m);
-  const slow = open >= cfg.minOpen && m >= cfg.slowFactor * fastest && m - fastest >= cfg.minExcessMsPerMib;
+  const slow = open >= cfg.minOpen && m >= (s.starting ? cfg.startSlowFactor : cfg.slowFactor) * fastest && m - fastest >= cfg.minExcessMsPerMib;
   // As many as the link carries at the fastest speed, and one more.
   const carried = Math.min(cfg.max - 1, Math.max(cfg.floor, Math.ceil((open * fastest) / m) + 1));
-  if (s.limit === null) {
+  if (s.starting && !slow) {
+    if (open < s.limit! - 0.5) {
+      s.samples = s.samples.slice(-cfg.judgeSamples);
+      return undefined;
+    }
+    // That many open kept their speed: twice as many, judged as soon as six of them have ended.
+    const next = s.limit! * 2;
+    if (next >= cfg.max) delete s.starting;
+    set(s, next >= cfg.max ? null : next, nowMs, 0);
+    return next >= cfg.max ? { kind: 'lifted', mibPerS: round2(mibPerS) } : { kind: 'started', limit: next, mibPerS: round2(mibPerS) };
+  }
+  if (s.limit === null || s.starting) {
     if (!slow) return undefined;
+    delete s.starting;
     set(s, carried, nowMs, cfg.settleMs);
     return { kind: 'limited', limit: carried, medianMsPerMib: Math.round(m), fastestMsPerMib: Math.round(fastest), open: Math.round(open * 10) / 10 };
   }

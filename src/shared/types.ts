@@ -131,6 +131,8 @@ export interface ConnectionWaits {
   learnt?: boolean;
   /** As `learnt`, with `perSite` the source's own maxConnections (its catalogue entry). */
   given?: boolean;
+  /** With `learnt`: the limit is the worker's start for a site of large images, not yet judged (politeness/openLimit.ts). */
+  starting?: boolean;
 }
 
 /**

@@ -268,6 +268,21 @@ describe('MonitorModel token bookkeeping', () => {
     expect(connectionsFullNote(m.stats(T0 + 90_000))).toMatch(/raise CRAWL_MAX_CONNECTIONS_PER_SITE$/);
   });
 
+  it('says a site of large images is held to the worker\'s start until it has seen how they fare, then as learnt', () => {
+    const { m, batchId } = modelWithBatch();
+    m.onTokenRequest({ batchId, unassigned: 500, grantsSeen: 0 });
+    const answered = { url: '', cls: 'done' as const, sent: true, final: true, attempt: 1, status: 200, ttfbMs: 20 };
+    for (let i = 0; i < 5; i++) m.onReport({ batchId, grantId: 0, outcomes: Array.from({ length: 20 }, () => answered), unused: 30, missedSlots: 0, connectionWaits: { requests: 30, perSite: 8, learnt: true, starting: true } }, T0 + i * 10_000);
+    const held = m.stats(T0 + 40_000);
+    expect(held.connectionWaits).toEqual({ share: 0.5, perSite: 8, learnt: true, starting: true });
+    expect(connectionsFullNote(held)).toBe('site answers slowly: its images are large, and the worker keeps 8 of them downloading at once until it has seen how they fare, ' +
+      'so 50% of its recent slots passed waiting for one to end: it gets less than its 10/s for now (the worker allows twice as many each time that many keep their speed)');
+    expect(detailsMarkdown(held, 'running')).toMatch(/\*\*Site answers slowly\*\*: its images are large/);
+    m.onReport({ batchId, grantId: 0, outcomes: Array.from({ length: 20 }, () => answered), unused: 30, missedSlots: 0, connectionWaits: { requests: 30, perSite: 3, learnt: true } }, T0 + 50_000);
+    expect(m.stats(T0 + 50_000).connectionWaits).toEqual({ share: 0.53, perSite: 3, learnt: true });
+    expect(connectionsFullNote(m.stats(T0 + 50_000))).toMatch(/^site answers slowly: its downloads slowed as more were open, so the worker keeps 3 open at once/);
+  });
+
   it('gives a batch whose worker misses slots enough spare slots to finish its last window', () => {
     const { m, batchId } = modelWithBatch();
     m.onTokenRequest({ batchId, unassigned: 12, grantsSeen: 0 });

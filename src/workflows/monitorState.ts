@@ -85,7 +85,7 @@ export interface MonitorState {
    * The running share of sent requests that waited for a connection to the site (OutcomeReport.connectionWaits), and the worker's limit then
    * (of slots that passed, for a limit learnt or given: MonitorStats.connectionWaits); absent from states of older builds.
    */
-  connectionWaits?: { share: number; perSite: number | null; learnt?: true; given?: true };
+  connectionWaits?: { share: number; perSite: number | null; learnt?: true; given?: true; starting?: true };
   /**
    * Per origin, the open downloads a worker last reported its site bears (OutcomeReport.openLimits),
    * and when: handed to the next grants so that every worker keeps to it from its first request.
@@ -196,8 +196,9 @@ export interface MonitorStats {
    * `learnt`: `perSite` is the limit the worker learnt for the site (its downloads slowed as more
    * were open), and `share` is of its slots, those that passed while the site had that many open.
    * `given`: the same, with `perSite` the source's own maxConnections.
+   * `starting`: with `learnt`, `perSite` is the worker's start for a site of large images, before it has judged them.
    */
-  connectionWaits?: { share: number; perSite: number | null; learnt?: true; given?: true };
+  connectionWaits?: { share: number; perSite: number | null; learnt?: true; given?: true; starting?: true };
   /** Per origin, the downloads at once a worker last found the site to bear, handed to every worker with its grants (MonitorState.openLimits). */
   openLimits?: Record<string, number>;
   breaker: { windowRequests: number; windowErrors: number; consecutiveErrors: number; last50: string };
@@ -248,6 +249,11 @@ export function connectionsFullNote(st: MonitorStats): string | undefined {
       'if the site bears more at once, or lower its rate (crawl set-rate)';
   }
   // No operator's doing: the worker keeps to what the site's link bears, and tries more now and then.
+  if (st.connectionWaits!.learnt && st.connectionWaits!.starting) {
+    return `site answers slowly: its images are large, and the worker keeps ${perSite ?? 'a few'} of them downloading at once until it has seen ` +
+      `how they fare, so ${Math.round(st.connectionWaits!.share * 100)}% of its recent slots passed waiting for one to end: it gets less than its ` +
+      `${Number(st.rate.toPrecision(3))}/s for now (the worker allows twice as many each time that many keep their speed)`;
+  }
   if (st.connectionWaits!.learnt) {
     return `site answers slowly: its downloads slowed as more were open, so the worker keeps ${perSite ?? 'a few'} open at once, ` +
       `the most it was found to bear, and ${Math.round(st.connectionWaits!.share * 100)}% of its recent slots passed waiting for one to end: ` +
@@ -513,6 +519,7 @@ export class MonitorModel {
         perSite: report.connectionWaits?.perSite ?? waits?.perSite ?? null,
         ...((report.connectionWaits ? report.connectionWaits.learnt : waits?.learnt) ? { learnt: true as const } : {}),
         ...((report.connectionWaits ? report.connectionWaits.given : waits?.given) ? { given: true as const } : {}),
+        ...((report.connectionWaits ? report.connectionWaits.learnt && report.connectionWaits.starting : waits?.starting) ? { starting: true as const } : {}),
       };
     }
     if (report.openLimits) this.noteOpenLimits(report.openLimits, nowMs);
@@ -724,6 +731,7 @@ export class MonitorModel {
         perSite: this.state.connectionWaits?.perSite ?? null,
         ...(this.state.connectionWaits?.learnt ? { learnt: true as const } : {}),
         ...(this.state.connectionWaits?.given ? { given: true as const } : {}),
+        ...(this.state.connectionWaits?.starting ? { starting: true as const } : {}),
       },
       ...this.openLimitsShown(nowMs),
       breaker: {

@@ -62,8 +62,10 @@ describe('a site whose downloads slow as more are open (real undici, sharp, stor
     const acts = createCrawlActivities({ processor: pipeline, recorder: new StoreRecorder(new LocalStore(path.join(dir, 'store'))) });
     link.mostOpen = 0;
     const first = (await new MockActivityEnvironment().run(acts.fetchBatch, grant(1, 300))) as FetchBatchResult;
-    // Before its first judgement the worker kept far more open (the pool's 16).
-    expect(link.mostOpen).toBeGreaterThan(8);
+    // The first answer declared a large body: eight at once until judged (the pool's 16 before).
+    expect(link.mostOpen).toBeGreaterThanOrEqual(6);
+    // (One more for each 50 ms slot that passed before the first answer came, on a loaded machine.)
+    expect(link.mostOpen).toBeLessThanOrEqual(9);
     // Nothing lost: each URL either ended or went back for a later grant.
     expect(first.outcomes.length + first.unused.length).toBe(300);
     expect(first.outcomes.every((o) => o.cls === 'done')).toBe(true);
