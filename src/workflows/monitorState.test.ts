@@ -108,6 +108,7 @@ describe('MonitorModel token bookkeeping', () => {
     const [g2] = m.planGrants(g1!.endMs);
     expect(g2!.openLimits).toEqual({ [site]: { limit: 3, fastestMsPerMib: 900 } });
     expect(m.stats(g1!.endMs).openLimits).toEqual({ [site]: 3 });
+    expect(detailsMarkdown(m.stats(g1!.endMs), 'running')).toContain('downloads open at once, as a worker found the site\'s link to bear (every worker keeps to it): 3 at http://img.example');
     // Carried through continue-as-new.
     const next = MonitorModel.fromInput({ source: 's', carried: JSON.parse(JSON.stringify(m.state)) }, T0);
     expect(next.stats(g1!.endMs).openLimits).toEqual({ [site]: 3 });

@@ -793,6 +793,9 @@ export function detailsMarkdown(s: MonitorStats, state: string, nowMs?: number):
     `done ${s.counts.done} · link rot ${s.counts.linkrot} · robots ${s.counts.robots} · content ${s.counts.content} · refused ${s.counts.refused} · errors ${s.counts.error} · retries ${s.counts.retries}`,
     `breaker: ${s.breaker.windowErrors}/${s.breaker.windowRequests} errors in 60 s, ${s.breaker.consecutiveErrors} consecutive`,
   ];
+  if (s.openLimits) {
+    lines.push(`downloads open at once, as a worker found the site's link to bear (every worker keeps to it): ${Object.entries(s.openLimits).map(([origin, n]) => `${n} at ${asText(origin)}`).join(', ')}`);
+  }
   if (s.retryAfterUntil) lines.push(`Retry-After hold until ${s.retryAfterUntil}`);
   if (s.crawlDelayUntil) lines.push(`robots.txt Crawl-delay: next request not before ${s.crawlDelayUntil}`);
   if (s.robotsRetryAt) lines.push(`robots.txt unavailable${s.robotsError ? ` (${asText(s.robotsError)})` : ''}: asked again at ${s.robotsRetryAt}, nothing sent until then`);
