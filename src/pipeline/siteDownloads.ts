@@ -57,8 +57,13 @@ export class SiteDownloads {
 
   /** A limit another worker learnt for the origin (from the grant), unless this one has judged the site itself. */
   take(origin: string, hint: OpenLimitHint): void {
-    const change = takeHint(this.stateOf(origin), hint, this.now(), this.config());
-    if (change) this.onChange(origin, change);
+    const known = this.limits.get(origin);
+    const state = known ?? newOpenLimitState();
+    const change = takeHint(state, hint, this.now(), this.config());
+    if (!change) return;
+    // A hint not taken leaves no state: the site's first large answer still gives it its start.
+    if (!known) setBounded(this.limits, origin, state, MAX_TRACKED_ORIGINS);
+    this.onChange(origin, change);
   }
 
   /** What this worker has judged of the origin, for its monitor; undefined before a judgement. */
