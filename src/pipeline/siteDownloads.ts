@@ -22,14 +22,17 @@ const MAX_TRACKED_ORIGINS = 10_000;
 export class SiteDownloads {
   private readonly open = new Map<string, Set<OpenDownload>>();
   private readonly limits = new Map<string, OpenLimitState>();
+  private readonly config: OpenLimitConfig;
 
   constructor(
     /** The worker's cap per site (CRAWL_MAX_CONNECTIONS_PER_SITE): a limit probed up to it is dropped. */
-    private readonly maxPerSite: number,
-    private readonly cfg: Partial<Omit<OpenLimitConfig, 'max'>> = {},
+    maxPerSite: number,
+    cfg: Partial<Omit<OpenLimitConfig, 'max'>> = {},
     private readonly onChange: (origin: string, change: OpenLimitChange) => void = logChange,
     private readonly now: () => number = Date.now,
-  ) {}
+  ) {
+    this.config = { ...DEFAULT_OPEN_LIMIT, ...cfg, max: maxPerSite };
+  }
 
   start(origin: string): OpenDownload {
     let set = this.open.get(origin);
@@ -46,20 +49,20 @@ export class SiteDownloads {
     if (set?.delete(d) && set.size === 0) this.open.delete(d.origin);
     if (!body || body.bytes < TRANSFER_SAMPLE_MIN_BYTES) return;
     const msPerMib = (Math.max(0, body.transferMs) * 1024 * 1024) / body.bytes;
-    const change = noteDownload(this.stateOf(d.origin), { msPerMib, open: d.maxOpen, sentAtMs: d.sentAtMs }, this.now(), this.config());
+    const change = noteDownload(this.stateOf(d.origin), { msPerMib, open: d.maxOpen, sentAtMs: d.sentAtMs }, this.now(), this.config);
     if (change) this.onChange(d.origin, change);
   }
 
   /** A response declared a large body (TRANSFER_SAMPLE_MIN_BYTES): a site not seen to before starts with a few downloads at once. */
   large(origin: string): void {
-    if (!this.limits.has(origin)) setBounded(this.limits, origin, startingOpenLimitState(this.config()), MAX_TRACKED_ORIGINS);
+    if (!this.limits.has(origin)) setBounded(this.limits, origin, startingOpenLimitState(this.config), MAX_TRACKED_ORIGINS);
   }
 
   /** A limit another worker learnt for the origin (from the grant), unless this one has judged the site itself. */
   take(origin: string, hint: OpenLimitHint): void {
     const known = this.limits.get(origin);
     const state = known ?? newOpenLimitState();
-    const change = takeHint(state, hint, this.now(), this.config());
+    const change = takeHint(state, hint, this.now(), this.config);
     if (!change) return;
     // A hint not taken leaves no state: the site's first large answer still gives it its start.
     if (!known) setBounded(this.limits, origin, state, MAX_TRACKED_ORIGINS);
@@ -76,10 +79,6 @@ export class SiteDownloads {
     let state = this.limits.get(origin);
     if (!state) setBounded(this.limits, origin, (state = newOpenLimitState()), MAX_TRACKED_ORIGINS);
     return state;
-  }
-
-  private config(): OpenLimitConfig {
-    return { ...DEFAULT_OPEN_LIMIT, ...this.cfg, max: this.maxPerSite };
   }
 
   /** The learnt limit, when one holds the origin below the worker's cap (`starting`: its start, not yet judged). */

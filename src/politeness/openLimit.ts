@@ -154,9 +154,13 @@ export function noteDownload(s: OpenLimitState, sample: OpenSample, nowMs: numbe
     }
     // That many open kept their speed: twice as many, judged as soon as six of them have ended.
     const next = s.limit! * 2;
-    if (next >= cfg.max) delete s.starting;
-    set(s, next >= cfg.max ? null : next, nowMs, 0);
-    return next >= cfg.max ? { kind: 'lifted', mibPerS: round2(mibPerS) } : { kind: 'started', limit: next, mibPerS: round2(mibPerS) };
+    if (next >= cfg.max) {
+      delete s.starting;
+      set(s, null, nowMs, 0);
+      return { kind: 'lifted', mibPerS: round2(mibPerS) };
+    }
+    set(s, next, nowMs, 0);
+    return { kind: 'started', limit: next, mibPerS: round2(mibPerS) };
   }
   if (s.limit === null || s.starting) {
     if (!slow) return undefined;
