@@ -169,6 +169,20 @@ describe('a site of large images, before any judgement', () => {
     expect(hintOf(s)).toEqual({ limit: null, fastestMsPerMib: 500 });
   });
 
+  it('does not double on downloads that were slower than the fastest, by less than the least excess (a worker starved of CPU)', () => {
+    // Session 65's CI: every download was read late, the fastest too, having shared the link.
+    const s = startingOpenLimitState(cfg);
+    const changes: (OpenLimitChange | undefined)[] = [noteDownload(s, { msPerMib: 1_610, open: 8, sentAtMs: 0 }, 700, cfg)];
+    for (let i = 1; i <= 12; i++) changes.push(noteDownload(s, { msPerMib: 2_550, open: 8, sentAtMs: i * 50 }, 700 + i * 150, cfg));
+    expect(changes.filter(Boolean)).toEqual([]);
+    expect(s.limit).toBe(8);
+    expect(s.starting).toBe(true);
+    // Once they are slower by more, it is a full link judged by the start's criterion.
+    for (let i = 0; i < 6; i++) changes.push(noteDownload(s, { msPerMib: 2_700, open: 8, sentAtMs: 700 + i * 50 }, 3_000 + i * 150, cfg));
+    expect(changes.filter(Boolean)).toEqual([expect.objectContaining({ kind: 'limited', limit: 6, fastestMsPerMib: 1_610 })]);
+    expect(s.starting).toBeUndefined();
+  });
+
   it('stays as it is while the site never has that many open, says nothing to other workers, and gives way to what one learnt', () => {
     const s = startingOpenLimitState(cfg);
     for (let i = 0; i < 30; i++) expect(noteDownload(s, { msPerMib: 500, open: 3, sentAtMs: i * 500 }, i * 500, cfg)).toBeUndefined();
