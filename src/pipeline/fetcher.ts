@@ -537,6 +537,8 @@ class CollectHandler implements Dispatcher.DispatchHandler, SendWatcher {
   private size = 0;
   private bodyStart = 0;
   private keep = false;
+  /** onLargeBody has been called (once a response is known to be large, declared or streamed). */
+  private large = false;
   private settled = false;
   private abortReason?: Error;
   /** Informational (1xx) responses so far: each one restarts undici's headers timeout. */
@@ -636,7 +638,7 @@ class CollectHandler implements Dispatcher.DispatchHandler, SendWatcher {
       this.cut(controller, 'too-large', `content-length ${declared} exceeds the ${this.limits.maxBytes}-byte limit`);
     } else if (this.keep && declared >= TRANSFER_SAMPLE_MIN_BYTES) {
       // Known at the first answer's headers, before a burst of downloads is sent to share the site's link.
-      this.limits.onLargeBody?.();
+      this.noteLarge();
     } else if (!this.keep && Number.isFinite(declared) && declared > DISCARD_LIMIT) {
       this.cut(controller);
     }
@@ -658,10 +660,19 @@ class CollectHandler implements Dispatcher.DispatchHandler, SendWatcher {
       return;
     }
     this.chunks.push(chunk);
+    // A body sent without a length (chunked) is known to be large only as it streams: until then
+    // the site had the worker's whole cap open before six had ended to judge it by.
+    if (this.size >= TRANSFER_SAMPLE_MIN_BYTES) this.noteLarge();
     const bodyMs = performance.now() - this.bodyStart;
     if (bodyMs > this.limits.minRateGraceMs && (this.size * 1000) / bodyMs < this.limits.minBytesPerSecond) {
       this.cut(controller, 'too-slow', `transfer below ${this.limits.minBytesPerSecond} bytes/s`);
     }
+  }
+
+  private noteLarge(): void {
+    if (this.large) return;
+    this.large = true;
+    this.limits.onLargeBody?.();
   }
 
   onResponseEnd(): void {

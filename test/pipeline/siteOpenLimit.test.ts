@@ -24,10 +24,11 @@ describe('a site whose downloads slow as more are open (real undici, sharp, stor
   let link: ThinUplink;
   let dir: string;
   let pipeline: ImagePipeline;
+  let image: Buffer;
 
   beforeAll(async () => {
     // ~480 KB of noise: large enough for its transfer time to tell of the link.
-    const body = await sharp({ create: { width: 900, height: 700, channels: 3, noise: { type: 'gaussian', mean: 128, sigma: 60 }, background: '#808080' } }).jpeg({ quality: 90 }).toBuffer();
+    const body = image = await sharp({ create: { width: 900, height: 700, channels: 3, noise: { type: 'gaussian', mean: 128, sigma: 60 }, background: '#808080' } }).jpeg({ quality: 90 }).toBuffer();
     link = new ThinUplink(body, 3_000_000);
     origin.route('/robots.txt', (_q, r) => { r.writeHead(404); r.end(); }).route('*', link.route);
     await origin.start();
@@ -111,6 +112,29 @@ describe('a site whose downloads slow as more are open (real undici, sharp, stor
       expect(taken.openLimits?.[site()]?.limit).toBeGreaterThanOrEqual(2);
     } finally {
       await fresh.close();
+    }
+  }, 60_000);
+
+  it('starts a site whose large images come without a length (chunked) with eight at once too', async () => {
+    const chunked = new ThinUplink(image, 3_000_000, { chunked: true });
+    const other = new Origin().route('/robots.txt', (_q, r) => { r.writeHead(404); r.end(); }).route('*', chunked.route);
+    await other.start();
+    try {
+      const acts = createCrawlActivities({ processor: pipeline, recorder: new StoreRecorder(new LocalStore(path.join(dir, 'store'))) });
+      const startMs = Date.now() + 100;
+      const result = (await new MockActivityEnvironment().run(acts.fetchBatch, {
+        source: `127.0.0.1:${other.port}`, batchId: 'b3', grantId: 1, maxAttempts: 1,
+        items: Array.from({ length: 60 }, (_, i) => ({ url: other.url(`/c/${i}.jpg`), attempt: 1 })),
+        schedule: { startMs, endMs: startMs + 60 * 50, intervalMs: 50, burstSlots: 0 },
+      })) as FetchBatchResult;
+      expect(result.outcomes.length + result.unused.length).toBe(60);
+      expect(result.outcomes.every((o) => o.cls === 'done')).toBe(true);
+      // The pool's 16 before its first body had streamed 256 KiB (one more for a late slot).
+      expect(chunked.mostOpen).toBeGreaterThanOrEqual(6);
+      expect(chunked.mostOpen).toBeLessThanOrEqual(9);
+    } finally {
+      chunked.stop();
+      await other.stop();
     }
   }, 60_000);
 

@@ -10,7 +10,8 @@ export class ThinUplink {
   /** The most responses open at once since it was last set to 0. */
   mostOpen = 0;
 
-  constructor(private readonly body: Buffer, bytesPerS: number) {
+  /** `chunked`: no Content-Length, so a response is known to be large only as it streams. */
+  constructor(private readonly body: Buffer, bytesPerS: number, private readonly opts: { chunked?: boolean } = {}) {
     this.timer = setInterval(() => {
       if (!this.responses.size) return;
       const share = Math.max(1, Math.floor((bytesPerS * 0.01) / this.responses.size));
@@ -32,7 +33,7 @@ export class ThinUplink {
   }
 
   readonly route = (_req: http.IncomingMessage, res: http.ServerResponse): void => {
-    res.writeHead(200, { 'content-type': 'image/jpeg', 'content-length': this.body.length });
+    res.writeHead(200, { 'content-type': 'image/jpeg', ...(this.opts.chunked ? {} : { 'content-length': this.body.length }) });
     res.flushHeaders();
     const r = { res, sent: 0 };
     this.responses.add(r);
