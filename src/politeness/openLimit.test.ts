@@ -183,6 +183,19 @@ describe('a site of large images, before any judgement', () => {
     expect(s.starting).toBeUndefined();
   });
 
+  it('takes a fastest download that nothing matched for a minute as a fluke, and doubles for a site that bears more', () => {
+    const s = startingOpenLimitState(cfg);
+    // One download at 600 ms a MiB (a cached copy), then every one at 1 MiB/s of its own.
+    noteDownload(s, { msPerMib: 600, open: 1, sentAtMs: 0 }, 600, cfg);
+    const changes: OpenLimitChange[] = [];
+    const limits = crawl(s, { linkMibPerS: Infinity, perConnectionMibPerS: 1 }, 1_000, 120_000, changes);
+    // Held at the start for the minute (slower than 1.5 times the fastest, by less than 1 s a MiB)...
+    expect(limits.slice(0, 110).every((l) => l === 8)).toBe(true);
+    // ...then what each gets is the speed to keep, and the start doubles to no limit.
+    expect(changes.map((c) => c.kind === 'started' ? c.limit : c.kind)).toEqual([16, 32, 'lifted']);
+    expect(limits.at(-1)).toBeNull();
+  });
+
   it('stays as it is while the site never has that many open, says nothing to other workers, and gives way to what one learnt', () => {
     const s = startingOpenLimitState(cfg);
     for (let i = 0; i < 30; i++) expect(noteDownload(s, { msPerMib: 500, open: 3, sentAtMs: i * 500 }, i * 500, cfg)).toBeUndefined();

@@ -50,12 +50,18 @@ export interface OpenLimitConfig {
    * doubles each time that many were open and did not slow. 0: the worker's own cap.
    */
   startOpen: number;
+  /**
+   * A start neither doubled nor ended (downloads slower than the fastest, by less than the least
+   * excess) for this long takes what each download gets now as the speed to keep: the fastest
+   * was likely a fluke, and without it a site that bears more would stay at the start for good.
+   */
+  undecidedMs: number;
   /** The worker's own cap per site: a limit probed up to it is dropped. */
   max: number;
 }
 
 export const DEFAULT_OPEN_LIMIT: Omit<OpenLimitConfig, 'max'> = {
-  judgeSamples: 6, settleMs: 10_000, holdMs: 60_000, keepShare: 0.9, slowFactor: 3, minExcessMsPerMib: 1_000, minOpen: 3, floor: 2, startOpen: 8, startSlowFactor: 1.5,
+  judgeSamples: 6, settleMs: 10_000, holdMs: 60_000, keepShare: 0.9, slowFactor: 3, minExcessMsPerMib: 1_000, minOpen: 3, floor: 2, startOpen: 8, startSlowFactor: 1.5, undecidedMs: 60_000,
 };
 
 export interface OpenSample {
@@ -81,6 +87,8 @@ export interface OpenLimitState {
   nextProbe: 'up' | 'down';
   /** `limit` is the start (startOpen, doubled while downloads kept their speed), not a judgement. */
   starting?: true;
+  /** Since when the start has been judged neither to double nor to end. */
+  undecidedSinceMs?: number;
 }
 
 export type OpenLimitChange =
@@ -152,7 +160,16 @@ export function noteDownload(s: OpenLimitState, sample: OpenSample, nowMs: numbe
     // the least excess, is no sign either way: a worker starved of CPU read its first downloads
     // late too, so that the fastest had shared the link as well, and eight open did not look
     // slower than it; the start doubled to its cap of 16 and was lifted (session 65's CI).
-    if (open < s.limit! - 0.5 || m >= cfg.startSlowFactor * fastest) {
+    if (open < s.limit! - 0.5) {
+      s.samples = s.samples.slice(-cfg.judgeSamples);
+      return undefined;
+    }
+    if (m >= cfg.startSlowFactor * fastest) {
+      s.undecidedSinceMs ??= nowMs;
+      if (nowMs - s.undecidedSinceMs >= cfg.undecidedMs) {
+        s.fastestMsPerMib = m;
+        delete s.undecidedSinceMs;
+      }
       s.samples = s.samples.slice(-cfg.judgeSamples);
       return undefined;
     }
@@ -219,6 +236,7 @@ function set(s: OpenLimitState, limit: number | null, nowMs: number, holdMs: num
   s.changedAtMs = nowMs;
   s.judgeAfterMs = nowMs + holdMs;
   delete s.probe;
+  delete s.undecidedSinceMs;
 }
 
 function round2(x: number): number {

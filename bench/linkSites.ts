@@ -1,0 +1,155 @@
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import type http from 'node:http';
+import sharp from 'sharp';
+import { Origin } from '../src/demo/origin';
+import { ThinUplink } from '../test/support/thinUplink';
+
+/**
+ * How many downloads `crawl run` keeps open at sites of large images, each a loopback origin in
+ * this process (the crawl runs as its own process, as an operator starts it):
+ * - thin: one 1 MB/s uplink shared by the downloads open (485 KB JPEGs, 200 URLs at 5/s);
+ * - thin-chunked: the same, its bodies sent without Content-Length;
+ * - per-connection: each download gets 1 MB/s of its own (400 URLs at 20/s, about 10 open);
+ * - fast: no limit (1.1 MB JPEGs, 600 URLs at 20/s).
+ * The origin counts the most open in each second. Usage: npm run bench:sites [-- NAME...]
+ * Its last line is one JSON object, per scenario: seconds, records, mostOpen, meanOpen, and the
+ * worker's open-limit changes (site-open-limit lines).
+ */
+
+interface Scenario {
+  name: string;
+  urls: number;
+  rate: number;
+  image: 'medium' | 'large';
+  route: (body: Buffer) => { handler: (req: http.IncomingMessage, res: http.ServerResponse) => void; stop?: () => void };
+}
+
+const SCENARIOS: Scenario[] = [
+  { name: 'thin', urls: 200, rate: 5, image: 'medium', route: (body) => thin(body, false) },
+  { name: 'thin-chunked', urls: 200, rate: 5, image: 'medium', route: (body) => thin(body, true) },
+  { name: 'per-connection', urls: 400, rate: 20, image: 'medium', route: (body) => ({ handler: perConnection(body, 1_000_000) }) },
+  { name: 'fast', urls: 600, rate: 20, image: 'large', route: (body) => ({ handler: (_q, r) => { r.writeHead(200, { 'content-type': 'image/jpeg', 'content-length': body.length }); r.end(body); } }) },
+];
+
+function thin(body: Buffer, chunked: boolean): ReturnType<Scenario['route']> {
+  const link = new ThinUplink(body, 1_000_000, { chunked });
+  return { handler: link.route, stop: () => link.stop() };
+}
+
+/** Each response paced to `bytesPerS` on its own: a site slow per connection, not full. */
+function perConnection(body: Buffer, bytesPerS: number): (req: http.IncomingMessage, res: http.ServerResponse) => void {
+  return (_req, res) => {
+    res.writeHead(200, { 'content-type': 'image/jpeg', 'content-length': body.length });
+    let sent = 0;
+    const tick = setInterval(() => {
+      const n = Math.min(bytesPerS / 100, body.length - sent);
+      res.write(body.subarray(sent, sent + n));
+      sent += n;
+      if (sent >= body.length) {
+        clearInterval(tick);
+        res.end();
+      }
+    }, 10);
+    res.on('close', () => clearInterval(tick));
+  };
+}
+
+/** The embedded default, whatever server the shell names. */
+function embeddedEnv(): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  delete env.TEMPORAL_ADDRESS;
+  return env;
+}
+
+async function noise(width: number, height: number, quality: number): Promise<Buffer> {
+  return sharp({ create: { width, height, channels: 3, noise: { type: 'gaussian', mean: 128, sigma: 60 }, background: '#808080' } }).jpeg({ quality }).toBuffer();
+}
+
+interface Result {
+  seconds: number;
+  exitCode: number | null;
+  records: number;
+  mostOpen: number;
+  meanOpen: number;
+  firstSeconds: number[];
+  changes: string[];
+}
+
+async function run(s: Scenario, body: Buffer, root: string, work: string): Promise<Result> {
+  const dir = fs.mkdtempSync(path.join(work, `${s.name}-`));
+  const { handler, stop } = s.route(body);
+  let open = 0;
+  let most = 0;
+  const perSecond: number[] = [];
+  const origin = new Origin()
+    .route('/robots.txt', (_q, r) => { r.writeHead(404); r.end(); })
+    .route('*', (req, res) => {
+      open += 1;
+      most = Math.max(most, open);
+      res.on('close', () => { open -= 1; });
+      handler(req, res);
+    });
+  await origin.start('127.0.6.1');
+  const sampler = setInterval(() => { perSecond.push(most); most = open; }, 1_000);
+  const manifest = path.join(dir, 'manifest.ndjson');
+  fs.writeFileSync(manifest, Array.from({ length: s.urls }, (_, i) => JSON.stringify({ url: origin.url(`/i/${i}.jpg`), source: s.name })).join('\n') + '\n');
+  const catalog = path.join(dir, 'catalog.json');
+  fs.writeFileSync(catalog, JSON.stringify([{ name: s.name, rate: s.rate }]));
+  const out = path.join(dir, 'out');
+  const started = Date.now();
+  const changes: string[] = [];
+  const exitCode = await new Promise<number | null>((resolve) => {
+    const child = spawn(process.execPath, [path.join(root, 'bin', 'crawl'), 'run', manifest, '--catalog', catalog, '--out', out, '--allow-network', '127.0.0.0/8'], {
+      cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], env: embeddedEnv(),
+    });
+    const lines = (chunk: Buffer) => {
+      for (const line of chunk.toString().split('\n')) {
+        if (!line.includes('"site-open-limit"')) continue;
+        try {
+          const e = JSON.parse(line) as { kind: string; limit?: number };
+          changes.push(e.limit !== undefined ? `${e.kind} ${e.limit}` : e.kind);
+        } catch { /* a line cut between chunks: its change is missing from the list, nothing else */ }
+      }
+    };
+    child.stdout.on('data', lines);
+    child.stderr.on('data', lines);
+    child.on('exit', resolve);
+  });
+  const seconds = (Date.now() - started) / 1_000;
+  clearInterval(sampler);
+  stop?.();
+  await origin.stop();
+  const metadata = path.join(out, 'metadata.ndjson');
+  const records = fs.existsSync(metadata) ? fs.readFileSync(metadata, 'utf8').split('\n').filter(Boolean).length : 0;
+  const busy = perSecond.filter((n) => n > 0);
+  return {
+    seconds: Math.round(seconds * 10) / 10, exitCode, records,
+    mostOpen: Math.max(0, ...busy), meanOpen: Math.round((busy.reduce((a, n) => a + n, 0) / Math.max(1, busy.length)) * 100) / 100,
+    firstSeconds: busy.slice(0, 10), changes,
+  };
+}
+
+async function main(): Promise<void> {
+  const only = process.argv.slice(2);
+  const unknown = only.filter((n) => !SCENARIOS.some((s) => s.name === n));
+  if (unknown.length) throw new Error(`unknown scenario ${unknown.join(', ')}: one of ${SCENARIOS.map((s) => s.name).join(', ')}`);
+  const root = path.resolve(__dirname, '..', '..');
+  const work = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-sites-'));
+  const images = { medium: await noise(900, 700, 90), large: await noise(1400, 1000, 92) };
+  const results: Record<string, Result> = {};
+  for (const s of SCENARIOS.filter((x) => !only.length || only.includes(x.name))) {
+    const r = (results[s.name] = await run(s, images[s.image], root, work));
+    console.log(`${s.name.padEnd(15)} ${s.urls} URLs at ${s.rate}/s: ${r.seconds} s, ${r.records} records (exit ${r.exitCode}), ` +
+      `most open ${r.mostOpen}, mean ${r.meanOpen}, first seconds [${r.firstSeconds.join(', ')}]; ${r.changes.slice(0, 6).join(', ') || 'no open-limit change'}`);
+  }
+  fs.rmSync(work, { recursive: true, force: true });
+  console.log(JSON.stringify(results));
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});
