@@ -13,26 +13,54 @@ import { ThinUplink } from '../test/support/thinUplink';
  * - thin: one 1 MB/s uplink shared by the downloads open (485 KB JPEGs, 200 URLs at 5/s);
  * - thin-chunked: the same, its bodies sent without Content-Length;
  * - per-connection: each download gets 1 MB/s of its own (400 URLs at 20/s, about 10 open);
- * - fast: no limit (1.1 MB JPEGs, 600 URLs at 20/s).
+ * - fast: no limit (1.1 MB JPEGs, 600 URLs at 20/s);
+ * - conn-limited: small images answered after 1 s, and 503 at once to a request that finds four
+ *   open (nginx's limit_conn), 300 URLs at 10/s.
  * The origin counts the most open in each second. Usage: npm run bench:sites [-- NAME...]
- * Its last line is one JSON object, per scenario: seconds, records, mostOpen, meanOpen, and the
- * worker's open-limit changes (site-open-limit lines).
+ * Its last line is one JSON object, per scenario: seconds, records, mostOpen, meanOpen,
+ * refusals (503s), and the worker's open-limit changes (site-open-limit lines).
  */
 
 interface Scenario {
   name: string;
   urls: number;
   rate: number;
-  image: 'medium' | 'large';
-  route: (body: Buffer) => { handler: (req: http.IncomingMessage, res: http.ServerResponse) => void; stop?: () => void };
+  image: 'small' | 'medium' | 'large';
+  route: (body: Buffer) => { handler: Handler; stop?: () => void; refusals?: () => number };
 }
+
+type Handler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
 
 const SCENARIOS: Scenario[] = [
   { name: 'thin', urls: 200, rate: 5, image: 'medium', route: (body) => thin(body, false) },
   { name: 'thin-chunked', urls: 200, rate: 5, image: 'medium', route: (body) => thin(body, true) },
   { name: 'per-connection', urls: 400, rate: 20, image: 'medium', route: (body) => ({ handler: perConnection(body, 1_000_000) }) },
   { name: 'fast', urls: 600, rate: 20, image: 'large', route: (body) => ({ handler: (_q, r) => { r.writeHead(200, { 'content-type': 'image/jpeg', 'content-length': body.length }); r.end(body); } }) },
+  { name: 'conn-limited', urls: 300, rate: 10, image: 'small', route: (body) => connLimited(body, 4, 1_000) },
 ];
+
+function connLimited(body: Buffer, most: number, answerMs: number): ReturnType<Scenario['route']> {
+  let open = 0;
+  let refusals = 0;
+  const handler: Handler = (_req, res) => {
+    if (open >= most) {
+      refusals += 1;
+      res.writeHead(503, { 'content-type': 'text/plain' });
+      res.end('too many connections');
+      return;
+    }
+    open += 1;
+    const timer = setTimeout(() => {
+      res.writeHead(200, { 'content-type': 'image/jpeg', 'content-length': body.length });
+      res.end(body);
+    }, answerMs);
+    res.on('close', () => {
+      clearTimeout(timer);
+      open -= 1;
+    });
+  };
+  return { handler, refusals: () => refusals };
+}
 
 function thin(body: Buffer, chunked: boolean): ReturnType<Scenario['route']> {
   const link = new ThinUplink(body, 1_000_000, { chunked });
@@ -40,7 +68,7 @@ function thin(body: Buffer, chunked: boolean): ReturnType<Scenario['route']> {
 }
 
 /** Each response paced to `bytesPerS` on its own: a site slow per connection, not full. */
-function perConnection(body: Buffer, bytesPerS: number): (req: http.IncomingMessage, res: http.ServerResponse) => void {
+function perConnection(body: Buffer, bytesPerS: number): Handler {
   return (_req, res) => {
     res.writeHead(200, { 'content-type': 'image/jpeg', 'content-length': body.length });
     let sent = 0;
@@ -74,13 +102,14 @@ interface Result {
   records: number;
   mostOpen: number;
   meanOpen: number;
+  refusals?: number;
   firstSeconds: number[];
   changes: string[];
 }
 
 async function run(s: Scenario, body: Buffer, root: string, work: string): Promise<Result> {
   const dir = fs.mkdtempSync(path.join(work, `${s.name}-`));
-  const { handler, stop } = s.route(body);
+  const { handler, stop, refusals } = s.route(body);
   let open = 0;
   let most = 0;
   const perSecond: number[] = [];
@@ -128,7 +157,7 @@ async function run(s: Scenario, body: Buffer, root: string, work: string): Promi
   return {
     seconds: Math.round(seconds * 10) / 10, exitCode, records,
     mostOpen: Math.max(0, ...busy), meanOpen: Math.round((busy.reduce((a, n) => a + n, 0) / Math.max(1, busy.length)) * 100) / 100,
-    firstSeconds: busy.slice(0, 10), changes,
+    ...(refusals ? { refusals: refusals() } : {}), firstSeconds: busy.slice(0, 10), changes,
   };
 }
 
@@ -138,12 +167,13 @@ async function main(): Promise<void> {
   if (unknown.length) throw new Error(`unknown scenario ${unknown.join(', ')}: one of ${SCENARIOS.map((s) => s.name).join(', ')}`);
   const root = path.resolve(__dirname, '..', '..');
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-sites-'));
-  const images = { medium: await noise(900, 700, 90), large: await noise(1400, 1000, 92) };
+  const images = { small: await noise(320, 240, 80), medium: await noise(900, 700, 90), large: await noise(1400, 1000, 92) };
   const results: Record<string, Result> = {};
   for (const s of SCENARIOS.filter((x) => !only.length || only.includes(x.name))) {
     const r = (results[s.name] = await run(s, images[s.image], root, work));
     console.log(`${s.name.padEnd(15)} ${s.urls} URLs at ${s.rate}/s: ${r.seconds} s, ${r.records} records (exit ${r.exitCode}), ` +
-      `most open ${r.mostOpen}, mean ${r.meanOpen}, first seconds [${r.firstSeconds.join(', ')}]; ${r.changes.slice(0, 6).join(', ') || 'no open-limit change'}`);
+      `most open ${r.mostOpen}, mean ${r.meanOpen}${r.refusals !== undefined ? `, ${r.refusals} refused` : ''}, first seconds [${r.firstSeconds.join(', ')}]; ` +
+      `${r.changes.slice(0, 6).join(', ') || 'no open-limit change'}`);
   }
   fs.rmSync(work, { recursive: true, force: true });
   console.log(JSON.stringify(results));

@@ -85,7 +85,7 @@ export interface UrlProcessor {
    * learnt for that site when one holds it (pipeline/siteDownloads.ts); undefined for a URL that
    * cannot be parsed (left to `process`).
    */
-  openAt?(url: string): { origin: string; open: number; learnt?: number; starting?: true } | undefined;
+  openAt?(url: string): { origin: string; open: number; learnt?: number; starting?: true; refused?: true } | undefined;
   /** Limits other workers learnt for sites (FetchBatchInput.openLimits): kept to where this worker has not judged the site itself. */
   takeOpenLimits?(hints: Readonly<Record<string, OpenLimitHint>>): void;
   /** What this worker has judged of the origin's open downloads, for the source's monitor; undefined before a judgement. */
@@ -409,16 +409,16 @@ export function createCrawlActivities(deps: CrawlDeps) {
     // The sites this grant's requests went to: what the worker judged of them goes to the monitor.
     const sites = new Set<string>();
     /** The limit the URL's site is held to now, when it has that many open; undefined when it may have one more. */
-    const heldBy = (url: string): { limit: number; given: boolean; starting?: true } | undefined => {
+    const heldBy = (url: string): { limit: number; given: boolean; starting?: true; refused?: true } | undefined => {
       const at = openAt?.(url);
       if (!at) return undefined;
       if (sites.size < MAX_SITES_REPORTED) sites.add(at.origin);
       const limit = Math.min(at.learnt ?? Infinity, given ?? Infinity);
       if (at.open < limit) return undefined;
-      return limit === given ? { limit, given: true } : { limit, given: false, ...(at.starting ? { starting: true } : {}) };
+      return limit === given ? { limit, given: true } : { limit, given: false, ...(at.starting ? { starting: true } : {}), ...(at.refused ? { refused: true } : {}) };
     };
     const heldSlots = new Set<number>();
-    let heldLimit: { limit: number; given: boolean; starting?: true } | undefined;
+    let heldLimit: { limit: number; given: boolean; starting?: true; refused?: true } | undefined;
     let held = false;
     /** Whether an item in line waits for its site's requests to end (not only for a Crawl-delay). */
     const noteHeld = (line: readonly number[], slotMs: number): boolean => {
@@ -565,7 +565,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
       // ended in "workers behind" (502 of 1,458 slots, a retry starting after its window).
       missedSlots: ctx.info.attempt === 1 ? run.missed : 0,
       // A site held to its learnt limit is told as such, the pool's waits before it was learnt aside.
-      ...(heldLimit !== undefined && ctx.info.attempt === 1 ? { connectionWaits: { requests: heldSlots.size, perSite: heldLimit.limit, ...(heldLimit.given ? { given: true } : { learnt: true, ...(heldLimit.starting ? { starting: true } : {}) }) } }
+      ...(heldLimit !== undefined && ctx.info.attempt === 1 ? { connectionWaits: { requests: heldSlots.size, perSite: heldLimit.limit, ...(heldLimit.given ? { given: true } : { learnt: true, ...(heldLimit.starting ? { starting: true } : {}), ...(heldLimit.refused ? { refused: true } : {}) }) } }
         : connectionWaits && ctx.info.attempt === 1 ? { connectionWaits } : {}),
       ...openLimitsOf(sites, deps.processor),
       ...(run.decided > 0 ? { decidedWithoutRequest: run.decided } : {}),

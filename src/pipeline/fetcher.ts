@@ -300,7 +300,7 @@ export class Fetcher {
    * The requests open now to the URL's site, and the limit learnt for it when one holds it
    * (siteDownloads.ts); undefined for a URL that cannot be parsed, left to fetch().
    */
-  openAt(rawUrl: string): { origin: string; open: number; learnt?: number; starting?: true } | undefined {
+  openAt(rawUrl: string): { origin: string; open: number; learnt?: number; starting?: true; refused?: true } | undefined {
     let origin: string;
     try {
       origin = new URL(rawUrl).origin;
@@ -308,7 +308,7 @@ export class Fetcher {
       return undefined;
     }
     const learnt = this.downloads.limit(origin);
-    return { origin, open: this.downloads.openAt(origin), ...(learnt !== undefined ? { learnt: learnt.limit, ...(learnt.starting ? { starting: true } : {}) } : {}) };
+    return { origin, open: this.downloads.openAt(origin), ...(learnt !== undefined ? { learnt: learnt.limit, ...(learnt.starting ? { starting: true } : {}), ...(learnt.refused ? { refused: true } : {}) } : {}) };
   }
 
   /** A request on a connection that had waited `idleMs` was reset: the site's idle limit is at most that. */
@@ -385,6 +385,7 @@ export class Fetcher {
           if (by !== undefined && opts.onConnectionWait && this.connectionsFull(u.origin)) opts.onConnectionWait(this.cfg.maxConnectionsPerSite);
           const download = this.downloads.start(u.origin);
           const handler = new CollectHandler((r) => {
+            if (r.status === 503 || r.status === 429) this.downloads.refused(download, r.status);
             this.downloads.end(download, r.body && !r.truncated ? { bytes: r.body.length, transferMs: performance.now() - r.headersAt } : undefined);
             resolve(r);
           }, (err) => {

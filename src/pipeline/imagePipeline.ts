@@ -97,7 +97,7 @@ export class ImagePipeline implements UrlProcessor {
   }
 
   /** The worker's requests open to the site the URL's next request goes to, and its learnt limit (siteDownloads.ts). */
-  openAt(url: string): { origin: string; open: number; learnt?: number; starting?: true } | undefined {
+  openAt(url: string): { origin: string; open: number; learnt?: number; starting?: true; refused?: true } | undefined {
     return this.fetcher.openAt(this.nextRequestUrl(this.moved.resolve(url)));
   }
 

@@ -10,9 +10,20 @@ export interface OpenDownload {
   readonly sentAtMs: number;
   /** The most requests open at the origin while this one was (itself included). */
   maxOpen: number;
+  /** Requests open at the origin as this one went out (itself included). */
+  readonly openAtSend: number;
 }
 
 const MAX_TRACKED_ORIGINS = 10_000;
+
+/**
+ * How long a site that refused a request while others were open is held below that number: long
+ * enough that the monitor's back-off and ramp (a minute or two) end under it, short enough that a
+ * site whose limit was its load of the moment, or a rate limit's, gets more again.
+ */
+const REFUSED_HOLD_MS = 10 * 60_000;
+/** A refusal with fewer open (itself included) says nothing of a limit on requests open at once. */
+const REFUSED_MIN_OPEN = 3;
 
 /**
  * The worker's requests open at each site, and the limit learnt for it (politeness/openLimit.ts).
@@ -22,6 +33,8 @@ const MAX_TRACKED_ORIGINS = 10_000;
 export class SiteDownloads {
   private readonly open = new Map<string, Set<OpenDownload>>();
   private readonly limits = new Map<string, OpenLimitState>();
+  /** Sites that refused (503, 429) a request sent while others were open: fewer than that, for a while. */
+  private readonly refusals = new Map<string, { limit: number; untilMs: number }>();
   private readonly config: OpenLimitConfig;
 
   constructor(
@@ -37,7 +50,7 @@ export class SiteDownloads {
   start(origin: string): OpenDownload {
     let set = this.open.get(origin);
     if (!set) this.open.set(origin, (set = new Set()));
-    const d: OpenDownload = { origin, sentAtMs: this.now(), maxOpen: 0 };
+    const d: OpenDownload = { origin, sentAtMs: this.now(), maxOpen: 0, openAtSend: set.size + 1 };
     set.add(d);
     for (const other of set) other.maxOpen = Math.max(other.maxOpen, set.size);
     return d;
@@ -51,6 +64,29 @@ export class SiteDownloads {
     const msPerMib = (Math.max(0, body.transferMs) * 1024 * 1024) / body.bytes;
     const change = noteDownload(this.stateOf(d.origin), { msPerMib, open: d.maxOpen, sentAtMs: d.sentAtMs }, this.now(), this.config);
     if (change) this.onChange(d.origin, change);
+  }
+
+  /**
+   * The site answered the request 503 or 429. Sent while others were open, that is how a limit on
+   * connections at once answers (nginx's limit_conn): asked for 10 a second from a site that
+   * answers in 1 s and refuses a fifth at once, the worker sent more each time the monitor's rate
+   * came back after its back-off, and the source got 2.3 images a second where 4 fit (session
+   * 64). Held below the number it refused, its rate comes back without another refusal. A rate
+   * limit's refusal holds it too, but only while more open would mean more than the rate.
+   */
+  refused(d: OpenDownload, status: number): void {
+    if (d.openAtSend < REFUSED_MIN_OPEN) return;
+    const limit = d.openAtSend - 1;
+    const known = this.refusal(d.origin);
+    const untilMs = this.now() + REFUSED_HOLD_MS;
+    setBounded(this.refusals, d.origin, { limit: Math.min(limit, known?.limit ?? Infinity), untilMs }, MAX_TRACKED_ORIGINS);
+    if (!known || limit < known.limit) this.onChange(d.origin, { kind: 'refused', limit, status, forMs: REFUSED_HOLD_MS });
+  }
+
+  private refusal(origin: string): { limit: number; untilMs: number } | undefined {
+    const r = this.refusals.get(origin);
+    if (r && r.untilMs <= this.now()) this.refusals.delete(origin);
+    return r && r.untilMs > this.now() ? r : undefined;
   }
 
   /** A response declared a large body (TRANSFER_SAMPLE_MIN_BYTES): a site not seen to before starts with a few downloads at once. */
@@ -81,9 +117,14 @@ export class SiteDownloads {
     return state;
   }
 
-  /** The learnt limit, when one holds the origin below the worker's cap (`starting`: its start, not yet judged). */
-  limit(origin: string): { limit: number; starting?: true } | undefined {
+  /**
+   * The learnt limit, when one holds the origin below the worker's cap (`starting`: its start, not
+   * yet judged; `refused`: the site refused a request with more open).
+   */
+  limit(origin: string): { limit: number; starting?: true; refused?: true } | undefined {
     const state = this.limits.get(origin);
+    const refusal = this.refusal(origin);
+    if (refusal && (state?.limit == null || refusal.limit <= state.limit)) return { limit: refusal.limit, refused: true };
     return state?.limit == null ? undefined : state.starting ? { limit: state.limit, starting: true } : { limit: state.limit };
   }
 
@@ -100,6 +141,8 @@ function changeText(change: OpenLimitChange): string {
   switch (change.kind) {
     case 'limited':
       return `downloads from the site slowed as more were open (median ${change.medianMsPerMib} ms a MiB against ${change.fastestMsPerMib}, ${change.open} open): held to ${change.limit} at once`;
+    case 'refused':
+      return `the site refused a request (${change.status}) sent with ${change.limit} others open: held to ${change.limit} at once for ${Math.round(change.forMs / 60_000)} minutes`;
     case 'started':
       return `trying ${change.limit} downloads at once: as many kept their speed`;
     case 'taken':

@@ -97,7 +97,9 @@ export type OpenLimitChange =
   | { kind: 'taken'; limit: number; fastestMsPerMib: number }
   /** `mibPerS`: the throughput at the limit before (probes) or kept (back, started). */
   | { kind: 'probe-up' | 'probe-down' | 'back' | 'lowered' | 'started'; limit: number; mibPerS: number }
-  | { kind: 'lifted'; mibPerS: number };
+  | { kind: 'lifted'; mibPerS: number }
+  /** The site refused (503, 429) a request sent with `limit` others open (pipeline/siteDownloads.ts). */
+  | { kind: 'refused'; limit: number; status: number; forMs: number };
 
 /** Every download counts towards the first judgement, those sent before the state was made too. */
 export function newOpenLimitState(): OpenLimitState {

@@ -133,6 +133,8 @@ export interface ConnectionWaits {
   given?: boolean;
   /** With `learnt`: the limit is the worker's start for a site of large images, not yet judged (politeness/openLimit.ts). */
   starting?: boolean;
+  /** With `learnt`: the site refused (503, 429) a request sent with more open (pipeline/siteDownloads.ts). */
+  refused?: boolean;
 }
 
 /**

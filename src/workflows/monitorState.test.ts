@@ -284,6 +284,20 @@ describe('MonitorModel token bookkeeping', () => {
     expect(connectionsFullNote(m.stats(T0 + 50_000))).toMatch(/^site answers slowly: its downloads slowed as more were open, so the worker keeps 3 open at once/);
   });
 
+  it('says a site is held below the number at which it refused a request, and what to do', () => {
+    const { m, batchId } = modelWithBatch();
+    m.onTokenRequest({ batchId, unassigned: 500, grantsSeen: 0 });
+    const answered = { url: '', cls: 'done' as const, sent: true, final: true, attempt: 1, status: 200, ttfbMs: 1_000 };
+    for (let i = 0; i < 5; i++) m.onReport({ batchId, grantId: 0, outcomes: Array.from({ length: 20 }, () => answered), unused: 30, missedSlots: 0, connectionWaits: { requests: 30, perSite: 4, learnt: true, refused: true } }, T0 + i * 10_000);
+    const held = m.stats(T0 + 40_000);
+    expect(held.connectionWaits).toEqual({ share: 0.5, perSite: 4, learnt: true, refused: true });
+    expect(connectionsFullNote(held)).toBe('site refuses requests beyond 4 open at once (it answered 503 or 429 to one sent with that many open), so the worker keeps to 4 ' +
+      'for 10 minutes, and 50% of its recent slots passed waiting for one to end: it gets less than its 10/s (lower its rate with crawl set-rate, or give it maxConnections in its catalogue entry)');
+    // Once the hold is over the worker's reports say so, and so does the note.
+    m.onReport({ batchId, grantId: 0, outcomes: Array.from({ length: 20 }, () => answered), unused: 30, missedSlots: 0, connectionWaits: { requests: 30, perSite: 64 } }, T0 + 50_000);
+    expect(m.stats(T0 + 50_000).connectionWaits?.refused).toBeUndefined();
+  });
+
   it('gives a batch whose worker misses slots enough spare slots to finish its last window', () => {
     const { m, batchId } = modelWithBatch();
     m.onTokenRequest({ batchId, unassigned: 12, grantsSeen: 0 });

@@ -85,7 +85,7 @@ export interface MonitorState {
    * The running share of sent requests that waited for a connection to the site (OutcomeReport.connectionWaits), and the worker's limit then
    * (of slots that passed, for a limit learnt or given: MonitorStats.connectionWaits); absent from states of older builds.
    */
-  connectionWaits?: { share: number; perSite: number | null; learnt?: true; given?: true; starting?: true };
+  connectionWaits?: { share: number; perSite: number | null; learnt?: true; given?: true; starting?: true; refused?: true };
   /**
    * Per origin, the open downloads a worker last reported its site bears (OutcomeReport.openLimits),
    * and when: handed to the next grants so that every worker keeps to it from its first request.
@@ -197,8 +197,9 @@ export interface MonitorStats {
    * were open), and `share` is of its slots, those that passed while the site had that many open.
    * `given`: the same, with `perSite` the source's own maxConnections.
    * `starting`: with `learnt`, `perSite` is the worker's start for a site of large images, before it has judged them.
+   * `refused`: with `learnt`, the site refused (503, 429) a request sent with more than `perSite` open.
    */
-  connectionWaits?: { share: number; perSite: number | null; learnt?: true; given?: true; starting?: true };
+  connectionWaits?: { share: number; perSite: number | null; learnt?: true; given?: true; starting?: true; refused?: true };
   /** Per origin, the downloads at once a worker last found the site to bear, handed to every worker with its grants (MonitorState.openLimits). */
   openLimits?: Record<string, number>;
   breaker: { windowRequests: number; windowErrors: number; consecutiveErrors: number; last50: string };
@@ -249,6 +250,11 @@ export function connectionsFullNote(st: MonitorStats): string | undefined {
       'if the site bears more at once, or lower its rate (crawl set-rate)';
   }
   // No operator's doing: the worker keeps to what the site's link bears, and tries more now and then.
+  if (st.connectionWaits!.learnt && st.connectionWaits!.refused) {
+    return `site refuses requests beyond ${perSite ?? 'a few'} open at once (it answered 503 or 429 to one sent with that many open), so the worker ` +
+      `keeps to ${perSite ?? 'that'} for 10 minutes, and ${Math.round(st.connectionWaits!.share * 100)}% of its recent slots passed waiting for one to end: ` +
+      `it gets less than its ${Number(st.rate.toPrecision(3))}/s (lower its rate with crawl set-rate, or give it maxConnections in its catalogue entry)`;
+  }
   if (st.connectionWaits!.learnt && st.connectionWaits!.starting) {
     return `site answers slowly: its images are large, and the worker keeps ${perSite ?? 'a few'} of them downloading at once until it has seen ` +
       `how they fare, so ${Math.round(st.connectionWaits!.share * 100)}% of its recent slots passed waiting for one to end: it gets less than its ` +
@@ -520,6 +526,7 @@ export class MonitorModel {
         ...((report.connectionWaits ? report.connectionWaits.learnt : waits?.learnt) ? { learnt: true as const } : {}),
         ...((report.connectionWaits ? report.connectionWaits.given : waits?.given) ? { given: true as const } : {}),
         ...((report.connectionWaits ? report.connectionWaits.learnt && report.connectionWaits.starting : waits?.starting) ? { starting: true as const } : {}),
+        ...((report.connectionWaits ? report.connectionWaits.learnt && report.connectionWaits.refused : waits?.refused) ? { refused: true as const } : {}),
       };
     }
     if (report.openLimits) this.noteOpenLimits(report.openLimits, nowMs);
@@ -732,6 +739,7 @@ export class MonitorModel {
         ...(this.state.connectionWaits?.learnt ? { learnt: true as const } : {}),
         ...(this.state.connectionWaits?.given ? { given: true as const } : {}),
         ...(this.state.connectionWaits?.starting ? { starting: true as const } : {}),
+        ...(this.state.connectionWaits?.refused ? { refused: true as const } : {}),
       },
       ...this.openLimitsShown(nowMs),
       breaker: {

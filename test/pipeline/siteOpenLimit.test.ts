@@ -165,6 +165,54 @@ describe('a site whose downloads slow as more are open (real undici, sharp, stor
     }
   });
 
+  it('holds a site that refused a request with others open (nginx limit_conn) below that number in the grants after', async () => {
+    let open = 0;
+    let mostOpen = 0;
+    let refusals = 0;
+    const body = await sharp({ create: { width: 64, height: 48, channels: 3, background: '#808080' } }).jpeg().toBuffer();
+    const limited = new Origin()
+      .route('/robots.txt', (_q, r) => { r.writeHead(404); r.end(); })
+      .route('*', (_q, r) => {
+        // Four at once; a fifth is refused at once, as limit_conn does.
+        if (open >= 4) {
+          refusals += 1;
+          r.writeHead(503, { 'content-type': 'text/plain' });
+          return r.end('busy');
+        }
+        open += 1;
+        mostOpen = Math.max(mostOpen, open);
+        setTimeout(() => { open -= 1; r.writeHead(200, { 'content-type': 'image/jpeg', 'content-length': body.length }); r.end(body); }, 700);
+      });
+    await limited.start();
+    try {
+      const acts = createCrawlActivities({ processor: pipeline, recorder: new StoreRecorder(new LocalStore(path.join(dir, 'store'))) });
+      const at = (grantId: number): FetchBatchInput => {
+        const startMs = Date.now() + 300;
+        return {
+          source: `127.0.0.1:${limited.port}`, batchId: 'b4', grantId, maxAttempts: 3,
+          items: Array.from({ length: 20 }, (_, i) => ({ url: limited.url(`/l${grantId}/${i}.jpg`), attempt: 1 })),
+          // A slot every 100 ms for answers of 700 ms: seven open at once, unless held.
+          schedule: { startMs, endMs: startMs + 20 * 100, intervalMs: 100, burstSlots: 0 },
+        };
+      };
+      const first = (await new MockActivityEnvironment().run(acts.fetchBatch, at(1))) as FetchBatchResult;
+      expect(refusals).toBe(1);
+      expect(first.outcomes.some((o) => o.status === 503)).toBe(true);
+      // The monitor grants again after its hold.
+      clearSourceBlocks();
+      mostOpen = 0;
+      const second = (await new MockActivityEnvironment().run(acts.fetchBatch, at(2))) as FetchBatchResult;
+      expect(refusals).toBe(1);
+      expect(mostOpen).toBe(4);
+      expect(second.outcomes.length + second.unused.length).toBe(20);
+      expect(second.outcomes.every((o) => o.cls === 'done')).toBe(true);
+      expect(second.unused.length).toBeGreaterThan(0);
+      expect(second.connectionWaits).toMatchObject({ learnt: true, refused: true, perSite: 4 });
+    } finally {
+      await limited.stop();
+    }
+  });
+
   it('keeps to a source\'s maxConnections: the site never has more of its requests open, and the slots it could not use go back', async () => {
     let open = 0;
     let mostOpen = 0;
