@@ -386,7 +386,7 @@ export class Fetcher {
           const download = this.downloads.start(u.origin);
           const handler = new CollectHandler((r) => {
             if (r.status === 503 || r.status === 429) this.downloads.refused(download, r.status);
-            this.downloads.end(download, r.body && !r.truncated ? { bytes: r.body.length, transferMs: performance.now() - r.headersAt } : undefined);
+            this.downloads.end(download, r.body && !r.truncated ? { bytes: r.body.length, transferMs: performance.now() - r.headersAt } : undefined, r.status);
             resolve(r);
           }, (err) => {
             this.downloads.end(download);

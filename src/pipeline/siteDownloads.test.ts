@@ -40,23 +40,25 @@ describe('a worker\'s downloads per site', () => {
     expect(changes).toEqual([]);
   });
 
-  it('holds a site that refused a request sent with others open below that number, for ten minutes', () => {
+  /** `n` requests open at the site; the last refused with `status`, then the others answered `answer`. */
+  function refusedWith(d: SiteDownloads, n: number, status = 503, answer = 200): void {
+    const open = Array.from({ length: n }, () => d.start(SITE));
+    d.refused(open[n - 1]!, status);
+    d.end(open[n - 1]!, undefined, status);
+    open.slice(0, -1).forEach((x) => d.end(x, undefined, answer));
+  }
+
+  it('holds a site that refused a request sent with others open, and answered those, below that number for ten minutes', () => {
     const { d, changes, clock } = downloads();
-    const open = Array.from({ length: 5 }, () => d.start(SITE));
-    // Refused with 4 others open (nginx limit_conn): at most 4 from now.
-    d.refused(open[4]!, 503);
-    open.forEach((x) => d.end(x));
+    // Refused with 4 others open, which it then answered (nginx limit_conn): at most 4 from now.
+    refusedWith(d, 5);
     expect(d.limit(SITE)).toEqual({ limit: 4, refused: true });
     expect(changes).toEqual([{ kind: 'refused', limit: 4, status: 503, forMs: 600_000 }]);
     // A refusal with more open changes nothing; one with fewer lowers it.
-    const more = Array.from({ length: 6 }, () => d.start(SITE));
-    d.refused(more[5]!, 503);
-    more.forEach((x) => d.end(x));
+    refusedWith(d, 6);
     expect(d.limit(SITE)).toEqual({ limit: 4, refused: true });
     clock.ms = 300_000;
-    const fewer = Array.from({ length: 3 }, () => d.start(SITE));
-    d.refused(fewer[2]!, 429);
-    fewer.forEach((x) => d.end(x));
+    refusedWith(d, 3, 429);
     expect(d.limit(SITE)).toEqual({ limit: 2, refused: true });
     expect(changes).toHaveLength(2);
     // Ten minutes after the last refusal the site may have as many again.
@@ -66,16 +68,14 @@ describe('a worker\'s downloads per site', () => {
     expect(d.limit(SITE)).toBeUndefined();
   });
 
-  it('learns nothing from a refusal with fewer than two others open, and keeps a lower limit of its own', () => {
+  it('learns nothing from a site that refused every request open (down), or one with fewer than two others open, and keeps a lower limit of its own', () => {
     const { d, changes } = downloads();
-    const [a, b] = [d.start(SITE), d.start(SITE)];
-    d.refused(b, 503);
-    [a, b].forEach((x) => d.end(x));
+    refusedWith(d, 8, 503, 503);
+    refusedWith(d, 2);
     expect(d.limit(SITE)).toBeUndefined();
     expect(changes).toEqual([]);
     d.take(SITE, { limit: 3, fastestMsPerMib: 400 });
-    const open = Array.from({ length: 8 }, () => d.start(SITE));
-    d.refused(open[7]!, 503);
+    refusedWith(d, 8);
     expect(d.limit(SITE)).toEqual({ limit: 3 });
   });
 

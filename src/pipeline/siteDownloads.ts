@@ -12,6 +12,11 @@ export interface OpenDownload {
   maxOpen: number;
   /** Requests open at the origin as this one went out (itself included). */
   readonly openAtSend: number;
+  /**
+   * A request the site refused while this one was open: the limit it tells of, and its status,
+   * held once this one is answered (a site that refuses every request, down, tells of none).
+   */
+  refusal?: { limit: number; status: number };
 }
 
 const MAX_TRACKED_ORIGINS = 10_000;
@@ -57,9 +62,11 @@ export class SiteDownloads {
   }
 
   /** The request has ended; `body`: a whole 2xx body and how long it took from its first byte. */
-  end(d: OpenDownload, body?: { bytes: number; transferMs: number }): void {
+  /** `status`: the answer's, when one came. */
+  end(d: OpenDownload, body?: { bytes: number; transferMs: number }, status?: number): void {
     const set = this.open.get(d.origin);
     if (set?.delete(d) && set.size === 0) this.open.delete(d.origin);
+    if (d.refusal && status !== undefined && status >= 200 && status < 400) this.holdBelow(d.origin, d.refusal);
     if (!body || body.bytes < TRANSFER_SAMPLE_MIN_BYTES) return;
     const msPerMib = (Math.max(0, body.transferMs) * 1024 * 1024) / body.bytes;
     const change = noteDownload(this.stateOf(d.origin), { msPerMib, open: d.maxOpen, sentAtMs: d.sentAtMs }, this.now(), this.config);
@@ -67,20 +74,27 @@ export class SiteDownloads {
   }
 
   /**
-   * The site answered the request 503 or 429. Sent while others were open, that is how a limit on
-   * connections at once answers (nginx's limit_conn): asked for 10 a second from a site that
-   * answers in 1 s and refuses a fifth at once, the worker sent more each time the monitor's rate
-   * came back after its back-off, and the source got 2.3 images a second where 4 fit (session
-   * 64). Held below the number it refused, its rate comes back without another refusal. A rate
-   * limit's refusal holds it too, but only while more open would mean more than the rate.
+   * The site answered the request 503 or 429. Sent while others were open, and one of those then
+   * answered, that is how a limit on connections at once answers (nginx's limit_conn): asked for
+   * 10 a second from a site that answers in 1 s and refuses a fifth at once, the worker sent more
+   * each time the monitor's rate came back after its back-off, and the source got 2.3 images a
+   * second where 4 fit (session 64). Held below the number it refused, its rate comes back
+   * without another refusal. A rate limit's refusal holds it too, but only while more open would
+   * mean more than the rate.
    */
   refused(d: OpenDownload, status: number): void {
     if (d.openAtSend < REFUSED_MIN_OPEN) return;
     const limit = d.openAtSend - 1;
-    const known = this.refusal(d.origin);
-    const untilMs = this.now() + REFUSED_HOLD_MS;
-    setBounded(this.refusals, d.origin, { limit: Math.min(limit, known?.limit ?? Infinity), untilMs }, MAX_TRACKED_ORIGINS);
-    if (!known || limit < known.limit) this.onChange(d.origin, { kind: 'refused', limit, status, forMs: REFUSED_HOLD_MS });
+    // Held once one of those open with it is answered: the site served some and refused this one.
+    for (const other of this.open.get(d.origin) ?? []) {
+      if (other !== d && (!other.refusal || limit < other.refusal.limit)) other.refusal = { limit, status };
+    }
+  }
+
+  private holdBelow(origin: string, { limit, status }: { limit: number; status: number }): void {
+    const known = this.refusal(origin);
+    setBounded(this.refusals, origin, { limit: Math.min(limit, known?.limit ?? Infinity), untilMs: this.now() + REFUSED_HOLD_MS }, MAX_TRACKED_ORIGINS);
+    if (!known || limit < known.limit) this.onChange(origin, { kind: 'refused', limit, status, forMs: REFUSED_HOLD_MS });
   }
 
   private refusal(origin: string): { limit: number; untilMs: number } | undefined {
