@@ -17,6 +17,7 @@ import { ThinUplink } from '../test/support/thinUplink';
  * - conn-limited: small images answered after 1 s, and 503 at once to a request that finds four
  *   open (nginx's limit_conn), 300 URLs at 10/s.
  * The origin counts the most open in each second. Usage: npm run bench:sites [-- NAME...]
+ * (BENCH_SITES_ROOT=DIR: crawl with that checkout's build instead, to compare).
  * Its last line is one JSON object, per scenario: seconds, records, mostOpen, meanOpen,
  * refusals (503s), and the worker's open-limit changes (site-open-limit lines).
  */
@@ -165,7 +166,8 @@ async function main(): Promise<void> {
   const only = process.argv.slice(2);
   const unknown = only.filter((n) => !SCENARIOS.some((s) => s.name === n));
   if (unknown.length) throw new Error(`unknown scenario ${unknown.join(', ')}: one of ${SCENARIOS.map((s) => s.name).join(', ')}`);
-  const root = path.resolve(__dirname, '..', '..');
+  // Another checkout's build to compare with (its bin/crawl, its dist).
+  const root = process.env.BENCH_SITES_ROOT ? path.resolve(process.env.BENCH_SITES_ROOT) : path.resolve(__dirname, '..', '..');
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-sites-'));
   const images = { small: await noise(320, 240, 80), medium: await noise(900, 700, 90), large: await noise(1400, 1000, 92) };
   const results: Record<string, Result> = {};
