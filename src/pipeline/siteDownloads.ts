@@ -61,8 +61,10 @@ export class SiteDownloads {
     return d;
   }
 
-  /** The request has ended; `body`: a whole 2xx body and how long it took from its first byte. */
-  /** `status`: the answer's, when one came. */
+  /**
+   * The request has ended; `body`: a whole 2xx body and how long it took from its first byte;
+   * `status`: the answer's, when one came.
+   */
   end(d: OpenDownload, body?: { bytes: number; transferMs: number }, status?: number): void {
     const set = this.open.get(d.origin);
     if (set?.delete(d) && set.size === 0) this.open.delete(d.origin);
