@@ -81,8 +81,7 @@ export class SiteDownloads {
    * 10 a second from a site that answers in 1 s and refuses a fifth at once, the worker sent more
    * each time the monitor's rate came back after its back-off, and the source got 2.3 images a
    * second where 4 fit (session 64). Held below the number it refused, its rate comes back
-   * without another refusal. A rate limit's refusal holds it too, but only while more open would
-   * mean more than the rate.
+   * without another refusal. A rate limit's refusal holds it too, at the number open then.
    */
   refused(d: OpenDownload, status: number): void {
     if (d.openAtSend < REFUSED_MIN_OPEN) return;
@@ -93,10 +92,16 @@ export class SiteDownloads {
     }
   }
 
+  /**
+   * A site already held refused one within its hold: not the limit on requests open at once it
+   * was held for (a limit of its own never refuses there), but an image its server fails on, or
+   * load of the moment. Lowered each time, a slow site with a few such images went down to 2
+   * open; the hold is only kept for longer.
+   */
   private holdBelow(origin: string, { limit, status }: { limit: number; status: number }): void {
     const known = this.refusal(origin);
-    setBounded(this.refusals, origin, { limit: Math.min(limit, known?.limit ?? Infinity), untilMs: this.now() + REFUSED_HOLD_MS }, MAX_TRACKED_ORIGINS);
-    if (!known || limit < known.limit) this.onChange(origin, { kind: 'refused', limit, status, forMs: REFUSED_HOLD_MS });
+    setBounded(this.refusals, origin, { limit: known?.limit ?? limit, untilMs: this.now() + REFUSED_HOLD_MS }, MAX_TRACKED_ORIGINS);
+    if (!known) this.onChange(origin, { kind: 'refused', limit, status, forMs: REFUSED_HOLD_MS });
   }
 
   private refusal(origin: string): { limit: number; untilMs: number } | undefined {
