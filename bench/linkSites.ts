@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import readline from 'node:readline';
 import type http from 'node:http';
 import sharp from 'sharp';
 import { Origin } from '../src/demo/origin';
@@ -135,17 +136,15 @@ async function run(s: Scenario, body: Buffer, root: string, work: string): Promi
     const child = spawn(process.execPath, [path.join(root, 'bin', 'crawl'), 'run', manifest, '--catalog', catalog, '--out', out, '--allow-network', '127.0.0.0/8'], {
       cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], env: embeddedEnv(),
     });
-    const lines = (chunk: Buffer) => {
-      for (const line of chunk.toString().split('\n')) {
-        if (!line.includes('"site-open-limit"')) continue;
-        try {
-          const e = JSON.parse(line) as { kind: string; limit?: number };
-          changes.push(e.limit !== undefined ? `${e.kind} ${e.limit}` : e.kind);
-        } catch { /* a line cut between chunks: its change is missing from the list, nothing else */ }
-      }
+    const onLine = (line: string) => {
+      if (!line.includes('"site-open-limit"')) return;
+      try {
+        const e = JSON.parse(line) as { kind: string; limit?: number };
+        changes.push(e.limit !== undefined ? `${e.kind} ${e.limit}` : e.kind);
+      } catch { /* not a log line of ours: a progress line that names one */ }
     };
-    child.stdout.on('data', lines);
-    child.stderr.on('data', lines);
+    readline.createInterface({ input: child.stdout }).on('line', onLine);
+    readline.createInterface({ input: child.stderr }).on('line', onLine);
     child.on('exit', resolve);
   });
   const seconds = (Date.now() - started) / 1_000;

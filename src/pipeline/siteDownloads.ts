@@ -106,8 +106,9 @@ export class SiteDownloads {
 
   private refusal(origin: string): { limit: number; untilMs: number } | undefined {
     const r = this.refusals.get(origin);
-    if (r && r.untilMs <= this.now()) this.refusals.delete(origin);
-    return r && r.untilMs > this.now() ? r : undefined;
+    if (!r || r.untilMs > this.now()) return r;
+    this.refusals.delete(origin);
+    return undefined;
   }
 
   /** A response declared a large body (TRANSFER_SAMPLE_MIN_BYTES): a site not seen to before starts with a few downloads at once. */
