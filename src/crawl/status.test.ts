@@ -303,6 +303,20 @@ describe('sources the workers cannot keep up with', () => {
     expect(notes.changed([missing(0.4, { connectionWaits: { share: 0.3, perSite: 64 } })])).toEqual([]);
   });
 
+  it('tells crawl run of a new reason its site\'s connections are full, also beside a note of another kind', () => {
+    const waits = (w: Partial<NonNullable<MonitorStats['connectionWaits']>>) => missing(0.4, { connectionWaits: { share: 0.5, perSite: 8, learnt: true, ...w } });
+    const notes = new SourceNotes();
+    expect(notes.changed([waits({ starting: true })]).map((n) => n.note)).toEqual([expect.stringMatching(/^site answers slowly: its images are large/)]);
+    expect(notes.changed([waits({ starting: true, share: 0.4 })])).toEqual([]);
+    expect(notes.changed([waits({ perSite: 4, refused: true })]).map((n) => n.note)).toEqual([expect.stringMatching(/^site refuses requests beyond 4 open at once/)]);
+    expect(notes.changed([waits({ perSite: 4, refused: true, share: 0.6 })])).toEqual([]);
+    // The placeholder note came first in run's lines and the refusal was never told.
+    const placeholder = (w: SourceStatus) => ({ ...w, stats: { ...w.stats!, sameImage: { sha: '6450ba3e', run: 60 } } });
+    const other = new SourceNotes();
+    expect(other.changed([placeholder(waits({ perSite: 4, refused: true }))]).map((n) => n.note))
+      .toEqual([expect.stringMatching(/^one image for every URL/), expect.stringMatching(/^site refuses requests beyond 4/)]);
+  });
+
   it('names the worker\'s network instead when grants said it was down, and does not count the source as behind', () => {
     const down = missing(0.95, { networkDownAt: '2026-11-29T07:14:00.000Z' });
     expect(statusTable([down]).split('\n')[1]).toMatch(/worker's network down: no site answered and connections found no route \(last at 2026-11-29T07:14:00\.000Z\); its slots pass unsent and nothing counts against the site/);

@@ -5,7 +5,7 @@ import { callSignal } from '../shared/callSignal';
 import { errorText } from '../shared/errorText';
 import { STOPPED_BATCHES_WAIT_MS } from '../shared/heartbeat';
 import { statsQuery, stopUpdate } from '../workflows/messages';
-import { answersNote, behindNote, connectionsFullNote, type CrawlCommand, hostCrawlDelayNote, monitorWorkflowId, type MonitorStats, networkDownNote, slowedNote } from '../workflows/monitorState';
+import { answersNote, behindNote, connectionsFullKind, connectionsFullNote, type CrawlCommand, hostCrawlDelayNote, monitorWorkflowId, type MonitorStats, networkDownNote, slowedNote } from '../workflows/monitorState';
 import { BEHIND_MISS_RATE } from '../politeness/missedSlots';
 import { crawlSecondsLeft, durationText, secondsLeft } from '../workflows/timeLeft';
 import { fulfilsWithin } from '../shared/concurrency';
@@ -450,8 +450,12 @@ export function shellWord(s: string): string {
 /** Each source's latest reason to wait or halt, to be told once when it changes. */
 export class SourceNotes {
   private readonly last = new Map<string, string>();
-  /** Sources told that they answer too slowly for their rate: once each, as the share of their requests that waited wavers about the threshold. */
-  private readonly toldSlow = new Set<string>();
+  /**
+   * What each source was told of its connections being full, by kind: once each, as the share of
+   * its requests that waited wavers about the threshold. A new kind is news (a site first judged
+   * slow, then found to refuse beyond a number open).
+   */
+  private readonly toldSlow = new Map<string, string>();
 
   /** `crawl`: how the commands a note suggests are to be written for this run. */
   constructor(private readonly crawl?: CrawlCommand) {}
@@ -464,9 +468,11 @@ export class SourceNotes {
       if (note && note !== this.last.get(s.source)) out.push({ source: s.source, note });
       if (note) this.last.set(s.source, note);
       else this.last.delete(s.source);
-      const slow = st && !note ? connectionsFullNote(st) : undefined;
-      if (slow && !this.toldSlow.has(s.source)) {
-        this.toldSlow.add(s.source);
+      // Beside a note of another kind (a placeholder served for every URL) too: both are news.
+      const slow = st ? connectionsFullNote(st) : undefined;
+      const kind = slow ? connectionsFullKind(st!) : undefined;
+      if (slow && kind !== this.toldSlow.get(s.source)) {
+        this.toldSlow.set(s.source, kind!);
         out.push({ source: s.source, note: slow });
       }
     }

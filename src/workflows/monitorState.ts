@@ -236,6 +236,18 @@ function connectionsFull(st: MonitorStats): boolean {
 }
 
 /**
+ * Who holds a source's requests open at once: its catalogue's maxConnections (`given`), what the
+ * worker learnt of the site (`refused` beyond a number, `starting` while it judges large images,
+ * `learnt` from slowing downloads), or the worker's own cap (`full`).
+ */
+export function connectionsFullKind(st: Pick<MonitorStats, 'connectionWaits'>): 'given' | 'refused' | 'starting' | 'learnt' | 'full' {
+  const w = st.connectionWaits;
+  if (w?.given) return 'given';
+  if (!w?.learnt) return 'full';
+  return w.refused ? 'refused' : w.starting ? 'starting' : 'learnt';
+}
+
+/**
  * The note for a source that answers too slowly for its rate: at 3 s an answer, 30 requests a
  * second need 90 open at once, and a worker keeps to CRAWL_MAX_CONNECTIONS_PER_SITE (each can be
  * a server process of the site's, held busy). Told as "workers behind", it sent operators to add
@@ -244,23 +256,24 @@ function connectionsFull(st: MonitorStats): boolean {
 export function connectionsFullNote(st: MonitorStats): string | undefined {
   if (!sendingNow(st) || !connectionsFull(st)) return undefined;
   const perSite = st.connectionWaits!.perSite;
-  if (st.connectionWaits!.given) {
+  const kind = connectionsFullKind(st);
+  if (kind === 'given') {
     return `site held by its maxConnections: ${perSite ?? 'its'} requests open at once, and ${Math.round(st.connectionWaits!.share * 100)}% of its recent slots ` +
       `passed waiting for one to end, so it gets less than its ${Number(st.rate.toPrecision(3))}/s: raise maxConnections in its catalogue entry (crawl start --catalog) ` +
       'if the site bears more at once, or lower its rate (crawl set-rate)';
   }
   // No operator's doing: the worker keeps to what the site's link bears, and tries more now and then.
-  if (st.connectionWaits!.learnt && st.connectionWaits!.refused) {
+  if (kind === 'refused') {
     return `site refuses requests beyond ${perSite ?? 'a few'} open at once (it answered 503 or 429 to one sent with that many open), so the worker ` +
       `keeps to ${perSite ?? 'that'} for 10 minutes, and ${Math.round(st.connectionWaits!.share * 100)}% of its recent slots passed waiting for one to end: ` +
       `it gets less than its ${Number(st.rate.toPrecision(3))}/s (lower its rate with crawl set-rate, or give it maxConnections in its catalogue entry)`;
   }
-  if (st.connectionWaits!.learnt && st.connectionWaits!.starting) {
+  if (kind === 'starting') {
     return `site answers slowly: its images are large, and the worker keeps ${perSite ?? 'a few'} of them downloading at once until it has seen ` +
       `how they fare, so ${Math.round(st.connectionWaits!.share * 100)}% of its recent slots passed waiting for one to end: it gets less than its ` +
       `${Number(st.rate.toPrecision(3))}/s for now (the worker allows twice as many each time that many keep their speed)`;
   }
-  if (st.connectionWaits!.learnt) {
+  if (kind === 'learnt') {
     return `site answers slowly: its downloads slowed as more were open, so the worker keeps ${perSite ?? 'a few'} open at once, ` +
       `the most it was found to bear, and ${Math.round(st.connectionWaits!.share * 100)}% of its recent slots passed waiting for one to end: ` +
       `it gets less than its ${Number(st.rate.toPrecision(3))}/s (the worker tries more at once now and then)`;
