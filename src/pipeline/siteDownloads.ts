@@ -2,6 +2,7 @@ import { setBounded } from '../shared/boundedMap';
 import { log } from '../shared/log';
 import { TRANSFER_SAMPLE_MIN_BYTES } from '../politeness/latency';
 import { DEFAULT_OPEN_LIMIT, hintOf, newOpenLimitState, noteDownload, startingOpenLimitState, takeHint, type OpenLimitChange, type OpenLimitConfig, type OpenLimitState } from '../politeness/openLimit';
+import { REFUSED_HOLD_MS, REFUSED_MIN_OPEN } from '../politeness/refusalHold';
 import type { OpenLimitHint } from '../shared/types';
 
 /** One request to a site, from the moment it is handed to the connection pool until its body has ended. */
@@ -20,15 +21,6 @@ export interface OpenDownload {
 }
 
 const MAX_TRACKED_ORIGINS = 10_000;
-
-/**
- * How long a site that refused a request while others were open is held below that number: long
- * enough that the monitor's back-off and ramp (a minute or two) end under it, short enough that a
- * site whose limit was its load of the moment, or a rate limit's, gets more again.
- */
-const REFUSED_HOLD_MS = 10 * 60_000;
-/** A refusal with fewer open (itself included) says nothing of a limit on requests open at once. */
-const REFUSED_MIN_OPEN = 3;
 
 /**
  * The worker's requests open at each site, and the limit learnt for it (politeness/openLimit.ts).
