@@ -1,5 +1,6 @@
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import readline from 'node:readline';
@@ -16,7 +17,10 @@ import { ThinUplink } from '../test/support/thinUplink';
  * - per-connection: each download gets 1 MB/s of its own (400 URLs at 20/s, about 10 open);
  * - fast: no limit (1.1 MB JPEGs, 600 URLs at 20/s);
  * - conn-limited: small images answered after 1 s, and 503 at once to a request that finds four
- *   open (nginx's limit_conn), 300 URLs at 10/s.
+ *   open (nginx's limit_conn), 300 URLs at 10/s;
+ * - conn-limited-3w: 1,200 such URLs (three chunks, so three batches) crawled by three workers,
+ *   as workers on one machine or behind one address are (a dev server of its own, `crawl worker`
+ *   x 3, `crawl run` with TEMPORAL_ADDRESS).
  * The origin counts the most open in each second. Usage: npm run bench:sites [-- NAME...]
  * (BENCH_SITES_ROOT=DIR: crawl with that checkout's build instead, to compare).
  * Its last line is one JSON object, per scenario: seconds, records, mostOpen, meanOpen,
@@ -29,6 +33,8 @@ interface Scenario {
   rate: number;
   image: 'small' | 'medium' | 'large';
   route: (body: Buffer) => { handler: Handler; stop?: () => void; refusals?: () => number };
+  /** Workers of their own beside a dev server of its own; absent: `crawl run`'s embedded default. */
+  workers?: number;
 }
 
 type Handler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
@@ -39,6 +45,7 @@ const SCENARIOS: Scenario[] = [
   { name: 'per-connection', urls: 400, rate: 20, image: 'medium', route: (body) => ({ handler: perConnection(body, 1_000_000) }) },
   { name: 'fast', urls: 600, rate: 20, image: 'large', route: (body) => ({ handler: (_q, r) => { r.writeHead(200, { 'content-type': 'image/jpeg', 'content-length': body.length }); r.end(body); } }) },
   { name: 'conn-limited', urls: 300, rate: 10, image: 'small', route: (body) => connLimited(body, 4, 1_000) },
+  { name: 'conn-limited-3w', urls: 1200, rate: 10, image: 'small', route: (body) => connLimited(body, 4, 1_000), workers: 3 },
 ];
 
 function connLimited(body: Buffer, most: number, answerMs: number): ReturnType<Scenario['route']> {
@@ -94,6 +101,47 @@ function embeddedEnv(): NodeJS.ProcessEnv {
   return env;
 }
 
+/** A dev server on free ports and `n` workers against it, sharing the run's store (CRAWL_DATA_DIR). */
+async function ownWorkers(crawl: string, dir: string, out: string, n: number, watch: (c: ChildProcess) => void): Promise<{ address: string; stop: () => Promise<void> }> {
+  const [port, uiPort] = [await freePort(), await freePort()];
+  const address = `127.0.0.1:${port}`;
+  const server = spawn(process.execPath, [crawl, 'dev-server', '--data-dir', path.join(dir, 'temporal'), '--port', String(port), '--ui-port', String(uiPort)], {
+    cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], env: embeddedEnv(),
+  });
+  await new Promise<void>((resolve, reject) => {
+    readline.createInterface({ input: server.stdout! }).on('line', (line) => { if (line.startsWith('Temporal server at')) resolve(); });
+    server.on('exit', (code) => reject(new Error(`crawl dev-server exited (${code}) before it was ready`)));
+  });
+  const workers = Array.from({ length: n }, () => {
+    const w = spawn(process.execPath, [crawl, 'worker', '--allow-network', '127.0.0.0/8'], {
+      cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], env: { ...embeddedEnv(), TEMPORAL_ADDRESS: address, CRAWL_DATA_DIR: out },
+    });
+    watch(w);
+    return w;
+  });
+  const ended = (c: ChildProcess) => (c.exitCode !== null || c.signalCode !== null ? Promise.resolve() : new Promise<void>((resolve) => c.once('exit', () => resolve())));
+  return {
+    address,
+    stop: async () => {
+      for (const w of workers) w.kill('SIGTERM');
+      await Promise.all(workers.map(ended));
+      server.kill('SIGTERM');
+      await ended(server);
+    },
+  };
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as net.AddressInfo;
+      srv.close(() => resolve(port));
+    });
+    srv.on('error', reject);
+  });
+}
+
 async function noise(width: number, height: number, quality: number): Promise<Buffer> {
   return sharp({ create: { width, height, channels: 3, noise: { type: 'gaussian', mean: 128, sigma: 60 }, background: '#808080' } }).jpeg({ quality }).toBuffer();
 }
@@ -132,22 +180,28 @@ async function run(s: Scenario, body: Buffer, root: string, work: string): Promi
   const out = path.join(dir, 'out');
   const started = Date.now();
   const changes: string[] = [];
+  const crawl = path.join(root, 'bin', 'crawl');
+  const onLine = (line: string) => {
+    if (!line.includes('"site-open-limit"')) return;
+    try {
+      const e = JSON.parse(line) as { kind: string; limit?: number };
+      changes.push(e.limit !== undefined ? `${e.kind} ${e.limit}` : e.kind);
+    } catch { /* not a log line of ours: a progress line that names one */ }
+  };
+  const watch = (child: ChildProcess) => {
+    readline.createInterface({ input: child.stdout! }).on('line', onLine);
+    readline.createInterface({ input: child.stderr! }).on('line', onLine);
+  };
+  const own = s.workers ? await ownWorkers(crawl, dir, out, s.workers, watch) : undefined;
   const exitCode = await new Promise<number | null>((resolve) => {
-    const child = spawn(process.execPath, [path.join(root, 'bin', 'crawl'), 'run', manifest, '--catalog', catalog, '--out', out, '--allow-network', '127.0.0.0/8'], {
-      cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], env: embeddedEnv(),
+    const child = spawn(process.execPath, [crawl, 'run', manifest, '--catalog', catalog, '--out', out, '--allow-network', '127.0.0.0/8'], {
+      cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], env: own ? { ...embeddedEnv(), TEMPORAL_ADDRESS: own.address } : embeddedEnv(),
     });
-    const onLine = (line: string) => {
-      if (!line.includes('"site-open-limit"')) return;
-      try {
-        const e = JSON.parse(line) as { kind: string; limit?: number };
-        changes.push(e.limit !== undefined ? `${e.kind} ${e.limit}` : e.kind);
-      } catch { /* not a log line of ours: a progress line that names one */ }
-    };
-    readline.createInterface({ input: child.stdout }).on('line', onLine);
-    readline.createInterface({ input: child.stderr }).on('line', onLine);
+    watch(child);
     child.on('exit', resolve);
   });
   const seconds = (Date.now() - started) / 1_000;
+  await own?.stop();
   clearInterval(sampler);
   stop?.();
   await origin.stop();
