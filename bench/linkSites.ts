@@ -32,7 +32,7 @@ interface Scenario {
   urls: number;
   rate: number;
   image: 'small' | 'medium' | 'large';
-  route: (body: Buffer) => { handler: Handler; stop?: () => void; refusals?: () => number };
+  route: (body: Buffer) => { handler: Handler; stop?: () => void; refusals?: () => number[] };
   /** Workers of their own beside a dev server of its own; absent: `crawl run`'s embedded default. */
   workers?: number;
 }
@@ -50,10 +50,10 @@ const SCENARIOS: Scenario[] = [
 
 function connLimited(body: Buffer, most: number, answerMs: number): ReturnType<Scenario['route']> {
   let open = 0;
-  let refusals = 0;
+  const refusals: number[] = [];
   const handler: Handler = (_req, res) => {
     if (open >= most) {
-      refusals += 1;
+      refusals.push(Date.now());
       res.writeHead(503, { 'content-type': 'text/plain' });
       res.end('too many connections');
       return;
@@ -153,6 +153,8 @@ interface Result {
   mostOpen: number;
   meanOpen: number;
   refusals?: number;
+  /** Seconds from the crawl's start to each refusal. */
+  refusedAt?: number[];
   firstSeconds: number[];
   changes: string[];
 }
@@ -211,7 +213,7 @@ async function run(s: Scenario, body: Buffer, root: string, work: string): Promi
   return {
     seconds: Math.round(seconds * 10) / 10, exitCode, records,
     mostOpen: Math.max(0, ...busy), meanOpen: Math.round((busy.reduce((a, n) => a + n, 0) / Math.max(1, busy.length)) * 100) / 100,
-    ...(refusals ? { refusals: refusals() } : {}), firstSeconds: busy.slice(0, 10), changes,
+    ...(refusals ? { refusals: refusals().length, refusedAt: refusals().map((t) => Math.round((t - started) / 100) / 10) } : {}), firstSeconds: busy.slice(0, 10), changes,
   };
 }
 
@@ -227,7 +229,7 @@ async function main(): Promise<void> {
   for (const s of SCENARIOS.filter((x) => !only.length || only.includes(x.name))) {
     const r = (results[s.name] = await run(s, images[s.image], root, work));
     console.log(`${s.name.padEnd(15)} ${s.urls} URLs at ${s.rate}/s: ${r.seconds} s, ${r.records} records (exit ${r.exitCode}), ` +
-      `most open ${r.mostOpen}, mean ${r.meanOpen}${r.refusals !== undefined ? `, ${r.refusals} refused` : ''}, first seconds [${r.firstSeconds.join(', ')}]; ` +
+      `most open ${r.mostOpen}, mean ${r.meanOpen}${r.refusals !== undefined ? `, ${r.refusals} refused${r.refusals ? ` (at ${r.refusedAt!.join(', ')} s)` : ''}` : ''}, first seconds [${r.firstSeconds.join(', ')}]; ` +
       `${r.changes.slice(0, 6).join(', ') || 'no open-limit change'}`);
   }
   fs.rmSync(work, { recursive: true, force: true });
