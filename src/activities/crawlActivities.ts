@@ -91,6 +91,12 @@ export interface UrlProcessor {
   /** What this worker has judged of the origin's open downloads, for the source's monitor; undefined before a judgement. */
   openLimitHint?(origin: string): OpenLimitHint | undefined;
   /**
+   * A grant starting at `startMs` is about to send to a site held for refusing requests beyond a
+   * number open (openAt's `refused`): whether it waits for another worker's requests to be
+   * answered first (pipeline/siteDownloads.ts othersMayHold); openAt counts them meanwhile.
+   */
+  othersMayHold?(origin: string, startMs: number): boolean;
+  /**
    * The URL's result when it is certain without sending anything or doing image work (robots.txt
    * disallows it, its address is refused, its redirect's target was fetched just before): it is
    * settled without taking a request slot. `hop`: where its redirects have got to.
@@ -408,10 +414,16 @@ export function createCrawlActivities(deps: CrawlDeps) {
     if (input.openLimits) deps.processor.takeOpenLimits?.(input.openLimits);
     // The sites this grant's requests went to: what the worker judged of them goes to the monitor.
     const sites = new Set<string>();
+    /** Held sites this grant has asked whether another worker's requests may still be open there. */
+    const othersAsked = new Set<string>();
     /** The limit the URL's site is held to now, when it has that many open; undefined when it may have one more. */
     const heldBy = (url: string): { limit: number; given: boolean; starting?: true; refused?: true } | undefined => {
-      const at = openAt?.(url);
+      let at = openAt?.(url);
       if (!at) return undefined;
+      if (at.refused && !othersAsked.has(at.origin) && othersAsked.size < MAX_SITES_REPORTED) {
+        othersAsked.add(at.origin);
+        if (deps.processor.othersMayHold?.(at.origin, input.schedule.startMs)) at = openAt!(url) ?? at;
+      }
       if (sites.size < MAX_SITES_REPORTED) sites.add(at.origin);
       const limit = Math.min(at.learnt ?? Infinity, given ?? Infinity);
       if (at.open < limit) return undefined;

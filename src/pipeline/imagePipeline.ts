@@ -110,6 +110,10 @@ export class ImagePipeline implements UrlProcessor {
     return this.fetcher.downloads.hint(origin);
   }
 
+  othersMayHold(origin: string, startMs: number): boolean {
+    return this.fetcher.downloads.othersMayHold(origin, startMs);
+  }
+
   crawlDelay(url: string): { origin: string; ms: number } | undefined {
     try {
       const u = new URL(this.moved.resolve(url));

@@ -81,6 +81,48 @@ describe('a worker\'s downloads per site', () => {
     expect(d.limit(SITE)).toEqual({ limit: 3 });
   });
 
+  it('at a grant\'s start, waits an answer\'s time at a held site it sent nothing to in that time: another worker\'s requests may be open there', () => {
+    const { d, clock } = downloads();
+    // Five sent at 0, the fifth refused at once, the others answered after 800 ms: held to 4.
+    const open = Array.from({ length: 5 }, () => d.start(SITE));
+    d.refused(open[4]!, 503);
+    d.end(open[4]!, undefined, 503);
+    clock.ms = 800;
+    open.slice(0, 4).forEach((x) => d.end(x, undefined, 200));
+    expect(d.limit(SITE)).toEqual({ limit: 4, refused: true });
+    // A grant of this worker's right after: its own requests are all it needs to count.
+    clock.ms = 1_000;
+    const mine = d.start(SITE);
+    clock.ms = 1_500;
+    expect(d.othersMayHold(SITE, 1_600)).toBe(false);
+    expect(d.openAt(SITE)).toBe(1);
+    clock.ms = 1_800;
+    d.end(mine, undefined, 200);
+    // A grant starting at 30 s, the window before it another worker's: none until 30.8 s.
+    clock.ms = 30_000;
+    expect(d.othersMayHold(SITE, 30_000)).toBe(true);
+    expect(d.openAt(SITE)).toBe(4);
+    clock.ms = 30_799;
+    expect(d.openAt(SITE)).toBe(4);
+    clock.ms = 30_800;
+    expect(d.openAt(SITE)).toBe(0);
+    // Answers grown to 20 s: it waits at most 5 s of a window.
+    for (let i = 0; i < 20; i += 1) {
+      const x = d.start(SITE);
+      clock.ms += 20_000;
+      d.end(x, undefined, 200);
+    }
+    const start = clock.ms + 60_000;
+    clock.ms = start;
+    expect(d.othersMayHold(SITE, start)).toBe(true);
+    clock.ms = start + 4_999;
+    expect(d.openAt(SITE)).toBe(4);
+    clock.ms = start + 5_000;
+    expect(d.openAt(SITE)).toBe(0);
+    // A site not held: nothing to wait for.
+    expect(d.othersMayHold('http://other.example', start)).toBe(false);
+  });
+
   it('counts the requests open at a site until each ends', () => {
     const { d } = downloads();
     const a = d.start(SITE);

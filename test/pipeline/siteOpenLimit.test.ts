@@ -208,10 +208,37 @@ describe('a site whose downloads slow as more are open (real undici, sharp, stor
       expect(second.outcomes.every((o) => o.cls === 'done')).toBe(true);
       expect(second.unused.length).toBeGreaterThan(0);
       expect(second.connectionWaits).toMatchObject({ learnt: true, refused: true, perSite: 4 });
+
+      // A second worker on the same address, which learnt the hold too, takes the next grant
+      // while the first worker's last requests of the grant before are still open: it waits for
+      // them (an answer's time) instead of finding the site at its four.
+      const other = new ImagePipeline(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'], totalTimeoutMs: 60_000, maxConnectionsPerSite: 16 }),
+        new LocalStore(path.join(dir, 'store')), new Spool(path.join(dir, 'spool-other')));
+      try {
+        const otherActs = createCrawlActivities({ processor: other, recorder: new StoreRecorder(new LocalStore(path.join(dir, 'store'))) });
+        clearSourceBlocks();
+        await new MockActivityEnvironment().run(otherActs.fetchBatch, at(3));
+        expect(refusals).toBe(2);
+        clearSourceBlocks();
+        mostOpen = 0;
+        const before = at(4);
+        const after: FetchBatchInput = { ...at(5), schedule: { ...before.schedule, startMs: before.schedule.endMs, endMs: before.schedule.endMs + 2_000 } };
+        const [a, b] = (await Promise.all([new MockActivityEnvironment().run(acts.fetchBatch, before), new MockActivityEnvironment().run(otherActs.fetchBatch, after)])) as FetchBatchResult[];
+        expect(refusals).toBe(2);
+        expect(mostOpen).toBe(4);
+        for (const r of [a!, b!]) {
+          expect(r.outcomes.length + r.unused.length).toBe(20);
+          expect(r.outcomes.every((o) => o.cls === 'done')).toBe(true);
+        }
+        // The later grant's first request waited for the earlier one's last answers.
+        expect(b!.connectionWaits).toMatchObject({ learnt: true, refused: true, perSite: 4 });
+      } finally {
+        await other.close();
+      }
     } finally {
       await limited.stop();
     }
-  });
+  }, 30_000);
 
   it('keeps to a source\'s maxConnections: the site never has more of its requests open, and the slots it could not use go back', async () => {
     let open = 0;
