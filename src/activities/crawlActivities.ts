@@ -7,7 +7,7 @@ import { isThrottle } from '../politeness/classify';
 import { PAGE_BURST, pagesSinceImage } from '../politeness/pageRun';
 import type { ObjectStore } from '../pipeline/store';
 import type { WorkerNetwork } from '../pipeline/workerOutage';
-import type { ConnectionWaits, FetchBatchInput, FetchBatchResult, FinalRecordInput, HostCrawlDelay, OpenLimitHint, OutcomeClass, RedirectHop, RequestOutcome, WorkChunk } from '../shared/types';
+import type { ConnectionWaits, FetchBatchInput, FetchBatchResult, FinalRecordInput, HostCrawlDelay, OpenLimitHint, OutcomeClass, RedirectHop, RefusalHint, RequestOutcome, WorkChunk } from '../shared/types';
 import { chunkRecordFiles, chunkRecordFilesIn } from '../pipeline/keys';
 import { chunkIndexKey, encodeFingerprints } from '../pipeline/downloadedIndex';
 import { recordFile, type RecordFile } from '../shared/recordUnits';
@@ -96,6 +96,10 @@ export interface UrlProcessor {
    * answered first (pipeline/siteDownloads.ts othersMayHold); openAt counts them meanwhile.
    */
   othersMayHold?(origin: string, startMs: number): boolean;
+  /** Sites other workers hold for refusing beyond a number open (FetchBatchInput.refusals): this worker keeps to them too. */
+  takeRefusals?(hints: Readonly<Record<string, RefusalHint>>): void;
+  /** The origin's hold for refusing beyond a number open, for the source's monitor; undefined when none holds it. */
+  refusalHint?(origin: string): RefusalHint | undefined;
   /**
    * The URL's result when it is certain without sending anything or doing image work (robots.txt
    * disallows it, its address is refused, its redirect's target was fetched just before): it is
@@ -195,13 +199,16 @@ function strictest(hosts: ReadonlyMap<string, { ms: number }>): HostCrawlDelay {
 /** A grant's sites whose open-download judgements go to the monitor: a source spans a few hosts, not hundreds. */
 const MAX_SITES_REPORTED = 16;
 
-function openLimitsOf(sites: ReadonlySet<string>, processor: UrlProcessor): { openLimits?: Record<string, OpenLimitHint> } {
+function openLimitsOf(sites: ReadonlySet<string>, processor: UrlProcessor): { openLimits?: Record<string, OpenLimitHint>; refusals?: Record<string, RefusalHint> } {
   let openLimits: Record<string, OpenLimitHint> | undefined;
+  let refusals: Record<string, RefusalHint> | undefined;
   for (const origin of sites) {
     const hint = processor.openLimitHint?.(origin);
     if (hint) (openLimits ??= {})[origin] = hint;
+    const refusal = processor.refusalHint?.(origin);
+    if (refusal) (refusals ??= {})[origin] = refusal;
   }
-  return openLimits ? { openLimits } : {};
+  return { ...(openLimits ? { openLimits } : {}), ...(refusals ? { refusals } : {}) };
 }
 
 const grantRecordFile = (input: FetchBatchInput) => recordFile(input.unit, input.batchId, `g${input.grantId}`);
@@ -412,6 +419,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
     const openAt = deps.processor.openAt?.bind(deps.processor);
     const given = input.maxConnections;
     if (input.openLimits) deps.processor.takeOpenLimits?.(input.openLimits);
+    if (input.refusals) deps.processor.takeRefusals?.(input.refusals);
     // The sites this grant's requests went to: what the worker judged of them goes to the monitor.
     const sites = new Set<string>();
     /** Held sites this grant has asked whether another worker's requests may still be open there. */

@@ -3,7 +3,7 @@ import { classifyStatus, statusReason } from '../politeness/classify';
 import { transferMsPerMib } from '../politeness/latency';
 import { parseRetryAfter } from '../politeness/retryAfter';
 import type { ProcessedUrl, UrlProcessor } from '../activities/crawlActivities';
-import type { OpenLimitHint, RedirectHop, RequestOutcome } from '../shared/types';
+import type { OpenLimitHint, RedirectHop, RefusalHint, RequestOutcome } from '../shared/types';
 import { analyse, type Analysis, ContentError, thumbnail } from './analyse';
 import { absorbSetCookies, cookieHeader } from './chainCookies';
 import type { PipelineConfig } from './config';
@@ -112,6 +112,14 @@ export class ImagePipeline implements UrlProcessor {
 
   othersMayHold(origin: string, startMs: number): boolean {
     return this.fetcher.downloads.othersMayHold(origin, startMs);
+  }
+
+  takeRefusals(hints: Readonly<Record<string, RefusalHint>>): void {
+    for (const [origin, hint] of Object.entries(hints)) this.fetcher.downloads.takeRefusal(origin, hint);
+  }
+
+  refusalHint(origin: string): RefusalHint | undefined {
+    return this.fetcher.downloads.refusalHint(origin);
   }
 
   crawlDelay(url: string): { origin: string; ms: number } | undefined {

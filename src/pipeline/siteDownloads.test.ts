@@ -123,6 +123,35 @@ describe('a worker\'s downloads per site', () => {
     expect(d.othersMayHold('http://other.example', start)).toBe(false);
   });
 
+  it('keeps to another worker\'s refusal hold from the monitor, tells its own, and waits at its first grant for the other\'s requests', () => {
+    const { d, changes, clock } = downloads();
+    expect(d.refusalHint(SITE)).toBeUndefined();
+    d.take(SITE, { limit: 6, fastestMsPerMib: 400 });
+    d.takeRefusal(SITE, { limit: 4, forMs: 300_000, answerMs: 900 });
+    expect(d.limit(SITE)).toEqual({ limit: 4, refused: true });
+    expect(changes.at(-1)).toEqual({ kind: 'refusal-taken', limit: 4, forMs: 300_000 });
+    // Never sent to the site: the window before this grant's was another worker's.
+    clock.ms = 10_000;
+    expect(d.othersMayHold(SITE, 10_000)).toBe(true);
+    expect(d.openAt(SITE)).toBe(4);
+    clock.ms = 10_900;
+    expect(d.openAt(SITE)).toBe(0);
+    // Handed on as its own, for what is left; taken again, neither told twice nor shortened.
+    expect(d.refusalHint(SITE)).toEqual({ limit: 4, forMs: 289_100, answerMs: 900 });
+    d.takeRefusal(SITE, { limit: 5, forMs: 60_000, answerMs: 900 });
+    expect(d.refusalHint(SITE)).toEqual({ limit: 4, forMs: 289_100, answerMs: 900 });
+    expect(changes.filter((c) => c.kind === 'refusal-taken')).toHaveLength(1);
+    // A lower limit from another worker wins; one about to end, or nonsense, is not taken.
+    d.takeRefusal(SITE, { limit: 3, forMs: 60_000, answerMs: 900 });
+    expect(d.limit(SITE)).toEqual({ limit: 3, refused: true });
+    d.takeRefusal('http://other.example', { limit: 4, forMs: 500, answerMs: 900 });
+    d.takeRefusal('http://third.example', { limit: 0, forMs: 60_000, answerMs: 900 });
+    expect([d.limit('http://other.example'), d.limit('http://third.example')]).toEqual([undefined, undefined]);
+    clock.ms = 300_000;
+    expect(d.limit(SITE)).toEqual({ limit: 6 });
+    expect(d.refusalHint(SITE)).toBeUndefined();
+  });
+
   it('counts the requests open at a site until each ends', () => {
     const { d } = downloads();
     const a = d.start(SITE);

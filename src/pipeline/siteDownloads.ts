@@ -3,7 +3,7 @@ import { log } from '../shared/log';
 import { TRANSFER_SAMPLE_MIN_BYTES } from '../politeness/latency';
 import { DEFAULT_OPEN_LIMIT, hintOf, newOpenLimitState, noteDownload, startingOpenLimitState, takeHint, type OpenLimitChange, type OpenLimitConfig, type OpenLimitState } from '../politeness/openLimit';
 import { REFUSED_HOLD_MS, REFUSED_MIN_OPEN } from '../politeness/refusalHold';
-import type { OpenLimitHint } from '../shared/types';
+import type { OpenLimitHint, RefusalHint } from '../shared/types';
 
 /** One request to a site, from the moment it is handed to the connection pool until its body has ended. */
 export interface OpenDownload {
@@ -143,6 +143,29 @@ export class SiteDownloads {
     return undefined;
   }
 
+  /**
+   * Another worker's hold (the grant's, from the source's monitor): kept to as this worker's own,
+   * at the lower limit and for the longer time of the two. Without it each worker sharing the
+   * site's count met a refusal of its own, and each refusal halved the source's rate.
+   */
+  takeRefusal(origin: string, hint: RefusalHint): void {
+    // A hold about to end (the monitor's copy outlives the worker's by a signal's trip) is not worth taking up.
+    if (!(hint.limit >= 1) || !(hint.forMs >= 1_000)) return;
+    const known = this.refusal(origin);
+    const untilMs = this.now() + Math.min(hint.forMs, REFUSED_HOLD_MS);
+    setBounded(this.refusals, origin, {
+      ...known, limit: Math.min(known?.limit ?? Infinity, Math.floor(hint.limit)), untilMs: Math.max(known?.untilMs ?? -Infinity, untilMs),
+      answerMs: known?.answerMs ?? Math.max(0, hint.answerMs),
+    }, MAX_TRACKED_ORIGINS);
+    if (!known) this.onChange(origin, { kind: 'refusal-taken', limit: Math.floor(hint.limit), forMs: Math.round(untilMs - this.now()) });
+  }
+
+  /** This worker's hold of the origin for refusing beyond a number open, for its monitor. */
+  refusalHint(origin: string): RefusalHint | undefined {
+    const r = this.refusal(origin);
+    return r && { limit: r.limit, forMs: Math.round(r.untilMs - this.now()), answerMs: Math.round(r.answerMs) };
+  }
+
   /** A response declared a large body (TRANSFER_SAMPLE_MIN_BYTES): a site not seen to before starts with a few downloads at once. */
   large(origin: string): void {
     if (!this.limits.has(origin)) setBounded(this.limits, origin, startingOpenLimitState(this.config), MAX_TRACKED_ORIGINS);
@@ -200,6 +223,8 @@ function changeText(change: OpenLimitChange): string {
       return `downloads from the site slowed as more were open (median ${change.medianMsPerMib} ms a MiB against ${change.fastestMsPerMib}, ${change.open} open): held to ${change.limit} at once`;
     case 'refused':
       return `the site refused a request (${change.status}) sent with ${change.limit} others open: held to ${change.limit} at once for ${Math.round(change.forMs / 60_000)} minutes`;
+    case 'refusal-taken':
+      return `held to ${change.limit} at once for ${Math.ceil(change.forMs / 60_000)} minutes, as the source's monitor heard from a worker the site refused more`;
     case 'started':
       return `trying ${change.limit} downloads at once: as many kept their speed`;
     case 'taken':

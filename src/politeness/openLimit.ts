@@ -99,7 +99,9 @@ export type OpenLimitChange =
   | { kind: 'probe-up' | 'probe-down' | 'back' | 'lowered' | 'started'; limit: number; mibPerS: number }
   | { kind: 'lifted'; mibPerS: number }
   /** The site refused (503, 429) a request sent with `limit` others open (pipeline/siteDownloads.ts). */
-  | { kind: 'refused'; limit: number; status: number; forMs: number };
+  | { kind: 'refused'; limit: number; status: number; forMs: number }
+  /** Another worker's refusal hold, from the source's monitor (RefusalHint). */
+  | { kind: 'refusal-taken'; limit: number; forMs: number };
 
 /** Every download counts towards the first judgement, those sent before the state was made too. */
 export function newOpenLimitState(): OpenLimitState {

@@ -93,6 +93,12 @@ export interface Grant {
    * that has not judged the site itself keeps to it from its first request.
    */
   openLimits?: Record<string, OpenLimitHint>;
+  /**
+   * Per origin, a site a worker found to refuse requests beyond a number open (RefusalHint), for
+   * as long as it holds: every worker keeps to it, and waits at a grant's start for the requests
+   * another worker may still have open there.
+   */
+  refusals?: Record<string, RefusalHint>;
 }
 
 /** The pacing schedule handed to the fetch activity along with its URLs. */
@@ -148,6 +154,17 @@ export interface OpenLimitHint {
   fastestMsPerMib: number;
 }
 
+/**
+ * A site that refused (503, 429) a request sent with `limit` others open (pipeline/siteDownloads.ts),
+ * as its source's monitor hands it on: held to `limit` open for `forMs` more (a duration, not a
+ * time: the worker's and the workflow's clocks differ); `answerMs`: how long its answers take.
+ */
+export interface RefusalHint {
+  limit: number;
+  forMs: number;
+  answerMs: number;
+}
+
 export interface OutcomeReport {
   batchId: string;
   grantId: number;
@@ -162,6 +179,8 @@ export interface OutcomeReport {
   connectionWaits?: ConnectionWaits;
   /** What the worker judged of its sites' open downloads (FetchBatchResult.openLimits). */
   openLimits?: Record<string, OpenLimitHint>;
+  /** Sites the worker holds for refusing beyond a number open (FetchBatchResult.refusals). */
+  refusals?: Record<string, RefusalHint>;
   /** Set when the activity stopped on a 429/503: how long the source asked us to wait. */
   retryAfterMs?: number;
   /** Set when the activity stopped because robots.txt asks for more time between requests (FetchBatchResult.crawlDelayMs). */
@@ -290,6 +309,8 @@ export interface FetchBatchInput {
   maxConnections?: number;
   /** Grant.openLimits. */
   openLimits?: Record<string, OpenLimitHint>;
+  /** Grant.refusals. */
+  refusals?: Record<string, RefusalHint>;
   /**
    * The batch's chunk, when these items are all it has left to finish: if every one of them
    * ends final, the activity leaves the chunk's done-marker after the records (and says so in
@@ -390,6 +411,8 @@ export interface FetchBatchResult {
    * for its monitor to hand to the next grants' workers.
    */
   openLimits?: Record<string, OpenLimitHint>;
+  /** The sites of this grant the worker holds for refusing requests beyond a number open, for its monitor likewise. */
+  refusals?: Record<string, RefusalHint>;
   /**
    * Items settled without a request slot (robots.txt ruled them out, say). The batch puts about
    * twice as many URLs as slots into its next grant, so that those slots still go to requests.

@@ -298,6 +298,7 @@ export async function runBatch(input: BatchInput, run: BatchRun): Promise<BatchR
           ...(g.maxRetryAfterMs !== undefined ? { maxRetryAfterMs: g.maxRetryAfterMs } : {}),
           ...(g.maxConnections !== undefined ? { maxConnections: g.maxConnections } : {}),
           ...(g.openLimits ? { openLimits: g.openLimits } : {}),
+          ...(g.refusals ? { refusals: g.refusals } : {}),
           schedule: {
             startMs: g.startMs, endMs: g.endMs, intervalMs: g.intervalMs, burstSlots: g.burstSlots, ...(g.issuedMs !== undefined ? { issuedMs: g.issuedMs } : {}),
             // What the batch left of it: the activity may start late too (a busy worker's queue).
@@ -398,6 +399,7 @@ export async function runBatch(input: BatchInput, run: BatchRun): Promise<BatchR
         ...(result.networkDown ? { networkDown: true } : {}),
         ...(result.connectionWaits ? { connectionWaits: result.connectionWaits } : {}),
         ...(result.openLimits ? { openLimits: result.openLimits } : {}),
+        ...(result.refusals ? { refusals: result.refusals } : {}),
         // The window's end as the monitor booked it: a floating grant's float is part of it.
         ...(result.lastSendMs !== undefined ? { windowTail: { endMs: g.endMs + (g.floatMs ?? 0), lastSendMs: result.lastSendMs } } : {}),
         outcomes: result.outcomes.map((o) => ({ ...o, url: '', ...(repeats.has(o) ? { repeat: true as const } : {}) })),

@@ -125,6 +125,30 @@ describe('MonitorModel token bookkeeping', () => {
     expect(m.stats(T0 + 200_000 + 3_600_001).openLimits).toBeUndefined();
   });
 
+  it('hands a site\'s refusal hold a worker reported to its next grants, for what is left of it, through continue-as-new', () => {
+    const { m, batchId } = modelWithBatch();
+    m.onTokenRequest({ batchId, unassigned: 500, grantsSeen: 0 });
+    const [g1] = m.planGrants(T0);
+    expect(g1!.refusals).toBeUndefined();
+    const site = 'http://img.example';
+    m.onReport({ batchId, grantId: 1, outcomes: [], unused: 0, refusals: { [site]: { limit: 4, forMs: 600_000, answerMs: 1_010 } } }, T0 + 5_000);
+    // Its time is a duration: the next grant's worker holds it for what is left of it.
+    const [g2] = m.planGrants(g1!.endMs);
+    expect(g2!.refusals).toEqual({ [site]: { limit: 4, forMs: T0 + 605_000 - g1!.endMs, answerMs: 1_010 } });
+    const next = MonitorModel.fromInput({ source: 's', carried: JSON.parse(JSON.stringify(m.state)) }, T0);
+    expect(next.state.refusals).toEqual({ [site]: { limit: 4, untilMs: T0 + 605_000, answerMs: 1_010 } });
+    // A worker's later report replaces it (a refusal within the hold kept it longer).
+    m.onReport({ batchId, grantId: 2, outcomes: [], unused: 0, refusals: { [site]: { limit: 4, forMs: 600_000, answerMs: 990 } } }, T0 + 300_000);
+    m.onTokenRequest({ batchId, unassigned: 500, grantsSeen: 2 });
+    expect(m.planGrants(T0 + 890_000)[0]!.refusals).toEqual({ [site]: { limit: 4, forMs: 10_000, answerMs: 990 } });
+    // Over: no longer handed on, nor kept.
+    m.onTokenRequest({ batchId, unassigned: 500, grantsSeen: 3 });
+    const late = m.planGrants(T0 + 900_000);
+    expect(late).not.toHaveLength(0);
+    expect(late[0]!.refusals).toBeUndefined();
+    expect(m.state.refusals).toBeUndefined();
+  });
+
   it('keeps the 16 sites it heard of last', () => {
     const { m, batchId } = modelWithBatch();
     for (let i = 0; i < 20; i++) m.onReport({ batchId, grantId: i, outcomes: [], unused: 0, openLimits: { [`http://h${i}.example`]: { limit: 2, fastestMsPerMib: 500 } } }, T0 + i);

@@ -8,7 +8,7 @@ import { slotsWithMissAllowance, tailGrantSlots, updateMissRate, windowStretch, 
 import { ceilings } from '../politeness/pacing';
 import { nextSameImage, sameImageNote, type SameImageRun } from '../politeness/sameImage';
 import { addInterval, appendRange, chunkOf, isChunkRange, rangeChunks, rangeUrls, subRange, unseenParts, type Intervals } from '../shared/chunkRanges';
-import type { Grant, OpenLimitHint, OutcomeClass, OutcomeReport, SourceConfig, TokenRequest, WorkChunk, WorkItem } from '../shared/types';
+import type { Grant, OpenLimitHint, OutcomeClass, RefusalHint, OutcomeReport, SourceConfig, TokenRequest, WorkChunk, WorkItem } from '../shared/types';
 import type { BatchFinished } from './messages';
 import { nextWatchMs } from './lostBatches';
 import { durationText, secondsLeft } from './timeLeft';
@@ -92,6 +92,11 @@ export interface MonitorState {
    * and when: handed to the next grants so that every worker keeps to it from its first request.
    */
   openLimits?: Record<string, { limit: number; fastestMsPerMib: number; atMs: number }>;
+  /**
+   * Per origin, a site a worker holds for refusing requests beyond `limit` open (OutcomeReport.refusals),
+   * until `untilMs` on the workflow's clock: handed to the next grants while it lasts.
+   */
+  refusals?: Record<string, { limit: number; untilMs: number; answerMs: number }>;
   /** When a grant last said the worker's own network looked down (OutcomeReport.networkDown); cleared by one that sent. */
   networkDownAtMs?: number;
   /** The latest grant report's share of URLs settled without a request (Grant.decidedShare); absent before the first. */
@@ -491,6 +496,29 @@ export class MonitorModel {
     else delete this.state.openLimits;
   }
 
+  /** A worker's holds replace what the monitor held for those sites; the newest few are kept. */
+  private noteRefusals(reported: Record<string, RefusalHint>, nowMs: number): void {
+    const kept = { ...this.state.refusals };
+    for (const [origin, { limit, forMs, answerMs }] of Object.entries(reported)) {
+      delete kept[origin];
+      kept[origin] = { limit, untilMs: nowMs + forMs, answerMs };
+    }
+    const origins = Object.keys(kept);
+    for (const origin of origins.slice(0, Math.max(0, origins.length - MAX_OPEN_LIMITS_KEPT))) delete kept[origin];
+    this.state.refusals = kept;
+  }
+
+  /** The holds the next grants carry, for what is left of each; those over are forgotten. */
+  private refusalsNow(nowMs: number): Record<string, RefusalHint> | undefined {
+    let now: Record<string, RefusalHint> | undefined;
+    for (const [origin, { limit, untilMs, answerMs }] of Object.entries(this.state.refusals ?? {})) {
+      if (untilMs > nowMs) (now ??= {})[origin] = { limit, forMs: untilMs - nowMs, answerMs };
+      else delete this.state.refusals![origin];
+    }
+    if (!now) delete this.state.refusals;
+    return now;
+  }
+
   /**
    * The limits the next grants carry: those heard of within the hour. A link's load changes, and
    * a worker taking an old limit up would spend minutes probing its way back up from it.
@@ -544,6 +572,7 @@ export class MonitorModel {
       };
     }
     if (report.openLimits) this.noteOpenLimits(report.openLimits, nowMs);
+    if (report.refusals) this.noteRefusals(report.refusals, nowMs);
     if (report.networkDown) this.state.networkDownAtMs = nowMs;
     else if (report.outcomes.some((o) => o.sent)) this.state.networkDownAtMs = undefined;
     if (report.tokens) this.onTokenRequest({ batchId: report.batchId, ...report.tokens });
@@ -634,11 +663,13 @@ export class MonitorModel {
     const { maxRetryAfterMs } = this.governor.cfg.adaptive;
     const { maxConnections } = this.governor.state.sourceConfig;
     const openLimits = this.openLimitsNow(nowMs);
+    const refusals = this.refusalsNow(nowMs);
     const extra = {
       ...(share ? { decidedShare: share } : {}),
       ...(maxRetryAfterMs !== DEFAULT_ADAPTIVE.maxRetryAfterMs ? { maxRetryAfterMs } : {}),
       ...(maxConnections !== undefined ? { maxConnections } : {}),
       ...(openLimits ? { openLimits } : {}),
+      ...(refusals ? { refusals } : {}),
     };
     const grants = Object.keys(extra).length ? planned.map((g) => ({ ...g, ...extra })) : planned;
     for (const g of grants) {
