@@ -117,6 +117,11 @@ async function ownWorkers(crawl: string, dir: string, out: string, n: number, wa
       cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], env: { ...embeddedEnv(), TEMPORAL_ADDRESS: address, CRAWL_DATA_DIR: out },
     });
     watch(w);
+    // BENCH_SITES_LOGS=DIR: each worker's log lines kept there, to see which grant did what.
+    if (process.env.BENCH_SITES_LOGS) {
+      const file = fs.createWriteStream(path.join(process.env.BENCH_SITES_LOGS, `worker-${w.pid}.log`));
+      w.stderr!.pipe(file);
+    }
     return w;
   });
   const ended = (c: ChildProcess) => (c.exitCode !== null || c.signalCode !== null ? Promise.resolve() : new Promise<void>((resolve) => c.once('exit', () => resolve())));

@@ -196,6 +196,9 @@ function strictest(hosts: ReadonlyMap<string, { ms: number }>): HostCrawlDelay {
   return { origin, delayMs: ms };
 }
 
+/** How early a slot may ask whether another worker's requests are open at its site: a timer fires a little ahead of the wall clock. */
+const OTHERS_ASK_EARLY_MS = 50;
+
 /** A grant's sites whose open-download judgements go to the monitor: a source spans a few hosts, not hundreds. */
 const MAX_SITES_REPORTED = 16;
 
@@ -428,7 +431,9 @@ export function createCrawlActivities(deps: CrawlDeps) {
     const heldBy = (url: string): { limit: number; given: boolean; starting?: true; refused?: true } | undefined => {
       let at = openAt?.(url);
       if (!at) return undefined;
-      if (at.refused && !othersAsked.has(at.origin) && othersAsked.size < MAX_SITES_REPORTED) {
+      // Asked once its window has begun: the activity starts up to a few seconds ahead of it, while
+      // this worker may still be sending the window before (asked then, it waited at every start).
+      if (at.refused && !othersAsked.has(at.origin) && othersAsked.size < MAX_SITES_REPORTED && Date.now() >= input.schedule.startMs - OTHERS_ASK_EARLY_MS) {
         othersAsked.add(at.origin);
         if (deps.processor.othersMayHold?.(at.origin, input.schedule.startMs)) at = openAt!(url) ?? at;
       }

@@ -133,6 +133,7 @@ export class SiteDownloads {
     const answerMs = Math.min(r.answerMs, MAX_OTHERS_WAIT_MS);
     if ((this.lastSentMs.get(origin) ?? -Infinity) >= startMs - answerMs) return false;
     r.othersUntilMs = Math.max(r.othersUntilMs ?? -Infinity, startMs + answerMs);
+    log.debug({ event: 'site-others-wait', origin, startMs, untilMs: r.othersUntilMs, lastSentMs: this.lastSentMs.get(origin) ?? null }, 'waiting for requests another worker may have open at the site');
     return r.othersUntilMs > this.now();
   }
 

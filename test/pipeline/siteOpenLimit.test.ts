@@ -220,6 +220,9 @@ describe('a site whose downloads slow as more are open (real undici, sharp, stor
         new LocalStore(path.join(dir, 'store')), new Spool(path.join(dir, 'spool-other')));
       try {
         const otherActs = createCrawlActivities({ processor: other, recorder: new StoreRecorder(new LocalStore(path.join(dir, 'store'))) });
+        const asked: number[] = [];
+        const ask = other.othersMayHold.bind(other);
+        other.othersMayHold = (origin, startMs) => { asked.push(Date.now() - startMs); return ask(origin, startMs); };
         mostOpen = 0;
         const before = at(3);
         const after: FetchBatchInput = { ...at(4), refusals: second.refusals!, schedule: { ...before.schedule, startMs: before.schedule.endMs, endMs: before.schedule.endMs + 2_000 } };
@@ -230,8 +233,12 @@ describe('a site whose downloads slow as more are open (real undici, sharp, stor
           expect(r.outcomes.length + r.unused.length).toBe(20);
           expect(r.outcomes.every((o) => o.cls === 'done')).toBe(true);
         }
-        // The later grant's first request waited for the earlier one's last answers.
+        // The later grant's first request waited for the earlier one's last answers; asked once
+        // its window had begun, not as its activity started two seconds ahead (when the worker
+        // may still be sending the window before, its own).
         expect(b!.connectionWaits).toMatchObject({ learnt: true, refused: true, perSite: 4 });
+        expect(asked).toHaveLength(1);
+        expect(asked[0]).toBeGreaterThanOrEqual(-50);
       } finally {
         await other.close();
       }
