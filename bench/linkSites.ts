@@ -22,9 +22,10 @@ import { ThinUplink } from '../test/support/thinUplink';
  *   as workers on one machine or behind one address are (a dev server of its own, `crawl worker`
  *   x 3, `crawl run` with TEMPORAL_ADDRESS).
  * The origin counts the most open in each second. Usage: npm run bench:sites [-- NAME...]
- * (BENCH_SITES_ROOT=DIR: crawl with that checkout's build instead, to compare).
+ * (BENCH_SITES_ROOT=DIR: crawl with that checkout's build instead, to compare; BENCH_SITES_LOGS=DIR:
+ * conn-limited-3w's workers' logs kept there, with CRAWL_LOG_LEVEL=debug their waits too).
  * Its last line is one JSON object, per scenario: seconds, records, mostOpen, meanOpen,
- * refusals (503s), and the worker's open-limit changes (site-open-limit lines).
+ * refusals (503s) and when they came, and the workers' open-limit changes (site-open-limit lines).
  */
 
 interface Scenario {
@@ -117,7 +118,6 @@ async function ownWorkers(crawl: string, dir: string, out: string, n: number, wa
       cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], env: { ...embeddedEnv(), TEMPORAL_ADDRESS: address, CRAWL_DATA_DIR: out },
     });
     watch(w);
-    // BENCH_SITES_LOGS=DIR: each worker's log lines kept there, to see which grant did what.
     if (process.env.BENCH_SITES_LOGS) {
       const file = fs.createWriteStream(path.join(process.env.BENCH_SITES_LOGS, `worker-${w.pid}.log`));
       w.stderr!.pipe(file);
