@@ -470,9 +470,9 @@ export class SourceNotes {
       else this.last.delete(s.source);
       // Beside a note of another kind (a placeholder served for every URL) too: both are news.
       const slow = st ? connectionsFullNote(st) : undefined;
-      const kind = slow ? connectionsFullKind(st!) : undefined;
-      if (slow && kind !== this.toldSlow.get(s.source)) {
-        this.toldSlow.set(s.source, kind!);
+      const kind = st ? connectionsFullKind(st) : undefined;
+      if (slow && kind && kind !== this.toldSlow.get(s.source)) {
+        this.toldSlow.set(s.source, kind);
         out.push({ source: s.source, note: slow });
       }
     }

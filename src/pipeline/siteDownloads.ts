@@ -21,6 +21,18 @@ export interface OpenDownload {
 }
 
 const MAX_TRACKED_ORIGINS = 10_000;
+
+/**
+ * A site that refused (503, 429) a request sent while others were open, held to `limit` until
+ * `untilMs`. `answerMs`: how long its answers take (smoothed); `othersUntilMs`: until when
+ * requests another worker sent may still be open there (othersMayHold).
+ */
+interface RefusalHold {
+  limit: number;
+  untilMs: number;
+  answerMs: number;
+  othersUntilMs?: number;
+}
 /** Weight of each answer in a held site's answer time. */
 const ANSWER_SMOOTHING = 0.2;
 /**
@@ -37,12 +49,8 @@ const MAX_OTHERS_WAIT_MS = 5_000;
 export class SiteDownloads {
   private readonly open = new Map<string, Set<OpenDownload>>();
   private readonly limits = new Map<string, OpenLimitState>();
-  /**
-   * Sites that refused (503, 429) a request sent while others were open: fewer than that, for a
-   * while. `answerMs`: how long their answers take (the refused site's, smoothed); `othersUntilMs`:
-   * until when requests another worker sent may still be open there (othersMayHold).
-   */
-  private readonly refusals = new Map<string, { limit: number; untilMs: number; answerMs: number; othersUntilMs?: number }>();
+  /** Sites that refused a request sent while others were open: fewer than that, for a while. */
+  private readonly refusals = new Map<string, RefusalHold>();
   /** When this worker last sent a request to each site. */
   private readonly lastSentMs = new Map<string, number>();
   private readonly config: OpenLimitConfig;
@@ -131,13 +139,14 @@ export class SiteDownloads {
     const r = this.refusal(origin);
     if (!r) return false;
     const answerMs = Math.min(r.answerMs, MAX_OTHERS_WAIT_MS);
-    if ((this.lastSentMs.get(origin) ?? -Infinity) >= startMs - answerMs) return false;
+    const lastSentMs = this.lastSentMs.get(origin);
+    if (lastSentMs !== undefined && lastSentMs >= startMs - answerMs) return false;
     r.othersUntilMs = Math.max(r.othersUntilMs ?? -Infinity, startMs + answerMs);
-    log.debug({ event: 'site-others-wait', origin, startMs, untilMs: r.othersUntilMs, lastSentMs: this.lastSentMs.get(origin) ?? null }, 'waiting for requests another worker may have open at the site');
+    log.debug({ event: 'site-others-wait', origin, startMs, untilMs: r.othersUntilMs, lastSentMs: lastSentMs ?? null }, 'waiting for requests another worker may have open at the site');
     return r.othersUntilMs > this.now();
   }
 
-  private refusal(origin: string): { limit: number; untilMs: number; answerMs: number; othersUntilMs?: number } | undefined {
+  private refusal(origin: string): RefusalHold | undefined {
     const r = this.refusals.get(origin);
     if (!r || r.untilMs > this.now()) return r;
     this.refusals.delete(origin);
@@ -209,7 +218,7 @@ export class SiteDownloads {
   /** Requests open at the origin: this worker's, or, while another worker's may be (othersMayHold), as many as its hold allows. */
   openAt(origin: string): number {
     const own = this.open.get(origin)?.size ?? 0;
-    const r = this.refusals.get(origin);
+    const r = this.refusal(origin);
     return r?.othersUntilMs !== undefined && r.othersUntilMs > this.now() ? Math.max(own, r.limit) : own;
   }
 }

@@ -8,7 +8,7 @@ import { slotsWithMissAllowance, tailGrantSlots, updateMissRate, windowStretch, 
 import { ceilings } from '../politeness/pacing';
 import { nextSameImage, sameImageNote, type SameImageRun } from '../politeness/sameImage';
 import { addInterval, appendRange, chunkOf, isChunkRange, rangeChunks, rangeUrls, subRange, unseenParts, type Intervals } from '../shared/chunkRanges';
-import type { Grant, OpenLimitHint, OutcomeClass, RefusalHint, OutcomeReport, SourceConfig, TokenRequest, WorkChunk, WorkItem } from '../shared/types';
+import type { Grant, OpenLimitHint, OutcomeClass, OutcomeReport, RefusalHint, SourceConfig, TokenRequest, WorkChunk, WorkItem } from '../shared/types';
 import type { BatchFinished } from './messages';
 import { nextWatchMs } from './lostBatches';
 import { durationText, secondsLeft } from './timeLeft';
@@ -122,7 +122,18 @@ export interface MonitorInput {
 
 /** How long a site's open-download limit, as a worker last reported it, goes to the next grants. */
 const OPEN_LIMIT_KEPT_MS = 60 * 60_000;
-const MAX_OPEN_LIMITS_KEPT = 16;
+/** Sites whose open-download limits and refusal holds the monitor keeps: a source spans a few hosts. */
+const MAX_SITES_KEPT = 16;
+
+/**
+ * The newest MAX_SITES_KEPT entries of a per-origin record (in insertion order: a site reported
+ * again was deleted and set anew), the older dropped; undefined when it holds none.
+ */
+function newestSites<T>(kept: Record<string, T>): Record<string, T> | undefined {
+  const origins = Object.keys(kept);
+  for (const origin of origins.slice(0, Math.max(0, origins.length - MAX_SITES_KEPT))) delete kept[origin];
+  return origins.length ? kept : undefined;
+}
 
 /** How long after a grant last reported a host paced by its own Crawl-delay the monitor still shows it (two of the longest windows). */
 const HOST_CRAWL_DELAY_SHOWN_MS = 120_000;
@@ -489,10 +500,8 @@ export class MonitorModel {
       delete kept[origin];
       if (hint.limit !== null) kept[origin] = { limit: hint.limit, fastestMsPerMib: hint.fastestMsPerMib, atMs: nowMs };
     }
-    // The newest few: a source spans a few hosts.
-    const origins = Object.keys(kept);
-    for (const origin of origins.slice(0, Math.max(0, origins.length - MAX_OPEN_LIMITS_KEPT))) delete kept[origin];
-    if (origins.length) this.state.openLimits = kept;
+    const newest = newestSites(kept);
+    if (newest) this.state.openLimits = newest;
     else delete this.state.openLimits;
   }
 
@@ -503,9 +512,9 @@ export class MonitorModel {
       delete kept[origin];
       kept[origin] = { limit, untilMs: nowMs + forMs, answerMs };
     }
-    const origins = Object.keys(kept);
-    for (const origin of origins.slice(0, Math.max(0, origins.length - MAX_OPEN_LIMITS_KEPT))) delete kept[origin];
-    this.state.refusals = kept;
+    const newest = newestSites(kept);
+    if (newest) this.state.refusals = newest;
+    else delete this.state.refusals;
   }
 
   /** The holds the next grants carry, for what is left of each; those over are forgotten. */
