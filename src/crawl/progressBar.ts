@@ -12,7 +12,7 @@ const NARROWEST_BAR = 5;
  */
 export function progressBarLine(g: MonitoringUpdate['global'], columns?: number): string {
   const pct = g.totalUrls ? Math.floor((g.finishedUrls / g.totalUrls) * 100) : 100;
-  const text = `${pct}% ${g.finishedUrls}/${g.totalUrls} urls, ${g.done} done, ${g.errors} errors, ${g.ratePerS}/s, ${g.running} running` +
+  const text = `${pct}% ${g.finishedUrls}/${g.totalUrls} urls, ${g.done} done, ${g.errors} errors${g.retries ? ` (${g.retries} retries)` : ''}, ${g.ratePerS}/s, ${g.running} running` +
     `${g.waiting ? ` (${g.waiting} waiting)` : ''}${g.paused ? ` (${g.paused} paused)` : ''}${g.halted ? `, ${g.halted} halted` : ''}` +
     `${g.secondsLeft ? `, ~${durationText(g.secondsLeft)} left` : ''}`;
   const width = Math.min(BAR_WIDTH, roomOn(columns) - text.length - 3);

@@ -75,6 +75,22 @@ describe('the status table', () => {
     expect(statusTable([r]).split('\n')[1]).not.toMatch(/Crawl-delay/);
   });
 
+  it('counts the tries that failed and go again, which a halted source has where it has no errors yet', () => {
+    const fine = running(40);
+    const h = running(0);
+    // The demo's *broken*: every request failed, but the breaker halted it before any URL used its attempts.
+    const broken: SourceStatus = { ...h, source: 'broken', stats: { ...h.stats!, state: 'halted', haltReason: 'the last 50 requests all failed', counts: { ...h.stats!.counts, retries: 51, requests: 51 } } };
+    const [header, first, second] = statusTable([fine, broken]).split('\n');
+    expect(header).toMatch(/\sERRORS\s+RETRIES\s+NOTE$/);
+    expect(first).toMatch(/^s\s+running\s.*\s40\s+0\s+0\s+0\s+0\s*$/);
+    expect(second).toMatch(/^broken\s+halted\s.*\s0\s+51\s+the last 50 requests all failed$/);
+    // No failed try anywhere: no column.
+    expect(statusTable([fine]).split('\n')[0]).not.toMatch(/RETRIES/);
+    const update = monitoringUpdate([fine, broken]);
+    expect(update.sources.broken).toMatchObject({ errors: 0, retries: 51 });
+    expect(update.global).toMatchObject({ errors: 0, retries: 51 });
+  });
+
   it('does not show a finished source waiting for the Retry-After its last report set', () => {
     const r = running(3);
     const waiting: SourceStatus = { ...r, stats: { ...r.stats!, retryAfterUntil: '2026-11-28T01:47:54.415Z' } };

@@ -228,8 +228,8 @@ export interface MonitoringUpdate {
    * `networkDown`: running sources whose requests a worker could not send in the last five minutes because its own network looked down (networkDownNote).
    * `secondsLeft`: the longest of the running sources' (sourceSecondsLeft); null when none has one. Paused and halted sources wait for an operator and are not in it.
    */
-  global: { sources: number; running: number; paused: number; halted: number; waiting: number; ratePerS: number; targetPerS: number; done: number; errors: number; finishedUrls: number; totalUrls: number; imagesPerS: number | null; secondsLeft: number | null; workersBehind: number; connectionsFull: number; networkDown: number };
-  sources: Record<string, { state: string; rate: number; target: number; done: number; errors: number; linkrot: number; content: number; robots: number; refused: number; finished: number; total: number; secondsLeft: number | null; breaker: string; retryAfterUntil: string | null; crawlDelayUntil: string | null; robotsRetryAt: string | null; robotsError: string | null; robotsHostWait: { error: string; until: string } | null; hostCrawlDelay: { origin: string; delayS: number } | null; storeRetryAt: string | null; storeError: string | null; workersBehind: boolean; connectionsFull: boolean; networkDownAt: string | null; haltReason: string | null; slowed: { by: string; at: string; backAt: string } | null; note?: string }>;
+  global: { sources: number; running: number; paused: number; halted: number; waiting: number; ratePerS: number; targetPerS: number; done: number; errors: number; retries: number; finishedUrls: number; totalUrls: number; imagesPerS: number | null; secondsLeft: number | null; workersBehind: number; connectionsFull: number; networkDown: number };
+  sources: Record<string, { state: string; rate: number; target: number; done: number; errors: number; retries: number; linkrot: number; content: number; robots: number; refused: number; finished: number; total: number; secondsLeft: number | null; breaker: string; retryAfterUntil: string | null; crawlDelayUntil: string | null; robotsRetryAt: string | null; robotsError: string | null; robotsHostWait: { error: string; until: string } | null; hostCrawlDelay: { origin: string; delayS: number } | null; storeRetryAt: string | null; storeError: string | null; workersBehind: boolean; connectionsFull: boolean; networkDownAt: string | null; haltReason: string | null; slowed: { by: string; at: string; backAt: string } | null; note?: string }>;
 }
 
 /**
@@ -255,7 +255,7 @@ export class DoneRate {
 /** One JSON line for operators, like the original system's monitoring_update. */
 export function monitoringUpdate(statuses: SourceStatus[], previous?: { atMs: number; done: number }, nowMs = Date.now()): MonitoringUpdate {
   const sources: MonitoringUpdate['sources'] = {};
-  let rate = 0, target = 0, done = 0, errors = 0, finished = 0, total = 0, running = 0, paused = 0, halted = 0, waiting = 0, behind = 0, slow = 0, networkDown = 0;
+  let rate = 0, target = 0, done = 0, errors = 0, retries = 0, finished = 0, total = 0, running = 0, paused = 0, halted = 0, waiting = 0, behind = 0, slow = 0, networkDown = 0;
   const left: (number | null)[] = [];
   for (const s of statuses) {
     const st = s.stats;
@@ -268,7 +268,7 @@ export function monitoringUpdate(statuses: SourceStatus[], previous?: { atMs: nu
       errors += u?.errors ?? 0;
       total += u?.total ?? 0;
       sources[s.source] = {
-        state, rate: u?.rate ?? 0, target: 0, done: u?.done ?? 0, errors: u?.errors ?? 0, linkrot: 0, content: 0, robots: 0, refused: 0, finished: 0, total: u?.total ?? 0, secondsLeft: null,
+        state, rate: u?.rate ?? 0, target: 0, done: u?.done ?? 0, errors: u?.errors ?? 0, retries: 0, linkrot: 0, content: 0, robots: 0, refused: 0, finished: 0, total: u?.total ?? 0, secondsLeft: null,
         breaker: '', retryAfterUntil: null, crawlDelayUntil: null, robotsRetryAt: null, robotsError: null, robotsHostWait: null, hostCrawlDelay: null, storeRetryAt: null, storeError: null, workersBehind: false, connectionsFull: false, networkDownAt: null, haltReason: null, slowed: null, ...(u ? { note: u.note } : s.ended ? { note: s.ended } : {}),
       };
       continue;
@@ -288,6 +288,7 @@ export function monitoringUpdate(statuses: SourceStatus[], previous?: { atMs: nu
     target += live ? st.target : 0;
     done += st.counts.done;
     errors += st.counts.error;
+    retries += st.counts.retries;
     finished += st.urls.finished;
     total += st.urls.total;
     // Counts from its last answer (StatusPoller): say that this one went unanswered; else what
@@ -296,7 +297,7 @@ export function monitoringUpdate(statuses: SourceStatus[], previous?: { atMs: nu
     const secondsLeft = sourceSecondsLeft(s, nowMs);
     left.push(secondsLeft);
     sources[s.source] = {
-      state, rate: st.rate, target: st.target, done: st.counts.done, errors: st.counts.error, linkrot: st.counts.linkrot,
+      state, rate: st.rate, target: st.target, done: st.counts.done, errors: st.counts.error, retries: st.counts.retries, linkrot: st.counts.linkrot,
       content: st.counts.content, robots: st.counts.robots, refused: st.counts.refused, finished: st.urls.finished, total: st.urls.total, secondsLeft,
       breaker: `${st.breaker.windowErrors}/${st.breaker.windowRequests} in 60s, ${st.breaker.consecutiveErrors} consecutive`,
       // Holds only while the monitor runs: an ended one's stats are from its end.
@@ -320,7 +321,7 @@ export function monitoringUpdate(statuses: SourceStatus[], previous?: { atMs: nu
   const imagesPerS = previous ? Math.round(((done - previous.done) * 1000 / Math.max(1, nowMs - previous.atMs)) * 100) / 100 : null;
   return {
     event: 'monitoring_update', time: new Date(nowMs).toISOString(),
-    global: { sources: statuses.length, running, paused, halted, waiting, ratePerS: round(rate), targetPerS: round(target), done, errors, finishedUrls: finished, totalUrls: total, imagesPerS, secondsLeft: crawlSecondsLeft(left), workersBehind: behind, connectionsFull: slow, networkDown },
+    global: { sources: statuses.length, running, paused, halted, waiting, ratePerS: round(rate), targetPerS: round(target), done, errors, retries, finishedUrls: finished, totalUrls: total, imagesPerS, secondsLeft: crawlSecondsLeft(left), workersBehind: behind, connectionsFull: slow, networkDown },
     sources,
   };
 }
@@ -481,6 +482,12 @@ export class SourceNotes {
 }
 
 const LEFT_COLUMN = 5;
+/**
+ * Tries that failed and were tried again (a URL's last failing try is an error): a source whose
+ * every request failed (the demo's *broken*, halted by its breaker) read 0 errors, as the breaker
+ * halts it before a URL has used its attempts.
+ */
+const RETRIES_COLUMN = 11;
 
 /**
  * Below the table when sources are named: each one's recent events (at most the last 10 the
@@ -493,7 +500,7 @@ export function recentEventsText(statuses: SourceStatus[]): string | undefined {
 }
 
 export function statusTable(statuses: SourceStatus[], nowMs = Date.now()): string {
-  const rows = [['SOURCE', 'STATE', 'RATE/S', 'TARGET', 'FINISHED', 'LEFT', 'DONE', 'LINKROT', 'CONTENT', 'ROBOTS', 'ERRORS', 'NOTE']];
+  const rows = [['SOURCE', 'STATE', 'RATE/S', 'TARGET', 'FINISHED', 'LEFT', 'DONE', 'LINKROT', 'CONTENT', 'ROBOTS', 'ERRORS', 'RETRIES', 'NOTE']];
   for (const s of statuses) {
     const st = s.stats;
     const state = displayState(s);
@@ -507,10 +514,11 @@ export function statusTable(statuses: SourceStatus[], nowMs = Date.now()): strin
         ?? (st?.siteMaxRate != null ? `robots.txt Crawl-delay: at most ${st.siteMaxRate}/s${st.crawlDelayUntil ? `, next request not before ${st.crawlDelayUntil}` : ''}` : u?.note ?? s.ended ?? '');
     const left = sourceSecondsLeft(s, nowMs);
     rows.push([s.source, state, rateCell(st?.rate ?? u?.rate), rateCell(st?.target), st ? `${st.urls.finished}/${st.urls.total}` : '', left ? `~${durationText(left)}` : '', String(st?.counts.done ?? u?.done ?? ''),
-      String(st?.counts.linkrot ?? ''), String(st?.counts.content ?? ''), String(st?.counts.robots ?? ''), String(st?.counts.error ?? u?.errors ?? ''), note]);
+      String(st?.counts.linkrot ?? ''), String(st?.counts.content ?? ''), String(st?.counts.robots ?? ''), String(st?.counts.error ?? u?.errors ?? ''), st?.counts.retries ? String(st.counts.retries) : '', note]);
   }
-  // Once nothing is left to go (run's closing table), the column says nothing.
-  if (rows.every((r, i) => i === 0 || r[LEFT_COLUMN] === '')) for (const r of rows) r.splice(LEFT_COLUMN, 1);
+  // A column that says nothing for every source goes: LEFT once nothing is left to go (run's
+  // closing table), RETRIES while no try has failed. RETRIES before LEFT: the index moves.
+  for (const c of [RETRIES_COLUMN, LEFT_COLUMN]) if (rows.every((r, i) => i === 0 || r[c] === '')) for (const r of rows) r.splice(c, 1);
   const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
   return rows.map((r) => r.map((cell, c) => cell.padEnd(widths[c]!)).join('  ').trimEnd()).join('\n');
 }
