@@ -17,7 +17,8 @@ import { connectClient, connectWorker, ensureSearchAttributes } from '../src/tem
 import { ensureTemporalServer, freePort } from '../src/temporal/devServer';
 import { installTemporalRuntime } from '../src/temporal/runtime';
 import { createCrawlWorker, defaultDeps } from '../src/workers/worker';
-import { monitorWorkflowId, type MonitorStats } from '../src/workflows/monitorState';
+import { monitorWorkflowId } from '../src/workflows/monitorState';
+import type { MonitorStats } from '../src/workflows/monitorStats';
 import type { ActivityInterceptorsFactory } from '@temporalio/worker';
 import { describeGrants, grantTracer, tripsByIssueTime } from './grantTrace';
 import { makeImageSet, sharpAlone, writeSiteFiles } from './images';

@@ -1,7 +1,7 @@
 import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { monitorSearchAttributes } from '../temporal/searchAttributes';
-import type { MonitorStats } from '../workflows/monitorState';
+import type { MonitorStats } from '../workflows/monitorStats';
 import { ChangedSources, crawlCommandFor, DoneRate, heldSourcesNote, listedStatus, recentEventsText, listMonitors, monitoringUpdate, NetworkDownNotice, similarSources, SourceNotes, statusTable, WorkersBehindNotice, type SourceStatus } from './status';
 
 function running(done: number): SourceStatus {

@@ -1,6 +1,6 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { Grant, OutcomeReport, SourceConfig, TokenRequest, WorkItem } from '../shared/types';
-import type { MonitorStats } from './monitorState';
+import type { MonitorStats } from './monitorStats';
 
 // The crawl's message names. They are a public interface: operators use them with the
 // Temporal CLI (see README), so renaming one is a breaking change.

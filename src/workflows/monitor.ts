@@ -14,7 +14,8 @@ import {
   addWorkSignal, batchFinishedSignal, batchStoppedSignal, grantSignal, pauseUpdate, pingSignal, reportOutcomesSignal, requestTokensSignal, resumeUpdate, revokeGrantsSignal,
   setMaxConnectionsUpdate, setMaxRateUpdate, setMaxRetryAfterUpdate, setRateUpdate, statsQuery, stopUpdate, type AddWorkOptions, type ResumeInput, type SetMaxConnectionsInput, type SetMaxRateInput, type SetMaxRetryAfterInput, type SetRateInput,
 } from './messages';
-import { detailsMarkdown, MonitorModel, shownOf, type MonitorInput, type MonitorStats } from './monitorState';
+import { MonitorModel, shownOf, type MonitorInput } from './monitorState';
+import { detailsMarkdown, type MonitorStats } from './monitorStats';
 import { PATCH_LEVEL, inLevel, levelOf, patchesOf } from './patchLevel';
 import { MAX_REVIVALS, dueForRevival, heardFrom, markLost, markRevived, silentBatches } from './lostBatches';
 import type { BatchEntry } from './monitorState';

@@ -1,6 +1,7 @@
 import { DEFAULT_ADAPTIVE } from '../politeness/adaptiveRate';
 import { DEFAULT_GOVERNOR, type GovernorConfig } from '../politeness/governor';
-import { behindNote, connectionsFullNote, detailsMarkdown, governorConfigOf, MonitorModel, networkDownNote } from './monitorState';
+import { governorConfigOf, MonitorModel } from './monitorState';
+import { behindNote, connectionsFullNote, detailsMarkdown, networkDownNote } from './monitorStats';
 
 // The batch no longer asks again after using a grant; these pin the bookkeeping that makes
 // that safe: the monitor subtracts every grant the batch has not acknowledged.

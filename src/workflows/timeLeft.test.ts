@@ -1,4 +1,5 @@
-import { detailsMarkdown, MonitorModel, type MonitorStats } from './monitorState';
+import { MonitorModel } from './monitorState';
+import { detailsMarkdown, type MonitorStats } from './monitorStats';
 import { crawlSecondsLeft, durationText, secondsLeft } from './timeLeft';
 
 const T0 = 1_000_000;

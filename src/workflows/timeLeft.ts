@@ -1,4 +1,4 @@
-import type { MonitorStats } from './monitorState';
+import type { MonitorStats } from './monitorStats';
 
 /**
  * How long a source's URLs still take at its pace: what an operator of a crawl of millions
