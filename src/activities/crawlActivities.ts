@@ -95,7 +95,7 @@ export interface UrlProcessor {
    * number open (openAt's `refused`): whether it waits for another worker's requests to be
    * answered first (pipeline/siteDownloads.ts othersMayHold); openAt counts them meanwhile.
    */
-  othersMayHold?(origin: string, startMs: number): boolean;
+  othersMayHold?(origin: string, startMs: number, quietMs?: number): boolean;
   /** Sites other workers hold for refusing beyond a number open (FetchBatchInput.refusals): this worker keeps to them too. */
   takeRefusals?(hints: Readonly<Record<string, RefusalHint>>): void;
   /** The origin's hold for refusing beyond a number open, for the source's monitor; undefined when none holds it. */
@@ -435,7 +435,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
       // this worker may still be sending the window before (asked then, it waited at every start).
       if (at.refused && !othersAsked.has(at.origin) && othersAsked.size < MAX_SITES_REPORTED && Date.now() >= input.schedule.startMs - OTHERS_ASK_EARLY_MS) {
         othersAsked.add(at.origin);
-        if (deps.processor.othersMayHold?.(at.origin, input.schedule.startMs)) at = openAt!(url) ?? at;
+        if (deps.processor.othersMayHold?.(at.origin, input.schedule.startMs, input.quietBeforeMs)) at = openAt!(url) ?? at;
       }
       if (sites.size < MAX_SITES_REPORTED) sites.add(at.origin);
       const limit = Math.min(at.learnt ?? Infinity, given ?? Infinity);

@@ -110,8 +110,8 @@ export class ImagePipeline implements UrlProcessor {
     return this.fetcher.downloads.hint(origin);
   }
 
-  othersMayHold(origin: string, startMs: number): boolean {
-    return this.fetcher.downloads.othersMayHold(origin, startMs);
+  othersMayHold(origin: string, startMs: number, quietMs?: number): boolean {
+    return this.fetcher.downloads.othersMayHold(origin, startMs, quietMs);
   }
 
   takeRefusals(hints: Readonly<Record<string, RefusalHint>>): void {

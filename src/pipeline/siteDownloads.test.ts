@@ -123,6 +123,20 @@ describe('a worker\'s downloads per site', () => {
     expect(d.othersMayHold('http://other.example', start)).toBe(false);
   });
 
+  it('does not wait at a grant\'s start when the monitor granted the source nothing for longer than an answer takes before it', () => {
+    const { d, clock } = downloads();
+    d.takeRefusal(SITE, { limit: 4, forMs: 300_000, answerMs: 900 });
+    clock.ms = 10_000;
+    // After a Retry-After hold of 30 s: no request of the source's can be open at the site.
+    expect(d.othersMayHold(SITE, 10_000, 30_000)).toBe(false);
+    expect(d.openAt(SITE)).toBe(0);
+    // Quiet for less than an answer's time: the window before may have been another worker's.
+    expect(d.othersMayHold(SITE, 10_000, 899)).toBe(true);
+    expect(d.openAt(SITE)).toBe(4);
+    clock.ms = 10_900;
+    expect(d.openAt(SITE)).toBe(0);
+  });
+
   it('keeps to another worker\'s refusal hold from the monitor, tells its own, and waits at its first grant for the other\'s requests', () => {
     const { d, changes, clock } = downloads();
     expect(d.refusalHint(SITE)).toBeUndefined();

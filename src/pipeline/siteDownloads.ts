@@ -133,12 +133,15 @@ export class SiteDownloads {
    * answering; this worker cannot count them, so it sends nothing there until they are answered.
    * Three workers on one address, each keeping to the site's 4 at once, were refused 7 times in
    * 1,200 URLs as grants passed from one to the next (the rate halved each time), one worker once.
-   * Returns whether it waits.
+   * `quietMs`: how long before the start the source's monitor granted nothing (Grant.quietBeforeMs):
+   * longer than an answer takes, no worker's request of the source can be open there (after a
+   * Retry-After hold or a pause, say). Returns whether it waits.
    */
-  othersMayHold(origin: string, startMs: number): boolean {
+  othersMayHold(origin: string, startMs: number, quietMs = 0): boolean {
     const r = this.refusal(origin);
     if (!r) return false;
     const answerMs = Math.min(r.answerMs, MAX_OTHERS_WAIT_MS);
+    if (quietMs >= answerMs) return false;
     const lastSentMs = this.lastSentMs.get(origin);
     if (lastSentMs !== undefined && lastSentMs >= startMs - answerMs) return false;
     r.othersUntilMs = Math.max(r.othersUntilMs ?? -Infinity, startMs + answerMs);

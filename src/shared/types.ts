@@ -99,6 +99,13 @@ export interface Grant {
    * another worker may still have open there.
    */
   refusals?: Record<string, RefusalHint>;
+  /**
+   * With `refusals`: how long before startMs the source's timeline held no window (a Retry-After
+   * hold, a pause, a stretch without work), at most a minute; absent when the window follows
+   * another directly. No request of the source's earlier grants can still be open at its sites
+   * once that is longer than their answers take, so the activity need not wait for them.
+   */
+  quietBeforeMs?: number;
 }
 
 /** The pacing schedule handed to the fetch activity along with its URLs. */
@@ -311,6 +318,8 @@ export interface FetchBatchInput {
   openLimits?: Record<string, OpenLimitHint>;
   /** Grant.refusals. */
   refusals?: Record<string, RefusalHint>;
+  /** Grant.quietBeforeMs. */
+  quietBeforeMs?: number;
   /**
    * The batch's chunk, when these items are all it has left to finish: if every one of them
    * ends final, the activity leaves the chunk's done-marker after the records (and says so in

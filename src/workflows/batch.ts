@@ -299,6 +299,7 @@ export async function runBatch(input: BatchInput, run: BatchRun): Promise<BatchR
           ...(g.maxConnections !== undefined ? { maxConnections: g.maxConnections } : {}),
           ...(g.openLimits ? { openLimits: g.openLimits } : {}),
           ...(g.refusals ? { refusals: g.refusals } : {}),
+          ...(g.quietBeforeMs ? { quietBeforeMs: g.quietBeforeMs } : {}),
           schedule: {
             startMs: g.startMs, endMs: g.endMs, intervalMs: g.intervalMs, burstSlots: g.burstSlots, ...(g.issuedMs !== undefined ? { issuedMs: g.issuedMs } : {}),
             // What the batch left of it: the activity may start late too (a busy worker's queue).

@@ -126,6 +126,27 @@ describe('MonitorModel token bookkeeping', () => {
     expect(m.stats(T0 + 200_000 + 3_600_001).openLimits).toBeUndefined();
   });
 
+  it('tells a grant to a refusal-held site how long before its window the source was granted nothing', () => {
+    const { m, batchId } = modelWithBatch();
+    m.onTokenRequest({ batchId, unassigned: 5_000, grantsSeen: 0 });
+    const [g1] = m.planGrants(T0);
+    expect(g1!.quietBeforeMs).toBeUndefined();
+    m.onReport({ batchId, grantId: 1, outcomes: [], unused: 0, refusals: { 'http://img.example': { limit: 4, forMs: 600_000, answerMs: 1_010 } } }, T0 + 5_000);
+    // Planned ahead, as the monitor does: the window follows the one before directly.
+    m.onTokenRequest({ batchId, unassigned: 5_000, grantsSeen: 1 });
+    const [g2] = m.planGrants(g1!.endMs - 2_000);
+    expect(g2!.startMs).toBe(g1!.endMs);
+    expect(g2!.quietBeforeMs).toBeUndefined();
+    // After a hold of 30 s (a Retry-After, a pause): nothing was granted in that time.
+    m.onTokenRequest({ batchId, unassigned: 5_000, grantsSeen: 2 });
+    const [g3] = m.planGrants(g2!.endMs + 30_000);
+    expect(g3!.quietBeforeMs).toBe(Math.round(g3!.startMs - g2!.endMs));
+    expect(g3!.quietBeforeMs).toBeGreaterThanOrEqual(30_000);
+    // Told up to a minute.
+    m.onTokenRequest({ batchId, unassigned: 5_000, grantsSeen: 3 });
+    expect(m.planGrants(g3!.endMs + 120_000)[0]!.quietBeforeMs).toBe(60_000);
+  });
+
   it('hands a site\'s refusal hold a worker reported to its next grants, for what is left of it, through continue-as-new', () => {
     const { m, batchId } = modelWithBatch();
     m.onTokenRequest({ batchId, unassigned: 500, grantsSeen: 0 });

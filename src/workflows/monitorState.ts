@@ -121,6 +121,8 @@ export interface MonitorInput {
 
 /** How long a site's open-download limit, as a worker last reported it, goes to the next grants. */
 const OPEN_LIMIT_KEPT_MS = 60 * 60_000;
+/** A grant tells the quiet before its window (Grant.quietBeforeMs) up to this: a worker waits at most 5 s for another's requests. */
+const QUIET_TOLD_MAX_MS = 60_000;
 /** Sites whose open-download limits and refusal holds the monitor keeps: a source spans a few hosts. */
 const MAX_SITES_KEPT = 16;
 
@@ -453,6 +455,7 @@ export class MonitorModel {
     const lead = last ? this.governor.cfg.grantLeadMs : undefined;
     const stretch = windowStretch(missRate);
     const whole = shortFirst && last && this.governor.fitsInOneWindow(wants[0]!.wanted, stretch) && wholeIfFits?.() === true;
+    const bookedUntilMs = this.state.governor.pacer.nextFreeMs;
     const planned = this.governor.plan(wants, nowMs, stretch, shortFirst && !whole, lead, probe);
     // A batch puts this much more than a URL per slot into its first grant (grantItemCount).
     const { maxRetryAfterMs } = this.governor.cfg.adaptive;
@@ -466,7 +469,10 @@ export class MonitorModel {
       ...(openLimits ? { openLimits } : {}),
       ...(refusals ? { refusals } : {}),
     };
-    const grants = Object.keys(extra).length ? planned.map((g) => ({ ...g, ...extra })) : planned;
+    const grants: Grant[] = Object.keys(extra).length ? planned.map((g) => ({ ...g, ...extra })) : planned;
+    // The window's other grants follow its first directly.
+    const quietMs = grants[0] && (bookedUntilMs > 0 ? grants[0].startMs - bookedUntilMs : Infinity);
+    if (refusals && quietMs && quietMs > 0) grants[0] = { ...grants[0]!, quietBeforeMs: Math.round(Math.min(quietMs, QUIET_TOLD_MAX_MS)) };
     for (const g of grants) {
       const b = this.batch(g.batchId)!;
       b.grantsSent += 1;
