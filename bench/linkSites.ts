@@ -23,7 +23,8 @@ import { ThinUplink } from '../test/support/thinUplink';
  *   x 3, `crawl run` with TEMPORAL_ADDRESS).
  * The origin counts the most open in each second. Usage: npm run bench:sites [-- NAME...]
  * (BENCH_SITES_ROOT=DIR: crawl with that checkout's build instead, to compare; BENCH_SITES_LOGS=DIR:
- * conn-limited-3w's workers' logs kept there, with CRAWL_LOG_LEVEL=debug their waits too).
+ * the `crawl run`'s log (its embedded worker's lines) and conn-limited-3w's workers' logs kept
+ * there, with CRAWL_LOG_LEVEL=debug their waits too).
  * Its last line is one JSON object, per scenario: seconds, records, mostOpen, meanOpen,
  * refusals (503s) and when they came, and the workers' open-limit changes (site-open-limit lines).
  */
@@ -205,6 +206,8 @@ async function run(s: Scenario, body: Buffer, root: string, work: string): Promi
       cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], env: own ? { ...embeddedEnv(), TEMPORAL_ADDRESS: own.address } : embeddedEnv(),
     });
     watch(child);
+    // With its embedded worker, the run's own log holds the worker's lines.
+    if (process.env.BENCH_SITES_LOGS) child.stderr!.pipe(fs.createWriteStream(path.join(process.env.BENCH_SITES_LOGS, `run-${s.name}.log`)));
     child.on('exit', resolve);
   });
   const seconds = (Date.now() - started) / 1_000;
