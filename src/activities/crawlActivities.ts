@@ -202,7 +202,8 @@ const OTHERS_ASK_EARLY_MS = 50;
 /** A grant's sites whose open-download judgements go to the monitor: a source spans a few hosts, not hundreds. */
 const MAX_SITES_REPORTED = 16;
 
-function openLimitsOf(sites: ReadonlySet<string>, processor: UrlProcessor): { openLimits?: Record<string, OpenLimitHint>; refusals?: Record<string, RefusalHint> } {
+/** What the worker has judged of a grant's sites (open-download limits, refusal holds), for the source's monitor to hand on. */
+function siteJudgementsOf(sites: ReadonlySet<string>, processor: UrlProcessor): { openLimits?: Record<string, OpenLimitHint>; refusals?: Record<string, RefusalHint> } {
   let openLimits: Record<string, OpenLimitHint> | undefined;
   let refusals: Record<string, RefusalHint> | undefined;
   for (const origin of sites) {
@@ -592,7 +593,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
       // A site held to its learnt limit is told as such, the pool's waits before it was learnt aside.
       ...(heldLimit !== undefined && ctx.info.attempt === 1 ? { connectionWaits: { requests: heldSlots.size, perSite: heldLimit.limit, ...(heldLimit.given ? { given: true } : { learnt: true, ...(heldLimit.starting ? { starting: true } : {}), ...(heldLimit.refused ? { refused: true } : {}) }) } }
         : connectionWaits && ctx.info.attempt === 1 ? { connectionWaits } : {}),
-      ...openLimitsOf(sites, deps.processor),
+      ...siteJudgementsOf(sites, deps.processor),
       ...(run.decided > 0 ? { decidedWithoutRequest: run.decided } : {}),
       // A retried attempt knows nothing of the sends of the attempt before it.
       ...(run.lastSendMs !== undefined && ctx.info.attempt === 1 ? { lastSendMs: run.lastSendMs } : {}),

@@ -483,14 +483,6 @@ export class SourceNotes {
   }
 }
 
-const LEFT_COLUMN = 5;
-/**
- * Tries that failed and were tried again (a URL's last failing try is an error): a source whose
- * every request failed (the demo's *broken*, halted by its breaker) read 0 errors, as the breaker
- * halts it before a URL has used its attempts.
- */
-const RETRIES_COLUMN = 11;
-
 /**
  * Below the table when sources are named: each one's recent events (at most the last 10 the
  * monitor keeps: a 429, a temporary halt, a resume, a changed catalogue entry), which were in
@@ -516,11 +508,17 @@ export function statusTable(statuses: SourceStatus[], nowMs = Date.now()): strin
         ?? (st?.siteMaxRate != null ? `robots.txt Crawl-delay: at most ${st.siteMaxRate}/s${st.crawlDelayUntil ? `, next request not before ${st.crawlDelayUntil}` : ''}` : u?.note ?? s.ended ?? '');
     const left = sourceSecondsLeft(s, nowMs);
     rows.push([s.source, state, rateCell(st?.rate ?? u?.rate), rateCell(st?.target), st ? `${st.urls.finished}/${st.urls.total}` : '', left ? `~${durationText(left)}` : '', String(st?.counts.done ?? u?.done ?? ''),
-      String(st?.counts.linkrot ?? ''), String(st?.counts.content ?? ''), String(st?.counts.robots ?? ''), String(st?.counts.error ?? u?.errors ?? ''), st?.counts.retries ? String(st.counts.retries) : '', note]);
+      String(st?.counts.linkrot ?? ''), String(st?.counts.content ?? ''), String(st?.counts.robots ?? ''), String(st?.counts.error ?? u?.errors ?? ''),
+      // Tries that failed and go again (a URL's last failing try is an error): a source whose every
+      // request failed (the demo's *broken*) read 0 errors, its breaker halting it before a URL had used its tries.
+      st?.counts.retries ? String(st.counts.retries) : '', note]);
   }
   // A column that says nothing for every source goes: LEFT once nothing is left to go (run's
-  // closing table), RETRIES while no try has failed. RETRIES before LEFT: the index moves.
-  for (const c of [RETRIES_COLUMN, LEFT_COLUMN]) if (rows.every((r, i) => i === 0 || r[c] === '')) for (const r of rows) r.splice(c, 1);
+  // closing table), RETRIES while no try has failed.
+  for (const name of ['LEFT', 'RETRIES']) {
+    const c = rows[0]!.indexOf(name);
+    if (rows.every((r, i) => i === 0 || r[c] === '')) for (const r of rows) r.splice(c, 1);
+  }
   const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
   return rows.map((r) => r.map((cell, c) => cell.padEnd(widths[c]!)).join('  ').trimEnd()).join('\n');
 }

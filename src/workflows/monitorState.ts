@@ -470,9 +470,12 @@ export class MonitorModel {
       ...(refusals ? { refusals } : {}),
     };
     const grants: Grant[] = Object.keys(extra).length ? planned.map((g) => ({ ...g, ...extra })) : planned;
-    // The window's other grants follow its first directly.
-    const quietMs = grants[0] && (bookedUntilMs > 0 ? grants[0].startMs - bookedUntilMs : Infinity);
-    if (refusals && quietMs && quietMs > 0) grants[0] = { ...grants[0]!, quietBeforeMs: Math.round(Math.min(quietMs, QUIET_TOLD_MAX_MS)) };
+    // Only the window's first grant can follow a quiet stretch: the others follow it directly.
+    const first = grants[0];
+    if (refusals && first) {
+      const quietMs = bookedUntilMs > 0 ? first.startMs - bookedUntilMs : Infinity;
+      if (quietMs > 0) grants[0] = { ...first, quietBeforeMs: Math.round(Math.min(quietMs, QUIET_TOLD_MAX_MS)) };
+    }
     for (const g of grants) {
       const b = this.batch(g.batchId)!;
       b.grantsSent += 1;
