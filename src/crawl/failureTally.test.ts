@@ -14,15 +14,18 @@ describe('why URLs did not end as done, for the end of crawl run', () => {
       '',
     ].join('\n'));
     t.addText(`${rec('dead', 'error', 'robots.txt unreachable (connect ECONNREFUSED 127.0.0.2:80); gave up after 3 tries at least 5 min apart')}\n`.repeat(3));
+    t.addText(`${rec('cut', 'error', 'network: UND_ERR_SOCKET: other side closed; 100 of 4823 bytes of the body received')}\n${rec('cut', 'error', 'network: UND_ERR_SOCKET: other side closed; 7 of 90 bytes of the body received')}\n`);
+    t.addText(`${rec('cut', 'error', 'timeout: total timeout; 0 bytes of the body received')}\n`);
     t.addText('not json\n{"half": ');
     expect(t.lines()).toEqual([
+      'cut: 2 error: network: UND_ERR_SOCKET: other side closed; N of M bytes of the body received · 1 error: timeout: total timeout; N bytes of the body received',
       'dead: 3 error: robots.txt unreachable (connect ECONNREFUSED 127.0.0.2:80); gave up after 3 tries at least 5 min apart',
       'museum: 2 robots: disallowed by robots.txt · 1 content: image of WxH pixels exceeds the 100000000-pixel limit · 1 linkrot: http 404',
     ]);
     // What `crawl again` would ask for: the failures, and no wall's answers among these.
-    expect(t.again).toEqual({ walled: 0, failed: 3 });
+    expect(t.again).toEqual({ walled: 0, failed: 6 });
     t.addText(`${rec('wall', 'content', 'not an image: an HTML page')}\n${rec('wall', 'content', 'http 401')}\n`);
-    expect(t.again).toEqual({ walled: 2, failed: 3 });
+    expect(t.again).toEqual({ walled: 2, failed: 6 });
   });
 
   it('says how many more have other reasons, and stays bounded however many distinct reasons come', () => {

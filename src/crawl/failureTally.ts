@@ -49,5 +49,6 @@ function normalise(reason: string): string {
   return reason
     .replace(/^robots\.txt disallows \S.*$/, 'disallowed by robots.txt')
     .replace(/\b\d+x\d+ pixels\b/, 'WxH pixels')
+    .replace(/; \d+( of \d+)? bytes of the body received$/, (_m, of: string | undefined) => `; N${of ? ' of M' : ''} bytes of the body received`)
     .slice(0, 200);
 }

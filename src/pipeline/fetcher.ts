@@ -1,5 +1,5 @@
 import net from 'node:net';
-import type { IncomingHttpHeaders } from 'node:http';
+import { maxHeaderSize, type IncomingHttpHeaders } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { Agent, buildConnector, errors as undiciErrors, Pool, type Dispatcher } from 'undici';
 import type { PipelineConfig } from './config';
@@ -580,7 +580,7 @@ class CollectHandler implements Dispatcher.DispatchHandler, SendWatcher {
     if (!this.res) return this.settle(undefined, err);
     if (!this.keep) return this.settle(this.res);
     const [failure, reason] = classifyError(err, err, true);
-    this.settle({ ...this.res, failure, reason });
+    this.settle({ ...this.res, failure, reason: `${reason}; ${bodyReceived(this.size, this.res.headers)}` });
   }
 
   private settle(res: HopResponse | undefined, err?: Error): void {
@@ -742,12 +742,23 @@ function classifyError(err: unknown, aborted: Error | undefined, afterHeaders = 
   // Content-Length it had read (two of them run together): a site that sends it twice. After
   // it, a connection closed short of the length (cut, and asked again).
   if (code === 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH' && !afterHeaders) return ['protocol', 'malformed response (its Content-Length header is sent twice or is not a number)'];
-  if (err instanceof undiciErrors.HTTPParserError || e.name === 'HTTPParserError' || code?.startsWith('HPE_') || code === 'UND_ERR_HEADERS_OVERFLOW') {
+  // undici reads headers up to Node's limit (--max-http-header-size), as browsers do about the same.
+  if (code === 'UND_ERR_HEADERS_OVERFLOW') return ['protocol', `response headers larger than ${maxHeaderSize} bytes (UND_ERR_HEADERS_OVERFLOW)`];
+  if (err instanceof undiciErrors.HTTPParserError || e.name === 'HTTPParserError' || code?.startsWith('HPE_')) {
     return ['protocol', (message.includes(code ?? e.name ?? '') ? message : `${code ?? e.name}: ${message}`).slice(0, 300)];
   }
   // Node's socket errors name their code already ("connect ECONNREFUSED 10.0.0.1:80"): once is enough.
   const label = code ?? e.name ?? 'error';
   return ['network', (message.includes(label) ? message : `${label}: ${message}`).slice(0, 300)];
+}
+
+/**
+ * How much of a failed body had come, for its reason: a body cut off near its end and one that
+ * never started are different faults of a site (the tally of reasons groups them without the numbers).
+ */
+export function bodyReceived(size: number, headers: IncomingHttpHeaders): string {
+  const declared = Number(headers['content-length']);
+  return `${size}${headers['content-length'] !== undefined && Number.isSafeInteger(declared) ? ` of ${declared}` : ''} bytes of the body received`;
 }
 
 /**

@@ -1,4 +1,5 @@
 import { getEventListeners } from 'node:events';
+import { maxHeaderSize } from 'node:http';
 import { pipelineConfigFromEnv } from '../../src/pipeline/config';
 import { Fetcher } from '../../src/pipeline/fetcher';
 import { Origin } from '../support/origin';
@@ -18,6 +19,7 @@ describe('Fetcher total timeout, cancellation and malformed responses (real undi
       .route('/stalls.jpg', (_q, r) => { r.writeHead(200, { 'content-type': 'image/jpeg' }); r.write(Buffer.from([0xff, 0xd8, 0xff])); })
       .route('/429-stalls.jpg', (_q, r) => { r.writeHead(429, { 'retry-after': '30', 'content-type': 'text/html' }); r.write('<html>slow down'); })
       // A status line node:http would not write: straight onto the socket.
+      .route('/huge-headers.jpg', (_q, r) => { r.socket?.end(`HTTP/1.1 200 OK\r\nx-padding: ${'a'.repeat(100_000)}\r\ncontent-length: 3\r\n\r\nabc`); })
       .route('/status-000.jpg', (_q, r) => { r.socket?.end('HTTP/1.1 000 Zero\r\ncontent-length: 0\r\n\r\n'); })
       .route('/two-lengths.jpg', (_q, r) => { r.socket?.end('HTTP/1.1 200 OK\r\ncontent-type: image/jpeg\r\ncontent-length: 3\r\ncontent-length: 3\r\n\r\nabc'); })
       // 103 Early Hints every 20 ms, for ever; and two of them before a real answer.
@@ -44,7 +46,8 @@ describe('Fetcher total timeout, cancellation and malformed responses (real undi
   });
 
   it('keeps the status of a response whose body stalled', async () => {
-    expect(await fetcher.fetch(origin.url('/stalls.jpg'))).toMatchObject({ ok: false, failure: 'timeout', reason: 'total timeout', status: 200, sent: true });
+    // How much of it had come is part of the reason: a body that never started is another fault.
+    expect(await fetcher.fetch(origin.url('/stalls.jpg'))).toMatchObject({ ok: false, failure: 'timeout', reason: 'total timeout; 3 bytes of the body received', status: 200, sent: true });
     // The body of a 429 is dropped unread: its status and Retry-After are the answer, and the
     // activity's back-off needs them.
     const limited = await fetcher.fetch(origin.url('/429-stalls.jpg'));
@@ -84,12 +87,17 @@ describe('Fetcher total timeout, cancellation and malformed responses (real undi
     expect(res.reason).not.toContain('\n');
   });
 
+  it('says a response whose headers run past the limit is too large a header, and how large', async () => {
+    const res = await fetcher.fetch(origin.url('/huge-headers.jpg'));
+    expect(res).toMatchObject({ ok: false, failure: 'protocol', reason: `response headers larger than ${maxHeaderSize} bytes (UND_ERR_HEADERS_OVERFLOW)` });
+  });
+
   it('calls two Content-Length headers a malformed response (asked again, the answer is the same), not a body cut short', async () => {
     const res = await fetcher.fetch(origin.url('/two-lengths.jpg'));
     expect(res).toMatchObject({ ok: false, failure: 'protocol', reason: expect.stringMatching(/^malformed response \(its Content-Length/) });
     // A body that really was cut short stays a network failure, which is asked again.
     const cut = await fetcher.fetch(origin.url('/cut-short.jpg'));
-    expect(cut).toMatchObject({ ok: false, status: 200, failure: 'network' });
+    expect(cut).toMatchObject({ ok: false, status: 200, failure: 'network', reason: expect.stringMatching(/; 3 of 10 bytes of the body received$/) });
   });
 
   it("stops when the caller's signal aborts", async () => {

@@ -280,11 +280,11 @@ describe('robots.txt (RFC 9309) per origin', () => {
       await withRobots((o) => o.route('/robots.txt', drip), async (o) => {
         const { verdict } = await new RobotsCache(slowFetcher, slow).check(new URL(o.url('/any.jpg')));
         // One byte a second against a 1 s stall limit: the rate check or the stall may end it.
-        expect(verdict).toMatchObject({ kind: 'unavailable', reason: expect.stringMatching(/^robots\.txt answered 200 but its body did not arrive \((transfer below 1000 bytes\/s|body stalled)\)$/) });
+        expect(verdict).toMatchObject({ kind: 'unavailable', reason: expect.stringMatching(/^robots\.txt answered 200 but its body did not arrive \((transfer below 1000 bytes\/s|body stalled; \d+ bytes of the body received)\)$/) });
       });
       await withRobots((o) => o.route('/robots.txt', (_q, r) => { r.writeHead(200, { 'content-type': 'text/plain' }); r.write('User-agent: *\n'); }), async (o) => {
         const { verdict } = await new RobotsCache(slowFetcher, slow).check(new URL(o.url('/any.jpg')));
-        expect(verdict).toMatchObject({ kind: 'unavailable', reason: 'robots.txt answered 200 but its body did not arrive (body stalled)' });
+        expect(verdict).toMatchObject({ kind: 'unavailable', reason: 'robots.txt answered 200 but its body did not arrive (body stalled; 14 bytes of the body received)' });
       });
     } finally {
       await slowFetcher.close();
