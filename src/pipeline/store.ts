@@ -206,7 +206,7 @@ export class S3Store implements ObjectStore {
   }
 
   get description(): string {
-    return `s3://${this.cfg.bucket}/${this.cfg.prefix ?? ''}${this.cfg.endpoint ? ` at ${this.cfg.endpoint}` : ''}`;
+    return `S3 store s3://${this.cfg.bucket}/${this.cfg.prefix ?? ''}${this.cfg.endpoint ? ` at ${this.cfg.endpoint}` : ''}`;
   }
 
   private key(key: string): string {

@@ -65,15 +65,15 @@ describe('S3 store against a real S3-protocol server (moto_server on 127.0.0.1)'
         s.destroy();
       }
     };
-    expect(await use({ bucket: 'no-such-bucket' })).toBe(`cannot use the s3://no-such-bucket/ at ${server.endpoint}: bucket "no-such-bucket" does not exist (create it, or correct CRAWL_S3_BUCKET)`);
+    expect(await use({ bucket: 'no-such-bucket' })).toBe(`cannot use the S3 store s3://no-such-bucket/ at ${server.endpoint}: bucket "no-such-bucket" does not exist (create it, or correct CRAWL_S3_BUCKET)`);
     const closed = 'http://127.0.0.1:1';
-    expect(await use({ endpoint: closed })).toBe(`cannot use the s3://crawl/ at ${closed}: cannot reach ${closed} (ECONNREFUSED; check CRAWL_S3_ENDPOINT)`);
+    expect(await use({ endpoint: closed })).toBe(`cannot use the S3 store s3://crawl/ at ${closed}: cannot reach ${closed} (ECONNREFUSED; check CRAWL_S3_ENDPOINT)`);
     // No credentials anywhere in the chain (and no instance metadata service: tests stay on loopback).
     const keep = { ...process.env };
     try {
       for (const k of ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'AWS_SESSION_TOKEN', 'AWS_PROFILE']) delete process.env[k];
       Object.assign(process.env, { AWS_SHARED_CREDENTIALS_FILE: '/nonexistent/credentials', AWS_CONFIG_FILE: '/nonexistent/config', AWS_EC2_METADATA_DISABLED: 'true' });
-      expect(await use({})).toMatch(/^cannot use the s3:\/\/crawl\/ at .*: no AWS credentials found \(set AWS_ACCESS_KEY_ID/);
+      expect(await use({})).toMatch(/^cannot use the S3 store s3:\/\/crawl\/ at .*: no AWS credentials found \(set AWS_ACCESS_KEY_ID/);
     } finally {
       process.env = keep;
     }
@@ -195,7 +195,7 @@ describe('S3 store against a real S3-protocol server (moto_server on 127.0.0.1)'
   });
 
   it('says what it is without leaking credentials', () => {
-    expect(store.description).toBe(`s3://crawl/run1/ at ${server.endpoint}`);
+    expect(store.description).toBe(`S3 store s3://crawl/run1/ at ${server.endpoint}`);
     expect(store.description).not.toContain('test-secret');
   });
 });
