@@ -1,5 +1,5 @@
 import net from 'node:net';
-import { maxHeaderSize, type IncomingHttpHeaders } from 'node:http';
+import type { IncomingHttpHeaders } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { Agent, buildConnector, errors as undiciErrors, Pool, type Dispatcher } from 'undici';
 import type { PipelineConfig } from './config';
@@ -133,6 +133,12 @@ const sendByInterceptor: Dispatcher.DispatcherComposeInterceptor = (dispatch) =>
 /** A paced request's slot further ahead than this gets its connection check on a timer. */
 const FAR_AHEAD_MS = 1_000;
 const MAX_TRACKED_ORIGINS = 10_000;
+/**
+ * The most header bytes a response may have. Node's 16 KiB default guards servers against their
+ * clients; sites send images with a long Content-Security-Policy, many cookies or CDN trace
+ * headers that browsers (Chrome: 256 KiB) show. Bounded all the same, and within the headers timeout.
+ */
+export const MAX_RESPONSE_HEADER_BYTES = 256 * 1024;
 
 /** Connections are closed this much before a site's learnt idle limit: its clock and ours differ by a round trip or so. */
 function idleMargin(limitMs: number): number {
@@ -191,6 +197,7 @@ export class Fetcher {
     this.warm = new WarmConnections(opts.wrapConnector ? opts.wrapConnector(connect) : connect);
     // One Agent keeps one keep-alive pool per origin.
     this.agent = new Agent({
+      maxHeaderSize: MAX_RESPONSE_HEADER_BYTES,
       connect: this.warm.connect,
       headersTimeout: cfg.headersTimeoutMs,
       bodyTimeout: Math.max(cfg.minRateGraceMs, 1_000),
@@ -742,8 +749,7 @@ function classifyError(err: unknown, aborted: Error | undefined, afterHeaders = 
   // Content-Length it had read (two of them run together): a site that sends it twice. After
   // it, a connection closed short of the length (cut, and asked again).
   if (code === 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH' && !afterHeaders) return ['protocol', 'malformed response (its Content-Length header is sent twice or is not a number)'];
-  // undici reads headers up to Node's limit (--max-http-header-size), as browsers do about the same.
-  if (code === 'UND_ERR_HEADERS_OVERFLOW') return ['protocol', `response headers larger than ${maxHeaderSize} bytes (UND_ERR_HEADERS_OVERFLOW)`];
+  if (code === 'UND_ERR_HEADERS_OVERFLOW') return ['protocol', `response headers larger than ${MAX_RESPONSE_HEADER_BYTES} bytes (UND_ERR_HEADERS_OVERFLOW)`];
   if (err instanceof undiciErrors.HTTPParserError || e.name === 'HTTPParserError' || code?.startsWith('HPE_')) {
     return ['protocol', (message.includes(code ?? e.name ?? '') ? message : `${code ?? e.name}: ${message}`).slice(0, 300)];
   }

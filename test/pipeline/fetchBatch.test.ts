@@ -1,5 +1,4 @@
 import fs from 'node:fs';
-import { maxHeaderSize } from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { MockActivityEnvironment } from '@temporalio/testing';
@@ -15,6 +14,7 @@ import { ImagePipeline } from '../../src/pipeline/imagePipeline';
 import { recordKey, thumbnailKey } from '../../src/pipeline/keys';
 import { chunkDoneKey, chunkSpoolKey } from '../../src/shared/chunkRanges';
 import { Spool } from '../../src/pipeline/spool';
+import { MAX_RESPONSE_HEADER_BYTES } from '../../src/pipeline/fetcher';
 import { LocalStore } from '../../src/pipeline/store';
 import type { FetchBatchInput, FetchBatchResult, RedirectHop, RequestOutcome } from '../../src/shared/types';
 import { bombPng, hevcHeic, jpeg, png, rotatedJpeg, scanBombJpeg } from '../support/images';
@@ -88,7 +88,7 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
       .route('/bad-chunk.jpg', (_q, r) => { r.socket!.end('HTTP/1.1 200 OK\r\ncontent-type: image/jpeg\r\ntransfer-encoding: chunked\r\n\r\nZZZ\r\nabc\r\n0\r\n\r\n'); })
       .route('/not-http.jpg', (_q, r) => { r.socket!.end('HELLO THIS IS NOT HTTP\r\n\r\n'); })
       .route('/many-headers.jpg', (_q, r) => {
-        r.socket!.end(`HTTP/1.1 200 OK\r\n${Array.from({ length: 2000 }, (_, i) => `x-h${i}: ${'a'.repeat(50)}\r\n`).join('')}content-length: 0\r\n\r\n`);
+        r.socket!.end(`HTTP/1.1 200 OK\r\n${Array.from({ length: 6000 }, (_, i) => `x-h${i}: ${'a'.repeat(50)}\r\n`).join('')}content-length: 0\r\n\r\n`);
       });
     // Answers that take 700 ms: each holds a connection that long.
     for (let k = 1; k <= 5; k++) origin.route(`/slow${k}.png`, (_q, r) => { setTimeout(() => { r.writeHead(200, { 'content-type': 'image/png' }); r.end(smallPng); }, 700); });
@@ -196,7 +196,7 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     expect(by).toEqual({
       '/bad-chunk.jpg': ['error', true, expect.stringMatching(/^protocol: .*Invalid character in chunk size.*; not asked again$/)],
       '/not-http.jpg': ['error', true, expect.stringMatching(/^protocol: .*does not match the HTTP\/1\.1 protocol.*; not asked again$/)],
-      '/many-headers.jpg': ['error', true, `protocol: response headers larger than ${maxHeaderSize} bytes (UND_ERR_HEADERS_OVERFLOW); not asked again`],
+      '/many-headers.jpg': ['error', true, `protocol: response headers larger than ${MAX_RESPONSE_HEADER_BYTES} bytes (UND_ERR_HEADERS_OVERFLOW); not asked again`],
       '/fail.jpg': ['error', false, 'http 500'],
     });
   });
