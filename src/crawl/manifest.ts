@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import { readLines } from './lineReader';
 import { assertTextManifest, firstBytes, manifestBytes, manifestCompression } from './manifestBytes';
+import { MAX_URL_CHARS } from '../shared/urlLimits';
 
 /**
  * Manifests are streamed line by line, never loaded whole. Formats: NDJSON ({"url", "source"?}),
@@ -110,12 +111,6 @@ function checkUrl(raw: string): URL | string {
   return u;
 }
 
-/**
- * The longest URL crawled. A batch's 500 URLs travel in its grants and their results, which
- * Temporal refuses over 2 MB: 3,000-character signed URLs came to 1.5 MB. Signed CDN and S3
- * links run to 1,000-2,500; the sitemaps protocol allows 2,048.
- */
-export const MAX_URL_CHARS = 3_500;
 
 /** What a line that is almost a URL lacks: exports drop the scheme or keep quotes. */
 function notUrlHint(raw: string): string {

@@ -4,6 +4,7 @@ import type { Duplex } from 'node:stream';
 import { Agent, buildConnector, errors as undiciErrors, Pool, type Dispatcher } from 'undici';
 import type { PipelineConfig } from './config';
 import { setBounded } from '../shared/boundedMap';
+import { MAX_URL_CHARS } from '../shared/urlLimits';
 import { errorCode } from '../shared/errorText';
 import { log } from '../shared/log';
 import { openFilesLimit } from '../shared/openFiles';
@@ -464,6 +465,11 @@ export class Fetcher {
           } catch {
             // The site's fault and no network trouble: asking again gets the same answer.
             return fail('bad-redirect', `redirect to an invalid URL: ${JSON.stringify(header('location')!.slice(0, 120))}`, { status, ttfbMs });
+          }
+          // Measured as a manifest's URLs are (no fragment): the hop travels in workflow messages.
+          const sentLength = location.length - new URL(location).hash.length;
+          if (sentLength > MAX_URL_CHARS) {
+            return fail('bad-redirect', `redirect to a URL of ${sentLength.toLocaleString('en-US')} characters: at most ${MAX_URL_CHARS.toLocaleString('en-US')}`, { status, ttfbMs });
           }
           if (opts.followRedirects === false) {
             const cookies = res.headers['set-cookie'];

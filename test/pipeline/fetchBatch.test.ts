@@ -80,6 +80,8 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
       .route('/long-chain', (q, r) => { r.writeHead(302, { location: `/long-chain?${Number(q.url!.split('?')[1] ?? 0) + 1}` }); r.end(); })
       .route('/to-internal', redirect('http://10.0.0.1/x.jpg'))
       .route('/bad-redirect', redirect('http://[::1'))
+      // 16 KiB of headers had bounded a Location; 256 KiB do not bound what a handed-back hop carries.
+      .route('/long-redirect', redirect(`/${'a'.repeat(5_000)}.jpg#${'f'.repeat(100)}`))
       .route('/to-javascript', redirect('javascript:alert(1)'))
       .route('/drip.jpg', drip)
       .route('/fail.jpg', (_q, r) => { r.writeHead(500); r.end(); })
@@ -133,7 +135,7 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
 
   it('gives every URL the right outcome and reason, and loses none of the batch', async () => {
     const paths = ['/good.jpg', '/good.png', '/rotated.jpg', '/truncated.jpg', '/page.jpg', '/bomb.png', '/scan-bomb.jpg', '/huge.jpg',
-      '/gone.jpg', '/missing.jpg', '/members.jpg', '/r1', '/loop', '/loop-a', '/long-chain', '/to-internal', '/bad-redirect', '/drip.jpg', '/private/secret.jpg',
+      '/gone.jpg', '/missing.jpg', '/members.jpg', '/r1', '/loop', '/loop-a', '/long-chain', '/to-internal', '/bad-redirect', '/long-redirect', '/drip.jpg', '/private/secret.jpg',
       '/hinted.png', '/processing.png', '/continue.png', '/partial.jpg', '/no-location', '/to-javascript'];
     // Redirect hops take slots of their own: /r1 four, /loop-a two, /long-chain six.
     const { result, by } = await run(paths, paths.length + 10);
@@ -159,6 +161,7 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
       '/long-chain': 'content: more than 5 redirects',
       '/to-internal': expect.stringMatching(/^refused: address 10\.0\.0\.1 is private/),
       '/bad-redirect': 'content: redirect to an invalid URL: "http://[::1"',
+      '/long-redirect': `content: redirect to a URL of ${(origin.url('').length + 5_005).toLocaleString('en-US')} characters: at most 3,500`,
       '/drip.jpg': expect.stringMatching(/^error: too-slow/),
       '/private/secret.jpg': expect.stringMatching(/^robots: robots.txt disallows \/private\/secret.jpg/),
       '/hinted.png': 'done: ',
