@@ -111,7 +111,7 @@ function ndjsonEntries(text: string, path: string): unknown[] {
     try {
       entries.push(JSON.parse(line));
     } catch (err) {
-      throw new CatalogError(`catalog ${path} line ${i + 1} is not valid JSON (${(err as Error).message}): a catalogue is a JSON array, or one JSON object a line, of {"name", "imageCount"?, "rate"?, "burst"?}`);
+      throw new CatalogError(`catalog ${path} line ${i + 1} is not valid JSON (${(err as Error).message}): a catalogue is a JSON array, or one JSON object a line, of {"name", "imageCount"?, "rate"?, "burst"?, "maxConnections"?}`);
     }
   });
   return entries;
