@@ -337,7 +337,7 @@ describe('manifests', () => {
     }
     const f = write('bad.ndjson', [...lines, '{"name":"broken",rate:5}'].join('\r'));
     await expect(readCatalog(f)).rejects.toThrow(`catalog ${f} line 4 is not valid JSON (`);
-    await expect(readCatalog(f)).rejects.toThrow(/: a catalogue is a JSON array, or one JSON object a line, of \{"name", "imageCount"\?, "rate"\?, "burst"\?\}$/);
+    await expect(readCatalog(f)).rejects.toThrow(/: a catalogue is a JSON array, or one JSON object a line, of \{"name", "imageCount"\?, "rate"\?, "burst"\?, "maxConnections"\?\}$/);
   });
 
   it('reads a UTF-16 catalogue (Windows PowerShell writes one) as its text', async () => {
