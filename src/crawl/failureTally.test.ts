@@ -38,6 +38,19 @@ describe('why URLs did not end as done, for the end of crawl run', () => {
     expect(t.lines(1000)[0]!.split(' · ')).toHaveLength(101);
   });
 
+  it('shows a site\'s failures first among reasons as common as each other', () => {
+    const t = new FailureTally();
+    t.addText([
+      rec('s', 'content', 'http 302: a redirect without a Location header'),
+      rec('s', 'content', 'not an image: an HTML page'),
+      rec('s', 'linkrot', 'http 404'),
+      rec('s', 'error', 'protocol: bad response; not asked again'),
+      rec('s', 'refused', 'credentials in URLs are not allowed'),
+      rec('s', 'error', 'network: ECONNRESET'),
+    ].join('\n'));
+    expect(t.lines()).toEqual(['s: 1 error: network: ECONNRESET · 1 error: protocol: bad response; not asked again · 1 refused: credentials in URLs are not allowed · 3 more with other reasons']);
+  });
+
   it('has nothing to say when everything was done', () => {
     const t = new FailureTally();
     t.addText(`${rec('a', 'done')}\n${rec('b', 'done')}\n`);

@@ -36,12 +36,23 @@ export class FailureTally {
   lines(top = 3): string[] {
     return [...this.bySource.keys()].sort().map((source) => {
       const counts = this.bySource.get(source)!;
-      const reasons = [...counts].filter(([k]) => k !== OTHER).sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
+      const reasons = [...counts].filter(([k]) => k !== OTHER).sort((a, b) => b[1] - a[1] || rank(a[0]) - rank(b[0]) || a[0].localeCompare(b[0]));
       const shown = reasons.slice(0, top).map(([reason, n]) => `${n} ${reason}`);
       const rest = reasons.slice(top).reduce((s, [, n]) => s + n, counts.get(OTHER) ?? 0);
       return `${source}: ${shown.join(' · ')}${rest ? ` · ${rest} more with other reasons` : ''}`;
     });
   }
+}
+
+/**
+ * Among reasons as common as each other, the site's failures first: they are what `crawl again
+ * --failed` asks for again and what the breaker counts, where a page or a 404 is the URL's own.
+ */
+const OUTCOME_ORDER = ['error', 'refused', 'content', 'linkrot', 'robots'];
+
+function rank(key: string): number {
+  const i = OUTCOME_ORDER.indexOf(key.slice(0, key.indexOf(':')));
+  return i < 0 ? OUTCOME_ORDER.length : i;
 }
 
 /** Reasons that name the URL's own path or size are grouped without it. */
