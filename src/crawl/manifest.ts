@@ -111,7 +111,6 @@ function checkUrl(raw: string): URL | string {
   return u;
 }
 
-
 /** What a line that is almost a URL lacks: exports drop the scheme or keep quotes. */
 function notUrlHint(raw: string): string {
   if (/^["'<].*["'>]$/.test(raw)) return ' (remove the quotes or brackets around it)';
