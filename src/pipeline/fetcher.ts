@@ -752,9 +752,10 @@ function classifyError(err: unknown, aborted: Error | undefined, afterHeaders = 
   // undici drops the connection on any 100 Continue it did not ask for (RFC 9110 says to skip it).
   if (code === 'UND_ERR_SOCKET' && message === 'bad response') return ['protocol', 'bad response: a 100 Continue that was not asked for, or an answer to no request'];
   // Before the status has reached us, undici's parser refused the headers and undici named the
-  // Content-Length it had read (two of them run together): a site that sends it twice. After
-  // it, a connection closed short of the length (cut, and asked again).
-  if (code === 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH' && !afterHeaders) return ['protocol', 'malformed response (its Content-Length header is sent twice or is not a number)'];
+  // Content-Length it had read (two of them run together, or one beside a chunked
+  // Transfer-Encoding, which RFC 9112 forbids): the error does not say which. After it, a
+  // connection closed short of the length (cut, and asked again).
+  if (code === 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH' && !afterHeaders) return ['protocol', 'malformed response (its Content-Length header is sent twice, is not a number, or comes with Transfer-Encoding)'];
   if (code === 'UND_ERR_HEADERS_OVERFLOW') return ['protocol', `response headers larger than ${MAX_RESPONSE_HEADER_BYTES} bytes (UND_ERR_HEADERS_OVERFLOW)`];
   if (err instanceof undiciErrors.HTTPParserError || e.name === 'HTTPParserError' || code?.startsWith('HPE_')) {
     return ['protocol', (message.includes(code ?? e.name ?? '') ? message : `${code ?? e.name}: ${message}`).slice(0, 300)];

@@ -21,6 +21,7 @@ describe('Fetcher total timeout, cancellation and malformed responses (real undi
       .route('/long-headers.jpg', (_q, r) => { r.socket?.end(`HTTP/1.1 200 OK\r\ncontent-security-policy: ${'a'.repeat(100_000)}\r\ncontent-length: 3\r\n\r\nabc`); })
       .route('/huge-headers.jpg', (_q, r) => { r.socket?.end(`HTTP/1.1 200 OK\r\nx-padding: ${'a'.repeat(300_000)}\r\ncontent-length: 3\r\n\r\nabc`); })
       .route('/status-000.jpg', (_q, r) => { r.socket?.end('HTTP/1.1 000 Zero\r\ncontent-length: 0\r\n\r\n'); })
+      .route('/length-and-chunked.jpg', (_q, r) => { r.socket?.end('HTTP/1.1 200 OK\r\ncontent-type: image/jpeg\r\ncontent-length: 10\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n'); })
       .route('/two-lengths.jpg', (_q, r) => { r.socket?.end('HTTP/1.1 200 OK\r\ncontent-type: image/jpeg\r\ncontent-length: 3\r\ncontent-length: 3\r\n\r\nabc'); })
       // 103 Early Hints every 20 ms, for ever; and two of them before a real answer.
       .route('/hints-forever.jpg', (_q, r) => {
@@ -97,6 +98,9 @@ describe('Fetcher total timeout, cancellation and malformed responses (real undi
   it('calls two Content-Length headers a malformed response (asked again, the answer is the same), not a body cut short', async () => {
     const res = await fetcher.fetch(origin.url('/two-lengths.jpg'));
     expect(res).toMatchObject({ ok: false, failure: 'protocol', reason: expect.stringMatching(/^malformed response \(its Content-Length/) });
+    // Beside a chunked Transfer-Encoding (a request-smuggling shape RFC 9112 forbids): the same.
+    expect(await fetcher.fetch(origin.url('/length-and-chunked.jpg'))).toMatchObject({ ok: false, failure: 'protocol',
+      reason: 'malformed response (its Content-Length header is sent twice, is not a number, or comes with Transfer-Encoding)' });
     // A body that really was cut short stays a network failure, which is asked again.
     const cut = await fetcher.fetch(origin.url('/cut-short.jpg'));
     expect(cut).toMatchObject({ ok: false, status: 200, failure: 'network', reason: expect.stringMatching(/; 3 of 10 bytes of the body received$/) });
