@@ -459,15 +459,16 @@ export class Fetcher {
           return Array.isArray(v) ? v[0] : v;
         };
         if (status >= 300 && status < 400 && status !== 304 && header('location')) {
-          let location: string;
+          let target: URL;
           try {
-            location = new URL(header('location')!, u).toString();
+            target = new URL(header('location')!, u);
           } catch {
             // The site's fault and no network trouble: asking again gets the same answer.
             return fail('bad-redirect', `redirect to an invalid URL: ${JSON.stringify(header('location')!.slice(0, 120))}`, { status, ttfbMs });
           }
+          const location = target.toString();
           // Measured as a manifest's URLs are (no fragment): the hop travels in workflow messages.
-          const sentLength = location.length - new URL(location).hash.length;
+          const sentLength = location.length - target.hash.length;
           if (sentLength > MAX_URL_CHARS) {
             return fail('bad-redirect', `redirect to a URL of ${sentLength.toLocaleString('en-US')} characters: at most ${MAX_URL_CHARS.toLocaleString('en-US')}`, { status, ttfbMs });
           }
@@ -769,7 +770,7 @@ function classifyError(err: unknown, aborted: Error | undefined, afterHeaders = 
  * How much of a failed body had come, for its reason: a body cut off near its end and one that
  * never started are different faults of a site (the tally of reasons groups them without the numbers).
  */
-export function bodyReceived(size: number, headers: IncomingHttpHeaders): string {
+function bodyReceived(size: number, headers: IncomingHttpHeaders): string {
   const declared = Number(headers['content-length']);
   return `${size}${headers['content-length'] !== undefined && Number.isSafeInteger(declared) ? ` of ${declared}` : ''} bytes of the body received`;
 }
