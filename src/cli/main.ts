@@ -487,6 +487,10 @@ export function buildProgram(): Command {
       const out = path.resolve(opts.out);
       const site = await startDemoSite(path.join(out, 'site'), opts.scale);
       try {
+        if (site.portMoved) {
+          process.stderr.write(`crawl: the earlier demo's port ${site.portMoved.from} is taken; serving on ${site.portMoved.to}, so every URL is new to ${out} ` +
+            '(the earlier URLs stay as they were; use another --out for a clean run)\n');
+        }
         process.stdout.write('demo: museum 2/s (robots.txt, a 404), photos 25/s, throttled 10/s (429s), broken 5/s (500s: the breaker halts it)\n');
         const result = await runCrawl({ manifest: site.manifest, catalog: site.catalog, outDir: out, allowNetworks: ['127.0.0.0/8'], halted, againHint: false });
         if (result.exitCode >= 128 || result.serverLost) { // interrupted or its server gone: runCrawl has said so

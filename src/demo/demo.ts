@@ -13,6 +13,8 @@ export interface DemoSite {
   origins: Origin[];
   manifest: string;
   catalog: string;
+  /** An earlier demo's port was taken: its URLs are not this run's. */
+  portMoved?: { from: number; to: number };
   stop(): Promise<void>;
 }
 
@@ -31,17 +33,35 @@ async function makeImage(i: number): Promise<Buffer> {
   return (i % 3 === 0 ? image.withXmp(DEMO_XMP) : image).jpeg({ quality: 60 + (i % 4) * 10 }).toBuffer();
 }
 
-async function listenAll(origins: Origin[], hosts: string[]): Promise<void> {
+/**
+ * Binds the four origins on one port. `preferred` first, the port of an earlier demo into the
+ * same directory: its URLs, and so its manifest, stay the same, and a second run (with
+ * --resume-halted, say) takes up the earlier crawl instead of crawling 352 new URLs beside it
+ * while the halted source's URLs point at a port nobody serves. Returns the port used.
+ */
+async function listenAll(origins: Origin[], hosts: string[], preferred?: number): Promise<number> {
   for (let attempt = 0; attempt < 5; attempt++) {
+    const port = attempt === 0 && preferred !== undefined ? preferred : 0;
     try {
-      await origins[0]!.start(hosts[0]);
+      await origins[0]!.start(hosts[0], port);
       for (let k = 1; k < origins.length; k++) await origins[k]!.start(hosts[k], origins[0]!.port);
-      return;
+      return origins[0]!.port;
     } catch {
       await Promise.all(origins.map((o) => o.stop().catch(() => undefined)));
     }
   }
   throw new Error('could not bind the demo origins on 127.0.0.1-4');
+}
+
+/** The port of the manifest an earlier demo wrote, if any (a few hundred lines: read whole). */
+function earlierPort(manifest: string): number | undefined {
+  try {
+    const first = fs.readFileSync(manifest, 'utf8').split('\n')[0]!;
+    const port = Number(new URL((JSON.parse(first) as { url: string }).url).port);
+    return port > 0 ? port : undefined;
+  } catch {
+    return undefined; // none, or not one of ours
+  }
 }
 
 export async function startDemoSite(dir: string, scale = 1): Promise<DemoSite> {
@@ -71,7 +91,9 @@ export async function startDemoSite(dir: string, scale = 1): Promise<DemoSite> {
   });
   broken.route('*', (req, res) => { res.writeHead(req.url === '/robots.txt' ? 404 : 500); res.end(); });
   const origins = [museum, photos, throttled, broken];
-  await listenAll(origins, ['127.0.0.1', '127.0.0.2', '127.0.0.3', '127.0.0.4']);
+  const manifest = path.join(dir, 'demo-manifest.ndjson');
+  const before = earlierPort(manifest);
+  const port = await listenAll(origins, ['127.0.0.1', '127.0.0.2', '127.0.0.3', '127.0.0.4'], before);
 
   const lines: string[] = [];
   const add = (o: Origin, p: string, source?: string) => lines.push(JSON.stringify({ url: o.url(p), ...(source ? { source } : {}) }));
@@ -84,7 +106,6 @@ export async function startDemoSite(dir: string, scale = 1): Promise<DemoSite> {
   for (let i = 0; i < 60; i++) add(broken, `/img/${i}.jpg`, 'broken');
   lines.push('this line is not JSON');
   lines.push(JSON.stringify({ url: 'ftp://example.org/x.jpg' }));
-  const manifest = path.join(dir, 'demo-manifest.ndjson');
   fs.writeFileSync(manifest, lines.join('\n') + '\n');
   const catalog = path.join(dir, 'demo-catalog.json');
   fs.writeFileSync(catalog, JSON.stringify([
@@ -93,5 +114,5 @@ export async function startDemoSite(dir: string, scale = 1): Promise<DemoSite> {
     { name: 'throttled', rate: 10 },
     { name: 'broken', rate: 5 },
   ], null, 2));
-  return { origins, manifest, catalog, stop: async () => { await Promise.all(origins.map((o) => o.stop())); } };
+  return { origins, manifest, catalog, ...(before !== undefined && before !== port ? { portMoved: { from: before, to: port } } : {}), stop: async () => { await Promise.all(origins.map((o) => o.stop())); } };
 }
