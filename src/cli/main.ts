@@ -487,9 +487,12 @@ export function buildProgram(): Command {
       const out = path.resolve(opts.out);
       const site = await startDemoSite(path.join(out, 'site'), opts.scale);
       try {
-        if (site.portMoved) {
-          process.stderr.write(`crawl: the earlier demo's port ${site.portMoved.from} is taken; serving on ${site.portMoved.to}, so every URL is new to ${out} ` +
+        const { earlier } = site;
+        if (earlier?.movedTo !== undefined) {
+          process.stderr.write(`crawl: the earlier demo's port ${earlier.port} is taken; serving on ${earlier.movedTo}, so every URL is new to ${out} ` +
             '(the earlier URLs stay as they were; use another --out for a clean run)\n');
+        } else if (earlier) {
+          process.stdout.write(`demo: ${out} holds an earlier demo: this run takes up its crawl, and what it finished is not fetched again (another --out, or removing ${out}, starts afresh)\n`);
         }
         process.stdout.write('demo: museum 2/s (robots.txt, a 404), photos 25/s, throttled 10/s (429s), broken 5/s (500s: the breaker halts it)\n');
         const result = await runCrawl({ manifest: site.manifest, catalog: site.catalog, outDir: out, allowNetworks: ['127.0.0.0/8'], halted, againHint: false });

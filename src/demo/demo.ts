@@ -13,8 +13,8 @@ export interface DemoSite {
   origins: Origin[];
   manifest: string;
   catalog: string;
-  /** An earlier demo's port was taken: its URLs are not this run's. */
-  portMoved?: { from: number; to: number };
+  /** An earlier demo wrote into the same directory: its port, taken up again unless taken by another. */
+  earlier?: { port: number; movedTo?: number };
   stop(): Promise<void>;
 }
 
@@ -114,5 +114,5 @@ export async function startDemoSite(dir: string, scale = 1): Promise<DemoSite> {
     { name: 'throttled', rate: 10 },
     { name: 'broken', rate: 5 },
   ], null, 2));
-  return { origins, manifest, catalog, ...(before !== undefined && before !== port ? { portMoved: { from: before, to: port } } : {}), stop: async () => { await Promise.all(origins.map((o) => o.stop())); } };
+  return { origins, manifest, catalog, ...(before !== undefined ? { earlier: { port: before, ...(before !== port ? { movedTo: port } : {}) } } : {}), stop: async () => { await Promise.all(origins.map((o) => o.stop())); } };
 }

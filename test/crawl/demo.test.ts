@@ -56,19 +56,22 @@ describe('crawl demo', () => {
     expect(second.stdout).toMatch(/^broken\s+stopped\s.*0\/60\s/m);
     expect(fs.readFileSync(path.join(out, 'site', 'demo-manifest.ndjson'), 'utf8')).toBe(manifest);
     expect(second.stderr).not.toContain('is taken');
+    expect(second.stdout).toContain(`demo: ${out} holds an earlier demo: this run takes up its crawl`);
   }, 400_000);
 
   it('says so when the earlier port is taken, and serves on another', async () => {
     const site = await startDemoSite(out);
     const port = site.origins[0]!.port;
-    expect(site.portMoved).toBeUndefined();
+    expect(site.earlier).toBeUndefined();
     await site.stop();
     const squatter = net.createServer();
     await new Promise<void>((resolve) => squatter.listen(port, '127.0.0.3', resolve));
+    let moved: number;
     try {
       const again = await startDemoSite(out);
+      moved = again.origins[0]!.port;
       await again.stop();
-      expect(again.portMoved).toEqual({ from: port, to: again.origins[0]!.port });
+      expect(again.earlier).toEqual({ port, movedTo: again.origins[0]!.port });
       expect(again.origins[0]!.port).not.toBe(port);
       expect(fs.readFileSync(again.manifest, 'utf8')).toContain(`http://127.0.0.1:${again.origins[0]!.port}/img/0.jpg`);
     } finally {
@@ -76,6 +79,6 @@ describe('crawl demo', () => {
     }
     const third = await startDemoSite(out);
     await third.stop();
-    expect(third.portMoved).toBeUndefined();
+    expect(third.earlier).toEqual({ port: moved });
   });
 });
