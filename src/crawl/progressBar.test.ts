@@ -21,5 +21,6 @@ describe('crawl run\'s progress bar', () => {
 
   it('tells the tries that failed and go again, when there are any', () => {
     expect(progressBarLine({ ...global, errors: 0, retries: 51 })).toMatch(/ 1200 done, 0 errors \(51 retries\), 42\/s,/);
+    expect(progressBarLine({ ...global, errors: 1, retries: 1 })).toMatch(/ 1200 done, 1 error \(1 retry\), 42\/s,/);
   });
 });

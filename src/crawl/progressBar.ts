@@ -12,13 +12,15 @@ const NARROWEST_BAR = 5;
  */
 export function progressBarLine(g: MonitoringUpdate['global'], columns?: number): string {
   const pct = g.totalUrls ? Math.floor((g.finishedUrls / g.totalUrls) * 100) : 100;
-  const text = `${pct}% ${g.finishedUrls}/${g.totalUrls} urls, ${g.done} done, ${g.errors} errors${g.retries ? ` (${g.retries} retries)` : ''}, ${g.ratePerS}/s, ${g.running} running` +
+  const text = `${pct}% ${g.finishedUrls}/${g.totalUrls} urls, ${g.done} done, ${counted(g.errors, 'error', 'errors')}${g.retries ? ` (${counted(g.retries, 'retry', 'retries')})` : ''}, ${g.ratePerS}/s, ${g.running} running` +
     `${g.waiting ? ` (${g.waiting} waiting)` : ''}${g.paused ? ` (${g.paused} paused)` : ''}${g.halted ? `, ${g.halted} halted` : ''}` +
     `${g.secondsLeft ? `, ~${durationText(g.secondsLeft)} left` : ''}`;
   const width = Math.min(BAR_WIDTH, roomOn(columns) - text.length - 3);
   if (width >= NARROWEST_BAR) return `[${'#'.repeat(Math.floor((pct * width) / 100)).padEnd(width, '.')}] ${text}`;
   return fitLine(text, columns);
 }
+
+const counted = (n: number, one: string, many: string) => `${n} ${n === 1 ? one : many}`;
 
 /** A line rewritten in place (`\r`) on a terminal this wide, cut to fit: a wrapped one leaves a row behind at each rewrite. */
 export function fitLine(text: string, columns?: number): string {
