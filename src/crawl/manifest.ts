@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import { readLines } from './lineReader';
 import { assertTextManifest, firstBytes, manifestBytes, manifestCompression } from './manifestBytes';
-import { MAX_URL_CHARS } from '../shared/urlLimits';
+import { MAX_URL_CHARS, sentChars } from '../shared/urlLimits';
 
 /**
  * Manifests are streamed line by line, never loaded whole. Formats: NDJSON ({"url", "source"?}),
@@ -105,8 +105,9 @@ function checkUrl(raw: string): URL | string {
   if (u.username || u.password) return 'credentials in URLs are not allowed';
   // A fragment is never sent to the server: x.jpg#a and x.jpg#b are one image, crawled once.
   u.hash = '';
-  if (u.href.length > MAX_URL_CHARS) {
-    return `URL of ${u.href.length.toLocaleString('en-US')} characters (as sent, percent-encoded): at most ${MAX_URL_CHARS.toLocaleString('en-US')}, as a chunk of 500 travels in one workflow message of at most 2 MB`;
+  const chars = sentChars(u);
+  if (chars > MAX_URL_CHARS) {
+    return `URL of ${chars.toLocaleString('en-US')} characters (as sent, percent-encoded): at most ${MAX_URL_CHARS.toLocaleString('en-US')}, as a chunk of 500 travels in one workflow message of at most 2 MB`;
   }
   return u;
 }

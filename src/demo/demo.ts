@@ -114,5 +114,6 @@ export async function startDemoSite(dir: string, scale = 1): Promise<DemoSite> {
     { name: 'throttled', rate: 10 },
     { name: 'broken', rate: 5 },
   ], null, 2));
-  return { origins, manifest, catalog, ...(before !== undefined ? { earlier: { port: before, ...(before !== port ? { movedTo: port } : {}) } } : {}), stop: async () => { await Promise.all(origins.map((o) => o.stop())); } };
+  const earlier = before === undefined ? undefined : { port: before, ...(before !== port ? { movedTo: port } : {}) };
+  return { origins, manifest, catalog, ...(earlier ? { earlier } : {}), stop: async () => { await Promise.all(origins.map((o) => o.stop())); } };
 }

@@ -4,7 +4,7 @@ import type { Duplex } from 'node:stream';
 import { Agent, buildConnector, errors as undiciErrors, Pool, type Dispatcher } from 'undici';
 import type { PipelineConfig } from './config';
 import { setBounded } from '../shared/boundedMap';
-import { MAX_URL_CHARS } from '../shared/urlLimits';
+import { MAX_URL_CHARS, sentChars } from '../shared/urlLimits';
 import { errorCode } from '../shared/errorText';
 import { log } from '../shared/log';
 import { openFilesLimit } from '../shared/openFiles';
@@ -467,8 +467,8 @@ export class Fetcher {
             return fail('bad-redirect', `redirect to an invalid URL: ${JSON.stringify(header('location')!.slice(0, 120))}`, { status, ttfbMs });
           }
           const location = target.toString();
-          // Measured as a manifest's URLs are (no fragment): the hop travels in workflow messages.
-          const sentLength = location.length - target.hash.length;
+          // Bounded as a manifest's URLs are: the hop travels in workflow messages.
+          const sentLength = sentChars(target);
           if (sentLength > MAX_URL_CHARS) {
             return fail('bad-redirect', `redirect to a URL of ${sentLength.toLocaleString('en-US')} characters: at most ${MAX_URL_CHARS.toLocaleString('en-US')}`, { status, ttfbMs });
           }

@@ -5,3 +5,8 @@
  * links run to 1,000-2,500; the sitemaps protocol allows 2,048.
  */
 export const MAX_URL_CHARS = 3_500;
+
+/** A URL's length as the server gets it: its fragment is never sent. */
+export function sentChars(u: URL): number {
+  return u.href.length - u.hash.length;
+}
