@@ -18,6 +18,13 @@ describe('the store export and reasons read', () => {
     expect(() => storeToRead(path.join(cwd, '.crawl-data'), cwd, '--out')).toThrow(/: give --out the directory .*; here: --out crawl-out$/);
   });
 
+  it('names the directory that holds a store given as the directory', () => {
+    fs.mkdirSync(path.join(cwd, 'crawl-out', 'store', 'records'), { recursive: true });
+    const given = path.join(cwd, 'crawl-out', 'store');
+    expect(() => storeToRead(given, cwd)).toThrow(`${given} is a store itself (it holds records/): give --data-dir ${path.join(cwd, 'crawl-out')}, the directory that holds it`);
+    expect(() => storeToRead(given, cwd, '--out')).toThrow(/: give --out .*\/crawl-out, the directory that holds it$/);
+  });
+
   it('is the store when it is there, records or not', () => {
     fs.mkdirSync(path.join(cwd, 'empty', 'store'), { recursive: true });
     const store = storeToRead(path.join(cwd, 'empty'), cwd);

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import path from 'node:path';
 import { LocalStore, storeFromEnv, type ObjectStore } from '../pipeline/store';
 import { crawlOutputsIn } from '../shared/crawlOutputs';
 
@@ -6,11 +7,15 @@ import { crawlOutputsIn } from '../shared/crawlOutputs';
  * The store `export` and `reasons` read. A local store that is not there is an error: it is a
  * typo or a forgotten `--data-dir` (`crawl run --out crawl-out`, then `crawl export` without
  * it), which before exported 0 records with exit code 0. It names the directories here that
- * hold a crawl's records.
+ * hold a crawl's records. The directory given may be the store itself (the summary of `crawl run`
+ * names it, "the local directory OUT/store"): the error then names the one that holds it.
  */
 export function storeToRead(dataDir: string, cwd = process.cwd(), flag: '--data-dir' | '--out' = '--data-dir'): ObjectStore {
   const store = storeFromEnv(dataDir);
   if (!(store instanceof LocalStore) || fs.existsSync(store.root)) return store;
+  if (fs.existsSync(path.join(dataDir, 'records'))) {
+    throw new Error(`${dataDir} is a store itself (it holds records/): give ${flag} ${path.dirname(dataDir)}, the directory that holds it`);
+  }
   const here = crawlOutputsIn(cwd, 'records');
   throw new Error(`there is no ${store.description}: give ${flag} the directory \`crawl run --out\` wrote, or the one the workers use (CRAWL_DATA_DIR)` +
     (here.length ? `; here: ${here.map((d) => `${flag} ${d}`).join(', ')}` : ''));
