@@ -15,14 +15,16 @@ export type Catalog = Map<string, SourceConfig>;
 
 const FIELDS: readonly string[] = ['name', ...SOURCE_CONFIG_FIELDS];
 
-export async function readCatalog(path: string): Promise<Catalog> {
+export async function readCatalog(path: string, warn: (message: string) => void = (m) => { process.stderr.write(`crawl: ${m}\n`); }): Promise<Catalog> {
   let text: string;
   try {
+    if ((await fs.stat(path)).isDirectory()) throw new CatalogError(`catalog ${path} is a directory, not a file`);
     const bytes = await fs.readFile(path);
     // Written by Windows PowerShell's `>`, it is UTF-16, which read as UTF-8 is not JSON at all.
     const utf16 = utf16Of(bytes);
     text = utf16 ? new TextDecoder(utf16).decode(bytes) : bytes.toString('utf8');
   } catch (err) {
+    if (err instanceof CatalogError) throw err;
     throw new Error(`cannot read catalog ${path}: ${(err as Error).message}`);
   }
   let entries: unknown[];
@@ -54,6 +56,9 @@ export async function readCatalog(path: string): Promise<Catalog> {
     if ('problem' in taken) throw new Error(`${where} (${name}): ${taken.problem}`);
     catalog.set(name, taken.config);
   });
+  // Given on purpose, an empty file is most likely an export that failed: say so rather than crawl
+  // every source at the default rate without a word. Still crawled: the default is the politest.
+  if (catalog.size === 0) warn(`catalog ${path} lists no sources, so it sets no source's rate (a source started without an entry is crawled at 1 request/s)`);
   hostAliases(catalog, path);
   return catalog;
 }

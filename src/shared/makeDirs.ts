@@ -12,14 +12,19 @@ import path from 'node:path';
 export function makeDirsSync(dir: string): string | undefined {
   const missing: string[] = [];
   for (let d = path.resolve(dir); ; d = path.dirname(d)) {
+    let found: fs.Stats;
     try {
-      fs.statSync(d);
-      break;
+      found = fs.statSync(d);
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code === 'ENOTDIR') throw fileInTheWay(d, err as NodeJS.ErrnoException);
+      if (code !== 'ENOENT') throw err;
       missing.push(d);
       if (path.dirname(d) === d) break; // a root that does not exist: mkdir says why
+      continue;
     }
+    if (!found.isDirectory()) throw notADirectory(d);
+    break;
   }
   let first: string | undefined;
   for (const d of missing.reverse()) {
@@ -32,4 +37,23 @@ export function makeDirsSync(dir: string): string | undefined {
     }
   }
   return first;
+}
+
+function notADirectory(file: string): NodeJS.ErrnoException {
+  return Object.assign(new Error(`${file} is a file, not a directory`), { code: 'ENOTDIR' });
+}
+
+/**
+ * Node's ENOTDIR names the path asked for (`stat 'out/store'`), not the file in the way (`out`,
+ * given as `--out` by mistake): this error names that one.
+ */
+function fileInTheWay(dir: string, err: NodeJS.ErrnoException): NodeJS.ErrnoException {
+  for (let d = path.dirname(dir); path.dirname(d) !== d; d = path.dirname(d)) {
+    try {
+      if (!fs.statSync(d).isDirectory()) return notADirectory(d);
+    } catch {
+      // Further up.
+    }
+  }
+  return err;
 }

@@ -296,6 +296,18 @@ describe('manifests', () => {
     fs.writeFileSync(bad, JSON.stringify([{ name: 'museum', rate: 0 }]));
     await expect(readCatalog(bad)).rejects.toThrow(/entry 1 \(museum\): rate must be greater than 0/);
     await expect(readCatalog(path.join(dir, 'missing.json'))).rejects.toThrow(/cannot read catalog/);
+    await expect(readCatalog(dir)).rejects.toThrow(`catalog ${dir} is a directory, not a file`);
+    // Empty (an export that failed): crawled at the default rate, with a warning that says so.
+    for (const text of ['', '[]', '{}', '\n\n']) {
+      const empty = path.join(dir, 'empty.json');
+      fs.writeFileSync(empty, text);
+      const warnings: string[] = [];
+      expect((await readCatalog(empty, (m) => warnings.push(m))).size).toBe(0);
+      expect(warnings).toEqual([`catalog ${empty} lists no sources, so it sets no source's rate (a source started without an entry is crawled at 1 request/s)`]);
+    }
+    const warnings: string[] = [];
+    await readCatalog(good, (m) => warnings.push(m));
+    expect(warnings).toEqual([]);
     const twice = path.join(dir, 'twice.ndjson');
     fs.writeFileSync(twice, '{"name":"museum","rate":2}\n{"name":"other"}\n{"name":"museum","rate":20}\n');
     await expect(readCatalog(twice)).rejects.toThrow(/entry 3: "museum" is listed twice/);
