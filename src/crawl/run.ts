@@ -18,7 +18,7 @@ import { FailureTally } from './failureTally';
 import { checkManifest, manifestHasContent } from './manifest';
 import { continuesNote, downloadedBeforeNote, duplicatesNote, emptyManifest, grewNote, queuedElsewhereNote, nothingToCrawl, startCrawl, startWarnings, type StartSummary } from './start';
 import { progressBarLine } from './progressBar';
-import { ChangedSources, closedListingWarner, crawlCommandFor, DoneRate, listClosedSince, monitoringUpdate, NetworkDownNotice, sourceStatus, statusTable, shellWord, SourceNotes, stopMonitor, WorkersBehindNotice, type SourceStatus } from './status';
+import { ChangedSources, closedListingWarner, crawlCommandFor, serverElsewhereNote, DoneRate, listClosedSince, monitoringUpdate, NetworkDownNotice, sourceStatus, statusTable, shellWord, SourceNotes, stopMonitor, WorkersBehindNotice, type SourceStatus } from './status';
 import { StartProgressLine } from './startProgress';
 import { StatusPoller } from './statusPoller';
 import { envText } from '../shared/env';
@@ -168,6 +168,8 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
       `${summary.badLines ? ` (${summary.badLines} bad line(s) skipped)` : ''}` +
       `${duplicates ? ` (${duplicates})` : ''}; Web UI: ${server.uiUrl ?? 'see your Temporal UI'}\n`);
     if (!deps) out.write(`${noOwnWorkerNote(store, opts.outDir)}\n`);
+    const elsewhere = serverElsewhereNote(server.address, crawlCommandFor(server.address, path.resolve(opts.outDir)));
+    if (elsewhere) out.write(`${elsewhere}\n`);
     for (const note of [continuesNote(summary, opts.manifest), grewNote(summary, opts.manifest)]) if (note) out.write(`${note}\n`);
     for (const note of [downloadedBeforeNote(summary), queuedElsewhereNote(summary)]) if (note) out.write(`${note}\n`);
     for (const warning of startWarnings(summary)) process.stderr.write(`crawl: ${warning}\n`);

@@ -2,7 +2,7 @@ import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { monitorSearchAttributes } from '../temporal/searchAttributes';
 import type { MonitorStats } from '../workflows/monitorStats';
-import { ChangedSources, crawlCommandFor, DoneRate, heldSourcesNote, listedStatus, recentEventsText, listMonitors, monitoringUpdate, NetworkDownNotice, similarSources, SourceNotes, statusTable, WorkersBehindNotice, type SourceStatus } from './status';
+import { ChangedSources, crawlCommandFor, DoneRate, heldSourcesNote, listedStatus, recentEventsText, listMonitors, monitoringUpdate, NetworkDownNotice, serverElsewhereNote, similarSources, SourceNotes, statusTable, WorkersBehindNotice, type SourceStatus } from './status';
 
 function running(done: number): SourceStatus {
   const counts = { done, linkrot: 0, robots: 0, content: 0, refused: 0, error: 0, retries: 0, requests: done };
@@ -179,6 +179,9 @@ describe('the status table', () => {
     const usual = new SourceNotes(crawlCommandFor('127.0.0.1:7233', '/data/out', undefined));
     expect(usual.changed([only(50)])[0]!.note).toMatch(/`crawl reasons s --data-dir \/data\/out` shows what came instead, `crawl pause s` stops asking$/);
     expect(crawlCommandFor('10.1.2.3:7233', '/o', '10.1.2.3:7233')('pause s')).toBe('crawl pause s');
+    // Said once at the start too, so that `crawl status` in another terminal finds this crawl.
+    expect(serverElsewhereNote('127.0.0.1:40123', crawlCommandFor('127.0.0.1:40123', '/o', undefined))).toBe('this crawl\'s server is at 127.0.0.1:40123: `TEMPORAL_ADDRESS=127.0.0.1:40123 crawl status` (and pause, resume, ...) in another terminal');
+    expect(serverElsewhereNote('127.0.0.1:7233', crawlCommandFor('127.0.0.1:7233', '/o', undefined))).toBeUndefined();
   });
 
   it('says when the latest 50+ images were one and the same file (a placeholder), running or finished, and once in run\'s notes', () => {

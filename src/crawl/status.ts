@@ -446,6 +446,16 @@ export function crawlCommandFor(address: string, outDir: string, envAddress = en
   return (args) => (args.startsWith('reasons ') ? `crawl ${args} --data-dir ${shellWord(outDir)}` : `${env}crawl ${args}`);
 }
 
+/**
+ * Said at a run's start when its own server moved to free ports (7233 was taken): `crawl status`
+ * typed in another terminal would otherwise ask the server on 7233, and show another crawl's
+ * sources or none.
+ */
+export function serverElsewhereNote(address: string, crawl: CrawlCommand): string | undefined {
+  const status = crawl('status');
+  return status === 'crawl status' ? undefined : `this crawl's server is at ${address}: \`${status}\` (and pause, resume, ...) in another terminal`;
+}
+
 export function shellWord(s: string): string {
   return /^[\w./:@%+=,-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
 }
