@@ -96,6 +96,40 @@ describe('manifests', () => {
     ]);
   });
 
+  it('reads a CSV record whose quoted cell holds line breaks as one, named by its first line', async () => {
+    // A notes column exported from a spreadsheet: each line after a break was a bad line of its own.
+    const csv = [
+      'id,url,source,notes',
+      '1,https://m.example/a.jpg,museum,"a caption',
+      '',
+      '# of two paragraphs, the second ""quoted"""',
+      '2,"https://m.example/b,c.jpg",museum,one line',
+      '3,https://m.example/d.jpg,,"more',
+      'lines"',
+    ].join('\r\n');
+    expect(await entries('m.csv', csv)).toEqual([
+      { line: 2, url: 'https://m.example/a.jpg', source: 'museum' },
+      { line: 5, url: 'https://m.example/b,c.jpg', source: 'museum' },
+      { line: 6, url: 'https://m.example/d.jpg', source: 'm.example' },
+    ]);
+  });
+
+  it('reads a quote inside an unquoted cell as itself, and the lines after a quote left open on their own', async () => {
+    // As spreadsheets read it: taken as an opening quote, it joined ",museum" into the URL.
+    expect(await entries('m.csv', 'url,source\nhttps://m.example/x".jpg,museum\n')).toEqual([
+      { line: 2, url: 'https://m.example/x%22.jpg', source: 'museum' },
+    ]);
+    // Joined, the quote opened on line 2 would take line 3's URL into its cell, up to line 4's quote.
+    const open = 'url,source\n"https://m.example/x.jpg,museum\nhttps://m.example/y.jpg,museum\nhttps://m.example/z.jpg",museum\n';
+    const got = await entries('m.csv', open);
+    expect(got.map((e) => e.line)).toEqual([2, 3, 4]);
+    expect(got[1]).toEqual({ line: 3, url: 'https://m.example/y.jpg', source: 'museum' });
+    const rows = Array.from({ length: 150 }, (_, i) => `https://m.example/${i}.jpg,museum`);
+    const unclosed = await entries('m.csv', ['url,source,notes', 'https://m.example/open.jpg,museum,"never closed', ...rows].join('\n'));
+    expect(unclosed[0]).toEqual({ line: 2, url: 'https://m.example/open.jpg', source: 'museum' });
+    expect(unclosed.slice(1)).toEqual(rows.map((_, i) => ({ line: i + 3, url: `https://m.example/${i}.jpg`, source: 'museum' })));
+  });
+
   it('refuses a URL the parser would silently change (a tab, a line break)', async () => {
     // A tab-separated file read as a URL list: the URL parser drops the tab, and the URL would
     // have become https://x.example/1.pngmuseum.
