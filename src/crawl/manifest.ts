@@ -120,11 +120,12 @@ function notUrlHint(raw: string): string {
   return '';
 }
 
+/** Names the value a source was given, so that a line's reason shows what to fix in it. */
 function checkSource(s: unknown): string | undefined {
-  if (typeof s !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$/.test(s)) {
-    return 'source must be 1-200 characters of letters, digits, ".", "_", ":" or "-"';
-  }
-  return undefined;
+  if (typeof s !== 'string') return `source must be a name in quotes, such as "museum" (got ${JSON.stringify(s).slice(0, 60)})`;
+  if (/^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$/.test(s)) return undefined;
+  const got = s.length > 60 ? `${JSON.stringify(s.slice(0, 60))}..., ${s.length} characters` : JSON.stringify(s);
+  return `source must be 1-200 characters of letters, digits, ".", "_", ":" or "-", starting with a letter or digit (got ${got})`;
 }
 
 /** Splits one CSV line (RFC 4180 quoting) at `separator`. */
@@ -319,6 +320,8 @@ export async function* readManifest(path: string, upTo?: { bytes: number; lastBr
       if (!obj || typeof obj !== 'object' || Array.isArray(obj)) return { line, error: 'expected a JSON object with a "url"' };
       rawUrl = (obj as Record<string, unknown>).url;
       source = (obj as Record<string, unknown>).source;
+      // As a CSV cell is, and as the URL's own blank space is dropped by the URL parser.
+      if (typeof source === 'string') source = source.trim();
       const misnamed = rawUrl === undefined ? Object.keys(obj).find((k) => k.trim().toLowerCase() === 'url') : undefined;
       if (misnamed !== undefined) return { line, error: `missing "url" (keys are case-sensitive: this line has ${JSON.stringify(misnamed)})` };
     } else if (format === 'csv') {

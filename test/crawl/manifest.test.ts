@@ -38,6 +38,8 @@ describe('manifests', () => {
       '{"url":"https://b.example:8443/5.jpg","source":"bad source!"}',
       '{"url":"http://B.example/6.jpg"}',
       '{"URL":"http://b.example/7.jpg"}',
+      '{"url":"http://b.example/8.jpg","source":123}',
+      '{"url":" http://b.example/9.jpg ","source":" museum "}',
     ].join('\n'));
     expect(got).toEqual([
       { line: 1, url: 'https://a.example/1.jpg', source: 'a.example' },
@@ -46,9 +48,11 @@ describe('manifests', () => {
       { line: 4, error: 'scheme ftp: not allowed (http and https only)' },
       { line: 6, error: 'missing "url"' },
       { line: 7, error: 'credentials in URLs are not allowed' },
-      { line: 8, error: expect.stringMatching(/^source must be/) },
+      { line: 8, error: 'source must be 1-200 characters of letters, digits, ".", "_", ":" or "-", starting with a letter or digit (got "bad source!")' },
       { line: 9, url: 'http://b.example/6.jpg', source: 'b.example' },
       { line: 10, error: 'missing "url" (keys are case-sensitive: this line has "URL")' },
+      { line: 11, error: 'source must be a name in quotes, such as "museum" (got 123)' },
+      { line: 12, url: 'http://b.example/9.jpg', source: 'museum' },
     ]);
   });
 
