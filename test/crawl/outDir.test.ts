@@ -24,7 +24,7 @@ describe('crawl run with an output directory it cannot use', () => {
   it('says so and exits before starting anything, under a file', () => {
     fs.writeFileSync(path.join(dir, 'file'), '');
     const r = run(path.join(dir, 'file', 'out'));
-    expect(r.stderr).toMatch(/cannot use the local directory .*\/file\/out\/store: ENOTDIR.*choose a writable directory: --out/);
+    expect(r.stderr).toMatch(/cannot use the local directory .*\/file\/out\/store: .*\/file is a file, not a directory .*choose a writable directory: --out/);
     expect(r.status).toBe(1);
   });
 
