@@ -25,7 +25,7 @@ describe('LocalStore', () => {
     expect(fs.statSync(path.join(root, 'new', 'store')).isDirectory()).toBe(true);
     fs.writeFileSync(path.join(root, 'file'), 'x');
     await expect(new LocalStore(path.join(root, 'file', 'store')).verify()).rejects.toThrow(
-      /^cannot use the local directory .*\/file\/store: ENOTDIR: not a directory.*\(choose a writable directory: --out, --data-dir or CRAWL_LOCAL_STORE_DIR\)$/);
+      /^cannot use the local directory .*\/file\/store: .*\/file is a file, not a directory \(choose a writable directory: --out, --data-dir or CRAWL_LOCAL_STORE_DIR\)$/);
   });
 
   it('is verified by writing: a full disk is found before the crawl starts, and nothing is left behind', async () => {
