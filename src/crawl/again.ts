@@ -4,7 +4,7 @@ import type { ObjectStore } from '../pipeline/store';
 import { type AgainKind, writeAgainManifest } from './askAgain';
 import { type Catalog, entriesFor, readCatalog } from './catalog';
 import { runCrawl, type RunResult } from './run';
-import { shellWord } from './status';
+import { shellWord } from '../shared/shellWord';
 import { envText } from '../shared/env';
 import { readRunSettings, rememberRunSettings, RUN_SETTINGS_KEY } from './runSettings';
 

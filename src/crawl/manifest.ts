@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import { CsvRecords, type CsvLine } from './csvRecords';
 import { readLines } from './lineReader';
 import { assertTextManifest, firstBytes, manifestBytes, manifestCompression } from './manifestBytes';
+import { shellWord } from '../shared/shellWord';
 import { MAX_URL_CHARS, sentChars } from '../shared/urlLimits';
 
 /**
@@ -236,6 +237,7 @@ export async function assertManifestShape(path: string): Promise<void> {
     if ('tooLong' in read) return;
     const text = read.text.trim();
     if (text === '' || text.startsWith('#')) continue;
+    if (format === undefined) assertNotPrettyJson(path, read.line, text);
     format ??= detectFormat(path, text);
     if (format === 'ndjson') {
       assertSourceKey(path, read.line, text);
@@ -249,6 +251,22 @@ export async function assertManifestShape(path: string): Promise<void> {
     if (++seen === SHAPE_SAMPLE) return throwColumns(path, first);
   }
   if (first) throwColumns(path, first);
+}
+
+/**
+ * JSON written over several lines (`jq .`, `JSON.stringify(x, null, 2)`, Python's `indent=2`),
+ * whose first line is a bracket alone: read line by line, every line was bad, and the file
+ * was refused only after the embedded server had started. NDJSON is one object a line; the
+ * error gives the jq command that writes it.
+ */
+function assertNotPrettyJson(path: string, line: number, text: string): void {
+  if (text !== '[' && text !== '{') return;
+  const [what, filter] = text === '[' ? ['a JSON array written over several lines', "'.[]'"] : ['JSON objects written over several lines each', '.'];
+  // Never the file itself: `> FILE` empties it before jq reads it.
+  const base = path.replace(/\.(json|ndjson|jsonl)$/i, '');
+  const to = `${base}.ndjson` === path ? `${base}.lines.ndjson` : `${base}.ndjson`;
+  throw new Error(`manifest ${path} holds ${what} (line ${line} is "${text}" alone), which is not read as a manifest: ` +
+    `write one JSON object per line (NDJSON), such as with \`jq -c ${filter} ${shellWord(path)} > ${shellWord(to)}\``);
 }
 
 function assertSourceKey(path: string, line: number, text: string): void {

@@ -13,6 +13,7 @@ import { fulfilsWithin } from '../shared/concurrency';
 import { envText } from '../shared/env';
 import { hostSourceName } from './manifest';
 import { DEFAULT_ADDRESS } from '../temporal/connectionSettings';
+import { shellWord } from '../shared/shellWord';
 
 export interface SourceStatus {
   source: string;
@@ -454,10 +455,6 @@ export function crawlCommandFor(address: string, outDir: string, envAddress = en
 export function serverElsewhereNote(address: string, crawl: CrawlCommand): string | undefined {
   const status = crawl('status');
   return status === 'crawl status' ? undefined : `this crawl's server is at ${address}: \`${status}\` (and pause, resume, ...) in another terminal`;
-}
-
-export function shellWord(s: string): string {
-  return /^[\w./:@%+=,-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
 }
 
 /** Each source's latest reason to wait or halt, to be told once when it changes. */

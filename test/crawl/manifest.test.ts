@@ -318,6 +318,19 @@ describe('manifests', () => {
     await expect(assertManifestShape(write('both.ndjson', ['{"url":"https://a.example/1.jpg","source":"m","SOURCE":"x"}', '{"url":"https://a.example/2.jpg"}']))).resolves.toBeUndefined();
   });
 
+  it('refuses JSON written over several lines (jq ., indent=2), giving the jq command that writes NDJSON', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'manifest-'));
+    const write = (name: string, text: string) => { const f = path.join(dir, name); fs.writeFileSync(f, text); return f; };
+    const items = [{ url: 'https://a.example/1.jpg', source: 'museum' }, { url: 'https://a.example/2.jpg' }];
+    const array = write('urls.json', `${JSON.stringify(items, null, 2)}\n`);
+    await expect(assertManifestShape(array)).rejects.toThrow(`manifest ${array} holds a JSON array written over several lines (line 1 is "[" alone), which is not read as a manifest: ` +
+      `write one JSON object per line (NDJSON), such as with \`jq -c '.[]' ${array} > ${path.join(dir, 'urls.ndjson')}\``);
+    // Never `> FILE` into the file read: the shell empties it first.
+    const objects = write('urls.ndjson', `# from jq .\n${items.map((i) => JSON.stringify(i, null, 2)).join('\n')}\n`);
+    await expect(assertManifestShape(objects)).rejects.toThrow(`(line 2 is "{" alone), which is not read as a manifest: write one JSON object per line (NDJSON), such as with \`jq -c . ${objects} > ${path.join(dir, 'urls.lines.ndjson')}\``);
+    await expect(assertManifestShape(write('one.ndjson', `${items.map((i) => JSON.stringify(i)).join('\n')}\n`))).resolves.toBeUndefined();
+  });
+
   it('reads a 200,000-line manifest line by line', async () => {
     const lines = Array.from({ length: 200_000 }, (_, i) => `https://s${i % 7}.example/${i}.jpg`).join('\n');
     let n = 0;
