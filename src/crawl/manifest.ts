@@ -227,11 +227,13 @@ const SHAPE_SAMPLE = 20;
  *   such lines is read as before.
  * - NDJSON naming the source with another case of "source" ("Source"): keys are case-sensitive,
  *   and each URL went to its host's source without a word.
+ * - JSON over several lines, and a CSV file whose header names no url column (below).
  * A manifest that passes is read exactly as before, so these checks change no manifest's id.
  */
 export async function assertManifestShape(path: string): Promise<void> {
   let format: ManifestFormat | undefined;
   let first: { line: number; text: string; separator: string } | undefined;
+  let header: { line: number; text: string } | undefined;
   let seen = 0;
   for await (const batch of readLines(manifestBytes(path), MAX_LINE_CHARS)) for (const read of batch) {
     if ('tooLong' in read) return;
@@ -239,6 +241,13 @@ export async function assertManifestShape(path: string): Promise<void> {
     if (text === '' || text.startsWith('#')) continue;
     if (format === undefined) assertNotPrettyJson(path, read.line, text);
     format ??= detectFormat(path, text);
+    if (format === 'csv') {
+      // Named .csv, its header names no url column: told with the first row, which shows where its URLs are.
+      if (header) throwNoUrlColumn(path, header, text);
+      if (isCsvHeader(text)) return;
+      header = { line: read.line, text };
+      continue;
+    }
     if (format === 'ndjson') {
       assertSourceKey(path, read.line, text);
       if (++seen === SHAPE_SAMPLE) return;
@@ -251,6 +260,21 @@ export async function assertManifestShape(path: string): Promise<void> {
     if (++seen === SHAPE_SAMPLE) return throwColumns(path, first);
   }
   if (first) throwColumns(path, first);
+  if (header) throwNoUrlColumn(path, header);
+}
+
+/**
+ * A CSV header without a `url` column (`image_url`, `link`): every line after it would be
+ * skipped, and it was said only after the embedded server had started. The column whose first
+ * row holds a URL is named.
+ */
+function throwNoUrlColumn(path: string, header: { line: number; text: string }, row?: string): never {
+  const count = (sep: string) => header.text.split(sep).length;
+  const separator = [',', ';', '\t', '|'].reduce((best, sep) => (count(sep) > count(best) ? sep : best));
+  const columns = splitCsv(header.text, separator);
+  const urls = row === undefined ? -1 : splitCsv(row, separator).findIndex((c) => /^https?:\/\//i.test(c));
+  const named = urls >= 0 && columns[urls] ? `; its column ${JSON.stringify(columns[urls])} holds URLs: name it "url"` : ': name the column of image URLs "url"';
+  throw new Error(`manifest ${path} is CSV whose header (line ${header.line}) names no "url" column (its columns: ${columns.slice(0, 12).join(', ')}${columns.length > 12 ? ', ...' : ''})${named}`);
 }
 
 /**

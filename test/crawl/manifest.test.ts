@@ -331,6 +331,15 @@ describe('manifests', () => {
     await expect(assertManifestShape(write('one.ndjson', `${items.map((i) => JSON.stringify(i)).join('\n')}\n`))).resolves.toBeUndefined();
   });
 
+  it('refuses a .csv file whose header names no url column, naming the column that holds URLs', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'manifest-'));
+    const write = (name: string, text: string) => { const f = path.join(dir, name); fs.writeFileSync(f, text); return f; };
+    const f = write('m.csv', 'id,image_url,source\n1,https://a.example/1.jpg,museum\n');
+    await expect(assertManifestShape(f)).rejects.toThrow(`manifest ${f} is CSV whose header (line 1) names no "url" column (its columns: id, image_url, source); its column "image_url" holds URLs: name it "url"`);
+    await expect(assertManifestShape(write('h.csv', 'id;link;source\n'))).rejects.toThrow('names no "url" column (its columns: id, link, source): name the column of image URLs "url"');
+    await expect(assertManifestShape(write('ok.csv', 'id,URL,source\n1,https://a.example/1.jpg,museum\n'))).resolves.toBeUndefined();
+  });
+
   it('reads a 200,000-line manifest line by line', async () => {
     const lines = Array.from({ length: 200_000 }, (_, i) => `https://s${i % 7}.example/${i}.jpg`).join('\n');
     let n = 0;
