@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import { CsvRecords, type CsvLine } from './csvRecords';
 import { readLines } from './lineReader';
 import { assertTextManifest, firstBytes, manifestBytes, manifestCompression } from './manifestBytes';
+import { isPlainObject } from '../shared/plainObject';
 import { shellWord } from '../shared/shellWord';
 import { MAX_URL_CHARS, sentChars } from '../shared/urlLimits';
 
@@ -234,8 +235,10 @@ export async function assertManifestShape(path: string): Promise<void> {
   let format: ManifestFormat | undefined;
   let first: { line: number; text: string; separator: string } | undefined;
   let header: { line: number; text: string } | undefined;
+  let noUrl: { line: number; obj: Record<string, unknown> } | undefined;
+  let withUrl = false;
   let seen = 0;
-  for await (const batch of readLines(manifestBytes(path), MAX_LINE_CHARS)) for (const read of batch) {
+  lines: for await (const batch of readLines(manifestBytes(path), MAX_LINE_CHARS)) for (const read of batch) {
     if ('tooLong' in read) return;
     const text = read.text.trim();
     if (text === '' || text.startsWith('#')) continue;
@@ -249,8 +252,10 @@ export async function assertManifestShape(path: string): Promise<void> {
       continue;
     }
     if (format === 'ndjson') {
-      assertSourceKey(path, read.line, text);
-      if (++seen === SHAPE_SAMPLE) return;
+      const obj = assertSourceKey(path, read.line, text);
+      if (obj && 'url' in obj) withUrl = true;
+      else if (obj) noUrl ??= { line: read.line, obj };
+      if (++seen === SHAPE_SAMPLE) break lines;
       continue;
     }
     if (format !== 'lines') return;
@@ -261,6 +266,18 @@ export async function assertManifestShape(path: string): Promise<void> {
   }
   if (first) throwColumns(path, first);
   if (header) throwNoUrlColumn(path, header);
+  if (noUrl && !withUrl) throwNoUrlKey(path, noUrl);
+}
+
+/**
+ * NDJSON whose first objects all name their URL otherwise (`"URL"`, `"image_url"`): every line
+ * would be skipped, and it was said only after the embedded server had started.
+ */
+function throwNoUrlKey(path: string, first: { line: number; obj: Record<string, unknown> }): never {
+  const keys = Object.keys(first.obj);
+  const urlKey = keys.find((k) => typeof first.obj[k] === 'string' && /^https?:\/\//i.test((first.obj[k] as string).trim()));
+  const named = urlKey !== undefined ? `; its key ${JSON.stringify(urlKey)} holds URLs: name it "url" (keys are case-sensitive)` : ': give each line its image URL as "url"';
+  throw new Error(`manifest ${path} is NDJSON whose lines name no "url" (line ${first.line} has ${keys.length ? keys.slice(0, 12).map((k) => JSON.stringify(k)).join(', ') : 'no keys'})${named}`);
 }
 
 /**
@@ -293,16 +310,18 @@ function assertNotPrettyJson(path: string, line: number, text: string): void {
     `write one JSON object per line (NDJSON), such as with \`jq -c ${filter} ${shellWord(path)} > ${shellWord(to)}\``);
 }
 
-function assertSourceKey(path: string, line: number, text: string): void {
+/** The line's object, unless it is a bad line (reported as such when read). */
+function assertSourceKey(path: string, line: number, text: string): Record<string, unknown> | undefined {
   let obj: unknown;
   try {
     obj = JSON.parse(text);
   } catch {
-    return; // a bad line, reported as such
+    return undefined;
   }
-  if (!obj || typeof obj !== 'object' || Array.isArray(obj) || 'source' in obj) return;
+  if (!isPlainObject(obj)) return undefined;
+  if ('source' in obj) return obj;
   const key = Object.keys(obj).find((k) => k.trim().toLowerCase() === 'source');
-  if (key === undefined) return;
+  if (key === undefined) return obj;
   throw new Error(`manifest ${path} line ${line} names its source with ${JSON.stringify(key)}: keys are case-sensitive, ` +
     'and its URLs would be crawled under their hosts\' sources instead. Write "source"');
 }

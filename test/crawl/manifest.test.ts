@@ -318,6 +318,16 @@ describe('manifests', () => {
     await expect(assertManifestShape(write('both.ndjson', ['{"url":"https://a.example/1.jpg","source":"m","SOURCE":"x"}', '{"url":"https://a.example/2.jpg"}']))).resolves.toBeUndefined();
   });
 
+  it('refuses NDJSON whose first lines name no "url", naming the key that holds URLs', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'manifest-'));
+    const write = (name: string, lines: string[]) => { const f = path.join(dir, name); fs.writeFileSync(f, `${lines.join('\n')}\n`); return f; };
+    const upper = write('u.ndjson', ['{"URL":"https://a.example/1.jpg"}', '{"URL":"https://a.example/2.jpg"}']);
+    await expect(assertManifestShape(upper)).rejects.toThrow(`manifest ${upper} is NDJSON whose lines name no "url" (line 1 has "URL"); its key "URL" holds URLs: name it "url" (keys are case-sensitive)`);
+    await expect(assertManifestShape(write('n.ndjson', ['{"id":1}', 'not json']))).rejects.toThrow('whose lines name no "url" (line 1 has "id"): give each line its image URL as "url"');
+    // One line with a url among them: the others are bad lines, told as each is read.
+    await expect(assertManifestShape(write('some.ndjson', ['{"id":1}', '{"url":"https://a.example/2.jpg"}']))).resolves.toBeUndefined();
+  });
+
   it('refuses JSON written over several lines (jq ., indent=2), giving the jq command that writes NDJSON', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'manifest-'));
     const write = (name: string, text: string) => { const f = path.join(dir, name); fs.writeFileSync(f, text); return f; };
