@@ -45,7 +45,7 @@ export async function readCatalog(path: string, warn: (message: string) => void 
     const where = `catalog ${path} entry ${i + 1}`;
     if (!isPlainObject(e)) throw new Error(`${where}: expected an object`);
     const { name } = e as Record<string, unknown>;
-    if (typeof name !== 'string' || name === '') throw new Error(`${where}: "name" is required`);
+    if (typeof name !== 'string' || name === '') throw new Error(`${where}: "name" is required${nameHint(e as Record<string, unknown>)}`);
     // A misspelt field ("Rate", "rps") would otherwise be ignored, and the source crawled at the
     // default 1/s without a word.
     const unknown = Object.keys(e).filter((k) => !FIELDS.includes(k));
@@ -61,6 +61,15 @@ export async function readCatalog(path: string, warn: (message: string) => void 
   if (catalog.size === 0) warn(`catalog ${path} lists no sources, so it sets no source's rate (a source started without an entry is crawled at 1 request/s)`);
   hostAliases(catalog, path);
   return catalog;
+}
+
+/** What an entry without a "name" named its source with, if anything: a key of another case, or of the manifest's word. */
+function nameHint(entry: Record<string, unknown>): string {
+  const keys = Object.keys(entry);
+  const cased = keys.find((k) => k !== 'name' && k.trim().toLowerCase() === 'name');
+  if (cased !== undefined) return ` (this entry has ${JSON.stringify(cased)}: keys are case-sensitive)`;
+  const other = keys.find((k) => ['source', 'host', 'site', 'domain'].includes(k.trim().toLowerCase()) && typeof entry[k] === 'string');
+  return other !== undefined ? ` (this entry has ${JSON.stringify(other)}: a catalogue entry names its source with "name")` : '';
 }
 
 const aliases = new WeakMap<Catalog, Map<string, string>>();

@@ -365,6 +365,10 @@ describe('manifests', () => {
     const bad = path.join(dir, 'bad.json');
     fs.writeFileSync(bad, JSON.stringify([{ name: 'museum', rate: 0 }]));
     await expect(readCatalog(bad)).rejects.toThrow(/entry 1 \(museum\): rate must be greater than 0/);
+    for (const [entry, hint] of [['{"Name":"museum"}', ' (this entry has "Name": keys are case-sensitive)'], ['{"source":"museum","rate":2}', ' (this entry has "source": a catalogue entry names its source with "name")'], ['{"rate":2}', '']]) {
+      fs.writeFileSync(bad, `[${entry}]`);
+      await expect(readCatalog(bad)).rejects.toThrow(`catalog ${bad} entry 1: "name" is required${hint}`);
+    }
     await expect(readCatalog(path.join(dir, 'missing.json'))).rejects.toThrow(/cannot read catalog/);
     await expect(readCatalog(dir)).rejects.toThrow(`catalog ${dir} is a directory, not a file`);
     // Empty (an export that failed): crawled at the default rate, with a warning that says so.
