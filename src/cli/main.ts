@@ -228,7 +228,7 @@ export function buildProgram(): Command {
     .command('run')
     .description('crawl a manifest on the embedded default: server + worker unless TEMPORAL_ADDRESS, progress, summary; images downloaded before into the same store are not downloaded again')
     .argument('<manifest>', 'NDJSON ({"url","source"?}), CSV with a url column, or one URL per line')
-    .option('--catalog <file>', 'source catalogue: [{"name","imageCount"?,"rate"?,"burst"?,"maxConnections"?}]')
+    .option('--catalog <file>', 'source catalogue: [{"name","imageCount"?,"rate"?,"burst"?,"maxConnections"?}], NDJSON, or CSV with those columns')
     .option('--out <dir>', 'output directory: thumbnails, records, metadata.ndjson, embedded server data', path.resolve('crawl-out'))
     .option('--allow-network <cidr>', 'open a private/loopback range or host (repeatable)', collect, [] as string[])
     .option('--max-rate <n>', 'global ceiling, requests/s per source, over the catalogue and later set-rate (also CRAWL_MAX_RATE)', parseRate)

@@ -3,13 +3,13 @@ import { TextDecoder } from 'node:util';
 import type { SourceConfig } from '../shared/types';
 import { SOURCE_CONFIG_FIELDS, sourceConfigOf } from '../politeness/targetRate';
 import { isPlainObject } from '../shared/plainObject';
-import { hostSourceName } from './manifest';
+import { hostSourceName, splitCsv } from './manifest';
 import { utf16Of } from './manifestBytes';
 
 /**
  * The source catalogue: per-source image count, explicit rate, burst and requests open at once.
  * JSON (an array or an object keyed by name) or NDJSON, each entry {name, imageCount?, rate?,
- * burst?, maxConnections?}.
+ * burst?, maxConnections?}, or CSV with a header naming those columns.
  */
 export type Catalog = Map<string, SourceConfig>;
 
@@ -31,7 +31,9 @@ export async function readCatalog(path: string, warn: (message: string) => void 
   // Line ends of any kind (a carriage return alone: Excel for Mac), which JSON reads as blank space.
   const trimmed = text.replace(/\r\n?/g, '\n').trim();
   try {
-    if (trimmed.startsWith('[')) entries = JSON.parse(trimmed);
+    const csv = csvHeader(trimmed);
+    if (csv) entries = csvEntries(trimmed, csv, path);
+    else if (trimmed.startsWith('[')) entries = JSON.parse(trimmed);
     else if (trimmed.startsWith('{') && !trimmed.includes('\n{')) {
       const obj = JSON.parse(trimmed) as Record<string, unknown>;
       entries = keyedEntries(obj, path);
@@ -42,7 +44,8 @@ export async function readCatalog(path: string, warn: (message: string) => void 
   }
   const catalog: Catalog = new Map();
   entries.forEach((e, i) => {
-    const where = `catalog ${path} entry ${i + 1}`;
+    const line = isPlainObject(e) ? entryLines.get(e) : undefined;
+    const where = `catalog ${path} ${line !== undefined ? `line ${line}` : `entry ${i + 1}`}`;
     if (!isPlainObject(e)) throw new Error(`${where}: expected an object`);
     const { name } = e as Record<string, unknown>;
     if (typeof name !== 'string' || name === '') throw new Error(`${where}: "name" is required${nameHint(e as Record<string, unknown>)}`);
@@ -117,15 +120,53 @@ export function catalogEntryName(catalog: Catalog, source: string): string | und
 
 class CatalogError extends Error {}
 
+/** The line of each entry of a line-by-line catalogue (NDJSON, CSV): its errors name it, not its index. */
+const entryLines = new WeakMap<object, number>();
+
+/**
+ * The separator of a CSV catalogue's header, which names a `name` column (as a spreadsheet of
+ * sources is kept), or undefined for JSON.
+ */
+function csvHeader(text: string): string | undefined {
+  if (text.startsWith('[') || text.startsWith('{')) return undefined;
+  const first = text.slice(0, text.indexOf('\n') >>> 0);
+  return [',', ';', '\t', '|'].find((sep) => splitCsv(first, sep).some((c) => c.toLowerCase() === 'name'));
+}
+
+/**
+ * CSV rows as entries. Column names are read in any case, as a CSV manifest's are (a
+ * spreadsheet's `Name,Rate`); an empty cell sets nothing; a number is a number (`2.5`), anything
+ * else is checked as given (`rate must be a finite number...`).
+ */
+function csvEntries(text: string, separator: string, path: string): unknown[] {
+  const [head, ...rows] = text.split('\n');
+  const columns = splitCsv(head!, separator).map((c) => FIELDS.find((f) => f.toLowerCase() === c.toLowerCase()) ?? c);
+  const entries: unknown[] = [];
+  rows.forEach((row, i) => {
+    if (row.trim() === '') return;
+    const cells = splitCsv(row, separator);
+    if (cells.slice(columns.length).some((c) => c !== '')) throw new CatalogError(`catalog ${path} line ${i + 2}: ${cells.length} cells where the header has ${columns.length}`);
+    const entry: Record<string, unknown> = {};
+    entryLines.set(entry, i + 2);
+    cells.forEach((cell, c) => {
+      if (cell !== '' && c < columns.length) entry[columns[c]!] = columns[c] === 'name' || !/^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i.test(cell) ? cell : Number(cell);
+    });
+    entries.push(entry);
+  });
+  return entries;
+}
+
 /** One entry a line; a line that is not JSON is named by its number (in a catalogue of thousands). */
 function ndjsonEntries(text: string, path: string): unknown[] {
   const entries: unknown[] = [];
   text.split('\n').forEach((line, i) => {
     if (!line.trim()) return;
     try {
-      entries.push(JSON.parse(line));
+      const entry: unknown = JSON.parse(line);
+      if (isPlainObject(entry)) entryLines.set(entry, i + 1);
+      entries.push(entry);
     } catch (err) {
-      throw new CatalogError(`catalog ${path} line ${i + 1} is not valid JSON (${(err as Error).message}): a catalogue is a JSON array, or one JSON object a line, of {"name", "imageCount"?, "rate"?, "burst"?, "maxConnections"?}`);
+      throw new CatalogError(`catalog ${path} line ${i + 1} is not valid JSON (${(err as Error).message}): a catalogue is a JSON array, or one JSON object a line, of {"name", "imageCount"?, "rate"?, "burst"?, "maxConnections"?}, or CSV with a header naming those columns`);
     }
   });
   return entries;

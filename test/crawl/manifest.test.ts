@@ -384,7 +384,8 @@ describe('manifests', () => {
     expect(warnings).toEqual([]);
     const twice = path.join(dir, 'twice.ndjson');
     fs.writeFileSync(twice, '{"name":"museum","rate":2}\n{"name":"other"}\n{"name":"museum","rate":20}\n');
-    await expect(readCatalog(twice)).rejects.toThrow(/entry 3: "museum" is listed twice/);
+    // An NDJSON (or CSV) catalogue's entries are named by their lines.
+    await expect(readCatalog(twice)).rejects.toThrow(/line 3: "museum" is listed twice/);
     // One host named two ways: which entry should win is anyone's guess.
     const twoNames = path.join(dir, 'two-names.ndjson');
     fs.writeFileSync(twoNames, '{"name":"xn--bcher-kva.example","rate":2}\n{"name":"Bücher.Example","rate":20}\n');
@@ -400,6 +401,18 @@ describe('manifests', () => {
       fs.writeFileSync(asked, JSON.stringify([{ name: 'museum', maxConnections: n }]));
       await expect(readCatalog(asked)).rejects.toThrow('entry 1 (museum): maxConnections must be a whole number of requests open at once from 1 to 4096');
     }
+  });
+
+  it('reads a CSV catalogue with a header naming its columns, in any case, as a spreadsheet keeps them', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'catalog-'));
+    const write = (name: string, text: string) => { const f = path.join(dir, name); fs.writeFileSync(f, text); return f; };
+    const csv = await readCatalog(write('c.csv', 'Name,Rate,Burst,maxconnections,imageCount\r\nmuseum,2.5,,2,\n\nphotos,,1,,4000000\n'));
+    expect([...csv]).toEqual([['museum', { rate: 2.5, maxConnections: 2 }], ['photos', { burst: 1, imageCount: 4000000 }]]);
+    expect([...await readCatalog(write('semi.txt', 'name;rate\n"a.example";3\n'))]).toEqual([['a.example', { rate: 3 }]]);
+    const bad = (text: string) => readCatalog(write('bad.csv', text));
+    await expect(bad('name,rate\n\nmuseum,fast\n')).rejects.toThrow(/^catalog .*bad\.csv line 3 \(museum\): rate must be a finite number/);
+    await expect(bad('name,rps\nmuseum,2\n')).rejects.toThrow('line 2 (museum): unknown field "rps"');
+    await expect(bad('name,rate\nmuseum,2,9\n')).rejects.toThrow(/bad\.csv line 2: 3 cells where the header has 2$/);
   });
 
   it('reads a one-line NDJSON catalogue as one entry, and an object keyed by name as sources', async () => {
@@ -423,7 +436,7 @@ describe('manifests', () => {
     }
     const f = write('bad.ndjson', [...lines, '{"name":"broken",rate:5}'].join('\r'));
     await expect(readCatalog(f)).rejects.toThrow(`catalog ${f} line 4 is not valid JSON (`);
-    await expect(readCatalog(f)).rejects.toThrow(/: a catalogue is a JSON array, or one JSON object a line, of \{"name", "imageCount"\?, "rate"\?, "burst"\?, "maxConnections"\?\}$/);
+    await expect(readCatalog(f)).rejects.toThrow(/: a catalogue is a JSON array, or one JSON object a line, of \{"name", "imageCount"\?, "rate"\?, "burst"\?, "maxConnections"\?\}, or CSV with a header naming those columns$/);
   });
 
   it('reads a UTF-16 catalogue (Windows PowerShell writes one) as its text', async () => {
