@@ -286,6 +286,10 @@ function throwNoUrlKey(path: string, first: { line: number; obj: Record<string, 
  * row holds a URL is named.
  */
 function throwNoUrlColumn(path: string, header: { line: number; text: string }, row?: string): never {
+  if (/^https?:\/\//i.test(header.text)) {
+    throw new Error(`manifest ${path} is named .csv but has no header line (line ${header.line} is a URL: ${JSON.stringify(header.text.slice(0, 120))}): ` +
+      'add a first line naming the columns (such as url,source), or name the file .txt for a list of URLs');
+  }
   const count = (sep: string) => header.text.split(sep).length;
   const separator = [',', ';', '\t', '|'].reduce((best, sep) => (count(sep) > count(best) ? sep : best));
   const columns = splitCsv(header.text, separator);

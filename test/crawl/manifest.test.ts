@@ -348,6 +348,8 @@ describe('manifests', () => {
     await expect(assertManifestShape(f)).rejects.toThrow(`manifest ${f} is CSV whose header (line 1) names no "url" column (its columns: id, image_url, source); its column "image_url" holds URLs: name it "url"`);
     await expect(assertManifestShape(write('h.csv', 'id;link;source\n'))).rejects.toThrow('names no "url" column (its columns: id, link, source): name the column of image URLs "url"');
     await expect(assertManifestShape(write('ok.csv', 'id,URL,source\n1,https://a.example/1.jpg,museum\n'))).resolves.toBeUndefined();
+    const list = write('list.csv', 'https://a.example/1.jpg\nhttps://a.example/2.jpg\n');
+    await expect(assertManifestShape(list)).rejects.toThrow(`manifest ${list} is named .csv but has no header line (line 1 is a URL: "https://a.example/1.jpg"): add a first line naming the columns (such as url,source), or name the file .txt for a list of URLs`);
   });
 
   it('reads a 200,000-line manifest line by line', async () => {

@@ -487,13 +487,13 @@ describe('startCrawl', () => {
       expect(await idOf('m.csv', `url\n${a(1)}\n`)).not.toBe(v3('csv', `url\n${a(1)}\n`));
     });
 
-    it('reads the same bytes named .csv and .txt as different manifests, since their lines differ', async () => {
+    it('reads the same bytes named .ndjson and .txt as different manifests, since their lines differ', async () => {
       const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'start-format-'));
       const store = new SlowStore();
       const ids: string[] = [];
-      for (const name of ['m.csv', 'm.txt']) {
+      for (const name of ['m.ndjson', 'm.txt']) {
         const manifest = path.join(dir, name);
-        // Without a header: a URL list as m.txt, a CSV file with no url column as m.csv.
+        // A URL list as m.txt, a line that is not JSON as m.ndjson (a .csv without a url column is refused).
         fs.writeFileSync(manifest, `${a(1)}\n`);
         ids.push((await startCrawl({ client: recordingClient().client, store, manifest, taskQueue: 'q' })).manifestId);
       }
