@@ -18,7 +18,9 @@ const FIELDS: readonly string[] = ['name', ...SOURCE_CONFIG_FIELDS];
 export async function readCatalog(path: string, warn: (message: string) => void = (m) => { process.stderr.write(`crawl: ${m}\n`); }): Promise<Catalog> {
   let text: string;
   try {
-    if ((await fs.stat(path)).isDirectory()) throw new CatalogError(`catalog ${path} is a directory, not a file`);
+    const st = await fs.stat(path).catch(() => undefined);
+    if (!st) throw new CatalogError(`catalog ${path} does not exist`);
+    if (st.isDirectory()) throw new CatalogError(`catalog ${path} is a directory, not a file`);
     const bytes = await fs.readFile(path);
     // Written by Windows PowerShell's `>`, it is UTF-16, which read as UTF-8 is not JSON at all.
     const utf16 = utf16Of(bytes);

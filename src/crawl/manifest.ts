@@ -22,6 +22,12 @@ export type ManifestFormat = 'ndjson' | 'csv' | 'lines';
 
 const NOT_UTF8 = 'has bytes that are not UTF-8 (a Latin-1 or Windows-1252 file, say) or the U+FFFD they become: save the manifest as UTF-8 (in Excel: "CSV UTF-8")';
 
+/** A file name for a manifest given by its URL: the URL's last path segment, else manifest.txt. */
+function manifestNameOf(url: string): string {
+  const last = url.replace(/[?#].*$/, '').split('/').pop() ?? '';
+  return /^[\w.-]+\.\w+$/.test(last) ? last : 'manifest.txt';
+}
+
 /** Throws a message an operator can act on unless `file` is a readable regular file. */
 export function assertReadableManifest(file: string): void {
   // A manifest is read more than once (to identify it, then its lines), which a pipe cannot be.
@@ -30,7 +36,9 @@ export function assertReadableManifest(file: string): void {
   try {
     st = fs.statSync(file);
   } catch {
-    throw new Error(`manifest ${file} does not exist${file === '-' ? ` (standard input is not read: ${pipeHint})` : ''}`);
+    const why = file === '-' ? ` (standard input is not read: ${pipeHint})`
+      : /^https?:\/\//i.test(file) ? ` (a manifest is a file: download it first, such as with \`curl -fo ${shellWord(manifestNameOf(file))} ${shellWord(file)}\`)` : '';
+    throw new Error(`manifest ${file} does not exist${why}`);
   }
   if (st.isDirectory()) throw new Error(`manifest ${file} is a directory, not a file`);
   if (!st.isFile()) throw new Error(`manifest ${file} is not a regular file (${st.isFIFO() || st.isSocket() ? pipeHint : 'a device or other special file'})`);

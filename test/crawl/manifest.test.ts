@@ -278,6 +278,8 @@ describe('manifests', () => {
     const pipeHint = 'a manifest is read more than once, which a pipe cannot be: save it to a file; a gzip file is read as it is';
     expect(() => assertReadableManifest(fifo)).toThrow(`manifest ${fifo} is not a regular file (${pipeHint})`);
     expect(() => assertReadableManifest('-')).toThrow(`manifest - does not exist (standard input is not read: ${pipeHint})`);
+    // Given by its URL: a file is read, not fetched.
+    expect(() => assertReadableManifest('https://a.example/lists/urls.csv?v=2')).toThrow("manifest https://a.example/lists/urls.csv?v=2 does not exist (a manifest is a file: download it first, such as with `curl -fo urls.csv 'https://a.example/lists/urls.csv?v=2'`)");
     expect(() => assertReadableManifest(dir)).toThrow(`manifest ${dir} is a directory, not a file`);
   });
 
@@ -371,7 +373,7 @@ describe('manifests', () => {
       fs.writeFileSync(bad, `[${entry}]`);
       await expect(readCatalog(bad)).rejects.toThrow(`catalog ${bad} entry 1: "name" is required${hint}`);
     }
-    await expect(readCatalog(path.join(dir, 'missing.json'))).rejects.toThrow(/cannot read catalog/);
+    await expect(readCatalog(path.join(dir, 'missing.json'))).rejects.toThrow(`catalog ${path.join(dir, 'missing.json')} does not exist`);
     await expect(readCatalog(dir)).rejects.toThrow(`catalog ${dir} is a directory, not a file`);
     // Empty (an export that failed): crawled at the default rate, with a warning that says so.
     for (const text of ['', '[]', '{}', '\n\n']) {
