@@ -139,7 +139,10 @@ describe('local dev server (pinned temporal CLI) with a real worker', () => {
       try {
         // Before: the first start took the other server, answering on the port, for its own.
         expect(server.address).not.toBe(`127.0.0.1:${port}`);
-        expect(fs.readFileSync(starts, 'utf8').trim()).toBe('3');
+        // Three starts; a fourth when a port picked as free is taken before the real server binds
+        // it (seen once in CI: the third start's own frontend port, then a start on new ports).
+        expect(Number(fs.readFileSync(starts, 'utf8').trim())).toBeGreaterThanOrEqual(3);
+        expect(Number(fs.readFileSync(starts, 'utf8').trim())).toBeLessThanOrEqual(4);
         const marker = JSON.parse(fs.readFileSync(path.join(dir, 'mine', 'server.json'), 'utf8')) as { pid: number; port: number };
         expect(listensOn(marker.pid, marker.port)).not.toBe(false);
       } finally {
