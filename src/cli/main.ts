@@ -10,11 +10,12 @@ import { checkWorkerConfig, createCrawlWorker, defaultDeps, workerDiskDirs } fro
 import { logDiskRoom } from '../shared/diskRoom';
 import { WorkflowNotFoundError, type WorkflowHandle } from '@temporalio/client';
 import { readCatalog } from '../crawl/catalog';
+import { planCrawl, planText } from '../crawl/check';
 import { exportRecords, exportRecordsToFile, supersededNote, type ExportSummary } from '../crawl/exportRecords';
 import { FailureTally } from '../crawl/failureTally';
 import { checkManifest } from '../crawl/manifest';
 import { runCrawl } from '../crawl/run';
-import { continuesNote, downloadedBeforeNote, duplicatesNote, emptyManifest, grewNote, queuedElsewhereNote, maxRateSetting, maxRetryAfterSetting, startCrawl, startWarnings } from '../crawl/start';
+import { continuesNote, downloadedBeforeNote, duplicatesNote, emptyManifest, grewNote, queuedElsewhereNote, maxRateSetting, maxRetryAfterSetting, nothingToCrawl, unusedCatalogWarning, startCrawl, startWarnings } from '../crawl/start';
 import { StartProgressLine } from '../crawl/startProgress';
 import { callSignal } from '../shared/callSignal';
 import { forEachLimit } from '../shared/concurrency';
@@ -263,6 +264,32 @@ export function buildProgram(): Command {
       });
       process.exitCode = result.exitCode;
       if (result.exitNow) process.exit(result.exitCode);
+    });
+
+  program
+    .command('check')
+    .description('what a manifest would crawl, from the files alone (no server, no store): its bad lines, and each source\'s URLs, rate and how long they take')
+    .argument('<manifest>')
+    .option('--catalog <file>', 'source catalogue, as for run')
+    .option('--max-rate <n>', 'global ceiling, requests/s per source, as for run (also CRAWL_MAX_RATE)', parseRate)
+    .action(async (manifest: string, opts: { catalog?: string; maxRate?: number }) => {
+      const catalog = opts.catalog ? await readCatalog(opts.catalog) : undefined;
+      const plan = await planCrawl({
+        manifest, catalog, maxRate: maxRateSetting(opts.maxRate),
+        onBadLine: (b) => process.stderr.write(`crawl: ${manifest} line ${b.line}: ${b.error} (skipped)\n`),
+      });
+      const notes = [
+        plan.badLines ? `${plan.badLines} bad line(s) would be skipped (above)` : undefined,
+        plan.duplicates ? `${plan.duplicates} repeated URL(s) would be left out: each URL is crawled once` : undefined,
+      ].filter((n) => n !== undefined);
+      if (plan.sources.length === 0) {
+        process.stdout.write(`${[...notes, plan.badLines ? `${manifest} has no URL that can be crawled` : nothingToCrawl(manifest)].join('\n')}\n`);
+        process.exitCode = plan.badLines ? 1 : 0;
+        return;
+      }
+      process.stdout.write(`${planText(plan)}\n${notes.map((n) => `${n}\n`).join('')}`);
+      const unused = unusedCatalogWarning(plan);
+      if (unused) process.stderr.write(`crawl: ${unused}\n`);
     });
 
   program

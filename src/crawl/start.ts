@@ -138,7 +138,7 @@ export function queuedElsewhereNote(summary: StartSummary): string | undefined {
 }
 
 /** A warning naming catalogue entries that matched no source, or undefined when all matched. */
-export function unusedCatalogWarning(summary: StartSummary): string | undefined {
+export function unusedCatalogWarning(summary: Pick<StartSummary, 'unusedCatalogEntries'>): string | undefined {
   const names = summary.unusedCatalogEntries;
   if (names.length === 0) return undefined;
   const shown = names.slice(0, 5).map((n) => JSON.stringify(n)).join(', ');

@@ -14,6 +14,7 @@ import { envText } from '../shared/env';
 import { hostSourceName } from './manifest';
 import { DEFAULT_ADDRESS } from '../temporal/connectionSettings';
 import { shellWord } from '../shared/shellWord';
+import { textTable } from '../shared/textTable';
 
 export interface SourceStatus {
   source: string;
@@ -526,8 +527,7 @@ export function statusTable(statuses: SourceStatus[], nowMs = Date.now()): strin
     const c = rows[0]!.indexOf(name);
     if (rows.every((r, i) => i === 0 || r[c] === '')) for (const r of rows) r.splice(c, 1);
   }
-  const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
-  return rows.map((r) => r.map((cell, c) => cell.padEnd(widths[c]!)).join('  ').trimEnd()).join('\n');
+  return textTable(rows);
 }
 
 function round(n: number): number {

@@ -1,0 +1,39 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { planCrawl, planText } from './check';
+
+describe('crawl check: what a manifest would crawl, from the files alone', () => {
+  let dir: string;
+  beforeEach(() => { dir = fs.mkdtempSync(path.join(os.tmpdir(), 'check-')); });
+  afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  it('gives each source its URLs, rate and time, the longest first, with where each rate comes from', async () => {
+    const manifest = path.join(dir, 'm.txt');
+    const lines = [
+      ...Array.from({ length: 6000 }, (_, i) => `https://big.example/${i}.jpg`),
+      ...Array.from({ length: 100 }, (_, i) => `https://museum.example/${i}.jpg`),
+      ...Array.from({ length: 50 }, (_, i) => `https://photos.example/${i}.jpg`),
+      'https://museum.example/0.jpg', // a repeat
+      'not a url',
+    ];
+    fs.writeFileSync(manifest, `${lines.join('\n')}\n`);
+    const bad: number[] = [];
+    const catalog = new Map([['museum.example', { rate: 2 }], ['photos.example', { imageCount: 250_002_500 }], ['gone.example', { rate: 5 }]]);
+    const plan = await planCrawl({ manifest, catalog, maxRate: 50, onBadLine: (b) => bad.push(b.line) });
+    expect(bad).toEqual([6152]);
+    expect(plan).toMatchObject({ badLines: 1, duplicates: 1, unusedCatalogEntries: ['gone.example'] });
+    expect(plan.sources.map((s) => [s.source, s.urls, s.rate, s.rateFrom, s.capped, Math.round(s.seconds)])).toEqual([
+      ['big.example', 6000, 1, 'default', false, 6000],
+      ['museum.example', 100, 2, 'rate', false, 50],
+      // 100.5/s from its size, held to --max-rate's 50.
+      ['photos.example', 50, 50, 'imageCount', true, 1],
+    ]);
+    const text = planText(plan).split('\n');
+    expect(text[0]).toMatch(/^SOURCE +URLS +RATE\/S +TAKES +RATE FROM$/);
+    expect(text[1]).toMatch(/^big\.example +6,000 +1 +~1h40m +no catalogue entry: the default 1\/s$/);
+    expect(text[3]).toMatch(/^photos\.example +50 +50 +~1s +catalogue imageCount, capped by --max-rate$/);
+    expect(text[4]).toBe('6,150 URL(s) in 3 source(s), crawled side by side: ~1h40m at these rates (the longest: big.example, 6,000 URLs at 1/s), longer with retries and back-off, shorter by the URLs a store has downloaded before');
+    expect(text[5]).toMatch(/^1 source\(s\) of more than 5,000 URLs have no catalogue entry and go at 1\/s: give them a "rate"/);
+  });
+});
