@@ -15,7 +15,7 @@ import { exportRecords, exportRecordsToFile, supersededNote, type ExportSummary 
 import { FailureTally } from '../crawl/failureTally';
 import { checkManifest } from '../crawl/manifest';
 import { runCrawl } from '../crawl/run';
-import { continuesNote, downloadedBeforeNote, duplicatesNote, emptyManifest, grewNote, queuedElsewhereNote, maxRateSetting, maxRetryAfterSetting, nothingToCrawl, unusedCatalogWarning, startCrawl, startWarnings } from '../crawl/start';
+import { continuesNote, downloadedBeforeNote, duplicatesNote, emptyManifest, grewNote, queuedElsewhereNote, maxRateSetting, maxRetryAfterSetting, nothingToCrawl, startCrawl, startWarnings } from '../crawl/start';
 import { StartProgressLine } from '../crawl/startProgress';
 import { callSignal } from '../shared/callSignal';
 import { forEachLimit } from '../shared/concurrency';
@@ -288,8 +288,7 @@ export function buildProgram(): Command {
         return;
       }
       process.stdout.write(`${planText(plan)}\n${notes.map((n) => `${n}\n`).join('')}`);
-      const unused = unusedCatalogWarning(plan);
-      if (unused) process.stderr.write(`crawl: ${unused}\n`);
+      for (const warning of startWarnings(plan)) process.stderr.write(`crawl: ${warning}\n`);
     });
 
   program

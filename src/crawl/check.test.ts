@@ -36,4 +36,17 @@ describe('crawl check: what a manifest would crawl, from the files alone', () =>
     expect(text[4]).toBe('6,150 URL(s) in 3 source(s), crawled side by side: ~1h40m at these rates (the longest: big.example, 6,000 URLs at 1/s), longer with retries and back-off, shorter by the URLs a store has downloaded before');
     expect(text[5]).toMatch(/^1 source\(s\) of more than 5,000 URLs have no catalogue entry and go at 1\/s: give them a "rate"/);
   });
+
+  it('finds the hosts given more than one rate, as start does', async () => {
+    const manifest = path.join(dir, 'm.ndjson');
+    fs.writeFileSync(manifest, [
+      { url: 'https://a.example/1.jpg', source: 'museum' }, { url: 'https://a.example/2.jpg' },
+      { url: 'https://b.example/1.jpg' }, { url: 'https://www.b.example/1.jpg' },
+      { url: 'https://img1.c.example/1.jpg' }, { url: 'https://img2.c.example/1.jpg' },
+    ].map((l) => JSON.stringify(l)).join('\n'));
+    const plan = await planCrawl({ manifest });
+    expect([...plan.sharedHosts]).toEqual([['a.example', new Set(['museum', 'a.example'])]]);
+    expect(plan.wwwTwins).toEqual(['b.example']);
+    expect(plan.siteGroups).toEqual([{ site: 'c.example', hosts: ['img1.c.example', 'img2.c.example'] }]);
+  });
 });

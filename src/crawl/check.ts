@@ -1,5 +1,7 @@
 import { type Catalog, catalogEntryName } from './catalog';
+import { HostOverlap } from './hostOverlap';
 import { checkManifest, readManifest } from './manifest';
+import type { SiteGroup } from './siteGroups';
 import { targetRate } from '../politeness/targetRate';
 import { SeenUrls } from '../shared/seenUrls';
 import { textTable } from '../shared/textTable';
@@ -26,6 +28,9 @@ export interface CrawlPlan {
   badLines: number;
   duplicates: number;
   unusedCatalogEntries: string[];
+  sharedHosts: Map<string, Set<string>>;
+  wwwTwins: string[];
+  siteGroups: SiteGroup[];
 }
 
 export async function planCrawl(opts: {
@@ -37,6 +42,7 @@ export async function planCrawl(opts: {
   await checkManifest(opts.manifest);
   const urls = new Map<string, number>();
   const seen = new SeenUrls();
+  const hosts = new HostOverlap();
   let badLines = 0;
   let duplicates = 0;
   for await (const entry of readManifest(opts.manifest)) {
@@ -44,7 +50,10 @@ export async function planCrawl(opts: {
       badLines++;
       opts.onBadLine?.(entry);
     } else if (!seen.add(entry.url)) duplicates++;
-    else urls.set(entry.source, (urls.get(entry.source) ?? 0) + 1);
+    else {
+      hosts.add(entry.source, entry.origin, (source) => urls.has(source));
+      urls.set(entry.source, (urls.get(entry.source) ?? 0) + 1);
+    }
   }
   const used = new Set<string>();
   const sources = [...urls].map(([source, n]): SourcePlan => {
@@ -61,7 +70,7 @@ export async function planCrawl(opts: {
   // The longest first: they decide when the crawl ends.
   sources.sort((a, b) => b.seconds - a.seconds || a.source.localeCompare(b.source));
   const unusedCatalogEntries = opts.catalog ? [...opts.catalog.keys()].filter((n) => !used.has(n)) : [];
-  return { sources, badLines, duplicates, unusedCatalogEntries };
+  return { sources, badLines, duplicates, unusedCatalogEntries, sharedHosts: hosts.sharedHosts, ...hosts.finish(urls) };
 }
 
 /** At most this many sources in the table; the rest are summed in its last line. */

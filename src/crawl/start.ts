@@ -19,7 +19,8 @@ import { identifyManifest, type ManifestIdentity } from './manifestPortions';
 import { listSourceIndex, loadHostDownloads, loadPriorWork, sharesUrls, useHostDownloads, type HostDownloads, type PriorWork } from './priorWork';
 import { chunkQueuedKey, hostSourceKey, readHostSources } from '../pipeline/downloadedIndex';
 import { SeenUrls } from '../shared/seenUrls';
-import { siteGroups, siteGroupsWarning, type SiteGroup } from './siteGroups';
+import { HostOverlap } from './hostOverlap';
+import { siteGroupsWarning, type SiteGroup } from './siteGroups';
 
 /**
  * Splits a manifest per source into chunk files in the store and hands each monitor only
@@ -153,7 +154,7 @@ export function unusedCatalogWarning(summary: Pick<StartSummary, 'unusedCatalogE
  * A source's rate is per source: a host in two sources gets both rates at once, more than the
  * site was meant to bear.
  */
-export function sharedHostsWarning(summary: StartSummary): string | undefined {
+export function sharedHostsWarning(summary: Pick<StartSummary, 'sharedHosts'>): string | undefined {
   const shared = [...summary.sharedHosts];
   if (shared.length === 0) return undefined;
   const shown = shared.slice(0, 5).map(([host, sources]) => `${host} (in ${[...sources].slice(0, 4).map((n) => JSON.stringify(n)).join(', ')}${sources.size > 4 ? ', ...' : ''})`).join('; ');
@@ -166,7 +167,7 @@ export function sharedHostsWarning(summary: StartSummary): string | undefined {
  * A warning naming hosts crawled as two sources, with and without `www.`, or undefined. Most
  * sites serve both names from the same servers, which would get both sources' rates at once.
  */
-export function wwwTwinsWarning(summary: StartSummary): string | undefined {
+export function wwwTwinsWarning(summary: Pick<StartSummary, 'wwwTwins'>): string | undefined {
   const twins = summary.wwwTwins;
   if (twins.length === 0) return undefined;
   const shown = twins.slice(0, 5).map((h) => `${h} and www.${h}`).join('; ');
@@ -175,8 +176,8 @@ export function wwwTwinsWarning(summary: StartSummary): string | undefined {
     'if a pair is one site, its servers get the sum: give both names\' URLs one "source" to hold the site to one rate';
 }
 
-/** What `start` and `run` warn of after reading a manifest, one line each. */
-export function startWarnings(summary: StartSummary): string[] {
+/** What `start`, `run` and `check` warn of after reading a manifest, one line each. */
+export function startWarnings(summary: Pick<StartSummary, 'unusedCatalogEntries' | 'sharedHosts' | 'wwwTwins' | 'siteGroups'>): string[] {
   return [unusedCatalogWarning(summary), sharedHostsWarning(summary), wwwTwinsWarning(summary), siteGroupsWarning(summary.siteGroups)].filter((w): w is string => w !== undefined);
 }
 
@@ -302,18 +303,7 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
   /** Per source: ranges not yet sent to its monitor. */
   const refs = new Map<string, ChunkRange[]>();
   const summary: StartSummary = { manifestId: id, ...(identity.continues ? { continues: identity.continues } : {}), sources: new Map(), badLines: 0, duplicates: 0, downloadedBefore: 0, downloadedUnderOtherSource: 0, queuedElsewhere: 0, unusedCatalogEntries: [], sharedHosts: new Map(), wwwTwins: [], siteGroups: [] };
-  /**
-   * Host -> the named source its URLs are in. Only for sources with a name of their own: a
-   * source without one is its host (summary.sources has it), so a manifest of millions of hosts
-   * costs nothing here.
-   */
-  const namedHostSource = new Map<string, string>();
-  /** Sources named in the manifest (not a URL's host): few, unlike hosts. */
-  const namedSources = new Set<string>();
-  const share = (host: string, a: string, b: string) => {
-    const set = summary.sharedHosts.get(host) ?? new Set<string>();
-    summary.sharedHosts.set(host, set.add(a).add(b));
-  };
+  const hosts = new HostOverlap();
   const seen = new SeenUrls();
   const writeSlots = new WeightedBudget(WRITE_CONCURRENCY);
   /** Per source, in chunk order: writes not yet turned into ranges. */
@@ -611,15 +601,7 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
       summary.duplicates++;
       continue;
     }
-    if (entry.source !== entry.origin) {
-      namedSources.add(entry.source);
-      const owner = namedHostSource.get(entry.origin);
-      if (owner === undefined) namedHostSource.set(entry.origin, entry.source);
-      else if (owner !== entry.source) share(entry.origin, owner, entry.source);
-      if (summary.sources.has(entry.origin)) share(entry.origin, entry.origin, entry.source);
-    } else if (!summary.sources.has(entry.source) && namedHostSource.has(entry.origin)) {
-      share(entry.origin, namedHostSource.get(entry.origin)!, entry.source);
-    }
+    hosts.add(entry.source, entry.origin, (source) => summary.sources.has(source));
     if (!summary.sources.has(entry.source)) summary.sources.set(entry.source, { urls: 0, chunks: 0, alreadyDone: 0, downloadedBefore: 0, queuedElsewhere: 0, chunksOfOthers: 0 });
     summary.sources.get(entry.source)!.urls++;
     if (entry.source !== entry.origin) markHostSource(entry.origin, entry.source);
@@ -641,11 +623,8 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
     await send(source);
     opts.onProgress?.({ linesRead, sourcesStarted: ++started, sources: summary.sources.size });
   });
-  for (const source of summary.sources.keys()) {
-    const bare = source.startsWith('www.') ? source.slice(4) : undefined;
-    if (bare && summary.sources.has(bare) && !namedSources.has(source) && !namedSources.has(bare)) summary.wwwTwins.push(bare);
-  }
-  summary.siteGroups = siteGroups([...summary.sources.keys()].filter((s) => !namedSources.has(s)), summary.wwwTwins);
+  summary.sharedHosts = hosts.sharedHosts;
+  ({ wwwTwins: summary.wwwTwins, siteGroups: summary.siteGroups } = hosts.finish(summary.sources));
   // An interrupted read has not seen every source.
   if (opts.catalog && !opts.signal?.aborted) {
     const used = new Set([...summary.sources.keys()].map((source) => catalogEntryName(opts.catalog!, source)));
