@@ -52,6 +52,9 @@ export class CsvRecords {
 
   private take(line: CsvLine, out: CsvLine[]): void {
     if (this.held.length === 0) {
+      // Outside a record a blank or `#` line is none, as the manifest reader skips it: such lines
+      // come here only when a record given up is read afresh.
+      if (line.text === '' || line.text.startsWith('#')) return;
       if (this.open(line.text)) this.hold(line);
       else out.push(line);
       return;

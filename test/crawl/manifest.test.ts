@@ -129,9 +129,10 @@ describe('manifests', () => {
     expect(got.map((e) => e.line)).toEqual([2, 3, 4]);
     expect(got[1]).toEqual({ line: 3, url: 'https://m.example/y.jpg', source: 'museum' });
     const rows = Array.from({ length: 150 }, (_, i) => `https://m.example/${i}.jpg,museum`);
-    const unclosed = await entries('m.csv', ['url,source,notes', 'https://m.example/open.jpg,museum,"never closed', ...rows].join('\n'));
+    // Blank and comment lines after it are skipped as ever, not bad lines.
+    const unclosed = await entries('m.csv', ['url,source,notes', 'https://m.example/open.jpg,museum,"never closed', '', '# a comment', ...rows].join('\n'));
     expect(unclosed[0]).toEqual({ line: 2, url: 'https://m.example/open.jpg', source: 'museum' });
-    expect(unclosed.slice(1)).toEqual(rows.map((_, i) => ({ line: i + 3, url: `https://m.example/${i}.jpg`, source: 'museum' })));
+    expect(unclosed.slice(1)).toEqual(rows.map((_, i) => ({ line: i + 5, url: `https://m.example/${i}.jpg`, source: 'museum' })));
   });
 
   it('refuses a URL the parser would silently change (a tab, a line break)', async () => {
