@@ -272,12 +272,19 @@ export function buildProgram(): Command {
     .argument('<manifest>')
     .option('--catalog <file>', 'source catalogue, as for run')
     .option('--max-rate <n>', 'global ceiling, requests/s per source, as for run (also CRAWL_MAX_RATE)', parseRate)
-    .action(async (manifest: string, opts: { catalog?: string; maxRate?: number }) => {
+    .option('--json', 'one JSON object: the sources (longest first) with their URLs, rate, rateFrom and seconds; bad lines, repeats, warnings')
+    .action(async (manifest: string, opts: { catalog?: string; maxRate?: number; json?: boolean }) => {
       const catalog = opts.catalog ? await readCatalog(opts.catalog) : undefined;
       const plan = await planCrawl({
         manifest, catalog, maxRate: maxRateSetting(opts.maxRate),
         onBadLine: (b) => process.stderr.write(`crawl: ${manifest} line ${b.line}: ${b.error} (skipped)\n`),
       });
+      if (opts.json) {
+        const { sources, badLines, duplicates } = plan;
+        process.stdout.write(`${JSON.stringify({ sources, seconds: sources[0]?.seconds ?? 0, badLines, duplicates, warnings: startWarnings(plan) })}\n`);
+        process.exitCode = sources.length === 0 && badLines > 0 ? 1 : 0;
+        return;
+      }
       const notes = [
         plan.badLines ? `${plan.badLines} bad line(s) would be skipped (above)` : undefined,
         plan.duplicates ? `${plan.duplicates} repeated URL(s) would be left out: each URL is crawled once` : undefined,

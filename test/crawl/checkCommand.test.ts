@@ -1,0 +1,49 @@
+import { spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+const cli = path.resolve(__dirname, '..', '..', 'bin', 'crawl');
+
+/** `crawl check` as an operator runs it: no server, no store, only the files given. */
+describe('crawl check', () => {
+  let dir: string;
+  beforeAll(() => {
+    if (!fs.existsSync(path.resolve(__dirname, '..', '..', 'dist', 'src', 'cli', 'main.js'))) throw new Error('build first: npm run build (make test does it)');
+  });
+  beforeEach(() => { dir = fs.mkdtempSync(path.join(os.tmpdir(), 'check-cmd-')); });
+  afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  const check = (...args: string[]) => spawnSync(process.execPath, [cli, 'check', ...args], {
+    cwd: dir, encoding: 'utf8', timeout: 30_000,
+    // Nothing to reach: a server named here would not be asked.
+    env: { ...process.env, TEMPORAL_ADDRESS: '127.0.0.1:9', CRAWL_DATA_DIR: path.join(dir, 'no-store') },
+  });
+
+  it('prints the table and the warnings, reads a CSV catalogue, and touches no store', () => {
+    fs.writeFileSync(path.join(dir, 'urls.csv'), 'url,source,notes\nhttps://a.example/1.jpg,museum,"two\nlines"\nhttps://a.example/2.jpg,,\nnot a url,museum,\n');
+    fs.writeFileSync(path.join(dir, 'sources.csv'), 'Name,Rate\nmuseum,0.5\n');
+    const r = check('urls.csv', '--catalog', 'sources.csv');
+    expect(r.status).toBe(0);
+    expect(r.stdout.split('\n').slice(0, 3)).toEqual([
+      expect.stringMatching(/^SOURCE +URLS +RATE\/S +TAKES +RATE FROM$/),
+      expect.stringMatching(/^museum +1 +0\.5 +~2s +catalogue rate$/),
+      expect.stringMatching(/^a\.example +1 +1 +~1s +no catalogue entry: the default 1\/s$/),
+    ]);
+    expect(r.stdout).toContain('1 bad line(s) would be skipped (above)');
+    expect(r.stderr).toContain('crawl: urls.csv line 5: not a URL: "not a url" (skipped)');
+    expect(r.stderr).toContain('a host is in more than one source: a.example (in "museum", "a.example")');
+    expect(fs.existsSync(path.join(dir, 'no-store'))).toBe(false);
+
+    const json = check('urls.csv', '--catalog', 'sources.csv', '--json');
+    expect(json.status).toBe(0);
+    expect(JSON.parse(json.stdout)).toMatchObject({ seconds: 2, badLines: 1, duplicates: 0, sources: [{ source: 'museum', urls: 1, rate: 0.5, rateFrom: 'rate' }, { source: 'a.example', rateFrom: 'default' }] });
+  });
+
+  it('exits 1 when no line can be crawled', () => {
+    fs.writeFileSync(path.join(dir, 'bad.txt'), 'not a url\n');
+    const r = check('bad.txt');
+    expect(r.status).toBe(1);
+    expect(r.stdout).toContain('bad.txt has no URL that can be crawled');
+  });
+});
