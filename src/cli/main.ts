@@ -15,7 +15,7 @@ import { exportRecords, exportRecordsToFile, supersededNote, type ExportSummary 
 import { FailureTally } from '../crawl/failureTally';
 import { checkManifest } from '../crawl/manifest';
 import { runCrawl } from '../crawl/run';
-import { continuesNote, downloadedBeforeNote, duplicatesNote, emptyManifest, grewNote, queuedElsewhereNote, maxRateSetting, maxRetryAfterSetting, nothingToCrawl, startCrawl, startWarnings } from '../crawl/start';
+import { continuesNote, downloadedBeforeNote, duplicatesNote, emptyManifest, grewNote, queuedElsewhereNote, maxRateSetting, maxRetryAfterSetting, startCrawl, startWarnings } from '../crawl/start';
 import { StartProgressLine } from '../crawl/startProgress';
 import { callSignal } from '../shared/callSignal';
 import { forEachLimit } from '../shared/concurrency';
@@ -279,21 +279,18 @@ export function buildProgram(): Command {
         manifest, catalog, maxRate: maxRateSetting(opts.maxRate),
         onBadLine: (b) => process.stderr.write(`crawl: ${manifest} line ${b.line}: ${b.error} (skipped)\n`),
       });
+      const empty = emptyManifest(plan.sources.length, plan.badLines, manifest);
+      process.exitCode = empty && 'error' in empty ? 1 : 0;
       if (opts.json) {
         const { sources, badLines, duplicates } = plan;
         process.stdout.write(`${JSON.stringify({ sources, seconds: sources[0]?.seconds ?? 0, badLines, duplicates, warnings: startWarnings(plan) })}\n`);
-        process.exitCode = sources.length === 0 && badLines > 0 ? 1 : 0;
         return;
       }
-      const notes = [
-        plan.badLines ? `${plan.badLines} bad line(s) would be skipped (above)` : undefined,
-        plan.duplicates ? `${plan.duplicates} repeated URL(s) would be left out: each URL is crawled once` : undefined,
-      ].filter((n) => n !== undefined);
-      if (plan.sources.length === 0) {
-        process.stdout.write(`${[...notes, plan.badLines ? `${manifest} has no URL that can be crawled` : nothingToCrawl(manifest)].join('\n')}\n`);
-        process.exitCode = plan.badLines ? 1 : 0;
+      if (empty) {
+        process.stdout.write(`${'error' in empty ? empty.error : empty.note}\n`);
         return;
       }
+      const notes = [plan.badLines ? `${plan.badLines} bad line(s) would be skipped (above)` : undefined, duplicatesNote(plan)].filter((n) => n !== undefined);
       process.stdout.write(`${planText(plan)}\n${notes.map((n) => `${n}\n`).join('')}`);
       for (const warning of startWarnings(plan)) process.stderr.write(`crawl: ${warning}\n`);
     });
@@ -329,7 +326,7 @@ export function buildProgram(): Command {
       }).finally(() => progress?.done());
       for (const note of [continuesNote(summary, manifest), grewNote(summary, manifest)]) if (note) process.stdout.write(`${note}\n`);
       for (const [name, s] of summary.sources) process.stdout.write(`${name}: ${s.urls} URLs in ${s.chunks} chunk(s)${s.alreadyDone ? `, ${s.alreadyDone} already crawled` : ''}${s.downloadedBefore ? `, ${s.downloadedBefore} downloaded under another manifest` : ''}${s.queuedElsewhere ? `, ${s.queuedElsewhere} queued under another manifest` : ''}\n`);
-      const empty = emptyManifest(summary, manifest);
+      const empty = emptyManifest(summary.sources.size, summary.badLines, manifest);
       if (empty && 'error' in empty) {
         process.stderr.write(`crawl: ${empty.error}\n`);
         process.exitCode = 1;

@@ -3,7 +3,7 @@ import { TextDecoder } from 'node:util';
 import type { SourceConfig } from '../shared/types';
 import { SOURCE_CONFIG_FIELDS, sourceConfigOf } from '../politeness/targetRate';
 import { isPlainObject } from '../shared/plainObject';
-import { hostSourceName, splitCsv } from './manifest';
+import { headerSeparator, hostSourceName, splitCsv } from './manifest';
 import { utf16Of } from './manifestBytes';
 
 /**
@@ -131,8 +131,7 @@ const entryLines = new WeakMap<object, number>();
  */
 function csvHeader(text: string): string | undefined {
   if (text.startsWith('[') || text.startsWith('{')) return undefined;
-  const first = text.slice(0, text.indexOf('\n') >>> 0);
-  return [',', ';', '\t', '|'].find((sep) => splitCsv(first, sep).some((c) => c.toLowerCase() === 'name'));
+  return headerSeparator(text.slice(0, text.indexOf('\n') >>> 0), 'name');
 }
 
 /**

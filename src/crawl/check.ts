@@ -81,7 +81,7 @@ const RATE_FROM = { rate: 'catalogue rate', imageCount: 'catalogue imageCount', 
 export function planText(plan: CrawlPlan): string {
   const rows = [['SOURCE', 'URLS', 'RATE/S', 'TAKES', 'RATE FROM']];
   for (const s of plan.sources.slice(0, SHOWN)) {
-    rows.push([s.source, count(s.urls), String(Math.round(s.rate * 1000) / 1000), `~${durationText(s.seconds)}`, `${RATE_FROM[s.rateFrom]}${s.capped ? ', capped by --max-rate' : ''}`]);
+    rows.push([s.source, count(s.urls), rateText(s.rate), `~${durationText(s.seconds)}`, `${RATE_FROM[s.rateFrom]}${s.capped ? ', capped by --max-rate' : ''}`]);
   }
   const rest = plan.sources.slice(SHOWN);
   if (rest.length) rows.push([`(${rest.length} more)`, count(rest.reduce((n, s) => n + s.urls, 0)), '', '', '']);
@@ -90,13 +90,17 @@ export function planText(plan: CrawlPlan): string {
   const lines = [textTable(rows)];
   if (longest) {
     lines.push(`${count(total)} URL(s) in ${count(plan.sources.length)} source(s), crawled side by side: ~${durationText(longest.seconds)} at these rates ` +
-      `(the longest: ${longest.source}, ${count(longest.urls)} URLs at ${Math.round(longest.rate * 1000) / 1000}/s), longer with retries and back-off, shorter by the URLs a store has downloaded before`);
+      `(the longest: ${longest.source}, ${count(longest.urls)} URLs at ${rateText(longest.rate)}/s), longer with retries and back-off, shorter by the URLs a store has downloaded before`);
   }
   const defaulted = plan.sources.filter((s) => s.rateFrom === 'default' && s.urls > 5_000);
   if (defaulted.length) {
     lines.push(`${defaulted.length} source(s) of more than 5,000 URLs have no catalogue entry and go at 1/s: give them a "rate" (what the site bears) or an "imageCount" (the rate grows with it) in a catalogue`);
   }
   return lines.join('\n');
+}
+
+function rateText(rate: number): string {
+  return String(Math.round(rate * 1000) / 1000);
 }
 
 function count(n: number): string {

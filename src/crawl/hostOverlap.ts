@@ -31,7 +31,7 @@ export class HostOverlap {
   }
 
   /** Once every URL is read: host sources with and without `www.` (the bare names), and sites of several host sources. */
-  finish(sources: ReadonlySet<string> | ReadonlyMap<string, unknown>): { wwwTwins: string[]; siteGroups: SiteGroup[] } {
+  finish(sources: ReadonlyMap<string, unknown>): { wwwTwins: string[]; siteGroups: SiteGroup[] } {
     const wwwTwins: string[] = [];
     for (const source of sources.keys()) {
       const bare = source.startsWith('www.') ? source.slice(4) : undefined;

@@ -22,6 +22,9 @@ export type ManifestFormat = 'ndjson' | 'csv' | 'lines';
 
 const NOT_UTF8 = 'has bytes that are not UTF-8 (a Latin-1 or Windows-1252 file, say) or the U+FFFD they become: save the manifest as UTF-8 (in Excel: "CSV UTF-8")';
 
+/** What an http(s) URL starts with: a manifest named by one, and the cell or key that holds a manifest's URLs. */
+const HTTP_URL = /^https?:\/\//i;
+
 /** A file name for a manifest given by its URL: the URL's last path segment, else manifest.txt. */
 function manifestNameOf(url: string): string {
   const last = url.replace(/[?#].*$/, '').split('/').pop() ?? '';
@@ -37,7 +40,7 @@ export function assertReadableManifest(file: string): void {
     st = fs.statSync(file);
   } catch {
     const why = file === '-' ? ` (standard input is not read: ${pipeHint})`
-      : /^https?:\/\//i.test(file) ? ` (a manifest is a file: download it first, such as with \`curl -fo ${shellWord(manifestNameOf(file))} ${shellWord(file)}\`)` : '';
+      : HTTP_URL.test(file) ? ` (a manifest is a file: download it first, such as with \`curl -fo ${shellWord(manifestNameOf(file))} ${shellWord(file)}\`)` : '';
     throw new Error(`manifest ${file} does not exist${why}`);
   }
   if (st.isDirectory()) throw new Error(`manifest ${file} is a directory, not a file`);
@@ -178,9 +181,15 @@ export function formatFromName(path: string): ManifestFormat | undefined {
   return undefined;
 }
 
-/** The separator with which a line names a `url` column, when it is a header (commas or not). */
-function headerSeparator(line: string): string | undefined {
-  return [',', ';', '\t', '|'].find((d) => line.split(d).some((c) => c.trim().replace(/^"(.*)"$/, '$1').trim().toLowerCase() === 'url'));
+/** What a CSV file's cells may be separated by: commas, `;` (Excel where the decimal mark is a comma), tabs, `|`. */
+const CSV_SEPARATORS = [',', ';', '\t', '|'];
+
+/**
+ * The separator with which a line names a `column` (any case), when it is a header (commas or
+ * not): a manifest's `url`, a catalogue's `name`.
+ */
+export function headerSeparator(line: string, column = 'url'): string | undefined {
+  return CSV_SEPARATORS.find((d) => line.split(d).some((c) => c.trim().replace(/^"(.*)"$/, '$1').trim().toLowerCase() === column));
 }
 
 /**
@@ -260,7 +269,7 @@ export async function assertManifestShape(path: string): Promise<void> {
       continue;
     }
     if (format === 'ndjson') {
-      const obj = assertSourceKey(path, read.line, text);
+      const obj = sampledObject(path, read.line, text);
       if (obj && 'url' in obj) withUrl = true;
       else if (obj) noUrl ??= { line: read.line, obj };
       if (++seen === SHAPE_SAMPLE) break lines;
@@ -283,7 +292,7 @@ export async function assertManifestShape(path: string): Promise<void> {
  */
 function throwNoUrlKey(path: string, first: { line: number; obj: Record<string, unknown> }): never {
   const keys = Object.keys(first.obj);
-  const urlKey = keys.find((k) => typeof first.obj[k] === 'string' && /^https?:\/\//i.test((first.obj[k] as string).trim()));
+  const urlKey = keys.find((k) => typeof first.obj[k] === 'string' && HTTP_URL.test((first.obj[k] as string).trim()));
   const named = urlKey !== undefined ? `; its key ${JSON.stringify(urlKey)} holds URLs: name it "url" (keys are case-sensitive)` : ': give each line its image URL as "url"';
   throw new Error(`manifest ${path} is NDJSON whose lines name no "url" (line ${first.line} has ${keys.length ? keys.slice(0, 12).map((k) => JSON.stringify(k)).join(', ') : 'no keys'})${named}`);
 }
@@ -294,14 +303,14 @@ function throwNoUrlKey(path: string, first: { line: number; obj: Record<string, 
  * row holds a URL is named.
  */
 function throwNoUrlColumn(path: string, header: { line: number; text: string }, row?: string): never {
-  if (/^https?:\/\//i.test(header.text)) {
+  if (HTTP_URL.test(header.text)) {
     throw new Error(`manifest ${path} is named .csv but has no header line (line ${header.line} is a URL: ${JSON.stringify(header.text.slice(0, 120))}): ` +
       'add a first line naming the columns (such as url,source), or name the file .txt for a list of URLs');
   }
   const count = (sep: string) => header.text.split(sep).length;
-  const separator = [',', ';', '\t', '|'].reduce((best, sep) => (count(sep) > count(best) ? sep : best));
+  const separator = CSV_SEPARATORS.reduce((best, sep) => (count(sep) > count(best) ? sep : best));
   const columns = splitCsv(header.text, separator);
-  const urls = row === undefined ? -1 : splitCsv(row, separator).findIndex((c) => /^https?:\/\//i.test(c));
+  const urls = row === undefined ? -1 : splitCsv(row, separator).findIndex((c) => HTTP_URL.test(c));
   const named = urls >= 0 && columns[urls] ? `; its column ${JSON.stringify(columns[urls])} holds URLs: name it "url"` : ': name the column of image URLs "url"';
   throw new Error(`manifest ${path} is CSV whose header (line ${header.line}) names no "url" column (its columns: ${columns.slice(0, 12).join(', ')}${columns.length > 12 ? ', ...' : ''})${named}`);
 }
@@ -322,8 +331,11 @@ function assertNotPrettyJson(path: string, line: number, text: string): void {
     `write one JSON object per line (NDJSON), such as with \`jq -c ${filter} ${shellWord(path)} > ${shellWord(to)}\``);
 }
 
-/** The line's object, unless it is a bad line (reported as such when read). */
-function assertSourceKey(path: string, line: number, text: string): Record<string, unknown> | undefined {
+/**
+ * A sampled NDJSON line's object (undefined for a bad line, reported as such when read), once its
+ * source key is found not misspelt.
+ */
+function sampledObject(path: string, line: number, text: string): Record<string, unknown> | undefined {
   let obj: unknown;
   try {
     obj = JSON.parse(text);
@@ -390,9 +402,9 @@ export async function* readManifest(path: string, upTo?: { bytes: number; lastBr
       } catch {
         return { line, error: 'not valid JSON' };
       }
-      if (!obj || typeof obj !== 'object' || Array.isArray(obj)) return { line, error: 'expected a JSON object with a "url"' };
-      rawUrl = (obj as Record<string, unknown>).url;
-      source = (obj as Record<string, unknown>).source;
+      if (!isPlainObject(obj)) return { line, error: 'expected a JSON object with a "url"' };
+      rawUrl = obj.url;
+      source = obj.source;
       // As a CSV cell is, and as the URL's own blank space is dropped by the URL parser.
       if (typeof source === 'string') source = source.trim();
       const misnamed = rawUrl === undefined ? Object.keys(obj).find((k) => k.trim().toLowerCase() === 'url') : undefined;

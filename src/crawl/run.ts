@@ -155,7 +155,7 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
     // A start cut short by Ctrl-C returns what it announced; "crawling 3000 source(s)" then misled.
     if (interrupt.signal || interrupt.failure) throw new Error('interrupted');
     const sources = await sourcesToFollow(client, summary);
-    const empty = emptyManifest(summary, opts.manifest);
+    const empty = emptyManifest(summary.sources.size, summary.badLines, opts.manifest);
     if (empty && 'error' in empty) {
       process.stderr.write(`crawl: ${empty.error}\n`);
       return { exitCode: 1, statuses: [], badLines: summary.badLines };

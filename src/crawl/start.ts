@@ -82,9 +82,9 @@ export interface SourceSummary {
  * A manifest that gave no URL at all: an error when it had lines but every one was bad (almost
  * surely the wrong file or format, not a finished crawl), a note when it was empty.
  */
-export function emptyManifest(summary: StartSummary, manifest: string): { error: string } | { note: string } | undefined {
-  if (summary.sources.size > 0) return undefined;
-  if (summary.badLines > 0) return { error: `${manifest} has no URL that can be crawled: all ${summary.badLines} line(s) with content are bad (see above)` };
+export function emptyManifest(sources: number, badLines: number, manifest: string): { error: string } | { note: string } | undefined {
+  if (sources > 0) return undefined;
+  if (badLines > 0) return { error: `${manifest} has no URL that can be crawled: all ${badLines} line(s) with content are bad (see above)` };
   return { note: nothingToCrawl(manifest) };
 }
 
@@ -105,7 +105,7 @@ export function continuesNote(summary: StartSummary, manifest: string): string |
 }
 
 /** How many lines repeated a URL listed before, or undefined when none did. */
-export function duplicatesNote(summary: StartSummary): string | undefined {
+export function duplicatesNote(summary: Pick<StartSummary, 'duplicates'>): string | undefined {
   return summary.duplicates ? `${summary.duplicates} repeated URL(s) left out: each URL is crawled once` : undefined;
 }
 
