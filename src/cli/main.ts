@@ -11,7 +11,7 @@ import { logDiskRoom } from '../shared/diskRoom';
 import { WorkflowNotFoundError, type WorkflowHandle } from '@temporalio/client';
 import { readCatalog } from '../crawl/catalog';
 import { planCrawl, planText } from '../crawl/check';
-import { exportRecords, exportRecordsToFile, supersededNote, type ExportSummary } from '../crawl/exportRecords';
+import { exportFormat, exportRecords, exportRecordsToFile, supersededNote, type ExportSummary } from '../crawl/exportRecords';
 import { FailureTally } from '../crawl/failureTally';
 import { checkManifest } from '../crawl/manifest';
 import { runCrawl } from '../crawl/run';
@@ -417,27 +417,31 @@ export function buildProgram(): Command {
 
   program
     .command('export')
-    .description('write the metadata records (one NDJSON line per URL) from the store, to stdout or --out')
+    .description('write the metadata records (one NDJSON line per URL, or CSV) from the store, to stdout or --out')
     .argument('[sources...]', 'only these sources (default: all)')
-    .option('--out <file>', 'write to this file (replaced once complete) instead of stdout')
+    .option('--out <file>', 'write to this file (replaced once complete) instead of stdout; a name ending in .csv writes CSV')
+    .option('--csv', 'CSV for a spreadsheet or a database import: a header, then one row per record (same as --format csv)')
+    .option('--format <format>', 'ndjson or csv (default: csv for an --out file ending in .csv, else ndjson)')
     .option('--all-records', 'every record: a URL asked again keeps each of its records (its history), not only its done or else latest one')
     .option('--data-dir <dir>', 'where the local store is (as for start and worker; `crawl run --out DIR` uses DIR)', DEFAULT_DATA_DIR)
-    .action(async (sources: string[], opts: { out?: string; dataDir: string; allRecords?: boolean }) => {
+    .action(async (sources: string[], opts: { out?: string; dataDir: string; allRecords?: boolean; csv?: boolean; format?: string }) => {
+      if (opts.csv && opts.format !== undefined && opts.format.toLowerCase() !== 'csv') throw new Error(`--csv and --format ${opts.format} say different things: give one`);
+      const format = exportFormat(opts.csv ? 'csv' : opts.format, opts.out);
       const store = storeToRead(opts.dataDir);
       let summary: ExportSummary;
       if (opts.out) {
-        summary = await exportRecordsToFile(store, path.resolve(opts.out), sources, { allRecords: opts.allRecords });
+        summary = await exportRecordsToFile(store, path.resolve(opts.out), sources, { allRecords: opts.allRecords, format });
       } else {
         summary = await exportRecords(store, (text) => new Promise<void>((resolve, reject) => {
           // Waits for a slow reader (a pipe into jq) instead of buffering the whole export.
           if (!process.stdout.writable) return reject(Object.assign(new Error('stdout closed'), { code: 'ERR_STREAM_DESTROYED' }));
           if (process.stdout.write(text)) resolve();
           else process.stdout.once('drain', resolve).once('error', reject);
-        }), sources, { allRecords: opts.allRecords });
+        }), sources, { allRecords: opts.allRecords, format });
       }
       for (const s of summary.sourcesWithoutRecords) process.stderr.write(`crawl: no records for source "${s}" in the ${store.description} (see \`crawl status\`)\n`);
       if (summary.sourcesWithoutRecords.length) process.exitCode = 1;
-      process.stderr.write(`crawl: ${summary.records} record(s) from ${summary.units} file(s) in the ${store.description}${opts.out ? ` written to ${path.resolve(opts.out)}` : ''}${supersededNote(summary)}\n`);
+      process.stderr.write(`crawl: ${summary.records} record(s) from ${summary.units} file(s) in the ${store.description}${opts.out ? ` written to ${path.resolve(opts.out)}${format === 'csv' ? ' as CSV' : ''}` : ''}${supersededNote(summary)}\n`);
     });
 
   program

@@ -2,6 +2,7 @@ import path from 'node:path';
 import { sourceSegment } from '../pipeline/keys';
 import type { ObjectStore } from '../pipeline/store';
 import { OneRecordPerUrl } from './oneRecordPerUrl';
+import { RecordsCsv } from './recordsCsv';
 import { replaceFile } from '../shared/replaceFile';
 
 /**
@@ -19,7 +20,11 @@ export interface ExportSummary {
   sourcesWithoutRecords: string[];
   /** Records left out because a later (or `done`) record of the same URL and source supersedes them (see OneRecordPerUrl). */
   superseded: number;
+  /** CSV only: lines of the record files that were not a JSON object, so not a row. */
+  notRecords?: number;
 }
+
+export type ExportFormat = 'ndjson' | 'csv';
 
 export interface ExportOptions {
   /** Sees each piece of text as it is written (see FailureTally). */
@@ -28,6 +33,8 @@ export interface ExportOptions {
   allRecords?: boolean;
   /** Where a large source's records wait while it is read (default: the system's). */
   tmpDir?: string;
+  /** What is written: the records' own NDJSON lines (default), or CSV rows under a header (see RecordsCsv). */
+  format?: ExportFormat;
 }
 
 /** Record files fetched at once: on S3 each is a round trip. Written in key order all the same. */
@@ -37,9 +44,21 @@ export async function exportRecords(store: ObjectStore, write: (text: string) =>
   const named = [...new Set(sources)];
   const prefixes = named.length ? named.map((s) => `records/${sourceSegment(s)}/`) : ['records/'];
   const summary: ExportSummary = { records: 0, units: 0, sourcesWithoutRecords: [], superseded: 0 };
+  const csv = opts.format === 'csv' ? new RecordsCsv() : undefined;
+  if (csv) {
+    summary.notRecords = 0;
+    await write(csv.header());
+  }
   const emit = async (text: string): Promise<void> => {
-    summary.records += countLines(text);
     opts.inspect?.(text);
+    if (csv) {
+      const rows = csv.rows(text);
+      summary.records = csv.written;
+      summary.notRecords = csv.notRecords;
+      if (rows) await write(rows);
+      return;
+    }
+    summary.records += countLines(text);
     await write(text.endsWith('\n') ? text : `${text}\n`);
   };
   for (const [i, prefix] of prefixes.entries()) {
@@ -95,8 +114,19 @@ export async function exportRecordsToFile(store: ObjectStore, file: string, sour
 
 /** What an export left out, for its closing line: empty when nothing was. */
 export function supersededNote(summary: ExportSummary): string {
-  if (!summary.superseded) return '';
-  return `; ${summary.superseded} earlier record(s) of URLs asked again left out, each URL keeping its done or else latest record`;
+  const notes: string[] = [];
+  if (summary.superseded) notes.push(`${summary.superseded} earlier record(s) of URLs asked again left out, each URL keeping its done or else latest record`);
+  if (summary.notRecords) notes.push(`${summary.notRecords} line(s) of the record files not a JSON record, so not a row (\`crawl export\` without --csv writes them as they are)`);
+  return notes.map((n) => `; ${n}`).join('');
+}
+
+/** The format `--format` names, else the one `--out`'s file name ends in (`.csv`), else NDJSON. */
+export function exportFormat(format: string | undefined, out: string | undefined): ExportFormat {
+  if (format === undefined) return out && /\.csv$/i.test(out) ? 'csv' : 'ndjson';
+  const f = format.toLowerCase();
+  if (f === 'csv' || f === 'ndjson') return f;
+  if (f === 'json' || f === 'jsonl') return 'ndjson';
+  throw new Error(`--format ${format}: give csv or ndjson`);
 }
 
 function countLines(text: string): number {

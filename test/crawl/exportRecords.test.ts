@@ -107,4 +107,37 @@ describe('exporting metadata records from the store', () => {
     expect(stderr).not.toMatch(/EPIPE|Error/);
     expect(code).toBe(0);
   });
+
+  it('writes CSV for an --out file ending in .csv, or with --csv, as an operator runs it', async () => {
+    const cli = path.resolve(__dirname, '..', '..', 'bin', 'crawl');
+    const store = new LocalStore(path.join(root, 'store'));
+    await crawled(store);
+    const run = (...args: string[]) => new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+      const child = spawn(process.execPath, [cli, 'export', '--data-dir', root, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (d) => { stdout += d; });
+      child.stderr.on('data', (d) => { stderr += d; });
+      child.on('exit', (code) => resolve({ code, stdout, stderr }));
+    });
+    const file = path.join(root, 'records.CSV');
+    const toFile = await run('--out', file);
+    expect(toFile.code).toBe(0);
+    expect(toFile.stderr).toContain(`4 record(s) from 3 file(s) in the local directory ${path.join(root, 'store')} written to ${file} as CSV`);
+    const lines = fs.readFileSync(file, 'utf8').split('\r\n');
+    expect(lines[0]).toMatch(/^url,source,outcome,reason,status,/);
+    expect(lines.slice(1).filter(Boolean).map((l) => l.split(',').slice(0, 3).join(' ')).sort()).toEqual([
+      'http://host:8080/a.jpg  content', 'https://m/1.jpg  done', 'https://m/2.jpg  linkrot', 'https://m/3.jpg  done',
+    ]);
+
+    const toStdout = await run('--csv', 'museum.example');
+    expect(toStdout.code).toBe(0);
+    expect(toStdout.stdout.split('\r\n').filter(Boolean)).toHaveLength(4);
+    expect((await run('--out', path.join(root, 'r.ndjson'))).code).toBe(0);
+    expect(JSON.parse(fs.readFileSync(path.join(root, 'r.ndjson'), 'utf8').split('\n')[0]!)).toHaveProperty('url');
+
+    const wrong = await run('--format', 'xlsx');
+    expect(wrong.code).not.toBe(0);
+    expect(wrong.stderr).toContain('--format xlsx: give csv or ndjson');
+  });
 });

@@ -1,0 +1,86 @@
+/**
+ * Metadata records as CSV, for a spreadsheet or a database's CSV import (`COPY ... CSV HEADER`):
+ * one row per record under a fixed header, the documented fields in the order the records hold
+ * them. A field no column names (one added later, or a store written by another version) goes
+ * into the last column, `other`, as JSON, so that nothing a record holds is lost.
+ */
+
+export const RECORD_COLUMNS = [
+  'url', 'source', 'outcome', 'reason', 'status', 'ttfbMs', 'totalMs', 'attempts', 'recordedAt',
+  'format', 'width', 'height', 'bytes', 'sha256', 'jpegQuality', 'orientation',
+  'artist', 'copyright', 'licenseUrl', 'xRobotsTag', 'tdmReservation', 'tdmPolicy',
+  'thumbnailKey', 'finalUrl', 'redirects',
+] as const;
+
+const NAMED = new Set<string>(RECORD_COLUMNS);
+
+/** RFC 4180's line break: what Excel writes, and what every CSV reader takes. */
+const EOL = '\r\n';
+
+/**
+ * A spreadsheet runs a cell that starts with one of these as a formula (CSV injection), and
+ * EXIF, XMP and IPTC text is whatever the site put there: `=HYPERLINK(...)` as an artist.
+ */
+const FORMULA_START = /^[=+\-@\t\r]/;
+
+const NEEDS_QUOTES = /[",\r\n]/;
+
+export class RecordsCsv {
+  /** Rows written so far. */
+  written = 0;
+  /** Lines of the record text that were not a JSON object, left out of the rows. */
+  notRecords = 0;
+
+  header(): string {
+    return [...RECORD_COLUMNS, 'other'].join(',') + EOL;
+  }
+
+  /** NDJSON record text (whole lines) as CSV rows. */
+  rows(text: string): string {
+    let out = '';
+    for (const line of text.split('\n')) {
+      if (!line.trim()) continue;
+      let record: unknown;
+      try {
+        record = JSON.parse(line);
+      } catch {
+        record = undefined;
+      }
+      if (typeof record !== 'object' || record === null || Array.isArray(record)) {
+        this.notRecords += 1;
+        continue;
+      }
+      out += rowOf(record as Record<string, unknown>) + EOL;
+      this.written += 1;
+    }
+    return out;
+  }
+}
+
+function rowOf(record: Record<string, unknown>): string {
+  let row = '';
+  for (const c of RECORD_COLUMNS) row += `${cellOf(record[c])},`;
+  let others: Record<string, unknown> | undefined;
+  for (const k in record) {
+    if (!NAMED.has(k)) (others ??= {})[k] = record[k];
+  }
+  return others ? row + quoted(JSON.stringify(others)) : row;
+}
+
+function cellOf(value: unknown): string {
+  if (value === null || value === undefined) return '';
+  if (typeof value === 'string') return textCell(value);
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  // X-Robots-Tag directives, written as the header writes them.
+  if (Array.isArray(value) && value.every((v) => typeof v === 'string')) return textCell(value.join(', '));
+  return quoted(JSON.stringify(value));
+}
+
+function textCell(text: string): string {
+  // The apostrophe is how a spreadsheet itself marks a cell as text; it shows nothing else.
+  return quoted(FORMULA_START.test(text) ? `'${text}` : text);
+}
+
+function quoted(text: string): string {
+  return NEEDS_QUOTES.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+}
