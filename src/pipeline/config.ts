@@ -1,5 +1,6 @@
 import { constants as bufferConstants } from 'node:buffer';
 import type { OpenLimitConfig } from '../politeness/openLimit';
+import { parseProxy, type ProxySetting } from './proxy';
 import { envText, flagFromEnv, intFromEnv } from '../shared/env';
 import { usableCpus } from '../shared/usableCpus';
 
@@ -72,6 +73,8 @@ export interface PipelineConfig {
    * one more request per host, so off unless asked for.
    */
   readTdmRep: boolean;
+  /** Every connection to a site goes through this HTTP proxy as a CONNECT tunnel (CRAWL_PROXY, proxy.ts). */
+  proxy?: ProxySetting;
 }
 
 export const DEFAULT_USER_AGENT = 'PoliteImageCrawler/0.1 (+https://github.com/polite-image-crawler; crawler@example.org)';
@@ -137,6 +140,7 @@ export function pipelineConfigFromEnv(overrides: Partial<PipelineConfig> = {}): 
     imageConcurrency: Math.max(1, Math.floor(num('CRAWL_IMAGE_CONCURRENCY', 2 * usableCpus()))),
     maxConnectionsPerSite: intFromEnv('CRAWL_MAX_CONNECTIONS_PER_SITE', 64, 1, 4_096),
     readTdmRep: flagFromEnv('CRAWL_READ_TDMREP', false),
+    ...(process.env.CRAWL_PROXY?.trim() ? { proxy: parseProxy(process.env.CRAWL_PROXY.trim()) } : {}),
     ...overrides,
   };
 }

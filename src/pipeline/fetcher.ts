@@ -1,6 +1,7 @@
 import net from 'node:net';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Duplex } from 'node:stream';
+import { proxyConnector } from './proxy';
 import { Agent, buildConnector, errors as undiciErrors, Pool, type Dispatcher } from 'undici';
 import type { PipelineConfig } from './config';
 import { setBounded } from '../shared/boundedMap';
@@ -194,7 +195,16 @@ export class Fetcher {
     this.downloads = new SiteDownloads(cfg.maxConnectionsPerSite, cfg.openLimit);
     // rejectUnauthorized explicitly: Node's default follows NODE_TLS_REJECT_UNAUTHORIZED, and a
     // variable set for some other tool must not turn verification off for every site we crawl.
-    const connect = buildConnector({ timeout: cfg.connectTimeoutMs, lookup: this.guard.lookup, rejectUnauthorized: true } as buildConnector.BuildOptions);
+    const direct = buildConnector({ timeout: cfg.connectTimeoutMs, lookup: this.guard.lookup, rejectUnauthorized: true } as buildConnector.BuildOptions);
+    const connect = cfg.proxy ? proxyConnector(cfg.proxy, {
+      tls: direct, timeoutMs: cfg.connectTimeoutMs, userAgent: cfg.userAgent,
+      // One address for the tunnel, IPv4 where the name has one: the proxy cannot try the others
+      // for us, and a proxy without an IPv6 route is commoner than one without IPv4.
+      lookup: (hostname, cb) => this.guard.lookup(hostname, { all: true }, (err, addresses) => {
+        const list = Array.isArray(addresses) ? addresses as { address: string; family: number }[] : [];
+        cb(err, (list.find((a) => a.family === 4) ?? list[0])?.address);
+      }),
+    }) : direct;
     this.warm = new WarmConnections(opts.wrapConnector ? opts.wrapConnector(connect) : connect);
     // One Agent keeps one keep-alive pool per origin.
     this.agent = new Agent({
@@ -739,7 +749,8 @@ function classifyError(err: unknown, aborted: Error | undefined, afterHeaders = 
   if (err instanceof LateError) return ['late', err.message];
   const e = err as { code?: string; name?: string; message?: string; cause?: { code?: string; message?: string } };
   const code = errorCode(err);
-  if (code === 'ENETGUARD') return ['refused', (e.cause?.message ?? e.message ?? 'refused')];
+  if (code === 'ENETGUARD' || code === 'EPROXYREFUSED') return ['refused', (e.cause?.message ?? e.message ?? 'refused')];
+  if (code?.startsWith('EPROXY')) return ['network', (e.cause?.message ?? e.message ?? 'proxy failed').slice(0, 300)];
   if (err instanceof undiciErrors.ConnectTimeoutError) return ['timeout', 'connect timeout'];
   if (err instanceof undiciErrors.HeadersTimeoutError) return ['timeout', 'headers timeout'];
   if (err instanceof undiciErrors.BodyTimeoutError) return ['too-slow', 'body stalled'];

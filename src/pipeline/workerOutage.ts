@@ -30,7 +30,9 @@ const NO_ROUTE_CODES = new Set(['ENETUNREACH', 'EHOSTUNREACH', 'ENETDOWN', 'EHOS
  */
 export function noRouteError(err: unknown): boolean {
   const code = errorCode(err);
-  if (code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'EAI_AGAIN') return true;
+  // The proxy is the worker's way out (CRAWL_PROXY): when it is down or refuses our password,
+  // every site fails alike and none of them is at fault.
+  if (code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'EAI_AGAIN' || code === 'EPROXYDOWN' || code === 'EPROXYAUTH') return true;
   const e = err as { syscall?: unknown; cause?: { syscall?: unknown } } | undefined;
   return code !== undefined && NO_ROUTE_CODES.has(code) && (e?.syscall ?? e?.cause?.syscall) === 'connect';
 }

@@ -8,6 +8,7 @@ import { helperNiceFromEnv, keepHelperThreadsBelowMain } from '../temporal/prior
 import { heapGrowthFromEnv, setHeapGrowth } from './heapGrowth';
 import { StoreRecorder } from '../activities/storeRecorder';
 import { pipelineConfigFromEnv } from '../pipeline/config';
+import type { ProxySetting } from '../pipeline/proxy';
 import { ImagePipeline } from '../pipeline/imagePipeline';
 import { Spool } from '../pipeline/spool';
 import { LocalStore, storeFromEnv } from '../pipeline/store';
@@ -56,6 +57,7 @@ export function defaultDeps(opts: DepsOptions = {}): CrawlDeps {
   const store = storeFromEnv(dataDir);
   const base = pipelineConfigFromEnv();
   const cfg = { ...base, allowNetworks: [...base.allowNetworks, ...(opts.allowNetworks ?? [])] };
+  logProxy(cfg.proxy);
   const metrics = servesMetrics() ? crawlMetrics(Runtime.instance().metricMeter) : undefined;
   return {
     processor: new ImagePipeline(cfg, store, new Spool(path.join(dataDir, 'spool')), metrics ? { onResend: () => metrics.resent() } : undefined),
@@ -63,6 +65,24 @@ export function defaultDeps(opts: DepsOptions = {}): CrawlDeps {
     store,
     ...(metrics ? { metrics } : {}),
   };
+}
+
+/**
+ * Says which way the worker's requests leave. HTTPS_PROXY and its kin are not followed (a crawl's
+ * network guard must judge every site's address, which a proxy found from those variables, with
+ * their NO_PROXY lists, would not allow for), so a worker where they are set says it connects
+ * directly: an operator behind a proxy learns why sites time out, and what to set.
+ */
+function logProxy(proxy: ProxySetting | undefined): void {
+  if (proxy) {
+    log.info({ event: 'proxy', proxy: proxy.shown }, `requests to sites go through the proxy ${proxy.shown} (CRAWL_PROXY), each connection a tunnel to the address the network guard allowed`);
+    return;
+  }
+  const variable = ['HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy', 'ALL_PROXY', 'all_proxy'].find((v) => process.env[v]?.trim());
+  if (variable) {
+    log.warn({ event: 'proxy-variable-unused', variable },
+      `${variable} is set, but the crawler connects to sites directly: set CRAWL_PROXY=http://host:port (with user:password@ if the proxy asks) to send its requests through that proxy`);
+  }
 }
 
 /** Thread priorities and heap growth for a process that crawls (see each for why). */
