@@ -169,3 +169,21 @@ function tunnel(proxy: ProxySetting, authority: string, opts: { timeoutMs: numbe
     socket.write(`CONNECT ${authority} HTTP/1.1\r\nHost: ${authority}\r\nUser-Agent: ${opts.userAgent}\r\n${proxy.authorization ? `Proxy-Authorization: ${proxy.authorization}\r\n` : ''}\r\n`);
   });
 }
+
+/**
+ * Whether the proxy takes connections: undefined if it does, else why not. A worker asks once at
+ * start, so that a wrong host or port in CRAWL_PROXY is said at once, not by each site's failures.
+ */
+export function probeProxy(proxy: ProxySetting, timeoutMs: number): Promise<string | undefined> {
+  return new Promise((resolve) => {
+    const socket = net.connect({ host: proxy.host, port: proxy.port });
+    const done = (why: string | undefined) => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(why);
+    };
+    const timer = setTimeout(() => done(`no answer within ${timeoutMs} ms`), timeoutMs);
+    socket.once('connect', () => done(undefined));
+    socket.once('error', (err) => done(err.message));
+  });
+}

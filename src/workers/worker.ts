@@ -8,7 +8,7 @@ import { helperNiceFromEnv, keepHelperThreadsBelowMain } from '../temporal/prior
 import { heapGrowthFromEnv, setHeapGrowth } from './heapGrowth';
 import { StoreRecorder } from '../activities/storeRecorder';
 import { pipelineConfigFromEnv } from '../pipeline/config';
-import type { ProxySetting } from '../pipeline/proxy';
+import { probeProxy, type ProxySetting } from '../pipeline/proxy';
 import { ImagePipeline } from '../pipeline/imagePipeline';
 import { Spool } from '../pipeline/spool';
 import { LocalStore, storeFromEnv } from '../pipeline/store';
@@ -57,7 +57,7 @@ export function defaultDeps(opts: DepsOptions = {}): CrawlDeps {
   const store = storeFromEnv(dataDir);
   const base = pipelineConfigFromEnv();
   const cfg = { ...base, allowNetworks: [...base.allowNetworks, ...(opts.allowNetworks ?? [])] };
-  logProxy(cfg.proxy);
+  logProxy(cfg.proxy, cfg.connectTimeoutMs);
   const metrics = servesMetrics() ? crawlMetrics(Runtime.instance().metricMeter) : undefined;
   return {
     processor: new ImagePipeline(cfg, store, new Spool(path.join(dataDir, 'spool')), metrics ? { onResend: () => metrics.resent() } : undefined),
@@ -73,9 +73,12 @@ export function defaultDeps(opts: DepsOptions = {}): CrawlDeps {
  * their NO_PROXY lists, would not allow for), so a worker where they are set says it connects
  * directly: an operator behind a proxy learns why sites time out, and what to set.
  */
-function logProxy(proxy: ProxySetting | undefined): void {
+function logProxy(proxy: ProxySetting | undefined, timeoutMs: number): void {
   if (proxy) {
     log.info({ event: 'proxy', proxy: proxy.shown }, `requests to sites go through the proxy ${proxy.shown} (CRAWL_PROXY), each connection a tunnel to the address the network guard allowed`);
+    void probeProxy(proxy, timeoutMs).then((why) => {
+      if (why) log.warn({ event: 'proxy-unreachable', proxy: proxy.shown, error: why }, `cannot reach the proxy ${proxy.shown} (CRAWL_PROXY): ${why}; no site can be reached until it can (is its host and port right?)`);
+    });
     return;
   }
   const variable = ['HTTPS_PROXY', 'https_proxy', 'HTTP_PROXY', 'http_proxy', 'ALL_PROXY', 'all_proxy'].find((v) => process.env[v]?.trim());

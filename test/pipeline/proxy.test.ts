@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 import { buildConnector } from 'undici';
 import { pipelineConfigFromEnv } from '../../src/pipeline/config';
 import { Fetcher } from '../../src/pipeline/fetcher';
-import { parseProxy, ProxyError, proxyConnector } from '../../src/pipeline/proxy';
+import { parseProxy, probeProxy, ProxyError, proxyConnector } from '../../src/pipeline/proxy';
 import { noRouteError } from '../../src/pipeline/workerOutage';
 import { connectProxy } from '../support/connectProxy';
 import { imageOrigin, type Origin } from '../support/origin';
@@ -140,6 +140,9 @@ describe('crawling through an HTTP proxy (CRAWL_PROXY)', () => {
       });
       const down = await withFetcher(`http://127.0.0.1:${deadPort}`, ['127.0.0.0/8'], (f) => f.fetch(origin.url('/a.jpg')));
       expect(down).toMatchObject({ ok: false, failure: 'network', reason: expect.stringContaining(`cannot reach the proxy http://127.0.0.1:${deadPort} (CRAWL_PROXY)`) });
+      // What a worker says at start about the proxy it was given.
+      expect(await probeProxy(parseProxy(proxy.url), 2_000)).toBeUndefined();
+      expect(await probeProxy(parseProxy(`http://127.0.0.1:${deadPort}`), 2_000)).toMatch(/ECONNREFUSED/);
     } finally {
       await proxy.close();
     }
