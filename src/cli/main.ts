@@ -419,7 +419,7 @@ export function buildProgram(): Command {
     .command('export')
     .description('write the metadata records (one NDJSON line per URL, or CSV) from the store, to stdout or --out')
     .argument('[sources...]', 'only these sources (default: all)')
-    .option('--out <file>', 'write to this file (replaced once complete) instead of stdout; a name ending in .csv writes CSV')
+    .option('--out <file>', 'write to this file (replaced once complete) instead of stdout; a name ending in .csv (or .csv.gz) writes CSV, one ending in .gz gzip-compressed')
     .option('--csv', 'CSV for a spreadsheet or a database import: a header, then one row per record (same as --format csv)')
     .option('--format <format>', 'ndjson or csv (default: csv for an --out file ending in .csv, else ndjson)')
     .option('--all-records', 'every record: a URL asked again keeps each of its records (its history), not only its done or else latest one')
@@ -441,7 +441,7 @@ export function buildProgram(): Command {
       }
       for (const s of summary.sourcesWithoutRecords) process.stderr.write(`crawl: no records for source "${s}" in the ${store.description} (see \`crawl status\`)\n`);
       if (summary.sourcesWithoutRecords.length) process.exitCode = 1;
-      process.stderr.write(`crawl: ${summary.records} record(s) from ${summary.units} file(s) in the ${store.description}${opts.out ? ` written to ${path.resolve(opts.out)}${format === 'csv' ? ' as CSV' : ''}` : ''}${supersededNote(summary)}\n`);
+      process.stderr.write(`crawl: ${summary.records} record(s) from ${summary.units} file(s) in the ${store.description}${opts.out ? ` written to ${path.resolve(opts.out)}${[format === 'csv' ? ' as CSV' : '', /\.gz$/i.test(opts.out) ? ' gzip-compressed' : ''].filter(Boolean).join(',')}` : ''}${supersededNote(summary)}\n`);
     });
 
   program

@@ -120,9 +120,9 @@ export function supersededNote(summary: ExportSummary): string {
   return notes.map((n) => `; ${n}`).join('');
 }
 
-/** The format `--format` names, else the one `--out`'s file name ends in (`.csv`), else NDJSON. */
+/** The format `--format` names, else the one `--out`'s file name ends in (`.csv`, `.csv.gz`), else NDJSON. */
 export function exportFormat(format: string | undefined, out: string | undefined): ExportFormat {
-  if (format === undefined) return out && /\.csv$/i.test(out) ? 'csv' : 'ndjson';
+  if (format === undefined) return out && /\.csv(\.gz)?$/i.test(out) ? 'csv' : 'ndjson';
   const f = format.toLowerCase();
   if (f === 'csv' || f === 'ndjson') return f;
   if (f === 'json' || f === 'jsonl') return 'ndjson';

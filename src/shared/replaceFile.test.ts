@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import zlib from 'node:zlib';
 import { replaceFile } from './replaceFile';
 
 describe('replaceFile', () => {
@@ -14,6 +15,22 @@ describe('replaceFile', () => {
     await expect(replaceFile(file, async (write) => { write('c\n'); throw new Error('store failed'); })).rejects.toThrow('store failed');
     expect(fs.readFileSync(file, 'utf8')).toBe('a\nb\n');
     expect(fs.readdirSync(dir)).toEqual(['m.ndjson']);
+  });
+
+  it('compresses a file whose name ends in .gz, in members any gunzip reads as one stream', async () => {
+    const file = path.join(dir, 'm.ndjson.gz');
+    const line = `${JSON.stringify({ url: 'https://m.example/1.jpg', artist: 'Zoë' })}\n`;
+    const lines = Math.ceil((9 * 1024 * 1024) / line.length); // more than two members' worth
+    await replaceFile(file, async (write) => { for (let i = 0; i < lines; i += 1000) write(line.repeat(Math.min(1000, lines - i))); });
+    const bytes = fs.readFileSync(file);
+    expect(bytes.subarray(0, 2)).toEqual(Buffer.from([0x1f, 0x8b]));
+    expect(bytes.length).toBeLessThan(line.length * lines / 20);
+    // Three members: each begins with gzip's magic and method bytes.
+    expect(bytes.toString('latin1').split('\x1f\x8b\x08').length - 1).toBeGreaterThanOrEqual(3);
+    expect(zlib.gunzipSync(bytes).toString('utf8')).toBe(line.repeat(lines));
+    await replaceFile(file, async () => undefined);
+    expect(zlib.gunzipSync(fs.readFileSync(file)).toString()).toBe('');
+    expect(fs.readdirSync(dir).filter((f) => f.includes('.tmp'))).toEqual([]);
   });
 
   it('names the file a full disk could not take, and what to do', async () => {

@@ -1,10 +1,13 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import zlib from 'node:zlib';
 import { isDiskFull } from './diskRoom';
 
 /**
  * Writes `file` with what `fill` writes, replacing it whole once complete and synced: a reader
  * never sees half of it, and a `fill` that fails leaves the old file and nothing else behind.
+ * A name ending in `.gz` is written gzip-compressed (records of a large crawl are hundreds of
+ * megabytes of text, and a `.gz` file that is plain text fails `zcat` and every reader after it).
  */
 export async function replaceFile<T>(file: string, fill: (write: (text: string) => void) => Promise<T>): Promise<T> {
   // Found before `fill` runs: the rename at the end would fail only after the whole export, and
@@ -17,15 +20,19 @@ export async function replaceFile<T>(file: string, fill: (write: (text: string) 
   } catch (err) {
     throw writeError(file, err);
   }
+  const put = (data: string | Buffer) => {
+    try {
+      if (typeof data === 'string') fs.writeSync(fd, data);
+      else for (let at = 0; at < data.length;) at += fs.writeSync(fd, data, at);
+    } catch (err) {
+      throw writeError(file, err);
+    }
+  };
+  const gzip = /\.gz$/i.test(file) ? new GzipMembers(put) : undefined;
   let result: T;
   try {
-    result = await fill((text) => {
-      try {
-        fs.writeSync(fd, text);
-      } catch (err) {
-        throw writeError(file, err);
-      }
-    });
+    result = await fill(gzip ? (text) => gzip.write(text) : put);
+    gzip?.end();
     try {
       fs.fsyncSync(fd);
     } catch (err) {
@@ -71,4 +78,38 @@ function writeError(file: string, err: unknown): Error {
   if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') return new Error(`cannot write ${file}: ${code === 'EROFS' ? 'its file system is read-only' : `permission denied in ${dir}`} (write the file elsewhere)`);
   if (code === 'EISDIR') return aDirectory(file);
   return new Error(`cannot write ${file}: ${(err as Error).message}`);
+}
+
+/** Text gathered to this size before it is compressed: bigger members compress better. */
+const MEMBER_BYTES = 4 * 1024 * 1024;
+
+/**
+ * gzip written as consecutive members of about MEMBER_BYTES each (RFC 1952 allows any number;
+ * gunzip, zcat, Python, Go, Java and Node read them as one stream), compressed synchronously, so
+ * that the file is written as the text comes, as the uncompressed one is.
+ */
+class GzipMembers {
+  private pending: string[] = [];
+  private size = 0;
+  private wrote = false;
+
+  constructor(private readonly put: (data: Buffer) => void) {}
+
+  write(text: string): void {
+    this.pending.push(text);
+    this.size += text.length;
+    if (this.size >= MEMBER_BYTES) this.flush();
+  }
+
+  end(): void {
+    // An empty export is still a gzip file (of nothing), not an empty one.
+    if (this.size || !this.wrote) this.flush();
+  }
+
+  private flush(): void {
+    this.put(zlib.gzipSync(this.pending.join('')));
+    this.wrote = true;
+    this.pending = [];
+    this.size = 0;
+  }
 }

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import zlib from 'node:zlib';
 import { StoreRecorder } from '../../src/activities/storeRecorder';
 import { exportRecords, exportRecordsToFile } from '../../src/crawl/exportRecords';
 import { LocalStore } from '../../src/pipeline/store';
@@ -135,6 +136,11 @@ describe('exporting metadata records from the store', () => {
     expect(toStdout.stdout.split('\r\n').filter(Boolean)).toHaveLength(4);
     expect((await run('--out', path.join(root, 'r.ndjson'))).code).toBe(0);
     expect(JSON.parse(fs.readFileSync(path.join(root, 'r.ndjson'), 'utf8').split('\n')[0]!)).toHaveProperty('url');
+
+    const gz = path.join(root, 'records.csv.gz');
+    const compressed = await run('--out', gz);
+    expect(compressed.stderr).toContain(`written to ${gz} as CSV, gzip-compressed`);
+    expect(zlib.gunzipSync(fs.readFileSync(gz)).toString('utf8')).toBe(fs.readFileSync(file, 'utf8'));
 
     const wrong = await run('--format', 'xlsx');
     expect(wrong.code).not.toBe(0);
