@@ -2,7 +2,9 @@ import path from 'node:path';
 import { sourceSegment } from '../pipeline/keys';
 import type { ObjectStore } from '../pipeline/store';
 import { OneRecordPerUrl } from './oneRecordPerUrl';
+import type { ManifestJoin } from './manifestJoin';
 import { RecordsCsv } from './recordsCsv';
+import { isPlainObject } from '../shared/plainObject';
 import { replaceFile } from '../shared/replaceFile';
 
 /**
@@ -20,7 +22,7 @@ export interface ExportSummary {
   sourcesWithoutRecords: string[];
   /** Records left out because a later (or `done`) record of the same URL and source supersedes them (see OneRecordPerUrl). */
   superseded: number;
-  /** CSV only: lines of the record files that were not a JSON object, so not a row. */
+  /** CSV or a join only: lines of the record files that were not a JSON object, left out. */
   notRecords?: number;
 }
 
@@ -35,6 +37,8 @@ export interface ExportOptions {
   tmpDir?: string;
   /** What is written: the records' own NDJSON lines (default), or CSV rows under a header (see RecordsCsv). */
   format?: ExportFormat;
+  /** Only the records of this manifest's URLs, each with its line and fields (see ManifestJoin). */
+  join?: ManifestJoin;
 }
 
 /** Record files fetched at once: on S3 each is a round trip. Written in key order all the same. */
@@ -44,13 +48,22 @@ export async function exportRecords(store: ObjectStore, write: (text: string) =>
   const named = [...new Set(sources)];
   const prefixes = named.length ? named.map((s) => `records/${sourceSegment(s)}/`) : ['records/'];
   const summary: ExportSummary = { records: 0, units: 0, sourcesWithoutRecords: [], superseded: 0 };
-  const csv = opts.format === 'csv' ? new RecordsCsv() : undefined;
+  const join = opts.join;
+  const csv = opts.format === 'csv' ? new RecordsCsv(join?.fieldNames) : undefined;
   if (csv) {
     summary.notRecords = 0;
     await write(csv.header());
   }
   const emit = async (text: string): Promise<void> => {
     opts.inspect?.(text);
+    if (join) {
+      // A source's held text can be tens of megabytes: parsed whole, its records took ~1 GB.
+      for (const piece of linePieces(text, JOIN_PIECE_LINES)) {
+        const out = csv ? joinedRows(piece, join, csv, summary) : joinedLines(piece, join, summary);
+        if (out) await write(out);
+      }
+      return;
+    }
     if (csv) {
       const rows = csv.rows(text);
       summary.records = csv.written;
@@ -92,6 +105,67 @@ export async function exportRecords(store: ObjectStore, write: (text: string) =>
   return summary;
 }
 
+/** Records parsed at once for a join. */
+const JOIN_PIECE_LINES = 1_000;
+
+/** `text` in pieces of whole lines, `lines` at a time. */
+function* linePieces(text: string, lines: number): Generator<string> {
+  let start = 0;
+  while (start < text.length) {
+    let end = start;
+    for (let n = 0; n < lines && end >= 0 && end < text.length; n++) end = text.indexOf('\n', end) + 1 || -1;
+    if (end <= 0) end = text.length;
+    yield text.slice(start, end);
+    start = end;
+  }
+}
+
+/** The record lines in `text` that `join` has, each with its manifest line, as NDJSON. */
+function joinedLines(text: string, join: ManifestJoin, summary: ExportSummary): string {
+  let out = '';
+  for (const line of text.split('\n')) {
+    const trimmed = line.trim();
+    if (!trimmed) continue;
+    let kept = join.attachLine(trimmed);
+    if (kept === false) {
+      // Not as the crawl writes records (a store of another version): parsed whole.
+      const record = parsedRecord(trimmed, summary);
+      const attached = record && join.attach(record);
+      kept = attached ? JSON.stringify(attached) : undefined;
+    }
+    if (kept === undefined) continue;
+    out += `${kept}\n`;
+    summary.records += 1;
+  }
+  return out;
+}
+
+/** The records in `text` that `join` has, each with its manifest line, as CSV rows. */
+function joinedRows(text: string, join: ManifestJoin, csv: RecordsCsv, summary: ExportSummary): string {
+  const records: Record<string, unknown>[] = [];
+  for (const line of text.split('\n')) {
+    if (!line.trim()) continue;
+    const record = parsedRecord(line, summary);
+    const attached = record && join.attach(record);
+    if (attached) records.push(attached);
+  }
+  summary.records += records.length;
+  return csv.rowsOf(records);
+}
+
+/** A record line's object, or undefined (counted) for a line that is not one. */
+function parsedRecord(line: string, summary: ExportSummary): Record<string, unknown> | undefined {
+  let record: unknown;
+  try {
+    record = JSON.parse(line);
+  } catch {
+    record = undefined;
+  }
+  if (isPlainObject(record)) return record;
+  summary.notRecords = (summary.notRecords ?? 0) + 1;
+  return undefined;
+}
+
 /** Sorted keys, cut where the source directory changes. */
 function* bySource(keys: string[]): Generator<string[]> {
   let start = 0;
@@ -116,7 +190,15 @@ export async function exportRecordsToFile(store: ObjectStore, file: string, sour
 export function supersededNote(summary: ExportSummary): string {
   const notes: string[] = [];
   if (summary.superseded) notes.push(`${summary.superseded} earlier record(s) of URLs asked again left out, each URL keeping its done or else latest record`);
-  if (summary.notRecords) notes.push(`${summary.notRecords} line(s) of the record files not a JSON record, so not a row (\`crawl export\` without --csv writes them as they are)`);
+  if (summary.notRecords) notes.push(`${summary.notRecords} line(s) of the record files not a JSON record, left out (a plain \`crawl export\` writes them as they are)`);
+  return notes.map((n) => `; ${n}`).join('');
+}
+
+/** What a join with a manifest left out, for the export's closing line. */
+export function joinNote(join: ManifestJoin): string {
+  const notes = [`joined to ${join.manifest}`];
+  if (join.notInManifest) notes.push(`${join.notInManifest} record(s) of URLs it does not list left out`);
+  if (join.withoutRecord) notes.push(`${join.withoutRecord} of its ${join.urls} URL(s) have no record yet (not crawled yet, or their source was stopped; see \`crawl status\`)`);
   return notes.map((n) => `; ${n}`).join('');
 }
 

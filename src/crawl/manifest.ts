@@ -17,7 +17,11 @@ import { MAX_URL_CHARS, sentChars } from '../shared/urlLimits';
 export const MAX_LINE_CHARS = 64 * 1024;
 
 /** `origin`: the URL's host with any port, as a source without a name is called. */
-export type ManifestEntry = { line: number; url: string; source: string; origin: string } | { line: number; error: string };
+export type ManifestEntry = {
+  line: number; url: string; source: string; origin: string;
+  /** With readManifest's `withFields`: the line's own other fields (NDJSON keys, CSV columns) beside url and source. */
+  fields?: Record<string, unknown>;
+} | { line: number; error: string };
 export type ManifestFormat = 'ndjson' | 'csv' | 'lines';
 
 const NOT_UTF8 = 'has bytes that are not UTF-8 (a Latin-1 or Windows-1252 file, say) or the U+FFFD they become: save the manifest as UTF-8 (in Excel: "CSV UTF-8")';
@@ -361,13 +365,21 @@ function throwColumns(path: string, first: { line: number; text: string; separat
     'what follows the blank space would be part of each URL. Write CSV with a header line (such as url,source) or NDJSON, or leave only the URLs');
 }
 
+/** A line's fields other than url and source (matched as the reader matches them), or undefined when it has none. */
+function otherFields(entries: [string, unknown][]): Record<string, unknown> | undefined {
+  const kept = entries.filter(([k]) => { const name = k.trim().toLowerCase(); return name !== 'url' && name !== 'source'; });
+  return kept.length ? Object.fromEntries(kept) : undefined;
+}
+
 /**
  * @param upTo read only the first `bytes` bytes of text (those a manifest's id is of); `onMore`
  * hears when the file has more by now (it is still being written: see firstBytes).
+ * @param withFields give each entry its line's other fields (crawl export --manifest).
  */
-export async function* readManifest(path: string, upTo?: { bytes: number; lastBreak: number; onMore: () => void }): AsyncGenerator<ManifestEntry> {
+export async function* readManifest(path: string, upTo?: { bytes: number; lastBreak: number; onMore: () => void }, withFields = false): AsyncGenerator<ManifestEntry> {
   let format: ManifestFormat | undefined;
   let urlCol = -1;
+  let headerNames: string[] = [];
   let sourceCol = -1;
   let columns = 0;
   let separator = ',';
@@ -395,6 +407,7 @@ export async function* readManifest(path: string, upTo?: { bytes: number; lastBr
   const entryOf = (line: number, text: string): ManifestEntry | undefined => {
     let rawUrl: unknown;
     let source: unknown;
+    let fields: Record<string, unknown> | undefined;
     if (format === 'ndjson') {
       let obj: unknown;
       try {
@@ -405,6 +418,7 @@ export async function* readManifest(path: string, upTo?: { bytes: number; lastBr
       if (!isPlainObject(obj)) return { line, error: 'expected a JSON object with a "url"' };
       rawUrl = obj.url;
       source = obj.source;
+      if (withFields) fields = otherFields(Object.entries(obj));
       // As a CSV cell is, and as the URL's own blank space is dropped by the URL parser.
       if (typeof source === 'string') source = source.trim();
       const misnamed = rawUrl === undefined ? Object.keys(obj).find((k) => k.trim().toLowerCase() === 'url') : undefined;
@@ -418,6 +432,8 @@ export async function* readManifest(path: string, upTo?: { bytes: number; lastBr
         urlCol = cells.findIndex((c) => c.toLowerCase() === 'url');
         sourceCol = cells.findIndex((c) => c.toLowerCase() === 'source');
         columns = filled(cells);
+        // A column without a name is named by its place, as a spreadsheet shows it.
+        headerNames = cells.map((c, i) => c || `column ${i + 1}`);
         if (urlCol < 0) {
           unreadable = true;
           return { line, error: 'CSV header has no "url" column; nothing can be read from this file' };
@@ -433,6 +449,7 @@ export async function* readManifest(path: string, upTo?: { bytes: number; lastBr
       }
       rawUrl = cells[urlCol];
       source = sourceCol >= 0 && cells[sourceCol] ? cells[sourceCol] : undefined;
+      if (withFields) fields = otherFields(headerNames.map((name, i) => [name, cells[i] ?? '']));
     } else {
       rawUrl = text;
     }
@@ -446,7 +463,7 @@ export async function* readManifest(path: string, upTo?: { bytes: number; lastBr
       if (bad) return { line, error: bad };
     }
     const origin = sourceOfUrl(u);
-    return { line, url: u.href, source: (source as string | undefined) || origin, origin };
+    return { line, url: u.href, source: (source as string | undefined) || origin, origin, ...(fields ? { fields } : {}) };
   };
   const entriesOf = (lines: CsvLine[]): ManifestEntry[] => {
     const out: ManifestEntry[] = [];

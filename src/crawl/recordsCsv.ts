@@ -31,13 +31,17 @@ export class RecordsCsv {
   /** Lines of the record text that were not a JSON object, left out of the rows. */
   notRecords = 0;
 
+  /** @param manifestFields the joined manifest's field names (ManifestJoin): `manifest.line` and a column each. */
+  constructor(private readonly manifestFields?: readonly string[]) {}
+
   header(): string {
-    return [...RECORD_COLUMNS, 'other'].join(',') + EOL;
+    const joined = this.manifestFields ? ['manifest.line', ...this.manifestFields.map((f) => `manifest.${f}`)] : [];
+    return [...RECORD_COLUMNS, ...joined.map(textCell), 'other'].join(',') + EOL;
   }
 
   /** NDJSON record text (whole lines) as CSV rows. */
   rows(text: string): string {
-    let out = '';
+    const records: Record<string, unknown>[] = [];
     for (const line of text.split('\n')) {
       if (!line.trim()) continue;
       let record: unknown;
@@ -46,25 +50,36 @@ export class RecordsCsv {
       } catch {
         record = undefined;
       }
-      if (typeof record !== 'object' || record === null || Array.isArray(record)) {
-        this.notRecords += 1;
-        continue;
-      }
-      out += rowOf(record as Record<string, unknown>) + EOL;
+      if (typeof record !== 'object' || record === null || Array.isArray(record)) this.notRecords += 1;
+      else records.push(record as Record<string, unknown>);
+    }
+    return this.rowsOf(records);
+  }
+
+  /** Parsed records as CSV rows. */
+  rowsOf(records: readonly Record<string, unknown>[]): string {
+    let out = '';
+    for (const record of records) {
+      out += this.rowOf(record) + EOL;
       this.written += 1;
     }
     return out;
   }
-}
 
-function rowOf(record: Record<string, unknown>): string {
-  let row = '';
-  for (const c of RECORD_COLUMNS) row += `${cellOf(record[c])},`;
-  let others: Record<string, unknown> | undefined;
-  for (const k in record) {
-    if (!NAMED.has(k)) (others ??= {})[k] = record[k];
+  private rowOf(record: Record<string, unknown>): string {
+    let row = '';
+    for (const c of RECORD_COLUMNS) row += `${cellOf(record[c])},`;
+    if (this.manifestFields) {
+      const joined = (record.manifest ?? {}) as Record<string, unknown>;
+      row += `${cellOf(joined.line)},`;
+      for (const f of this.manifestFields) row += `${cellOf(joined[f])},`;
+    }
+    let others: Record<string, unknown> | undefined;
+    for (const k in record) {
+      if (!NAMED.has(k) && !(this.manifestFields && k === 'manifest')) (others ??= {})[k] = record[k];
+    }
+    return others ? row + quoted(JSON.stringify(others)) : row;
   }
-  return others ? row + quoted(JSON.stringify(others)) : row;
 }
 
 function cellOf(value: unknown): string {

@@ -142,6 +142,15 @@ describe('exporting metadata records from the store', () => {
     expect(compressed.stderr).toContain(`written to ${gz} as CSV, gzip-compressed`);
     expect(zlib.gunzipSync(fs.readFileSync(gz)).toString('utf8')).toBe(fs.readFileSync(file, 'utf8'));
 
+    // Joined to the manifest that listed them: its id column comes back with each record.
+    await new StoreRecorder(store).write('museum.example', 'b3-g1', [{ url: 'https://m/4.jpg', source: 'museum.example', outcome: 'done' }]);
+    const manifest = path.join(root, 'ids.csv');
+    fs.writeFileSync(manifest, 'id,url,source\nimg-4,https://m/4.jpg,museum.example\nimg-9,https://m/9.jpg,museum.example\n');
+    const joined = await run('--manifest', manifest);
+    expect(joined.code).toBe(0);
+    expect(joined.stdout.trim().split('\n').map((l) => JSON.parse(l))).toEqual([{ url: 'https://m/4.jpg', source: 'museum.example', outcome: 'done', manifest: { line: 2, id: 'img-4' } }]);
+    expect(joined.stderr).toContain(`joined to ${manifest}; 4 record(s) of URLs it does not list left out; 1 of its 2 URL(s) have no record yet`);
+
     const wrong = await run('--format', 'xlsx');
     expect(wrong.code).not.toBe(0);
     expect(wrong.stderr).toContain('--format xlsx: give csv or ndjson');
