@@ -3,8 +3,7 @@ import { sourceSegment } from '../pipeline/keys';
 import type { ObjectStore } from '../pipeline/store';
 import { OneRecordPerUrl } from './oneRecordPerUrl';
 import type { ManifestJoin } from './manifestJoin';
-import { RecordsCsv } from './recordsCsv';
-import { isPlainObject } from '../shared/plainObject';
+import { recordOfLine, RecordsCsv } from './recordsCsv';
 import { replaceFile } from '../shared/replaceFile';
 
 /**
@@ -113,8 +112,14 @@ function* linePieces(text: string, lines: number): Generator<string> {
   let start = 0;
   while (start < text.length) {
     let end = start;
-    for (let n = 0; n < lines && end >= 0 && end < text.length; n++) end = text.indexOf('\n', end) + 1 || -1;
-    if (end <= 0) end = text.length;
+    for (let n = 0; n < lines; n++) {
+      const lineEnd = text.indexOf('\n', end);
+      if (lineEnd < 0) {
+        end = text.length;
+        break;
+      }
+      end = lineEnd + 1;
+    }
     yield text.slice(start, end);
     start = end;
   }
@@ -155,15 +160,9 @@ function joinedRows(text: string, join: ManifestJoin, csv: RecordsCsv, summary: 
 
 /** A record line's object, or undefined (counted) for a line that is not one. */
 function parsedRecord(line: string, summary: ExportSummary): Record<string, unknown> | undefined {
-  let record: unknown;
-  try {
-    record = JSON.parse(line);
-  } catch {
-    record = undefined;
-  }
-  if (isPlainObject(record)) return record;
-  summary.notRecords = (summary.notRecords ?? 0) + 1;
-  return undefined;
+  const record = recordOfLine(line);
+  if (!record) summary.notRecords = (summary.notRecords ?? 0) + 1;
+  return record;
 }
 
 /** Sorted keys, cut where the source directory changes. */

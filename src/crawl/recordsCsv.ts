@@ -1,3 +1,5 @@
+import { isPlainObject } from '../shared/plainObject';
+
 /**
  * Metadata records as CSV, for a spreadsheet or a database's CSV import (`COPY ... CSV HEADER`):
  * one row per record under a fixed header, the documented fields in the order the records hold
@@ -44,14 +46,9 @@ export class RecordsCsv {
     const records: Record<string, unknown>[] = [];
     for (const line of text.split('\n')) {
       if (!line.trim()) continue;
-      let record: unknown;
-      try {
-        record = JSON.parse(line);
-      } catch {
-        record = undefined;
-      }
-      if (typeof record !== 'object' || record === null || Array.isArray(record)) this.notRecords += 1;
-      else records.push(record as Record<string, unknown>);
+      const record = recordOfLine(line);
+      if (record) records.push(record);
+      else this.notRecords += 1;
     }
     return this.rowsOf(records);
   }
@@ -79,6 +76,16 @@ export class RecordsCsv {
       if (!NAMED.has(k) && !(this.manifestFields && k === 'manifest')) (others ??= {})[k] = record[k];
     }
     return others ? row + quoted(JSON.stringify(others)) : row;
+  }
+}
+
+/** A record file's line as its object, or undefined for a line that is no JSON object (damaged by hand). */
+export function recordOfLine(line: string): Record<string, unknown> | undefined {
+  try {
+    const record: unknown = JSON.parse(line);
+    return isPlainObject(record) ? record : undefined;
+  } catch {
+    return undefined;
   }
 }
 

@@ -59,7 +59,7 @@ function redacted(raw: string): string {
   return raw.replace(/\/\/([^:@/]*):[^@/]*@/, '//$1:***@');
 }
 
-/** An error of the proxy's, told from the site's by its code (see classifyProxyError). */
+/** An error of the proxy's, told from the site's by its code (the fetcher's classifyError, workerOutage's noRouteError). */
 export class ProxyError extends Error {
   constructor(message: string, readonly code: 'EPROXYDOWN' | 'EPROXYAUTH' | 'EPROXYREFUSED' | 'EPROXYBADGATEWAY', readonly syscall = 'connect') {
     super(message);
@@ -76,16 +76,7 @@ type Lookup = (hostname: string, callback: (err: Error | null, address?: string)
  */
 export function proxyConnector(proxy: ProxySetting, opts: { lookup: Lookup; tls: Connector; timeoutMs: number; userAgent: string }): Connector {
   return (target, callback) => {
-    let done = false;
-    const finish = (err: Error | null, socket?: net.Socket) => {
-      if (done) {
-        socket?.destroy();
-        return;
-      }
-      done = true;
-      if (err) callback(err, null);
-      else callback(null, socket!);
-    };
+    const finish = (err: Error | null, socket?: net.Socket) => (err ? callback(err, null) : callback(null, socket!));
     const https = target.protocol === 'https:';
     const port = Number(target.port) || (https ? 443 : 80);
     const hostname = target.hostname.replace(/^\[|\]$/g, '');
