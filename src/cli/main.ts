@@ -12,7 +12,7 @@ import { WorkflowNotFoundError, type WorkflowHandle } from '@temporalio/client';
 import { readCatalog } from '../crawl/catalog';
 import { planCrawl, planText } from '../crawl/check';
 import { ManifestJoin } from '../crawl/manifestJoin';
-import { exportFormat, exportRecords, exportRecordsToFile, joinNote, supersededNote, type ExportSummary } from '../crawl/exportRecords';
+import { exportedLine, exportFormat, exportRecords, exportRecordsToFile, type ExportSummary } from '../crawl/exportRecords';
 import { FailureTally } from '../crawl/failureTally';
 import { checkManifest } from '../crawl/manifest';
 import { runCrawl } from '../crawl/run';
@@ -444,7 +444,7 @@ export function buildProgram(): Command {
       }
       for (const s of summary.sourcesWithoutRecords) process.stderr.write(`crawl: no records for source "${s}" in the ${store.description} (see \`crawl status\`)\n`);
       if (summary.sourcesWithoutRecords.length) process.exitCode = 1;
-      process.stderr.write(`crawl: ${summary.records} record(s) from ${summary.units} file(s) in the ${store.description}${opts.out ? ` written to ${path.resolve(opts.out)}${[format === 'csv' ? ' as CSV' : '', /\.gz$/i.test(opts.out) ? ' gzip-compressed' : ''].filter(Boolean).join(',')}` : ''}${supersededNote(summary)}${join ? joinNote(join) : ''}\n`);
+      process.stderr.write(`crawl: ${exportedLine(summary, store.description, { out: opts.out && path.resolve(opts.out), format, join })}\n`);
     });
 
   program

@@ -193,8 +193,21 @@ export function supersededNote(summary: ExportSummary): string {
   return notes.map((n) => `; ${n}`).join('');
 }
 
+/** The most rows Excel and LibreOffice Calc open, the header's included. */
+const SPREADSHEET_ROWS = 1_048_576;
+
+/** `crawl export`'s closing line: what it wrote where, and what it left out. */
+export function exportedLine(summary: ExportSummary, storeDescription: string, opts: { out?: string; format: ExportFormat; join?: ManifestJoin }): string {
+  const as = [opts.format === 'csv' ? ' as CSV' : '', opts.out && /\.gz$/i.test(opts.out) ? ' gzip-compressed' : ''].filter(Boolean).join(',');
+  const tooMany = opts.format === 'csv' && summary.records >= SPREADSHEET_ROWS
+    ? `; more rows than a spreadsheet opens (Excel and LibreOffice Calc: ${SPREADSHEET_ROWS.toLocaleString('en-US')} with the header): a database's CSV import reads them all, or export sources apart (\`crawl export SOURCE --out FILE\`)`
+    : '';
+  return `${summary.records} record(s) from ${summary.units} file(s) in the ${storeDescription}${opts.out ? ` written to ${opts.out}${as}` : ''}` +
+    `${supersededNote(summary)}${opts.join ? joinNote(opts.join) : ''}${tooMany}`;
+}
+
 /** What a join with a manifest left out, for the export's closing line. */
-export function joinNote(join: ManifestJoin): string {
+function joinNote(join: ManifestJoin): string {
   const notes = [`joined to ${join.manifest}`];
   if (join.notInManifest) notes.push(`${join.notInManifest} record(s) of URLs it does not list left out`);
   if (join.withoutRecord) notes.push(`${join.withoutRecord} of its ${join.urls} URL(s) have no record yet (not crawled yet, or their source was stopped; see \`crawl status\`)`);

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import { StoreRecorder } from '../../src/activities/storeRecorder';
-import { exportRecords, exportRecordsToFile } from '../../src/crawl/exportRecords';
+import { exportedLine, exportRecords, exportRecordsToFile } from '../../src/crawl/exportRecords';
 import { LocalStore } from '../../src/pipeline/store';
 
 describe('exporting metadata records from the store', () => {
@@ -107,6 +107,14 @@ describe('exporting metadata records from the store', () => {
     const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
     expect(stderr).not.toMatch(/EPIPE|Error/);
     expect(code).toBe(0);
+  });
+
+  it('says when a CSV has more rows than a spreadsheet opens', () => {
+    const summary = (records: number) => ({ records, units: 9, sourcesWithoutRecords: [], superseded: 0 });
+    expect(exportedLine(summary(1_048_575), 'local directory S', { out: '/o/r.csv', format: 'csv' })).toBe('1048575 record(s) from 9 file(s) in the local directory S written to /o/r.csv as CSV');
+    expect(exportedLine(summary(1_048_576), 'local directory S', { out: '/o/r.csv.gz', format: 'csv' })).toBe('1048576 record(s) from 9 file(s) in the local directory S written to /o/r.csv.gz as CSV, gzip-compressed; ' +
+      'more rows than a spreadsheet opens (Excel and LibreOffice Calc: 1,048,576 with the header): a database\'s CSV import reads them all, or export sources apart (`crawl export SOURCE --out FILE`)');
+    expect(exportedLine(summary(2_000_000), 'local directory S', { format: 'ndjson' })).toBe('2000000 record(s) from 9 file(s) in the local directory S');
   });
 
   it('writes CSV for an --out file ending in .csv, or with --csv, as an operator runs it', async () => {
