@@ -9,7 +9,9 @@ export function recordOf(source: string, o: RequestOutcome): Record<string, unkn
 }
 
 const OUTCOME_FIELDS = new Set(['url', 'source', 'outcome', 'reason', 'status', 'ttfbMs', 'totalMs', 'attempts']);
-const CLASSES = new Set<string>(['done', 'linkrot', 'robots', 'content', 'refused', 'error'] satisfies OutcomeClass[]);
+/** Every outcome a record may have. */
+export const RECORD_OUTCOMES: readonly OutcomeClass[] = ['done', 'linkrot', 'robots', 'content', 'refused', 'error'];
+const CLASSES = new Set<string>(RECORD_OUTCOMES);
 
 /**
  * A final outcome and the record's own fields back from a record recordOf() began, for a grant

@@ -12,7 +12,7 @@ import { WorkflowNotFoundError, type WorkflowHandle } from '@temporalio/client';
 import { readCatalog } from '../crawl/catalog';
 import { planCrawl, planText } from '../crawl/check';
 import { ManifestJoin } from '../crawl/manifestJoin';
-import { exportedLine, exportFormat, exportRecords, exportRecordsToFile, type ExportSummary } from '../crawl/exportRecords';
+import { exportedLine, exportFormat, exportRecords, exportRecordsToFile, outcomesOption, type ExportSummary } from '../crawl/exportRecords';
 import { FailureTally } from '../crawl/failureTally';
 import { checkManifest } from '../crawl/manifest';
 import { runCrawl } from '../crawl/run';
@@ -423,28 +423,29 @@ export function buildProgram(): Command {
     .option('--out <file>', 'write to this file (replaced once complete) instead of stdout; a name ending in .csv (or .csv.gz) writes CSV, one ending in .gz gzip-compressed')
     .option('--csv', 'CSV for a spreadsheet or a database import: a header, then one row per record (same as --format csv)')
     .option('--format <format>', 'ndjson or csv (default: csv for an --out file ending in .csv, else ndjson)')
+    .option('--outcome <list>', 'only the records with these outcomes, comma-separated: done, linkrot, robots, content, refused, error', outcomesOption)
     .option('--manifest <file>', 'only the records of this manifest\'s URLs, each with its line number and the line\'s own fields (an id column, say) as "manifest"')
     .option('--all-records', 'every record: a URL asked again keeps each of its records (its history), not only its done or else latest one')
     .option('--data-dir <dir>', 'where the local store is (as for start and worker; `crawl run --out DIR` uses DIR)', DEFAULT_DATA_DIR)
-    .action(async (sources: string[], opts: { out?: string; dataDir: string; allRecords?: boolean; csv?: boolean; format?: string; manifest?: string }) => {
+    .action(async (sources: string[], opts: { out?: string; dataDir: string; allRecords?: boolean; csv?: boolean; format?: string; manifest?: string; outcome?: Set<string> }) => {
       if (opts.csv && opts.format !== undefined && opts.format.toLowerCase() !== 'csv') throw new Error(`--csv and --format ${opts.format} say different things: give one`);
       const format = exportFormat(opts.csv ? 'csv' : opts.format, opts.out);
       const store = storeToRead(opts.dataDir);
       const join = opts.manifest === undefined ? undefined : await ManifestJoin.read(opts.manifest);
       let summary: ExportSummary;
       if (opts.out) {
-        summary = await exportRecordsToFile(store, path.resolve(opts.out), sources, { allRecords: opts.allRecords, format, join });
+        summary = await exportRecordsToFile(store, path.resolve(opts.out), sources, { allRecords: opts.allRecords, format, join, outcomes: opts.outcome });
       } else {
         summary = await exportRecords(store, (text) => new Promise<void>((resolve, reject) => {
           // Waits for a slow reader (a pipe into jq) instead of buffering the whole export.
           if (!process.stdout.writable) return reject(Object.assign(new Error('stdout closed'), { code: 'ERR_STREAM_DESTROYED' }));
           if (process.stdout.write(text)) resolve();
           else process.stdout.once('drain', resolve).once('error', reject);
-        }), sources, { allRecords: opts.allRecords, format, join });
+        }), sources, { allRecords: opts.allRecords, format, join, outcomes: opts.outcome });
       }
       for (const s of summary.sourcesWithoutRecords) process.stderr.write(`crawl: no records for source "${s}" in the ${store.description} (see \`crawl status\`)\n`);
       if (summary.sourcesWithoutRecords.length) process.exitCode = 1;
-      process.stderr.write(`crawl: ${exportedLine(summary, store.description, { out: opts.out && path.resolve(opts.out), format, join })}\n`);
+      process.stderr.write(`crawl: ${exportedLine(summary, store.description, { out: opts.out && path.resolve(opts.out), format, join, filtered: opts.outcome !== undefined })}\n`);
     });
 
   program

@@ -1,6 +1,7 @@
 import path from 'node:path';
 import { sourceSegment } from '../pipeline/keys';
 import type { ObjectStore } from '../pipeline/store';
+import { RECORD_OUTCOMES } from '../activities/outcomeRecord';
 import { OneRecordPerUrl } from './oneRecordPerUrl';
 import type { ManifestJoin } from './manifestJoin';
 import { recordOfLine, RecordsCsv } from './recordsCsv';
@@ -21,8 +22,10 @@ export interface ExportSummary {
   sourcesWithoutRecords: string[];
   /** Records left out because a later (or `done`) record of the same URL and source supersedes them (see OneRecordPerUrl). */
   superseded: number;
-  /** CSV or a join only: lines of the record files that were not a JSON object, left out. */
+  /** CSV, a join or an outcome filter only: lines of the record files that were not a JSON object, left out. */
   notRecords?: number;
+  /** With an outcome filter: the records of other outcomes, left out. */
+  otherOutcomes?: number;
 }
 
 export type ExportFormat = 'ndjson' | 'csv';
@@ -38,6 +41,8 @@ export interface ExportOptions {
   format?: ExportFormat;
   /** Only the records of this manifest's URLs, each with its line and fields (see ManifestJoin). */
   join?: ManifestJoin;
+  /** Only the records with these outcomes (`done`, `linkrot`, ...). */
+  outcomes?: ReadonlySet<string>;
 }
 
 /** Record files fetched at once: on S3 each is a round trip. Written in key order all the same. */
@@ -55,6 +60,8 @@ export async function exportRecords(store: ObjectStore, write: (text: string) =>
   }
   const emit = async (text: string): Promise<void> => {
     opts.inspect?.(text);
+    if (opts.outcomes) text = withOutcomes(text, opts.outcomes, summary);
+    if (!text) return;
     if (join) {
       // A source's held text can be tens of megabytes: parsed whole, its records took ~1 GB.
       for (const piece of linePieces(text, JOIN_PIECE_LINES)) {
@@ -158,6 +165,29 @@ function joinedRows(text: string, join: ManifestJoin, csv: RecordsCsv, summary: 
   return csv.rowsOf(records);
 }
 
+/** The record lines of `text` whose outcome is one of `outcomes`; the rest are counted. */
+function withOutcomes(text: string, outcomes: ReadonlySet<string>, summary: ExportSummary): string {
+  let out = '';
+  for (const line of text.split('\n')) {
+    if (!line.trim()) continue;
+    const record = parsedRecord(line, summary);
+    if (!record) continue;
+    if (typeof record.outcome === 'string' && outcomes.has(record.outcome)) out += `${line}\n`;
+    else summary.otherOutcomes = (summary.otherOutcomes ?? 0) + 1;
+  }
+  return out;
+}
+
+/** `--outcome done,linkrot`: the outcomes named, each one a record can have. */
+export function outcomesOption(value: string): Set<string> {
+  const named = value.split(',').map((o) => o.trim().toLowerCase()).filter(Boolean);
+  const unknown = named.filter((o) => !(RECORD_OUTCOMES as readonly string[]).includes(o));
+  if (!named.length || unknown.length) {
+    throw new Error(`--outcome ${JSON.stringify(value)}: ${unknown.length ? `${unknown.join(', ')} is no outcome; ` : ''}give one or more of ${RECORD_OUTCOMES.join(', ')}, separated by commas`);
+  }
+  return new Set(named);
+}
+
 /** A record line's object, or undefined (counted) for a line that is not one. */
 function parsedRecord(line: string, summary: ExportSummary): Record<string, unknown> | undefined {
   const record = recordOfLine(line);
@@ -189,6 +219,7 @@ export async function exportRecordsToFile(store: ObjectStore, file: string, sour
 export function supersededNote(summary: ExportSummary): string {
   const notes: string[] = [];
   if (summary.superseded) notes.push(`${summary.superseded} earlier record(s) of URLs asked again left out, each URL keeping its done or else latest record`);
+  if (summary.otherOutcomes) notes.push(`${summary.otherOutcomes} record(s) of other outcomes left out`);
   if (summary.notRecords) notes.push(`${summary.notRecords} line(s) of the record files not a JSON record, left out (a plain \`crawl export\` writes them as they are)`);
   return notes.map((n) => `; ${n}`).join('');
 }
@@ -197,20 +228,22 @@ export function supersededNote(summary: ExportSummary): string {
 const SPREADSHEET_ROWS = 1_048_576;
 
 /** `crawl export`'s closing line: what it wrote where, and what it left out. */
-export function exportedLine(summary: ExportSummary, storeDescription: string, opts: { out?: string; format: ExportFormat; join?: ManifestJoin }): string {
+export function exportedLine(summary: ExportSummary, storeDescription: string, opts: { out?: string; format: ExportFormat; join?: ManifestJoin; filtered?: boolean }): string {
   const as = [opts.format === 'csv' ? ' as CSV' : '', opts.out && /\.gz$/i.test(opts.out) ? ' gzip-compressed' : ''].filter(Boolean).join(',');
   const tooMany = opts.format === 'csv' && summary.records >= SPREADSHEET_ROWS
     ? `; more rows than a spreadsheet opens (Excel and LibreOffice Calc: ${SPREADSHEET_ROWS.toLocaleString('en-US')} with the header): a database's CSV import reads them all, or export sources apart (\`crawl export SOURCE --out FILE\`)`
     : '';
   return `${summary.records} record(s) from ${summary.units} file(s) in the ${storeDescription}${opts.out ? ` written to ${opts.out}${as}` : ''}` +
-    `${supersededNote(summary)}${opts.join ? joinNote(opts.join) : ''}${tooMany}`;
+    `${supersededNote(summary)}${opts.join ? joinNote(opts.join, opts.filtered ?? false) : ''}${tooMany}`;
 }
 
 /** What a join with a manifest left out, for the export's closing line. */
-function joinNote(join: ManifestJoin): string {
+function joinNote(join: ManifestJoin, filtered: boolean): string {
   const notes = [`joined to ${join.manifest}`];
   if (join.notInManifest) notes.push(`${join.notInManifest} record(s) of URLs it does not list left out`);
-  if (join.withoutRecord) notes.push(`${join.withoutRecord} of its ${join.urls} URL(s) have no record yet (not crawled yet, or their source was stopped; see \`crawl status\`)`);
+  if (join.withoutRecord) {
+    notes.push(`${join.withoutRecord} of its ${join.urls} URL(s) have ${filtered ? 'no record of those outcomes' : 'no record yet (not crawled yet, or their source was stopped; see `crawl status`)'}`);
+  }
   return notes.map((n) => `; ${n}`).join('');
 }
 

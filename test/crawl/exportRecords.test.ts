@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import { StoreRecorder } from '../../src/activities/storeRecorder';
-import { exportedLine, exportRecords, exportRecordsToFile } from '../../src/crawl/exportRecords';
+import { exportedLine, exportRecords, exportRecordsToFile, outcomesOption } from '../../src/crawl/exportRecords';
 import { LocalStore } from '../../src/pipeline/store';
 
 describe('exporting metadata records from the store', () => {
@@ -107,6 +107,24 @@ describe('exporting metadata records from the store', () => {
     const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
     expect(stderr).not.toMatch(/EPIPE|Error/);
     expect(code).toBe(0);
+  });
+
+  it('exports only the outcomes asked for, judged on the record each URL keeps', async () => {
+    const store = new LocalStore(root);
+    const rec = new StoreRecorder(store);
+    await rec.write('wall.example', 'm1-c0-g1', [
+      { url: 'https://wall/1.jpg', source: 'wall.example', outcome: 'content', recordedAt: '2026-11-27T10:00:01.000Z' },
+      { url: 'https://wall/2.jpg', source: 'wall.example', outcome: 'linkrot', recordedAt: '2026-11-27T10:00:01.000Z' },
+      { url: 'https://wall/3.jpg', source: 'wall.example', outcome: 'error', recordedAt: '2026-11-27T10:00:01.000Z' },
+    ]);
+    // Asked again: 1 came (done now), so it is no longer a failure.
+    await rec.write('wall.example', 'a0-c0-g1', [{ url: 'https://wall/1.jpg', source: 'wall.example', outcome: 'done', recordedAt: '2026-11-27T10:00:05.000Z' }]);
+    let text = '';
+    const summary = await exportRecords(store, (t) => { text += t; }, [], { outcomes: outcomesOption('content, LINKROT,error') });
+    expect(text.trim().split('\n').map((l) => JSON.parse(l).url)).toEqual(['https://wall/2.jpg', 'https://wall/3.jpg']);
+    expect(summary).toMatchObject({ records: 2, otherOutcomes: 1, superseded: 1 });
+    expect(() => outcomesOption('failed,error')).toThrow('--outcome "failed,error": failed is no outcome; give one or more of done, linkrot, robots, content, refused, error, separated by commas');
+    expect(() => outcomesOption(',')).toThrow(/give one or more of/);
   });
 
   it('says when a CSV has more rows than a spreadsheet opens', () => {
