@@ -33,7 +33,8 @@ export function parseProxy(raw: string, name = 'CRAWL_PROXY'): ProxySetting {
   try {
     u = new URL(raw.includes('://') ? raw : `http://${raw}`);
   } catch {
-    throw new Error(`${name} must be a proxy URL such as http://proxy.example:3128, got ${JSON.stringify(redacted(raw))}`);
+    const secret = raw.includes('@') ? ' (a user or password with / # ? or % in it must have them percent-encoded: %2F %23 %3F %25)' : '';
+    throw new Error(`${name} must be a proxy URL such as http://proxy.example:3128, got ${JSON.stringify(redacted(raw))}${secret}`);
   }
   if (u.protocol !== 'http:') {
     throw new Error(`${name}: only an http:// proxy is supported (the tunnel to each https site is TLS end to end all the same), got ${u.protocol}//`);
@@ -54,9 +55,16 @@ export function parseProxy(raw: string, name = 'CRAWL_PROXY'): ProxySetting {
   };
 }
 
-/** The proxy URL with any password replaced, for an error message. */
+/**
+ * The proxy URL with its user and password replaced, for an error message: everything before its
+ * last `@`, whatever the password holds (a `/` in it is what makes such a URL unreadable).
+ */
 function redacted(raw: string): string {
-  return raw.replace(/\/\/([^:@/]*):[^@/]*@/, '//$1:***@');
+  const at = raw.lastIndexOf('@');
+  if (at < 0) return raw;
+  const scheme = raw.indexOf('://');
+  const from = scheme >= 0 && scheme < at ? scheme + 3 : 0;
+  return `${raw.slice(0, from)}***${raw.slice(at)}`;
 }
 
 /** An error of the proxy's, told from the site's by its code (the fetcher's classifyError, workerOutage's noRouteError). */

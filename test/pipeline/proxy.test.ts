@@ -192,8 +192,12 @@ describe('crawling through an HTTP proxy (CRAWL_PROXY)', () => {
     expect(parseProxy('http://[::1]:3128')).toMatchObject({ host: '::1', port: 3128 });
     expect(() => parseProxy('https://proxy.example:443')).toThrow(/only an http:\/\/ proxy/);
     expect(() => parseProxy('socks5://proxy.example:1080')).toThrow(/only an http:\/\/ proxy/);
-    expect(() => parseProxy('http://u:secret@proxy.example:3128/path')).toThrow(/address alone.*u:\*\*\*@proxy/);
+    expect(() => parseProxy('http://u:secret@proxy.example:3128/path')).toThrow(/address alone.*\/\/\*\*\*@proxy/);
     expect(() => parseProxy('http://u:secret@proxy.example:3128/path')).not.toThrow(/secret/);
     expect(() => parseProxy('http://u:secret@bad host:3128')).not.toThrow(/secret/);
+    // A password with a slash makes the URL unreadable: the message shows none of it.
+    expect(() => parseProxy('http://u:sec/ret@proxy.example:3128')).toThrow('CRAWL_PROXY must be a proxy URL such as http://proxy.example:3128, got "http://***@proxy.example:3128" (a user or password with / # ? or % in it must have them percent-encoded: %2F %23 %3F %25)');
+    expect(() => parseProxy('http://u:sec#ret@proxy.example:3128')).not.toThrow(/sec|ret/);
+    expect(parseProxy('http://u:p@ss@proxy.example:3128').authorization).toBe(`Basic ${Buffer.from('u:p@ss').toString('base64')}`);
   });
 });
