@@ -511,7 +511,8 @@ export class Fetcher {
         warnOutOfFiles();
         return fail('late', `not sent: the worker is out of open files (${errorCode(err)}; raise its limit: ulimit -n, LimitNOFILE)`);
       }
-      if (errorCode(err) === 'ECONNREFUSED') this.outage.answered(); // a reset came back: the network reached the host
+      // A reset came back: the network reached the host. So did a proxy's word on the site (a 502, a 403).
+      if (['ECONNREFUSED', 'EPROXYBADGATEWAY', 'EPROXYREFUSED'].includes(errorCode(err) ?? '')) this.outage.answered();
       // The worker's own network is down (workerOutage.ts): the first request of the chain never
       // left, and the site is not to blame. A followed hop's failure stays the chain's: its first
       // request did reach the site.

@@ -9,7 +9,7 @@ import { buildConnector } from 'undici';
 import { pipelineConfigFromEnv } from '../../src/pipeline/config';
 import { Fetcher } from '../../src/pipeline/fetcher';
 import { parseProxy, probeProxy, ProxyError, proxyConnector } from '../../src/pipeline/proxy';
-import { noRouteError } from '../../src/pipeline/workerOutage';
+import { noRouteError, WorkerOutageWatch } from '../../src/pipeline/workerOutage';
 import { connectProxy } from '../support/connectProxy';
 import { imageOrigin, type Origin } from '../support/origin';
 
@@ -23,8 +23,8 @@ describe('crawling through an HTTP proxy (CRAWL_PROXY)', () => {
   beforeAll(async () => { origin = await imageOrigin('127.0.0.2'); });
   afterAll(async () => { await origin.stop(); });
 
-  async function withFetcher<T>(proxyUrl: string, allowNetworks: string[], use: (f: Fetcher) => Promise<T>): Promise<T> {
-    const fetcher = new Fetcher(pipelineConfigFromEnv({ allowNetworks, proxy: parseProxy(proxyUrl) }));
+  async function withFetcher<T>(proxyUrl: string, allowNetworks: string[], use: (f: Fetcher) => Promise<T>, outage?: WorkerOutageWatch): Promise<T> {
+    const fetcher = new Fetcher(pipelineConfigFromEnv({ allowNetworks, proxy: parseProxy(proxyUrl) }), outage ? { outage } : {});
     try {
       return await use(fetcher);
     } finally {
@@ -133,12 +133,17 @@ describe('crawling through an HTTP proxy (CRAWL_PROXY)', () => {
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.3', resolve));
     const deadPort = (closed.address() as AddressInfo).port;
     await new Promise((resolve) => closed.close(resolve));
+    // The proxy's word on a site is an answer: the worker's network works (workerOutage.ts).
+    const outage = new WorkerOutageWatch();
+    const answered = jest.spyOn(outage, 'answered');
     try {
       await withFetcher(proxy.url, ['127.0.0.0/8'], async (f) => {
         expect(await f.fetch(origin.url('/a.jpg'))).toMatchObject({ ok: false, failure: 'refused', reason: `the proxy ${proxy.url} refused a tunnel to 127.0.0.2:${origin.port} (403 Forbidden)` });
         expect(await f.fetch(`http://127.0.0.3:${deadPort}/a.jpg`)).toMatchObject({ ok: false, failure: 'network', reason: `the proxy ${proxy.url} could not reach 127.0.0.3:${deadPort} (502 Bad Gateway)` });
-      });
-      const down = await withFetcher(`http://127.0.0.1:${deadPort}`, ['127.0.0.0/8'], (f) => f.fetch(origin.url('/a.jpg')));
+      }, outage);
+      expect(answered).toHaveBeenCalledTimes(2);
+      const down = await withFetcher(`http://127.0.0.1:${deadPort}`, ['127.0.0.0/8'], (f) => f.fetch(origin.url('/a.jpg')), outage);
+      expect(answered).toHaveBeenCalledTimes(2);
       expect(down).toMatchObject({ ok: false, failure: 'network', reason: expect.stringContaining(`cannot reach the proxy http://127.0.0.1:${deadPort} (CRAWL_PROXY)`) });
       // What a worker says at start about the proxy it was given.
       expect(await probeProxy(parseProxy(proxy.url), 2_000)).toBeUndefined();
