@@ -54,31 +54,28 @@ export async function exportRecords(store: ObjectStore, write: (text: string) =>
   const summary: ExportSummary = { records: 0, units: 0, sourcesWithoutRecords: [], superseded: 0 };
   const join = opts.join;
   const csv = opts.format === 'csv' ? new RecordsCsv(join?.fieldNames) : undefined;
-  if (csv) {
-    summary.notRecords = 0;
-    await write(csv.header());
-  }
+  if (csv) await write(csv.header());
   const emit = async (text: string): Promise<void> => {
     opts.inspect?.(text);
-    if (opts.outcomes) text = withOutcomes(text, opts.outcomes, summary);
-    if (!text) return;
-    if (join) {
-      // A source's held text can be tens of megabytes: parsed whole, its records took ~1 GB.
-      for (const piece of linePieces(text, JOIN_PIECE_LINES)) {
-        const out = csv ? joinedRows(piece, join, csv, summary) : joinedLines(piece, join, summary);
-        if (out) await write(out);
+    if (!csv && !join && !opts.outcomes) {
+      summary.records += countLines(text);
+      await write(text.endsWith('\n') ? text : `${text}\n`);
+      return;
+    }
+    // Parsed a piece at a time: a source's held text can be tens of megabytes, and its records
+    // parsed at once took ~1 GB.
+    for (let piece of linePieces(text, PARSED_PIECE_LINES)) {
+      if (opts.outcomes) piece = withOutcomes(piece, opts.outcomes, summary);
+      if (!piece) continue;
+      let out: string;
+      if (csv) out = join ? csv.rowsOf(joinedRecords(piece, join, summary)) : csv.rows(piece);
+      else if (join) out = joinedLines(piece, join, summary);
+      else {
+        out = piece;
+        summary.records += countLines(piece);
       }
-      return;
+      if (out) await write(out);
     }
-    if (csv) {
-      const rows = csv.rows(text);
-      summary.records = csv.written;
-      summary.notRecords = csv.notRecords;
-      if (rows) await write(rows);
-      return;
-    }
-    summary.records += countLines(text);
-    await write(text.endsWith('\n') ? text : `${text}\n`);
   };
   for (const [i, prefix] of prefixes.entries()) {
     const keys: string[] = [];
@@ -108,11 +105,15 @@ export async function exportRecords(store: ObjectStore, write: (text: string) =>
       }
     }
   }
+  if (csv) {
+    summary.records = csv.written;
+    summary.notRecords = (summary.notRecords ?? 0) + csv.notRecords;
+  }
   return summary;
 }
 
-/** Records parsed at once for a join. */
-const JOIN_PIECE_LINES = 1_000;
+/** Records parsed at once. */
+const PARSED_PIECE_LINES = 1_000;
 
 /** `text` in pieces of whole lines, `lines` at a time. */
 function* linePieces(text: string, lines: number): Generator<string> {
@@ -152,8 +153,8 @@ function joinedLines(text: string, join: ManifestJoin, summary: ExportSummary): 
   return out;
 }
 
-/** The records in `text` that `join` has, each with its manifest line, as CSV rows. */
-function joinedRows(text: string, join: ManifestJoin, csv: RecordsCsv, summary: ExportSummary): string {
+/** The records in `text` that `join` has, each with its manifest line. */
+function joinedRecords(text: string, join: ManifestJoin, summary: ExportSummary): Record<string, unknown>[] {
   const records: Record<string, unknown>[] = [];
   for (const line of text.split('\n')) {
     if (!line.trim()) continue;
@@ -161,8 +162,7 @@ function joinedRows(text: string, join: ManifestJoin, csv: RecordsCsv, summary: 
     const attached = record && join.attach(record);
     if (attached) records.push(attached);
   }
-  summary.records += records.length;
-  return csv.rowsOf(records);
+  return records;
 }
 
 /** The record lines of `text` whose outcome is one of `outcomes`; the rest are counted. */

@@ -69,7 +69,7 @@ function redacted(raw: string): string {
 
 /** An error of the proxy's, told from the site's by its code (the fetcher's classifyError, workerOutage's noRouteError). */
 export class ProxyError extends Error {
-  constructor(message: string, readonly code: 'EPROXYDOWN' | 'EPROXYAUTH' | 'EPROXYREFUSED' | 'EPROXYBADGATEWAY', readonly syscall = 'connect') {
+  constructor(message: string, readonly code: 'EPROXYDOWN' | 'EPROXYAUTH' | 'EPROXYREFUSED' | 'EPROXYBADGATEWAY') {
     super(message);
     this.name = 'ProxyError';
   }

@@ -123,6 +123,10 @@ describe('exporting metadata records from the store', () => {
     const summary = await exportRecords(store, (t) => { text += t; }, [], { outcomes: outcomesOption('content, LINKROT,error') });
     expect(text.trim().split('\n').map((l) => JSON.parse(l).url)).toEqual(['https://wall/2.jpg', 'https://wall/3.jpg']);
     expect(summary).toMatchObject({ records: 2, otherOutcomes: 1, superseded: 1 });
+    // A line damaged by hand is counted whatever else the export does with the rest.
+    fs.appendFileSync(path.join(root, 'records', 'wall.example', 'a0-c0-g1.ndjson'), '{"url": cut short\n');
+    const asCsv = await exportRecords(store, () => undefined, [], { outcomes: outcomesOption('error'), format: 'csv', allRecords: true });
+    expect(asCsv).toMatchObject({ records: 1, otherOutcomes: 3, notRecords: 1 });
     expect(() => outcomesOption('failed,error')).toThrow('--outcome "failed,error": failed is no outcome; give one or more of done, linkrot, robots, content, refused, error, separated by commas');
     expect(() => outcomesOption(',')).toThrow(/give one or more of/);
   });
