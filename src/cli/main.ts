@@ -14,6 +14,7 @@ import { planCrawl, planText } from '../crawl/check';
 import { ManifestJoin } from '../crawl/manifestJoin';
 import { exportedLine, exportFormat, exportRecords, exportRecordsToFile, outcomesOption, type ExportSummary } from '../crawl/exportRecords';
 import { FailureTally } from '../crawl/failureTally';
+import { parseSince, readCursor, writeCursor } from '../crawl/exportSince';
 import { checkManifest } from '../crawl/manifest';
 import { runCrawl } from '../crawl/run';
 import { continuesNote, downloadedBeforeNote, duplicatesNote, emptyManifest, grewNote, queuedElsewhereNote, maxRateSetting, maxRetryAfterSetting, startCrawl, startWarnings } from '../crawl/start';
@@ -426,26 +427,37 @@ export function buildProgram(): Command {
     .option('--outcome <list>', 'only the records with these outcomes, comma-separated: done, linkrot, robots, content, refused, error', outcomesOption)
     .option('--manifest <file>', 'only the records of this manifest\'s URLs, each with its line number and the line\'s own fields (an id column, say) as "manifest"')
     .option('--all-records', 'every record: a URL asked again keeps each of its records (its history), not only its done or else latest one')
+    .option('--since <time>', 'only what was written to the store since then, for loading a running crawl\'s results a piece at a time: a time (2026-12-01T09:30Z; UTC unless it gives an offset) or a span ago (45m, 6h, 7d)')
+    .option('--cursor <file>', 'export what was written since the time this file holds (everything when there is no file), then move it on: the same command run again (from cron, say) gives what is new since')
     .option('--data-dir <dir>', 'where the local store is (as for start and worker; `crawl run --out DIR` uses DIR)', DEFAULT_DATA_DIR)
-    .action(async (sources: string[], opts: { out?: string; dataDir: string; allRecords?: boolean; csv?: boolean; format?: string; manifest?: string; outcome?: Set<string> }) => {
+    .action(async (sources: string[], opts: { out?: string; dataDir: string; allRecords?: boolean; csv?: boolean; format?: string; manifest?: string; outcome?: Set<string>; since?: string; cursor?: string }) => {
       if (opts.csv && opts.format !== undefined && opts.format.toLowerCase() !== 'csv') throw new Error(`--csv and --format ${opts.format} say different things: give one`);
+      if (opts.since !== undefined && opts.cursor !== undefined) throw new Error('--since and --cursor both say where to start: give one (the cursor file holds its time)');
       const format = exportFormat(opts.csv ? 'csv' : opts.format, opts.out);
+      const cursor = opts.since !== undefined ? { since: parseSince(opts.since) } : opts.cursor !== undefined ? readCursor(opts.cursor) : undefined;
       const store = storeToRead(opts.dataDir);
       const join = opts.manifest === undefined ? undefined : await ManifestJoin.read(opts.manifest);
+      const exportOpts = { allRecords: opts.allRecords, format, join, outcomes: opts.outcome, since: cursor?.since, given: cursor?.given, newest: opts.cursor !== undefined };
       let summary: ExportSummary;
       if (opts.out) {
-        summary = await exportRecordsToFile(store, path.resolve(opts.out), sources, { allRecords: opts.allRecords, format, join, outcomes: opts.outcome });
+        summary = await exportRecordsToFile(store, path.resolve(opts.out), sources, exportOpts);
       } else {
         summary = await exportRecords(store, (text) => new Promise<void>((resolve, reject) => {
           // Waits for a slow reader (a pipe into jq) instead of buffering the whole export.
           if (!process.stdout.writable) return reject(Object.assign(new Error('stdout closed'), { code: 'ERR_STREAM_DESTROYED' }));
           if (process.stdout.write(text)) resolve();
           else process.stdout.once('drain', resolve).once('error', reject);
-        }), sources, { allRecords: opts.allRecords, format, join, outcomes: opts.outcome });
+        }), sources, exportOpts);
       }
+      // Moved on only once the export is whole: one that fails is given again in full next time.
+      const next = summary.recent?.next(cursor?.since);
+      if (opts.cursor !== undefined && next !== undefined) await writeCursor(opts.cursor, next);
       for (const s of summary.sourcesWithoutRecords) process.stderr.write(`crawl: no records for source "${s}" in the ${store.description} (see \`crawl status\`)\n`);
       if (summary.sourcesWithoutRecords.length) process.exitCode = 1;
-      process.stderr.write(`crawl: ${exportedLine(summary, store.description, { out: opts.out && path.resolve(opts.out), format, join, filtered: opts.outcome !== undefined })}\n`);
+      process.stderr.write(`crawl: ${exportedLine(summary, store.description, {
+        out: opts.out && path.resolve(opts.out), format, join, filtered: opts.outcome !== undefined,
+        since: cursor?.since, next: next === undefined ? undefined : { at: next.since, cursor: opts.cursor },
+      })}\n`);
     });
 
   program

@@ -6,6 +6,7 @@ import { OneRecordPerUrl } from './oneRecordPerUrl';
 import type { ManifestJoin } from './manifestJoin';
 import { recordOfLine, RecordsCsv } from './recordsCsv';
 import { replaceFile } from '../shared/replaceFile';
+import { RecentFiles } from './exportSince';
 
 /**
  * Metadata records live in the store as one NDJSON object per unit of work under
@@ -26,6 +27,12 @@ export interface ExportSummary {
   notRecords?: number;
   /** With an outcome filter: the records of other outcomes, left out. */
   otherOutcomes?: number;
+  /** With `since`: record files written before it, whose records were left out. */
+  olderFiles?: number;
+  /** With `given`: record files an earlier export gave, not written since, left out. */
+  givenFiles?: number;
+  /** With `since` or `newest`: the newest files listed, for where the next export starts (RecentFiles.next). */
+  recent?: RecentFiles;
 }
 
 export type ExportFormat = 'ndjson' | 'csv';
@@ -43,6 +50,16 @@ export interface ExportOptions {
   join?: ManifestJoin;
   /** Only the records with these outcomes (`done`, `linkrot`, ...). */
   outcomes?: ReadonlySet<string>;
+  /**
+   * Only the records in files written to the store at or after this time (ms since the epoch,
+   * by the store's clock): what is new since an earlier export. A URL's record is still the one
+   * it keeps among all its records, given when that one is new.
+   */
+  since?: number;
+  /** Files at or after `since` given by an earlier export (see Cursor): left out unless written again since. */
+  given?: ReadonlyMap<string, number>;
+  /** Learn the newest files without `since` (a first export that starts a cursor). */
+  newest?: boolean;
 }
 
 /** Record files fetched at once: on S3 each is a round trip. Written in key order all the same. */
@@ -77,22 +94,52 @@ export async function exportRecords(store: ObjectStore, write: (text: string) =>
       if (out) await write(out);
     }
   };
+  const since = opts.since;
+  const timed = since !== undefined || opts.newest === true;
+  if (timed && !store.listModified) throw new Error(`the ${store.description} cannot say when its files were written`);
+  const recent = timed ? (summary.recent = new RecentFiles()) : undefined;
   for (const [i, prefix] of prefixes.entries()) {
     const keys: string[] = [];
-    for await (const key of store.list(prefix)) if (key.endsWith('.ndjson')) keys.push(key);
+    const written = new Map<string, number>();
+    if (timed) {
+      for await (const o of store.listModified!(prefix)) {
+        if (!o.key.endsWith('.ndjson')) continue;
+        keys.push(o.key);
+        written.set(o.key, o.modifiedMs);
+        recent!.add(o.key, o.modifiedMs);
+      }
+    } else {
+      for await (const key of store.list(prefix)) if (key.endsWith('.ndjson')) keys.push(key);
+    }
     if (named.length && keys.length === 0) summary.sourcesWithoutRecords.push(named[i]!);
     keys.sort();
+    const fresh = new Set<string>();
+    for (const key of keys) {
+      const at = written.get(key)!;
+      if (since === undefined) fresh.add(key);
+      else if (at < since) summary.olderFiles = (summary.olderFiles ?? 0) + 1;
+      else if (opts.given?.get(key) === at) summary.givenFiles = (summary.givenFiles ?? 0) + 1;
+      else fresh.add(key);
+    }
+    const isNew = (key: string) => fresh.has(key);
     // records/<source>/...: a URL's records are all under its source's directory.
-    for (const sourceKeys of bySource(keys)) {
+    for (const allKeys of bySource(keys)) {
+      const newKeys = allKeys.filter(isNew);
+      // Nothing new: no record the source's URLs keep can be. Otherwise the older files are read
+      // too, to learn which record each URL keeps, unless every record is wanted.
+      if (newKeys.length === 0) continue;
+      const sourceKeys = opts.allRecords ? newKeys : allKeys;
       const held = opts.allRecords ? undefined : new OneRecordPerUrl(opts.tmpDir);
       try {
         for (let k = 0; k < sourceKeys.length; k += PREFETCH) {
-          const bodies = await Promise.all(sourceKeys.slice(k, k + PREFETCH).map((key) => store.get(key)));
-          for (const body of bodies) {
+          const batch = sourceKeys.slice(k, k + PREFETCH);
+          const bodies = await Promise.all(batch.map((key) => store.get(key)));
+          for (const [j, body] of bodies.entries()) {
             if (!body) continue; // removed since it was listed
             if (body.length === 0) continue; // a retried unit that found nothing left to record
-            summary.units += 1;
-            if (held) held.add(body);
+            const shown = isNew(batch[j]!);
+            if (shown) summary.units += 1;
+            if (held) held.add(body, shown);
             else await emit(body.toString('utf8'));
           }
         }
@@ -228,21 +275,42 @@ export function supersededNote(summary: ExportSummary): string {
 const SPREADSHEET_ROWS = 1_048_576;
 
 /** `crawl export`'s closing line: what it wrote where, and what it left out. */
-export function exportedLine(summary: ExportSummary, storeDescription: string, opts: { out?: string; format: ExportFormat; join?: ManifestJoin; filtered?: boolean }): string {
+export function exportedLine(summary: ExportSummary, storeDescription: string, opts: {
+  out?: string; format: ExportFormat; join?: ManifestJoin; filtered?: boolean;
+  /** `--since`'s time, and where the next export starts (see nextSince), in the cursor file or not. */
+  since?: number; next?: { at: number; cursor?: string };
+}): string {
   const as = [opts.format === 'csv' ? ' as CSV' : '', opts.out && /\.gz$/i.test(opts.out) ? ' gzip-compressed' : ''].filter(Boolean).join(',');
   const tooMany = opts.format === 'csv' && summary.records >= SPREADSHEET_ROWS
     ? `; more rows than a spreadsheet opens (Excel and LibreOffice Calc: ${SPREADSHEET_ROWS.toLocaleString('en-US')} with the header): a database's CSV import reads them all, or export sources apart (\`crawl export SOURCE --out FILE\`)`
     : '';
-  return `${summary.records} record(s) from ${summary.units} file(s) in the ${storeDescription}${opts.out ? ` written to ${opts.out}${as}` : ''}` +
-    `${supersededNote(summary)}${opts.join ? joinNote(opts.join, opts.filtered ?? false) : ''}${tooMany}`;
+  const written = opts.since === undefined ? '' : ` written since ${new Date(opts.since).toISOString()}`;
+  return `${summary.records} record(s) from ${summary.units} file(s)${written} in the ${storeDescription}${opts.out ? ` written to ${opts.out}${as}` : ''}` +
+    `${supersededNote(summary)}${opts.join ? joinNote(opts.join, opts.filtered ?? false, opts.since) : ''}${tooMany}${sinceNote(summary, opts)}`;
+}
+
+/** What `--since` left out, and where the next export starts. */
+function sinceNote(summary: ExportSummary, opts: { since?: number; next?: { at: number; cursor?: string } }): string {
+  const notes: string[] = [];
+  if (summary.olderFiles) notes.push(`${summary.olderFiles} file(s) written before it left out`);
+  if (summary.givenFiles) notes.push(`${summary.givenFiles} file(s) the last export gave left out`);
+  if (opts.next) {
+    const at = new Date(opts.next.at).toISOString();
+    // A time alone names no file given: the files of the minutes before the newest (see
+    // CURSOR_OVERLAP_MS) come again; the cursor file names them.
+    notes.push(opts.next.cursor !== undefined ? `the cursor ${opts.next.cursor} now starts at ${at}` : `what is written after this (with the last minutes' again): --since ${at}`);
+  }
+  return notes.map((n) => `; ${n}`).join('');
 }
 
 /** What a join with a manifest left out, for the export's closing line. */
-function joinNote(join: ManifestJoin, filtered: boolean): string {
+function joinNote(join: ManifestJoin, filtered: boolean, since: number | undefined): string {
   const notes = [`joined to ${join.manifest}`];
   if (join.notInManifest) notes.push(`${join.notInManifest} record(s) of URLs it does not list left out`);
   if (join.withoutRecord) {
-    notes.push(`${join.withoutRecord} of its ${join.urls} URL(s) have ${filtered ? 'no record of those outcomes' : 'no record yet (not crawled yet, or their source was stopped; see `crawl status`)'}`);
+    const none = since !== undefined ? `no record${filtered ? ' of those outcomes' : ''} written since then`
+      : filtered ? 'no record of those outcomes' : 'no record yet (not crawled yet, or their source was stopped; see `crawl status`)';
+    notes.push(`${join.withoutRecord} of its ${join.urls} URL(s) have ${none}`);
   }
   return notes.map((n) => `; ${n}`).join('');
 }

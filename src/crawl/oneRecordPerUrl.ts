@@ -16,7 +16,9 @@ import { fingerprint53, fingerprint53Ascii } from '../shared/seenUrls';
  * Most sources have no URL twice, so finding them must cost little: a 53-bit fingerprint of
  * each record's URL (8 bytes per record, sorted once); only the lines whose fingerprint occurs
  * twice are parsed, and they are compared by their URL itself, so a fingerprint collision
- * leaves both records in. The texts are kept in memory up to MEMORY_BYTES, beyond that in a
+ * leaves both records in. A file added as not to be shown (written before an export's
+ * `--since`) still takes part in deciding which record each URL keeps, but none of its lines is
+ * given back. The texts are kept in memory up to MEMORY_BYTES, beyond that in a
  * temporary file, so a source of millions of records costs disk, not heap.
  */
 
@@ -31,6 +33,8 @@ export class OneRecordPerUrl {
   private fingerprints = new Float64Array(1024);
   private count = 0;
   private readonly pieces: Piece[] = [];
+  /** Pieces whose lines texts() gives back (see add). */
+  private readonly shown: boolean[] = [];
   private held = 0;
   private spill?: { file: string; fd: number; offset: number };
   /** Records left out by the last texts(). */
@@ -38,8 +42,11 @@ export class OneRecordPerUrl {
 
   constructor(private readonly tmpDir = os.tmpdir(), private readonly memoryBytes = MEMORY_BYTES) {}
 
-  /** One record file's bytes (NDJSON, UTF-8), kept as they are: read back, they cost no encoding. */
-  add(body: Buffer): void {
+  /**
+   * One record file's bytes (NDJSON, UTF-8), kept as they are: read back, they cost no encoding.
+   * @param shown false: its records count in which record a URL keeps, but are not given back
+   */
+  add(body: Buffer, shown = true): void {
     // The pass every record takes, so without a string or an object per line.
     for (let start = 0; start < body.length;) {
       let end = body.indexOf(0x0a, start);
@@ -52,6 +59,7 @@ export class OneRecordPerUrl {
       const file = path.join(this.tmpDir, `crawl-export-${process.pid}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}.tmp`);
       this.spill = { file, fd: fs.openSync(file, 'wx+', 0o600), offset: 0 };
     }
+    this.shown.push(shown);
     if (!this.spill) {
       this.pieces.push(body);
       this.held += body.length;
@@ -62,12 +70,12 @@ export class OneRecordPerUrl {
     this.spill.offset += body.length;
   }
 
-  /** The texts as added, each without the records a later (or `done`) record of its URL supersedes. */
+  /** The texts shown, each without the records a later (or `done`) record of its URL supersedes. */
   *texts(): Generator<string> {
     this.superseded = 0;
     const twice = this.fingerprintsSeenTwice();
     if (twice.size === 0) {
-      for (let i = 0; i < this.pieces.length; i++) yield this.piece(i).toString('utf8');
+      for (let i = 0; i < this.pieces.length; i++) if (this.shown[i]) yield this.piece(i).toString('utf8');
       return;
     }
     // Which line of each URL seen twice is kept, by the order of lines across all pieces.
@@ -86,6 +94,11 @@ export class OneRecordPerUrl {
     }
     n = 0;
     for (let i = 0; i < this.pieces.length; i++) {
+      if (!this.shown[i]) {
+        // Only its place in the order of lines is needed.
+        n += lineCount(this.piece(i));
+        continue;
+      }
       const out: Buffer[] = [];
       for (const line of lines(this.piece(i))) {
         const at = n++;
@@ -102,6 +115,7 @@ export class OneRecordPerUrl {
   /** Frees the memory and removes the temporary file. */
   close(): void {
     this.pieces.length = 0;
+    this.shown.length = 0;
     this.fingerprints = new Float64Array(0);
     if (this.spill) {
       fs.closeSync(this.spill.fd);
@@ -145,6 +159,13 @@ function* lines(buf: Buffer): Generator<LineAt> {
     start = end + 1;
   }
   if (start < buf.length) yield { buf, start, end: buf.length };
+}
+
+/** How many lines lines(buf) gives. */
+function lineCount(buf: Buffer): number {
+  let n = 0;
+  for (const _line of lines(buf)) n++;
+  return n;
 }
 
 /**

@@ -18,10 +18,20 @@ export interface ObjectStore {
    */
   list(prefix: string): AsyncIterable<string>;
   /**
+   * list() with the time each object was last written (a file's mtime, S3's LastModified: the
+   * store's own clock), for an export of what was written since a time (`crawl export --since`).
+   */
+  listModified?(prefix: string): AsyncIterable<ListedObject>;
+  /**
    * Fails with what to do when the store cannot be used (no bucket, no credentials, a directory
    * we cannot write): called before a crawl starts, instead of at every activity's first put.
    */
   verify?(): Promise<void>;
+}
+
+export interface ListedObject {
+  key: string;
+  modifiedMs: number;
 }
 
 /** A write in progress: `${file}.${pid}.${random}.tmp` (see LocalStore.put). */
@@ -121,6 +131,26 @@ export class LocalStore implements ObjectStore {
     yield* this.walk(dir, prefix.slice(slash + 1));
   }
 
+  async *listModified(prefix: string): AsyncIterable<ListedObject> {
+    let keys: string[] = [];
+    const stat = async (): Promise<ListedObject[]> => {
+      const stats = await Promise.all(keys.map((key) => fs.stat(path.join(this.root, key)).catch((err: NodeJS.ErrnoException) => {
+        if (err.code === 'ENOENT') return undefined; // removed since it was listed
+        throw err;
+      })));
+      // Whole milliseconds, as a cursor file writes them back (see exportSince).
+      const listed = keys.flatMap((key, i) => (stats[i] ? [{ key, modifiedMs: Math.floor(stats[i].mtimeMs) }] : []));
+      keys = [];
+      return listed;
+    };
+    for await (const key of this.list(prefix)) {
+      keys.push(key);
+      // A few at once: a store of a million records has tens of thousands of record files.
+      if (keys.length === STATS_AT_ONCE) yield* await stat();
+    }
+    yield* await stat();
+  }
+
   /** Streams the directory (fs.opendir): a source's chunk directory can hold millions of files. */
   private async *walk(dir: string, namePrefix: string): AsyncIterable<string> {
     let handle: fsSync.Dir;
@@ -146,6 +176,8 @@ export class LocalStore implements ObjectStore {
     }
   }
 }
+
+const STATS_AT_ONCE = 64;
 
 function noop(): void {}
 
@@ -240,11 +272,15 @@ export class S3Store implements ObjectStore {
   }
 
   async *list(prefix: string): AsyncIterable<string> {
+    for await (const o of this.listModified(prefix)) yield o.key;
+  }
+
+  async *listModified(prefix: string): AsyncIterable<ListedObject> {
     const base = this.cfg.prefix ?? '';
     let token: string | undefined;
     do {
       const page = await this.client.send(new ListObjectsV2Command({ Bucket: this.cfg.bucket, Prefix: `${base}${prefix}`, ContinuationToken: token }));
-      for (const o of page.Contents ?? []) if (o.Key) yield o.Key.slice(base.length);
+      for (const o of page.Contents ?? []) if (o.Key) yield { key: o.Key.slice(base.length), modifiedMs: o.LastModified?.getTime() ?? 0 };
       token = page.IsTruncated ? page.NextContinuationToken : undefined;
     } while (token);
   }

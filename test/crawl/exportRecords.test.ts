@@ -78,6 +78,128 @@ describe('exporting metadata records from the store', () => {
     expect(all.superseded).toBe(0);
   });
 
+  it('exports only what was written since a time, each URL still keeping its done or else latest record', async () => {
+    const store = new LocalStore(root);
+    const rec = new StoreRecorder(store);
+    const at = (s: number) => `2026-11-27T10:00:0${s}.000Z`;
+    const writtenAt = (source: string, unit: string, ms: number) => {
+      const when = new Date(ms);
+      fs.utimesSync(path.join(root, 'records', source, `${unit}.ndjson`), when, when);
+    };
+    const t0 = Date.parse('2026-11-27T10:00:00Z');
+    await rec.write('wall.example', 'm1-c0-g1', [
+      { url: 'https://wall/1.jpg', source: 'wall.example', outcome: 'done', recordedAt: at(0) },
+      { url: 'https://wall/2.jpg', source: 'wall.example', outcome: 'content', recordedAt: at(1) },
+      { url: 'https://wall/3.jpg', source: 'wall.example', outcome: 'content', recordedAt: at(2) },
+    ]);
+    writtenAt('wall.example', 'm1-c0-g1', t0);
+    // Asked again later: 2 came; 1 (done before) met a page this time, and stays done.
+    await rec.write('wall.example', 'a0-c0-g1', [
+      { url: 'https://wall/2.jpg', source: 'wall.example', outcome: 'done', recordedAt: at(5) },
+      { url: 'https://wall/1.jpg', source: 'wall.example', outcome: 'content', recordedAt: at(6) },
+    ]);
+    writtenAt('wall.example', 'a0-c0-g1', t0 + 3_600_000);
+    // A source with nothing new is not read at all.
+    await rec.write('quiet.example', 'b1-g1', [{ url: 'https://quiet/1.jpg', source: 'quiet.example', outcome: 'done', recordedAt: at(0) }]);
+    writtenAt('quiet.example', 'b1-g1', t0);
+    const gets: string[] = [];
+    const counted = Object.assign(Object.create(store) as LocalStore, { get: (key: string) => { gets.push(key); return store.get(key); } });
+
+    let text = '';
+    const since = t0 + 60_000;
+    const summary = await exportRecords(counted, (t) => { text += t; }, [], { since });
+    expect(text.trim().split('\n').map((l) => JSON.parse(l)).map((r) => `${r.url} ${r.outcome}`)).toEqual(['https://wall/2.jpg done']);
+    expect(summary).toMatchObject({ records: 1, units: 1, superseded: 1, olderFiles: 2 });
+    expect(summary.recent!.newest).toBe(t0 + 3_600_000);
+    expect(gets.filter((k) => k.includes('quiet'))).toEqual([]);
+
+    // Every record: only the new file's, none of the older ones read.
+    text = '';
+    gets.length = 0;
+    const all = await exportRecords(counted, (t) => { text += t; }, [], { since, allRecords: true });
+    expect(text.trim().split('\n')).toHaveLength(2);
+    expect(gets).toEqual(['records/wall.example/a0-c0-g1.ndjson']);
+    expect(all).toMatchObject({ records: 2, units: 1, olderFiles: 2 });
+
+    // Since before everything: the same as no --since.
+    text = '';
+    await exportRecords(store, (t) => { text += t; }, [], { since: t0 - 1 });
+    expect(text.trim().split('\n').map((l) => JSON.parse(l)).map((r) => `${r.url} ${r.outcome}`).sort()).toEqual([
+      'https://quiet/1.jpg done', 'https://wall/1.jpg done', 'https://wall/2.jpg done', 'https://wall/3.jpg content',
+    ]);
+  });
+
+  it('moves a cursor file on only after a whole export, and the next export gives what is new since', async () => {
+    const cli = path.resolve(__dirname, '..', '..', 'bin', 'crawl');
+    const store = new LocalStore(path.join(root, 'store'));
+    const rec = new StoreRecorder(store);
+    const run = (...args: string[]) => new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+      const child = spawn(process.execPath, [cli, 'export', '--data-dir', root, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (d) => { stdout += d; });
+      child.stderr.on('data', (d) => { stderr += d; });
+      child.on('exit', (code) => resolve({ code, stdout, stderr }));
+    });
+    const urls = (text: string) => text.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l).url as string).sort();
+    const ago = (minutes: number, unit: string) => {
+      const when = new Date(Date.now() - minutes * 60_000);
+      fs.utimesSync(path.join(root, 'store', 'records', 'museum.example', `${unit}.ndjson`), when, when);
+    };
+    await rec.write('museum.example', 'b1-g1', [{ url: 'https://m/1.jpg', outcome: 'done' }, { url: 'https://m/2.jpg', outcome: 'done' }]);
+    ago(30, 'b1-g1');
+    const cursor = path.join(root, 'loaded-until');
+
+    const first = await run('--cursor', cursor);
+    expect(first.code).toBe(0);
+    expect(urls(first.stdout)).toEqual(['https://m/1.jpg', 'https://m/2.jpg']);
+    // Before the newest file by the overlap that covers files being written while the store was
+    // listed, naming the files from there on that it gave.
+    const saved = () => JSON.parse(fs.readFileSync(cursor, 'utf8')) as { since: string; given: Record<string, string> };
+    const moved = Date.parse(saved().since);
+    expect(Math.abs(moved - (Date.now() - 32 * 60_000))).toBeLessThan(30_000);
+    expect(Object.keys(saved().given)).toEqual(['records/museum.example/b1-g1.ndjson']);
+    expect(first.stderr).toContain(`the cursor ${cursor} now starts at ${new Date(moved).toISOString()}`);
+    // Nothing written since: nothing again.
+    const nothing = await run('--cursor', cursor);
+    expect([nothing.code, nothing.stdout]).toEqual([0, '']);
+    expect(nothing.stderr).toContain('1 file(s) the last export gave left out');
+
+    await rec.write('museum.example', 'b2-g1', [{ url: 'https://m/3.jpg', outcome: 'linkrot' }]);
+    ago(10, 'b2-g1');
+    const second = await run('--cursor', cursor, '--out', path.join(root, 'new.csv'));
+    expect(second.code).toBe(0);
+    expect(fs.readFileSync(path.join(root, 'new.csv'), 'utf8').split('\r\n').filter(Boolean).map((l) => l.split(',')[0])).toEqual(['url', 'https://m/3.jpg']);
+    const movedAgain = Date.parse(saved().since);
+    expect(movedAgain).toBeGreaterThan(moved);
+    // A file written again (a retried unit) is given again.
+    ago(1, 'b1-g1');
+    expect(urls((await run('--cursor', cursor)).stdout)).toEqual(['https://m/1.jpg', 'https://m/2.jpg']);
+    const third = await run('--cursor', cursor);
+    expect([third.code, third.stdout]).toEqual([0, '']);
+    expect(third.stderr).toContain('1 file(s) written before it left out; 1 file(s) the last export gave left out');
+    const cursorNow = fs.readFileSync(cursor, 'utf8');
+
+    // An export that fails leaves the cursor where it was: nothing is skipped next time.
+    await rec.write('museum.example', 'b3-g1', [{ url: 'https://m/4.jpg', outcome: 'done' }]);
+    fs.mkdirSync(path.join(root, 'taken.ndjson'));
+    const failed = await run('--cursor', cursor, '--out', path.join(root, 'taken.ndjson'));
+    expect(failed.code).not.toBe(0);
+    expect(fs.readFileSync(cursor, 'utf8')).toBe(cursorNow);
+    expect(urls((await run('--cursor', cursor)).stdout)).toEqual(['https://m/4.jpg']);
+
+    const both = await run('--cursor', cursor, '--since', '1h');
+    expect(both.code).not.toBe(0);
+    expect(both.stderr).toContain('--since and --cursor both say where to start');
+    fs.writeFileSync(cursor, 'last tuesday\n');
+    const damaged = await run('--cursor', cursor);
+    expect(damaged.code).not.toBe(0);
+    expect(damaged.stderr).toContain(`the cursor ${cursor} holds no time ("last tuesday")`);
+    const since = await run('--since', '5m');
+    expect(urls(since.stdout)).toEqual(['https://m/1.jpg', 'https://m/2.jpg', 'https://m/4.jpg']);
+    expect(since.stderr).toMatch(/written since \S+Z .*; what is written after this \(with the last minutes' again\): --since \S+Z/);
+  });
+
   it('replaces a file whole and leaves nothing half-written when the store fails', async () => {
     const store = new LocalStore(path.join(root, 'store'));
     await crawled(store);

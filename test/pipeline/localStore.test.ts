@@ -63,6 +63,20 @@ describe('LocalStore', () => {
     await expect(list('../')).rejects.toThrow(/unsafe object key/);
   });
 
+  it('lists the keys with the time each file was last written', async () => {
+    const store = new LocalStore(root);
+    // More than are looked at in one go.
+    const keys = Array.from({ length: 70 }, (_, n) => `records/s/c0-b${String(n).padStart(2, '0')}-g1.ndjson`);
+    for (const k of keys) await store.put(k, '{}\n', 'application/x-ndjson');
+    const hourAgo = new Date(Date.now() - 3_600_000);
+    fs.utimesSync(path.join(root, keys[7]!), hourAgo, hourAgo);
+    const written = new Map<string, number>();
+    for await (const o of store.listModified('records/s/')) written.set(o.key, o.modifiedMs);
+    expect([...written.keys()].sort()).toEqual(keys);
+    expect(written.get(keys[7]!)).toBe(hourAgo.getTime());
+    expect(Math.abs(written.get(keys[69]!)! - Date.now())).toBeLessThan(60_000);
+  });
+
   describe('durability of names', () => {
     type Synced = { ino: number; dir: boolean; at: number };
     let synced: Synced[];

@@ -188,6 +188,16 @@ describe('S3 store against a real S3-protocol server (moto_server on 127.0.0.1)'
     const none: string[] = [];
     for await (const k of store.list('work/m9/')) none.push(k);
     expect(none).toEqual([]);
+    // With the time each was written, by the store's clock (an export --since picks by it).
+    const before = Date.now();
+    await store.put('work/m1/b/chunk-000000.done', 'again', 'text/plain');
+    const written = new Map<string, number>();
+    for await (const o of store.listModified('work/m1/')) written.set(o.key, o.modifiedMs);
+    expect(written.size).toBe(keys.length + 1);
+    // S3 dates objects to the second; the server is on this machine's clock.
+    expect(written.get('work/m1/b/chunk-000000.done')).toBeGreaterThanOrEqual(Math.floor(before / 1000) * 1000);
+    expect(written.get('work/m1/b/chunk-000000.done')).toBeLessThanOrEqual(Date.now());
+    expect(written.get(keys[0]!)).toBeLessThanOrEqual(written.get('work/m1/b/chunk-000000.done')!);
   });
 
   it('refuses unsafe keys', async () => {
