@@ -25,7 +25,7 @@ import { closedListingWarner, DoneRate, heldSourcesNote, listClosedSince, listed
 import { StatusPoller } from '../crawl/statusPoller';
 import { startDemoSite } from '../demo/demo';
 import { storeFromEnv } from '../pipeline/store';
-import { storeToRead } from '../crawl/storeToRead';
+import { readableStore } from '../crawl/storeToRead';
 import type { AgainKind } from '../crawl/askAgain';
 import { askAgain } from '../crawl/again';
 import { rememberRunSettings } from '../crawl/runSettings';
@@ -261,7 +261,7 @@ export function buildProgram(): Command {
     .action(async (sources: string[], opts: { out: string; failed?: boolean; catalog?: string; allowNetwork: string[]; maxRate?: number | 'none' }) => {
       const outDir = path.resolve(opts.out);
       const result = await askAgain({
-        outDir, store: storeToRead(outDir, process.cwd(), '--out'), kinds: new Set<AgainKind>(opts.failed ? ['walled', 'failed'] : ['walled']), sources,
+        outDir, store: await readableStore(outDir, process.cwd(), '--out'), kinds: new Set<AgainKind>(opts.failed ? ['walled', 'failed'] : ['walled']), sources,
         catalog: opts.catalog, allowNetworks: opts.allowNetwork, maxRate: opts.maxRate === 'none' ? null : maxRateSetting(opts.maxRate),
       });
       process.exitCode = result.exitCode;
@@ -435,7 +435,7 @@ export function buildProgram(): Command {
       if (opts.since !== undefined && opts.cursor !== undefined) throw new Error('--since and --cursor both say where to start: give one (the cursor file holds its time)');
       const format = exportFormat(opts.csv ? 'csv' : opts.format, opts.out);
       const cursor = opts.since !== undefined ? { since: parseSince(opts.since) } : opts.cursor !== undefined ? readCursor(opts.cursor) : undefined;
-      const store = storeToRead(opts.dataDir);
+      const store = await readableStore(opts.dataDir);
       const join = opts.manifest === undefined ? undefined : await ManifestJoin.read(opts.manifest);
       const exportOpts = { allRecords: opts.allRecords, format, join, outcomes: opts.outcome, since: cursor?.since, given: cursor?.given, newest: opts.cursor !== undefined };
       let summary: ExportSummary;
@@ -467,7 +467,7 @@ export function buildProgram(): Command {
     .option('--data-dir <dir>', 'where the local store is (as for export)', DEFAULT_DATA_DIR)
     .option('--top <n>', 'reasons per source', parseTop, 3)
     .action(async (sources: string[], opts: { dataDir: string; top: number }) => {
-      const store = storeToRead(opts.dataDir);
+      const store = await readableStore(opts.dataDir);
       const tally = new FailureTally();
       const summary = await exportRecords(store, () => undefined, sources, { inspect: (text) => tally.addText(text) });
       for (const s of summary.sourcesWithoutRecords) process.stderr.write(`crawl: no records for source "${s}" in the ${store.description} (see \`crawl status\`)\n`);

@@ -20,3 +20,14 @@ export function storeToRead(dataDir: string, cwd = process.cwd(), flag: '--data-
   throw new Error(`there is no ${store.description}: give ${flag} the directory \`crawl run --out\` wrote, or the one the workers use (CRAWL_DATA_DIR)` +
     (here.length ? `; here: ${here.map((d) => `${flag} ${d}`).join(', ')}` : ''));
 }
+
+/**
+ * storeToRead, and an S3 store asked once whether it can be read: a missing bucket or refused
+ * credentials then say what to set (CRAWL_S3_BUCKET, ...), where the first listing said only
+ * "The specified bucket does not exist".
+ */
+export async function readableStore(dataDir: string, cwd = process.cwd(), flag: '--data-dir' | '--out' = '--data-dir'): Promise<ObjectStore> {
+  const store = storeToRead(dataDir, cwd, flag);
+  if (!(store instanceof LocalStore)) await store.verify?.();
+  return store;
+}

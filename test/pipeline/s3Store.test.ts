@@ -13,6 +13,7 @@ import type { ChunkRange } from '../../src/shared/types';
 import { exportRecords } from '../../src/crawl/exportRecords';
 import { recordKey } from '../../src/pipeline/keys';
 import { S3Store } from '../../src/pipeline/store';
+import { readableStore } from '../../src/crawl/storeToRead';
 import { describeStoreError } from '../../src/pipeline/storeError';
 import { S3TestServer } from '../support/s3server';
 import { pipelineConfigFromEnv } from '../../src/pipeline/config';
@@ -76,6 +77,16 @@ describe('S3 store against a real S3-protocol server (moto_server on 127.0.0.1)'
       expect(await use({})).toMatch(/^cannot use the S3 store s3:\/\/crawl\/ at .*: no AWS credentials found \(set AWS_ACCESS_KEY_ID/);
     } finally {
       process.env = keep;
+    }
+    // The commands that read the store (export, reasons, again) say it the same way.
+    const env = { ...process.env };
+    try {
+      Object.assign(process.env, { CRAWL_STORE: 's3', CRAWL_S3_BUCKET: 'no-such-bucket', CRAWL_S3_ENDPOINT: server.endpoint, CRAWL_S3_FORCE_PATH_STYLE: 'true', AWS_REGION: 'us-east-1' });
+      await expect(readableStore('/nonexistent')).rejects.toThrow(`cannot use the S3 store s3://no-such-bucket/ at ${server.endpoint}: bucket "no-such-bucket" does not exist (create it, or correct CRAWL_S3_BUCKET)`);
+      process.env.CRAWL_S3_BUCKET = 'crawl';
+      await expect(readableStore('/nonexistent')).resolves.toBeInstanceOf(S3Store);
+    } finally {
+      process.env = env;
     }
   });
 
