@@ -1,5 +1,5 @@
 import {
-  ApplicationFailure, CancellationScope, ParentClosePolicy, allHandlersFinished, condition, continueAsNew, getExternalWorkflowHandle, isCancellation, log, patched as markedPatch, setHandler,
+  ApplicationFailure, CancellationScope, ParentClosePolicy, allHandlersFinished, condition, continueAsNew, getExternalWorkflowHandle, isCancellation, log, metricMeter, patched as markedPatch, setHandler,
   setCurrentDetails, startChild, upsertSearchAttributes, workflowInfo, WorkflowIdReusePolicy, type SignalDefinition,
 } from '@temporalio/workflow';
 import type { PolicyEvent } from '../politeness/governor';
@@ -74,8 +74,13 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
   const wake = () => { dirty = true; };
   /** Why granting stopped, when the grants already given must be revoked (see the main loop). */
   let revokeFor: string | undefined;
+  // Served with the worker's metrics (CRAWL_METRICS_ADDRESS), by event and not by source, as the
+  // activities' are: an alert on halts, a graph of sites pushing back. Not counted in replay.
+  const monitorEvents = metricMeter.createCounter('crawl_monitor_events', 'events',
+    'Crawl monitors\' policy events: halted (waits for an operator), cooling (temporary halt), throttled (a 429 or 503: rate halved), latency-slowdown, resumed, paused, stopped and settings changed');
   const announce = (events: PolicyEvent[]) => {
     for (const e of events) {
+      monitorEvents.add(1, { event: e.event });
       const line = `${e.event}: ${e.detail}`;
       if (e.event === 'paused' || e.event === 'cooling' || e.event === 'halted') revokeFor = line;
       if (e.event === 'halted') {

@@ -373,9 +373,21 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
     const source = 'metrics.test';
     const manifest = path.join(dataDir, 'manifest.ndjson');
     const urls = [...Array.from({ length: 4 }, (_, i) => o.url(`/metrics/${i}.jpg`)), o.url('/missing/1.jpg')];
-    fs.writeFileSync(manifest, urls.map((url) => JSON.stringify({ url, source })).join('\n'));
+    // A site that pushes back once: its monitor's throttled event is counted too.
+    const image = await jpeg(200, 100);
+    let pushedBack = false;
+    const pushy = await new Origin().route('*', (req, res) => {
+      if (req.url === '/robots.txt') return void res.writeHead(404).end();
+      if (!pushedBack) {
+        pushedBack = true;
+        return void res.writeHead(429, { 'retry-after': '1' }).end();
+      }
+      res.writeHead(200, { 'content-type': 'image/jpeg', 'content-length': image.length }).end(image);
+    }).start('127.0.0.1');
+    const pushyUrls = Array.from({ length: 3 }, (_, i) => pushy.url(`/pushy/${i}.jpg`));
+    fs.writeFileSync(manifest, [...urls.map((url) => JSON.stringify({ url, source })), ...pushyUrls.map((url) => JSON.stringify({ url, source: 'pushy.test' }))].join('\n'));
     const catalog = path.join(dataDir, 'catalog.json');
-    fs.writeFileSync(catalog, JSON.stringify([{ name: source, rate: 10 }]));
+    fs.writeFileSync(catalog, JSON.stringify([{ name: source, rate: 10 }, { name: 'pushy.test', rate: 10 }]));
     const child = spawn(process.execPath, [CLI, 'worker', '--allow-network', '127.0.0.0/8'], { env: { ...process.env, ...childEnv }, stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
     child.stderr!.on('data', (d) => { stderr += d; });
@@ -394,14 +406,21 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
       expect((await runCli(['start', manifest, '--catalog', catalog], childEnv)).code).toBe(0);
       const stats = (await env.client.workflow.getHandle(monitorWorkflowId(source)).result()) as MonitorStats;
       expect(stats.urls).toMatchObject({ total: 5, finished: 5 });
+      const pushyStats = (await env.client.workflow.getHandle(monitorWorkflowId('pushy.test')).result()) as MonitorStats;
+      expect(pushyStats.urls).toMatchObject({ total: 3, finished: 3 });
       const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      // The monitors' policy events, by event (the SDK adds the workflow's type and task queue).
+      const monitorEvents = (event: string) => Number(new RegExp(`^crawl_monitor_events_total\\{[^}]*event="${event}"[^}]*\\} (\\d+)$`, 'm').exec(text)?.[1] ?? NaN);
+      expect(monitorEvents('throttled')).toBe(1);
+      expect(text).toMatch(/^crawl_monitor_events_total\{[^}]*taskQueue="metrics-test"[^}]*workflowType="crawlMonitorWorkflow"/m);
+      expect(text).not.toMatch(/^crawl_monitor_events_total\{[^}]*event="(halted|cooling)"/m);
       const value = (series: string) => Number(new RegExp(`^${series.replace(/[{}".]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
-      expect(value('crawl_urls_finished_total{outcome="done"}')).toBe(4);
+      expect(value('crawl_urls_finished_total{outcome="done"}')).toBe(7);
       expect(value('crawl_urls_finished_total{outcome="linkrot"}')).toBe(1);
-      expect(value('crawl_requests_total{kind="image",status="2xx"}')).toBe(4);
-      expect(value('crawl_requests_total{kind="image",status="4xx"}')).toBe(1);
-      expect(value('crawl_requests_total{kind="robots.txt"}')).toBe(1);
-      expect(value('crawl_time_to_first_byte_count')).toBe(5);
+      expect(value('crawl_requests_total{kind="image",status="2xx"}')).toBe(7);
+      expect(value('crawl_requests_total{kind="image",status="4xx"}')).toBe(2);
+      expect(value('crawl_requests_total{kind="robots.txt"}')).toBe(2);
+      expect(value('crawl_time_to_first_byte_count')).toBe(9);
       const bytes = readRecords(dataDir).reduce((sum, r) => sum + ((r as { bytes?: number }).bytes ?? 0), 0);
       expect(bytes).toBeGreaterThan(0);
       expect(value('crawl_downloaded_bytes_total')).toBe(bytes);
@@ -412,6 +431,7 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
       throw new Error(`${(err as Error).message}\nworker log:\n${stderr.slice(-3000)}`);
     } finally {
       child.kill('SIGKILL');
+      await pushy.stop();
     }
   });
 
