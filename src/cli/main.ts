@@ -270,22 +270,27 @@ export function buildProgram(): Command {
 
   program
     .command('check')
-    .description('what a manifest would crawl, from the files alone (no server, no store): its bad lines, and each source\'s URLs, rate and how long they take')
+    .description('what a manifest would crawl, from the files alone (no server; no store unless --data-dir or --out): its bad lines, and each source\'s URLs, rate and how long they take')
     .argument('<manifest>')
     .option('--catalog <file>', 'source catalogue, as for run')
     .option('--max-rate <n>', 'global ceiling, requests/s per source, as for run (also CRAWL_MAX_RATE)', parseRate)
     .option('--json', 'one JSON object: the sources (longest first) with their URLs, rate, rateFrom and seconds; bad lines, repeats, warnings')
-    .action(async (manifest: string, opts: { catalog?: string; maxRate?: number; json?: boolean }) => {
+    .option('--data-dir <dir>', 'also read the store the crawl would go into (as start and the workers use it; CRAWL_STORE=s3 reads S3): each source\'s URLs downloaded there before, which a start leaves out, and the time the rest takes')
+    .option('--out <dir>', 'the same, for the output directory of `crawl run --out DIR`')
+    .action(async (manifest: string, opts: { catalog?: string; maxRate?: number; json?: boolean; dataDir?: string; out?: string }) => {
+      if (opts.dataDir !== undefined && opts.out !== undefined) throw new Error('--data-dir and --out both name the store: give one (--out for a directory `crawl run --out` wrote)');
       const catalog = opts.catalog ? await readCatalog(opts.catalog) : undefined;
+      const store = opts.out !== undefined ? await readableStore(path.resolve(opts.out), process.cwd(), '--out')
+        : opts.dataDir !== undefined ? await readableStore(opts.dataDir) : undefined;
       const plan = await planCrawl({
-        manifest, catalog, maxRate: maxRateSetting(opts.maxRate),
+        manifest, catalog, maxRate: maxRateSetting(opts.maxRate), store,
         onBadLine: (b) => process.stderr.write(`crawl: ${manifest} line ${b.line}: ${b.error} (skipped)\n`),
       });
       const empty = emptyManifest(plan.sources.length, plan.badLines, manifest);
       process.exitCode = empty && 'error' in empty ? 1 : 0;
       if (opts.json) {
         const { sources, badLines, duplicates } = plan;
-        process.stdout.write(`${JSON.stringify({ sources, seconds: sources[0]?.seconds ?? 0, badLines, duplicates, warnings: startWarnings(plan) })}\n`);
+        process.stdout.write(`${JSON.stringify({ sources, seconds: sources[0]?.seconds ?? 0, badLines, duplicates, ...(plan.store !== undefined ? { store: plan.store } : {}), warnings: startWarnings(plan) })}\n`);
         return;
       }
       if (empty) {

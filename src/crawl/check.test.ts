@@ -2,6 +2,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { planCrawl, planText } from './check';
+import { downloadedIndexPrefix, encodeFingerprints, hostSourceKey } from '../pipeline/downloadedIndex';
+import { sourceSegment } from '../pipeline/keys';
+import { LocalStore } from '../pipeline/store';
 
 describe('crawl check: what a manifest would crawl, from the files alone', () => {
   let dir: string;
@@ -33,8 +36,40 @@ describe('crawl check: what a manifest would crawl, from the files alone', () =>
     expect(text[0]).toMatch(/^SOURCE +URLS +RATE\/S +TAKES +RATE FROM$/);
     expect(text[1]).toMatch(/^big\.example +6,000 +1 +~1h40m +no catalogue entry: the default 1\/s$/);
     expect(text[3]).toMatch(/^photos\.example +50 +50 +~1s +catalogue imageCount, capped by --max-rate$/);
-    expect(text[4]).toBe('6,150 URL(s) in 3 source(s), crawled side by side: ~1h40m at these rates (the longest: big.example, 6,000 URLs at 1/s), longer with retries and back-off, shorter by the URLs a store has downloaded before');
+    expect(text[4]).toBe('6,150 URL(s) in 3 source(s), crawled side by side: ~1h40m at these rates (the longest: big.example, 6,000 URLs at 1/s), longer with retries and back-off, shorter by the URLs a store has downloaded before (give --data-dir or --out to count them)');
     expect(text[5]).toMatch(/^1 source\(s\) of more than 5,000 URLs have no catalogue entry and go at 1\/s: give them a "rate"/);
+  });
+
+  it('counts the URLs downloaded before into a store, as a start leaves them out, and times the rest', async () => {
+    const store = new LocalStore(path.join(dir, 'store'));
+    const index = (source: string, chunk: string, urls: string[]) =>
+      store.put(`${downloadedIndexPrefix(sourceSegment(source))}${chunk}.fp64`, encodeFingerprints(urls), 'application/octet-stream');
+    // An earlier manifest: museum's 0-59 in two chunks, and a damaged index file (passed over, as a start does).
+    await index('museum', '0123456789abcdef-0', Array.from({ length: 40 }, (_, i) => `https://museum.example/${i}.jpg`));
+    await index('museum', '0123456789abcdef-1', Array.from({ length: 20 }, (_, i) => `https://museum.example/${40 + i}.jpg`));
+    await store.put(`${downloadedIndexPrefix(sourceSegment('museum'))}0123456789abcdef-2.fp64`, Buffer.alloc(5), 'application/octet-stream');
+    // photos.example's URLs listed under a name of their own before ("gallery"), now under their host.
+    await index('gallery', 'fedcba9876543210-0', ['https://photos.example/1.jpg', 'https://photos.example/2.jpg']);
+    await store.put(hostSourceKey(sourceSegment('photos.example'), sourceSegment('gallery')), '', 'text/plain');
+    // Another source's download of the same URL is that source's.
+    await index('elsewhere', 'aaaaaaaaaaaaaaaa-0', ['https://museum.example/99.jpg']);
+    const manifest = path.join(dir, 'm.ndjson');
+    fs.writeFileSync(manifest, [
+      ...Array.from({ length: 100 }, (_, i) => JSON.stringify({ url: `https://museum.example/${i}.jpg`, source: 'museum' })),
+      JSON.stringify({ url: 'https://museum.example/5.jpg', source: 'museum' }), // a repeat, counted once
+      ...Array.from({ length: 5 }, (_, i) => JSON.stringify({ url: `https://photos.example/${i}.jpg` })),
+    ].join('\n'));
+    const plan = await planCrawl({ manifest, catalog: new Map([['museum', { rate: 2 }]]), store });
+    expect(plan.sources.map((s) => [s.source, s.urls, s.downloadedBefore, s.seconds])).toEqual([
+      ['museum', 100, 60, 20],
+      ['photos.example', 5, 2, 3],
+    ]);
+    const text = planText(plan).split('\n');
+    expect(text[0]).toMatch(/^SOURCE +URLS +DOWNLOADED +RATE\/S +TAKES +RATE FROM$/);
+    expect(text[1]).toMatch(/^museum +100 +60 +2 +~20s +catalogue rate$/);
+    expect(text[3]).toBe(`105 URL(s) in 2 source(s), crawled side by side: ~20s at these rates (the longest: museum, 40 URLs to fetch at 2/s), longer with retries and back-off; 62 of them downloaded before into the local directory ${path.join(dir, 'store')}, which a start leaves out`);
+    // Without the store: the files alone.
+    expect((await planCrawl({ manifest })).sources.map((s) => s.downloadedBefore)).toEqual([undefined, undefined]);
   });
 
   it('finds the hosts given more than one rate, as start does', async () => {

@@ -270,7 +270,7 @@ function parseHostFile(body: Buffer, key: string): Record<string, string[]> {
 }
 
 /** Reads index files (into `downloaded` when given): their URLs, and the names of those that are missing or damaged. */
-async function readIndexFiles(store: ObjectStore, indexPrefix: string, names: string[], downloaded = new SeenUrls()): Promise<{ downloaded: SeenUrls; bad: Set<string> }> {
+export async function readIndexFiles(store: ObjectStore, indexPrefix: string, names: string[], downloaded = new SeenUrls()): Promise<{ downloaded: SeenUrls; bad: Set<string> }> {
   const bad = new Set<string>();
   await forEachLimit(names, READ_CONCURRENCY, async (name) => {
     const body = await store.get(indexPrefix + name);

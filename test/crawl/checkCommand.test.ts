@@ -3,9 +3,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 
+import { downloadedIndexPrefix, encodeFingerprints } from '../../src/pipeline/downloadedIndex';
+import { sourceSegment } from '../../src/pipeline/keys';
+import { LocalStore } from '../../src/pipeline/store';
+
 const cli = path.resolve(__dirname, '..', '..', 'bin', 'crawl');
 
-/** `crawl check` as an operator runs it: no server, no store, only the files given. */
+/** `crawl check` as an operator runs it: no server, no store unless one is named, only the files given. */
 describe('crawl check', () => {
   let dir: string;
   beforeAll(() => {
@@ -38,6 +42,28 @@ describe('crawl check', () => {
     const json = check('urls.csv', '--catalog', 'sources.csv', '--json');
     expect(json.status).toBe(0);
     expect(JSON.parse(json.stdout)).toMatchObject({ seconds: 2, badLines: 1, duplicates: 0, sources: [{ source: 'museum', urls: 1, rate: 0.5, rateFrom: 'rate' }, { source: 'a.example', rateFrom: 'default' }] });
+  });
+
+  it('counts what the store of an earlier `crawl run --out DIR` holds already, given that directory', async () => {
+    const store = new LocalStore(path.join(dir, 'crawl-out', 'store'));
+    await store.put(`${downloadedIndexPrefix(sourceSegment('a.example'))}0123456789abcdef-0.fp64`, encodeFingerprints(['https://a.example/1.jpg']), 'application/octet-stream');
+    await store.put('records/a.example/0123456789abcdef-0-g1.ndjson', `${JSON.stringify({ url: 'https://a.example/1.jpg', source: 'a.example', outcome: 'done' })}\n`, 'application/x-ndjson');
+    fs.writeFileSync(path.join(dir, 'urls.txt'), 'https://a.example/1.jpg\nhttps://a.example/2.jpg\nhttps://a.example/3.jpg\n');
+    const r = check('urls.txt', '--out', 'crawl-out');
+    expect(r.status).toBe(0);
+    expect(r.stdout.split('\n').slice(0, 2)).toEqual([
+      expect.stringMatching(/^SOURCE +URLS +DOWNLOADED +RATE\/S +TAKES +RATE FROM$/),
+      expect.stringMatching(/^a\.example +3 +1 +1 +~2s +no catalogue entry/),
+    ]);
+    expect(r.stdout).toContain(`1 of them downloaded before into the local directory ${path.join(fs.realpathSync(dir), 'crawl-out', 'store')}, which a start leaves out`);
+    expect(JSON.parse(check('urls.txt', '--data-dir', 'crawl-out', '--json').stdout)).toMatchObject({ seconds: 2, sources: [{ source: 'a.example', urls: 3, downloadedBefore: 1 }] });
+    const typo = check('urls.txt', '--out', 'crawl-ot');
+    expect(typo.status).toBe(1);
+    expect(typo.stderr).toContain('there is no local directory');
+    expect(typo.stderr).toContain('here: --out crawl-out');
+    const both = check('urls.txt', '--out', 'crawl-out', '--data-dir', 'crawl-out');
+    expect(both.status).toBe(1);
+    expect(both.stderr).toContain('--data-dir and --out both name the store: give one');
   });
 
   it('exits 1 when no line can be crawled', () => {
