@@ -54,6 +54,10 @@ describe('where an export --since starts', () => {
         fs.writeFileSync(file, bad);
         expect(() => readCursor(file)).toThrow(`the cursor ${file} holds no time`);
       }
+      // A cursor that could not be moved on is found before the export, not after it.
+      expect(() => readCursor(path.join(dir, 'no-dir', 'cursor.json'))).toThrow(`cannot write ${path.join(dir, 'no-dir', 'cursor.json')}: the directory ${path.join(dir, 'no-dir')} does not exist`);
+      expect(() => readCursor(dir)).toThrow(`cannot write ${dir}: it is a directory`);
+      expect(fs.readdirSync(dir)).toEqual(['cursor.json']);
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }

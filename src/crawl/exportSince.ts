@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import { replaceFile } from '../shared/replaceFile';
+import { checkWritable, replaceFile } from '../shared/replaceFile';
 
 /**
  * `crawl export --since TIME` and `--cursor FILE`: the records written since an earlier export,
@@ -49,6 +49,8 @@ export interface Cursor {
  * one); undefined when there is no such file (the first export: everything).
  */
 export function readCursor(file: string): Cursor | undefined {
+  // Before the export, not once it is written: a cursor that cannot be moved on would have it given again.
+  checkWritable(file);
   let text: string;
   try {
     text = fs.readFileSync(file, 'utf8').trim();

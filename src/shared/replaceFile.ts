@@ -53,6 +53,21 @@ export async function replaceFile<T>(file: string, fill: (write: (text: string) 
   return result;
 }
 
+/**
+ * Fails as replaceFile would, before any work is done for it: `file` a directory, its directory
+ * missing or not writable. For a file written after a long piece of work (an export's cursor).
+ */
+export function checkWritable(file: string): void {
+  if (isDirectory(file)) throw aDirectory(file);
+  const probe = `${file}.${process.pid}.tmp`;
+  try {
+    fs.closeSync(fs.openSync(probe, 'w'));
+    fs.rmSync(probe, { force: true });
+  } catch (err) {
+    throw writeError(file, err);
+  }
+}
+
 function isDirectory(file: string): boolean {
   try {
     return fs.statSync(file).isDirectory();
