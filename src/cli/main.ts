@@ -32,7 +32,8 @@ import { rememberRunSettings } from '../crawl/runSettings';
 import { invalidBurst, invalidMaxConnections, invalidRate } from '../politeness/targetRate';
 import { MAX_RETRY_AFTER_LIMIT_S, invalidRetryAfterCap } from '../politeness/adaptiveRate';
 import { pauseUpdate, resumeUpdate, setMaxConnectionsUpdate, setMaxRateUpdate, setMaxRetryAfterUpdate, setRateUpdate } from '../workflows/messages';
-import { endIdleTemporalRuntime, installTemporalRuntime, logWorkflowMessagesAt, metricsAddressFromEnv, watchServerReachability } from '../temporal/runtime';
+import { endIdleTemporalRuntime, installTemporalRuntime, ipPortFromEnv, logWorkflowMessagesAt, metricsAddressFromEnv, serverOutage, watchServerReachability } from '../temporal/runtime';
+import { serveHealth } from '../workers/healthServer';
 import { installCrashReport, logProcessWarnings } from './crashReport';
 import { envText } from '../shared/env';
 
@@ -203,6 +204,14 @@ export function buildProgram(): Command {
       // Configuration first: a bad setting is reported before anything connects.
       const deps = defaultDeps({ allowNetworks: opts.allowNetwork });
       checkWorkerConfig();
+      const healthAddress = ipPortFromEnv('CRAWL_HEALTH_ADDRESS', 9465);
+      // Answering from the start (liveness yes, readiness "starting"), so that a probe during a
+      // slow start does not restart the worker; a taken port fails before anything connects.
+      let worker: Awaited<ReturnType<typeof createCrawlWorker>> | undefined;
+      const startedMs = Date.now();
+      const health = healthAddress && await serveHealth(healthAddress, () => ({
+        worker: worker?.getState() ?? 'STARTING', taskQueue: opts.taskQueue, startedMs, serverOutage: serverOutage(),
+      }));
       await deps.store?.verify?.();
       const client = await connectClient();
       await ensureSearchAttributes(client);
@@ -211,16 +220,18 @@ export function buildProgram(): Command {
       const stopWatching = watchServerReachability(connection);
       // Closed however the worker ends: the SDK's runtime, which forwards its logs, ends with it.
       try {
-        const worker = await createCrawlWorker({ connection, taskQueue: opts.taskQueue, deps });
-        log.info({ event: 'worker.start', taskQueue: opts.taskQueue, cpus: usableCpus() }, 'worker running');
+        worker = await createCrawlWorker({ connection, taskQueue: opts.taskQueue, deps });
+        log.info({ event: 'worker.start', taskQueue: opts.taskQueue, cpus: usableCpus(), ...(healthAddress ? { health: healthAddress.text } : {}) }, 'worker running');
         logDiskRoom(workerDiskDirs(deps));
         const running = worker.run();
         // Ctrl-C / SIGTERM (a rolling restart) cancel the fetch activities: each lets its request on
         // the wire finish and heartbeats what it did, and another worker takes over from there.
-        void untilSignal().then(() => { if (worker.getState() === 'RUNNING') worker.shutdown(); });
+        const started = worker;
+        void untilSignal().then(() => { if (started.getState() === 'RUNNING') started.shutdown(); });
         await running;
       } finally {
         stopWatching();
+        await health?.close();
         await connection.close();
       }
     });

@@ -61,15 +61,20 @@ export function logWorkflowMessagesAt(level: LogLevel | 'OFF'): void {
  * the crawl's; unset, none. The SDK's exporter takes an IP and a port, not a host name.
  */
 export function metricsAddressFromEnv(env: NodeJS.ProcessEnv = process.env): string | undefined {
-  const value = env.CRAWL_METRICS_ADDRESS?.trim();
+  return ipPortFromEnv('CRAWL_METRICS_ADDRESS', 9464, env)?.text;
+}
+
+/** An `IP:port` setting (`0.0.0.0:9464`, `[::]:9464`; not a host name), or undefined when unset. */
+export function ipPortFromEnv(name: string, examplePort: number, env: NodeJS.ProcessEnv = process.env): { text: string; host: string; port: number } | undefined {
+  const value = env[name]?.trim();
   if (!value) return undefined;
   const m = /^(?:\[([^\]]+)\]|([^:]+)):(\d{1,5})$/.exec(value);
   const ip = m?.[1] ?? m?.[2] ?? '';
   const port = Number(m?.[3]);
   if (!m || net.isIP(ip) !== (m[1] !== undefined ? 6 : 4) || port < 1 || port > 65_535) {
-    throw new Error(`CRAWL_METRICS_ADDRESS must be IP:port, e.g. 0.0.0.0:9464 or [::]:9464 (not a host name), got ${JSON.stringify(value)}`);
+    throw new Error(`${name} must be IP:port, e.g. 0.0.0.0:${examplePort} or [::]:${examplePort} (not a host name), got ${JSON.stringify(value)}`);
   }
-  return value;
+  return { text: value, host: ip, port };
 }
 
 /** Whether this process serves metrics (installTemporalRuntime was given an address). */
@@ -111,6 +116,11 @@ export function installTemporalRuntime(level: LogLevel = asLevel(process.env.TEM
 
 const reachability = new ServerReachability();
 
+/** Whether this process's SDK can reach its Temporal server (from its retry lines: see ServerReachability). */
+export function serverOutage(): { sinceMs: number; error: string } | undefined {
+  return reachability.outage();
+}
+
 function say(note: ReachabilityNote | undefined): void {
   if (note) log[note.level](note.fields, note.msg);
 }
@@ -140,9 +150,13 @@ function install(lowest: LogLevel, pass: ReturnType<typeof makeSdkLogFilter>, te
     logger: new DefaultLogger(lowest, (entry) => {
       // One line for an outage instead of every call's retries; none once the server is meant to
       // be gone. TEMPORAL_LOG_LEVEL=DEBUG (or TRACE) keeps them, to debug a connection.
-      if (!keepRetryLines && isUnreachableRetry(entry.meta)) {
-        if (!serverGoneExpected) say(reachability.unreachable(Date.now(), String(entry.meta?.error)));
-        return;
+      if (isUnreachableRetry(entry.meta)) {
+        // Noted whatever is logged: a worker's readiness check reads it (healthServer.ts).
+        const note = serverGoneExpected ? undefined : reachability.unreachable(Date.now(), String(entry.meta?.error));
+        if (!keepRetryLines) {
+          say(note);
+          return;
+        }
       }
       if (!pass(entry.level, entry.meta)) return;
       const fields = { event: 'temporal.sdk', ...(entry.meta ?? {}) };

@@ -30,6 +30,7 @@ export class ServerReachability {
   private downSinceMs?: number;
   private remindedAtMs = 0;
   private leftOut = 0;
+  private lastError = '';
 
   constructor(private readonly remindEveryMs = 5 * 60_000) {}
 
@@ -37,9 +38,15 @@ export class ServerReachability {
     return this.downSinceMs !== undefined;
   }
 
+  /** Since when the server has not answered, and why (for a health check); undefined while it answers. */
+  outage(): { sinceMs: number; error: string } | undefined {
+    return this.downSinceMs === undefined ? undefined : { sinceMs: this.downSinceMs, error: this.lastError };
+  }
+
   /** A retry line for a call that could not reach the server: the line to log instead of it, if any. */
   unreachable(nowMs: number, error: string): ReachabilityNote | undefined {
     this.leftOut += 1;
+    this.lastError = shortStatus(error);
     if (this.downSinceMs === undefined) {
       this.downSinceMs = nowMs;
       this.remindedAtMs = nowMs;

@@ -115,11 +115,26 @@ describe('the embedded server (SQLite) stopped and restarted mid-crawl', () => {
     const manifest = path.join(dataDir, 'manifest.txt');
     fs.writeFileSync(manifest, urls.join('\n'));
     let server = await ensureTemporalServer({ dataDir: serverDir, port, uiPort, ifPortTaken: 'another' });
-    const env = { ...process.env, TEMPORAL_ADDRESS: server.address, CRAWL_DATA_DIR: dataDir, CRAWL_ALLOW_NETWORKS: '127.0.0.0/8', CRAWL_TASK_QUEUE: 'outage-test' };
+    const healthPort = await freePort();
+    const env = {
+      ...process.env, TEMPORAL_ADDRESS: server.address, CRAWL_DATA_DIR: dataDir, CRAWL_ALLOW_NETWORKS: '127.0.0.0/8', CRAWL_TASK_QUEUE: 'outage-test',
+      CRAWL_HEALTH_ADDRESS: `127.0.0.1:${healthPort}`,
+    };
     const worker = spawn(process.execPath, [CLI, 'worker'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
     let log = '';
     worker.stderr.on('data', (d) => { log += d; });
+    /** The worker's health check at `path` (CRAWL_HEALTH_ADDRESS), once it says `status`. */
+    const healthSays = async (path: string, status: number, withinMs = 30_000): Promise<{ status: string; reasons?: string[] }> => {
+      const deadline = Date.now() + withinMs;
+      for (;;) {
+        const res = await fetch(`http://127.0.0.1:${healthPort}${path}`).catch(() => undefined);
+        if (res?.status === status) return (await res.json()) as { status: string; reasons?: string[] };
+        if (Date.now() > deadline) throw new Error(`${path} never answered ${status} (last: ${res?.status ?? 'no answer'})\n${log.slice(-2000)}`);
+        await new Promise((r) => setTimeout(r, 250));
+      }
+    };
     try {
+      expect(await healthSays('/readyz', 200)).toMatchObject({ status: 'ok' });
       const client = await connectClient(server.address);
       await ensureSearchAttributes(client);
       await startCrawl({ client, store: new LocalStore(path.join(dataDir, 'store')), manifest, catalog: new Map([[source, { rate: 4 }]]), taskQueue: 'outage-test' });
@@ -129,6 +144,10 @@ describe('the embedded server (SQLite) stopped and restarted mid-crawl', () => {
       const { pid } = JSON.parse(fs.readFileSync(path.join(serverDir, 'server.json'), 'utf8')) as { pid: number };
       process.kill(pid, 'SIGKILL');
       await server.exited;
+      // Not ready while its server is away, saying why; alive all along (a restart would not help).
+      const away = await healthSays('/readyz', 503, 15_000);
+      expect(away.reasons).toEqual([expect.stringMatching(/^cannot reach the Temporal server for \d+ s \(Unavailable: .*\); the worker keeps trying$/)]);
+      expect((await fetch(`http://127.0.0.1:${healthPort}/healthz`)).status).toBe(200);
       // Longer than the SDK tries to send a finished fetch's result: such a result is lost, and
       // the fetch's retry takes up the records it stored instead of asking the site again.
       await new Promise((r) => setTimeout(r, 20_000));
@@ -146,6 +165,7 @@ describe('the embedded server (SQLite) stopped and restarted mid-crawl', () => {
       expect(Math.max(...perUrl.values())).toBe(1);
       const deadline = Date.now() + 15_000;
       while (!log.includes('"temporal.reachable"') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+      expect(await healthSays('/readyz', 200)).toMatchObject({ status: 'ok', temporalServer: { reachable: true } });
       const lines = log.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { event?: string; msg?: string; downForS?: number });
       // Once each way (a server still starting may refuse a call after its first answer: then
       // twice), the last saying it is back, after as long as it was gone.
