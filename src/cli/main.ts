@@ -23,6 +23,7 @@ import { callSignal } from '../shared/callSignal';
 import { forEachLimit } from '../shared/concurrency';
 import { closedListingWarner, DoneRate, heldSourcesNote, listClosedSince, listedStatus, listMonitors, monitorOf, monitoringUpdate, recentEventsText, sourceStatus, statusTable, stopMonitor, type Answered } from '../crawl/status';
 import { StatusPoller } from '../crawl/statusPoller';
+import { polling, taskQueueWorkers, workersLine } from '../crawl/taskQueueWorkers';
 import { startDemoSite } from '../demo/demo';
 import { storeFromEnv } from '../pipeline/store';
 import { readableStore } from '../crawl/storeToRead';
@@ -386,7 +387,7 @@ export function buildProgram(): Command {
         perPoll: Math.max(20, Math.round(20 * opts.interval)),
         placeholder: (s) => {
           const info = listed?.get(s);
-          return info && listedStatus(s, info, notAskedNote);
+          return info && { ...listedStatus(s, info, notAskedNote), ...(info.status.name === 'RUNNING' ? { taskQueue: info.taskQueue } : {}) };
         },
         // A table or --json asks every source, for a while; a watch notices closes at once.
         ...(opts.watch ? {
@@ -412,15 +413,22 @@ export function buildProgram(): Command {
         const back = outage.up(Date.now());
         if (back) process.stdout.write(outageLine('up', back, false));
         const update = monitoringUpdate(statuses, doneRate.baseline());
+        // Whether any worker serves the running monitors' task queues: when nothing moves, the first question.
+        const queues = opts.watch ? [] : [...new Set(statuses.flatMap((st) => (st.taskQueue ? [st.taskQueue] : [])))].sort();
+        // A namespace that does not let this client describe task queues (a narrow API key) gets no such line.
+        const described = await Promise.all(queues.map((q) => taskQueueWorkers(client, q).then((list) => [q, list] as const, () => undefined)));
+        const workers = new Map(described.filter((d) => d !== undefined));
         if (opts.watch) process.stdout.write(`${JSON.stringify(update)}\n`);
         else if (opts.json) {
           const sources = statuses.map((s) => ({ ...s, secondsLeft: update.sources[s.source]?.secondsLeft ?? null }));
-          process.stdout.write(`${JSON.stringify({ sources, secondsLeft: update.global.secondsLeft }, null, 2)}\n`);
+          process.stdout.write(`${JSON.stringify({ sources, secondsLeft: update.global.secondsLeft, workers: Object.fromEntries(workers) }, null, 2)}\n`);
         } else {
           process.stdout.write(`${statusTable(statuses)}\n`);
+          for (const [q, list] of workers) if (polling(list).length) process.stdout.write(`${workersLine(q, list)}\n`);
           const events = sources.length ? recentEventsText(statuses) : undefined;
           if (events) process.stdout.write(`\n${events}\n`);
         }
+        for (const [q, list] of workers) if (!polling(list).length) process.stderr.write(`crawl: ${workersLine(q, list)}\n`);
         if (!opts.watch && poller.notAsked) {
           process.stderr.write(`crawl: ${poller.notAsked} monitor(s) not asked within ${opts.within} s (each answer waits its turn behind the worker's workflow tasks); ` +
             `their rows show what their search attributes say (state, rate, done, errors). Name sources to see them in full, or give --within a longer time.\n`);

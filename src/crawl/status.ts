@@ -27,6 +27,8 @@ export interface SourceStatus {
   unanswered?: { note: string; state?: string; rate?: number; done?: number; errors?: number; total?: number };
   /** Why a monitor that did not complete ended: its failure (a start input it could not use), or a termination's reason. */
   ended?: string;
+  /** A running monitor's task queue: the workers that serve it poll there (see taskQueueWorkers). */
+  taskQueue?: string;
 }
 
 /** A status query is answered by a worker: with none running it would wait for one for ever. */
@@ -146,7 +148,7 @@ async function statusOf(client: Client, source: string, opts: SourceStatusOption
       stats = await client.withAbortSignal(call.signal, () => handle.query(statsQuery));
     } catch (err) {
       if (!call.timedOut() || opts.signal?.aborted) throw err;
-      return listedStatus(source, description, `no worker answered within ${timeoutMs / 1000} s: is a crawl worker running on task queue ${description.taskQueue}?`);
+      return { ...listedStatus(source, description, `no worker answered within ${timeoutMs / 1000} s: is a crawl worker running on task queue ${description.taskQueue}?`), taskQueue: description.taskQueue };
     } finally {
       call.done();
     }
@@ -156,7 +158,7 @@ async function statusOf(client: Client, source: string, opts: SourceStatusOption
     const ended = await handle.result().then(() => undefined, (err: unknown) => whyEnded(err));
     if (ended) return { source, workflowStatus: status, stats, ended };
   }
-  return { source, workflowStatus: status, stats };
+  return { source, workflowStatus: status, stats, ...(status === 'RUNNING' ? { taskQueue: description.taskQueue } : {}) };
 }
 
 function whyEnded(err: unknown): string | undefined {

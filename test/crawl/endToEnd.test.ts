@@ -554,6 +554,8 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
       // Each shows its state and rate as the start set them in its search attributes.
       for (const row of rows) expect(row).toMatch(/^within-\d\d\.test\s+running \(last known\)\s+1\s+0\s+0\s+(no worker answered within 10 s: is a crawl worker running on task queue within-test\?|not asked within --within 1 s)$/);
       expect(rows.filter((r) => r.endsWith('not asked within --within 1 s')).length).toBeGreaterThanOrEqual(2);
+      // Said at once, from the server's list of the queue's pollers, not only after the queries' wait.
+      expect(status.stderr).toContain('crawl: no worker polls task queue within-test: nothing of its sources is crawled until one runs (`crawl worker`, with the same CRAWL_TASK_QUEUE and TEMPORAL_ADDRESS)');
     } finally {
       await Promise.all(sources.map((s) => env.client.workflow.getHandle(monitorWorkflowId(s)).terminate('test over').catch(() => undefined)));
     }
@@ -876,6 +878,11 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
       const status = await runCli(['status', 'operator.test', '--json'], childEnv);
       const parsed = JSON.parse(status.stdout);
       expect(parsed.sources[0].stats).toMatchObject({ state: 'paused', target: 7, burst: 1 });
+      // The worker serving it, as the server saw it poll (this process: `<pid>@<host>`).
+      expect(parsed.workers).toEqual({ operator: [{ identity: expect.stringMatching(new RegExp(`^${process.pid}@`)), lastSeenS: expect.any(Number) }] });
+      const table = await runCli(['status', 'operator.test'], childEnv);
+      expect(table.stdout).toMatch(new RegExp(`^1 worker\\(s\\) poll task queue operator: ${process.pid}@`, 'm'));
+      expect(table.stderr).not.toContain('no worker polls');
       expect((await runCli(['resume', 'operator.test', '--rate', '3'], childEnv)).stdout).toContain('running');
       expect((await runCli(['stop', 'operator.test'], childEnv)).stdout).toContain('operator.test: stopped\n');
       // Returned once the monitor has completed: a start that follows begins a new crawl.
