@@ -7,6 +7,19 @@ import { StoreRecorder } from '../../src/activities/storeRecorder';
 import { exportedLine, exportRecords, exportRecordsToFile, outcomesOption } from '../../src/crawl/exportRecords';
 import { LocalStore } from '../../src/pipeline/store';
 
+/** `crawl export --data-dir DIR ARGS...` as an operator runs it. */
+function runExport(dataDir: string, ...args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const cli = path.resolve(__dirname, '..', '..', 'bin', 'crawl');
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [cli, 'export', '--data-dir', dataDir, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => { stdout += d; });
+    child.stderr.on('data', (d) => { stderr += d; });
+    child.on('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
 describe('exporting metadata records from the store', () => {
   let root: string;
   beforeEach(() => { root = fs.mkdtempSync(path.join(os.tmpdir(), 'export-')); });
@@ -130,17 +143,9 @@ describe('exporting metadata records from the store', () => {
   });
 
   it('moves a cursor file on only after a whole export, and the next export gives what is new since', async () => {
-    const cli = path.resolve(__dirname, '..', '..', 'bin', 'crawl');
     const store = new LocalStore(path.join(root, 'store'));
     const rec = new StoreRecorder(store);
-    const run = (...args: string[]) => new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-      const child = spawn(process.execPath, [cli, 'export', '--data-dir', root, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (d) => { stdout += d; });
-      child.stderr.on('data', (d) => { stderr += d; });
-      child.on('exit', (code) => resolve({ code, stdout, stderr }));
-    });
+    const run = (...args: string[]) => runExport(root, ...args);
     const urls = (text: string) => text.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l).url as string).sort();
     const ago = (minutes: number, unit: string) => {
       const when = new Date(Date.now() - minutes * 60_000);
@@ -262,17 +267,9 @@ describe('exporting metadata records from the store', () => {
   });
 
   it('writes CSV for an --out file ending in .csv, or with --csv, as an operator runs it', async () => {
-    const cli = path.resolve(__dirname, '..', '..', 'bin', 'crawl');
     const store = new LocalStore(path.join(root, 'store'));
     await crawled(store);
-    const run = (...args: string[]) => new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-      const child = spawn(process.execPath, [cli, 'export', '--data-dir', root, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-      let stdout = '';
-      let stderr = '';
-      child.stdout.on('data', (d) => { stdout += d; });
-      child.stderr.on('data', (d) => { stderr += d; });
-      child.on('exit', (code) => resolve({ code, stdout, stderr }));
-    });
+    const run = (...args: string[]) => runExport(root, ...args);
     const file = path.join(root, 'records.CSV');
     const toFile = await run('--out', file);
     expect(toFile.code).toBe(0);
