@@ -132,10 +132,12 @@ async function countDownloadedBefore(store: ObjectStore, manifest: string, sourc
         where = [...new Set([sourceSegment(entry.source), ...underHost(entry.origin)])].flatMap((seg) => indexes.get(seg) ?? []);
         lookIn.set(key, where);
       }
-      if (where.some((index) => index.has(entry.url))) bySource.get(entry.source)!.downloadedBefore! += 1;
+      const plan = bySource.get(entry.source);
+      // A source not in the first pass: the manifest changed between the two.
+      if (plan && where.some((index) => index.has(entry.url))) plan.downloadedBefore! += 1;
     }
   }
-  for (const s of sources) s.seconds = (s.urls - s.downloadedBefore!) / s.rate;
+  for (const s of sources) s.seconds = Math.max(0, s.urls - s.downloadedBefore!) / s.rate;
 }
 
 /** At most this many sources in the table; the rest are summed in its last line. */
