@@ -9,7 +9,7 @@ const done = {
   attempts: 1, recordedAt: '2026-12-01T05:16:28.542Z', format: 'jpeg', width: 320, height: 240, bytes: 1302,
   sha256: 'ec4a', jpegQuality: 60, orientation: 6, artist: 'Zoë "Z" Smith', copyright: 'CC BY 4.0, Zoë Smith',
   licenseUrl: 'https://creativecommons.org/licenses/by/4.0/', xRobotsTag: ['noai', 'noimageai'], tdmReservation: true,
-  tdmPolicy: null, thumbnailKey: 'thumbnails/15/15a7.jpg', finalUrl: 'https://museum.example/a.jpg', redirects: 0,
+  tdmPolicy: null, thumbnailKey: 'thumbnails/15/15a7.jpg', originalKey: null, finalUrl: 'https://museum.example/a.jpg', redirects: 0,
 };
 
 /** The cells of each row, read back as a spreadsheet reads them (a quoted cell may hold line breaks). */
@@ -40,6 +40,8 @@ describe('metadata records as CSV', () => {
     expect(cell('copyright')).toBe('CC BY 4.0, Zoë Smith');
     expect(cell('xRobotsTag')).toBe('noai, noimageai');
     expect(cell('tdmReservation')).toBe('true');
+    expect(cell('originalKey')).toBe('');
+    expect(cell('finalUrl')).toBe('https://museum.example/a.jpg');
     expect(cell('other')).toBe('');
     expect(text).toContain('"Zoë ""Z"" Smith"');
     expect(csv.written).toBe(1);

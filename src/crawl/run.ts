@@ -22,7 +22,7 @@ import { progressBarLine } from './progressBar';
 import { ChangedSources, closedListingWarner, crawlCommandFor, serverElsewhereNote, DoneRate, listClosedSince, monitoringUpdate, NetworkDownNotice, sourceStatus, statusTable, SourceNotes, stopMonitor, WorkersBehindNotice, type SourceStatus } from './status';
 import { StartProgressLine } from './startProgress';
 import { StatusPoller } from './statusPoller';
-import { envText } from '../shared/env';
+import { envText, flagFromEnv } from '../shared/env';
 import { forEachLimit, fulfilsWithin } from '../shared/concurrency';
 import { makeDirsSync } from '../shared/makeDirs';
 import { expectServerGone, logWorkflowMessagesAt, watchServerReachability } from '../temporal/runtime';
@@ -257,7 +257,7 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
 
     const failures = new FailureTally();
     const exported = await exportRecordsToFile(store, metadataFile, [], { inspect: (text) => failures.addText(text) });
-    out.write(`metadata: ${metadataFile} (${exported.records} records${supersededNote(exported)}); thumbnails under thumbnails/ in the ${store.description}\n`);
+    out.write(`metadata: ${metadataFile} (${exported.records} records${supersededNote(exported)}); thumbnails under thumbnails/${flagFromEnv('CRAWL_KEEP_ORIGINALS', false) ? ', the images themselves under originals/' : ''} in the ${store.description}\n`);
     const hint = opts.againHint ?? true;
     // `crawl again`'s first round, with a second to follow: what is not done yet is its business.
     const interim = hint === 'unless-held' && summary.queuedElsewhere > 0;

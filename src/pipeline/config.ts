@@ -73,6 +73,12 @@ export interface PipelineConfig {
    * one more request per host, so off unless asked for.
    */
   readTdmRep: boolean;
+  /**
+   * Store each downloaded image's own bytes too (originalKey in the record), keyed by their
+   * sha256 so that one image served under many URLs is stored once. Off unless asked for: the
+   * originals are most of a crawl's bytes, and many users want the thumbnails and facts alone.
+   */
+  keepOriginals: boolean;
   /** Every connection to a site goes through this HTTP proxy as a CONNECT tunnel (CRAWL_PROXY, proxy.ts). */
   proxy?: ProxySetting;
 }
@@ -140,6 +146,7 @@ export function pipelineConfigFromEnv(overrides: Partial<PipelineConfig> = {}): 
     imageConcurrency: Math.max(1, Math.floor(num('CRAWL_IMAGE_CONCURRENCY', 2 * usableCpus()))),
     maxConnectionsPerSite: intFromEnv('CRAWL_MAX_CONNECTIONS_PER_SITE', 64, 1, 4_096),
     readTdmRep: flagFromEnv('CRAWL_READ_TDMREP', false),
+    keepOriginals: flagFromEnv('CRAWL_KEEP_ORIGINALS', false),
     ...(process.env.CRAWL_PROXY?.trim() ? { proxy: parseProxy(process.env.CRAWL_PROXY.trim()) } : {}),
     ...overrides,
   };

@@ -9,7 +9,7 @@ import { absorbSetCookies, cookieHeader } from './chainCookies';
 import type { PipelineConfig } from './config';
 import { decodeWeight } from './decodeMemory';
 import { Fetcher, FetchError, type FetcherOptions, validateUrl } from './fetcher';
-import { thumbnailKey } from './keys';
+import { originalKey, thumbnailKey } from './keys';
 import { ROBOTS_MAX_ORIGINS, RobotsCache, type RobotsVerdict } from './robots';
 import { RobotsShelf, SiteFileShelf } from './siteFileShelf';
 import { rightsFields, type RightsHeaders } from './rightsHeaders';
@@ -303,35 +303,48 @@ export class ImagePipeline implements UrlProcessor {
     mine.bytes += held;
     let analysis: Analysis | undefined;
     try {
-      analysis = await this.imageSlots.use(ctx.source, () => analyse(body, this.cfg.maxPixels));
-      const weight = decodeWeight(body, analysis);
-      const budget = weight <= this.cfg.maxDecodePixels / 100 ? this.smallDecodeBudget : this.decodeBudget;
-      // The slot is taken once the memory is: an image waiting for memory holds no slot another source could use.
-      const thumb = await budget.use(weight, () => this.imageSlots.use(ctx.source, () =>
-        thumbnail(body, { maxPixels: this.cfg.maxPixels, maxSide: this.cfg.thumbnailMaxSide, quality: this.cfg.thumbnailQuality })));
-      const key = thumbnailKey(url);
+      let thumb: Buffer | undefined;
+      let unreadable: ContentError | undefined;
       try {
-        await this.store.put(key, thumb, 'image/jpeg');
+        analysis = await this.imageSlots.use(ctx.source, () => analyse(body, this.cfg.maxPixels));
+        const weight = decodeWeight(body, analysis);
+        const budget = weight <= this.cfg.maxDecodePixels / 100 ? this.smallDecodeBudget : this.decodeBudget;
+        // The slot is taken once the memory is: an image waiting for memory holds no slot another source could use.
+        thumb = await budget.use(weight, () => this.imageSlots.use(ctx.source, () =>
+          thumbnail(body, { maxPixels: this.cfg.maxPixels, maxSide: this.cfg.thumbnailMaxSide, quality: this.cfg.thumbnailQuality })));
+      } catch (err) {
+        if (!(err instanceof ContentError)) throw err;
+        unreadable = err;
+      }
+      // An image read but not decodable here (a HEIC photo) is kept too: another decoder may read it.
+      const original = analysis && this.cfg.keepOriginals ? originalKey(analysis.sha256, analysis.format) : undefined;
+      const key = thumb ? thumbnailKey(url) : null;
+      try {
+        await Promise.all([
+          original && this.store.put(original.key, body, original.contentType),
+          thumb && this.store.put(key!, thumb, 'image/jpeg'),
+        ]);
       } catch (err) {
         // Not the URL's failure: keep the bytes so that it is stored later without asking the site again.
         if (!fromSpool) await this.spool.put(url, body, rightsHeaders).catch(() => undefined);
         return { outcome: { ...base, ...timing, cls: 'error', reason: 'the store failed' }, requeue: true, storeFailure: describeStoreError(err) };
       }
       if (fromSpool) await this.spool.delete(url);
-      const sha = analysis.sha256.slice(0, 8);
-      const rights = recordRights(analysis, rightsHeaders, this.cfg.robotsAgent, target);
-      if (ctx.hop) this.targets.remember(target, { record: { ...analysis, ...rights, thumbnailKey: key }, status: timing.status, sha });
+      const stored = { thumbnailKey: key, originalKey: original?.key ?? null };
+      if (unreadable) {
+        // Read but not decodable (a HEIC photo, a JPEG cut short after its headers): its size,
+        // hash and rights were read and are worth keeping; there is no thumbnail.
+        const record = analysis ? { ...analysis, ...recordRights(analysis, rightsHeaders, this.cfg.robotsAgent, target), ...stored, finalUrl: target, redirects } : undefined;
+        return { outcome: { ...base, ...timing, cls: 'content', reason: unreadable.message, ...(unreadable.page ? { page: true as const } : {}) }, ...(record ? { record } : {}) };
+      }
+      const done = analysis!;
+      const sha = done.sha256.slice(0, 8);
+      const rights = recordRights(done, rightsHeaders, this.cfg.robotsAgent, target);
+      if (ctx.hop) this.targets.remember(target, { record: { ...done, ...rights, ...stored }, status: timing.status, sha });
       return {
         outcome: { ...base, ...timing, cls: 'done', sha },
-        record: { ...analysis, ...rights, thumbnailKey: key, finalUrl: target, redirects },
+        record: { ...done, ...rights, ...stored, finalUrl: target, redirects },
       };
-    } catch (err) {
-      if (!(err instanceof ContentError)) throw err;
-      if (fromSpool) await this.spool.delete(url);
-      // Read but not decodable (a HEIC photo, a JPEG cut short after its headers): its size,
-      // hash and rights were read and are worth keeping; there is no thumbnail.
-      const record = analysis ? { ...analysis, ...recordRights(analysis, rightsHeaders, this.cfg.robotsAgent, target), thumbnailKey: null, finalUrl: target, redirects } : undefined;
-      return { outcome: { ...base, ...timing, cls: 'content', reason: err.message, ...(err.page ? { page: true as const } : {}) }, ...(record ? { record } : {}) };
     } finally {
       this.backlog -= 1;
       this.backlogBytes -= held;

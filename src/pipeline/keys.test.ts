@@ -1,4 +1,4 @@
-import { chunkRecordFiles, recordKey, sourceSegment, thumbnailKey } from './keys';
+import { chunkRecordFiles, originalKey, recordKey, sourceSegment, thumbnailKey } from './keys';
 
 describe('object keys', () => {
   it('keeps a safe source name as it is (keys of earlier crawls stay valid)', () => {
@@ -19,6 +19,15 @@ describe('object keys', () => {
   it('derives thumbnail keys from the URL alone', () => {
     expect(thumbnailKey('https://a.example/1.jpg')).toBe(thumbnailKey('https://a.example/1.jpg'));
     expect(thumbnailKey('https://a.example/1.jpg')).not.toBe(thumbnailKey('https://a.example/2.jpg'));
+  });
+
+  it('keys an original by its bytes\' sha256, with the extension and content type of the format read from them', () => {
+    const sha = 'ab'.repeat(32);
+    expect(originalKey(sha, 'jpeg')).toEqual({ key: `originals/ab/${sha}.jpg`, contentType: 'image/jpeg' });
+    expect(originalKey(sha, 'heif')).toEqual({ key: `originals/ab/${sha}.heic`, contentType: 'image/heic' });
+    expect(originalKey(sha, 'tiff').key).toMatch(/\.tif$/);
+    // Only a hash names an object there: nothing else can reach another key.
+    expect(() => originalKey('../records/x', 'png')).toThrow(/not a sha256/);
   });
 
   it('gives every long record unit a key of its own instead of cutting it off', () => {

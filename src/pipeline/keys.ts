@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { RecordFile } from '../shared/recordUnits';
+import type { ImageType } from './analyse';
 
 /** Idempotent keys derived from the URL: a re-run overwrites, never duplicates. */
 export function urlHash(url: string): string {
@@ -15,6 +16,21 @@ export function urlHash(url: string): string {
 export function thumbnailKey(url: string): string {
   const h = urlHash(url);
   return `thumbnails/${h.slice(0, 2)}/${h}.jpg`;
+}
+
+const ORIGINAL_EXTENSIONS: Record<ImageType, string> = { jpeg: 'jpg', png: 'png', gif: 'gif', webp: 'webp', avif: 'avif', heif: 'heic', tiff: 'tif' };
+const ORIGINAL_TYPES: Record<ImageType, string> = {
+  jpeg: 'image/jpeg', png: 'image/png', gif: 'image/gif', webp: 'image/webp', avif: 'image/avif', heif: 'image/heic', tiff: 'image/tiff',
+};
+
+/**
+ * An image's own bytes are keyed by their sha256 (the record's), not by the URL: the same
+ * image under many URLs (a placeholder, a photo on several pages) is one object, and a key
+ * names its content for whoever loads it. The extension is the format read from the bytes.
+ */
+export function originalKey(sha256: string, format: ImageType): { key: string; contentType: string } {
+  if (!/^[0-9a-f]{64}$/.test(sha256)) throw new Error(`not a sha256: ${JSON.stringify(sha256)}`);
+  return { key: `originals/${sha256.slice(0, 2)}/${sha256}.${ORIGINAL_EXTENSIONS[format]}`, contentType: ORIGINAL_TYPES[format] };
 }
 
 const SAFE_SEGMENT = /^[A-Za-z0-9._-]{1,150}$/;

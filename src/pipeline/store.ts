@@ -34,6 +34,17 @@ export interface ListedObject {
   modifiedMs: number;
 }
 
+/**
+ * Larger bodies (kept originals, up to CRAWL_MAX_BODY_BYTES) are written from the thread pool:
+ * copying 50 MB into the page cache holds the event loop for tens of milliseconds, long enough
+ * for other sources' request slots to pass.
+ */
+const SYNC_WRITE_MAX_BYTES = 1024 * 1024;
+
+function writeAt(fd: number, data: Buffer, off: number): Promise<number> {
+  return new Promise((resolve, reject) => fsSync.write(fd, data, off, data.length - off, null, (err, n) => (err ? reject(err) : resolve(n))));
+}
+
 /** A write in progress: `${file}.${pid}.${random}.tmp` (see LocalStore.put). */
 const IN_PROGRESS = /\.\d+\.[a-z0-9]*\.tmp$/;
 
@@ -75,7 +86,11 @@ export class LocalStore implements ObjectStore {
     }
     try {
       const data = typeof body === 'string' ? Buffer.from(body) : body;
-      for (let off = 0; off < data.length;) off += fsSync.writeSync(fd, data, off, data.length - off);
+      if (data.length <= SYNC_WRITE_MAX_BYTES) {
+        for (let off = 0; off < data.length;) off += fsSync.writeSync(fd, data, off, data.length - off);
+      } else {
+        for (let off = 0; off < data.length;) off += await writeAt(fd, data, off);
+      }
       await fsyncFd(fd);
     } catch (err) {
       fsSync.closeSync(fd);

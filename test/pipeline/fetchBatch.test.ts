@@ -266,6 +266,67 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     expect(page).not.toHaveProperty('format');
     expect(page).not.toHaveProperty('thumbnailKey');
     expect(new Set(records.map((r) => r.url)).size).toBe(records.length);
+    // Originals are kept only when asked for (CRAWL_KEEP_ORIGINALS).
+    expect(rotated.originalKey).toBeNull();
+    expect(fs.existsSync(path.join(dir, 'store', 'originals'))).toBe(false);
+  });
+
+  it('keeps each image\'s own bytes once, under their sha256, when asked to (CRAWL_KEEP_ORIGINALS), also one it cannot decode', async () => {
+    origin.serve('/rotated-copy.jpg', rotatedBytes);
+    const keeping = new ImagePipeline(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'], keepOriginals: true }), store, new Spool(path.join(dir, 'spool-originals')));
+    acts = createCrawlActivities({ processor: keeping, recorder: new StoreRecorder(store) });
+    try {
+      await run(['/rotated.jpg', '/rotated-copy.jpg', '/photo.heic', '/page.jpg', '/gone.jpg']);
+    } finally {
+      await keeping.close();
+    }
+    const records = readRecords(dir);
+    const of = (p: string) => records.find((r) => String(r.url).endsWith(p))!;
+    const sha = createHash('sha256').update(rotatedBytes).digest('hex');
+    expect(of('/rotated.jpg')).toMatchObject({ outcome: 'done', originalKey: `originals/${sha.slice(0, 2)}/${sha}.jpg`, thumbnailKey: thumbnailKey(origin.url('/rotated.jpg')) });
+    // The same image under another URL: the same object, not a second one.
+    expect(of('/rotated-copy.jpg')).toMatchObject({ outcome: 'done', originalKey: of('/rotated.jpg').originalKey });
+    expect(await store.get(String(of('/rotated.jpg').originalKey))).toEqual(rotatedBytes);
+    // Read but not decodable here: its bytes are kept for a decoder that can.
+    const heic = of('/photo.heic');
+    expect(heic).toMatchObject({ outcome: 'content', thumbnailKey: null, originalKey: expect.stringMatching(/^originals\/[0-9a-f]{2}\/[0-9a-f]{64}\.heic$/) });
+    expect(createHash('sha256').update((await store.get(String(heic.originalKey)))!).digest('hex')).toBe(heic.sha256);
+    expect(of('/page.jpg')).not.toHaveProperty('originalKey');
+    expect(of('/gone.jpg')).not.toHaveProperty('originalKey');
+    const files = fs.readdirSync(path.join(dir, 'store', 'originals'), { recursive: true }).map(String).filter((f) => f.includes('.'));
+    // One object per image, none per URL (the run's warm-up wrote the PNG's).
+    const under = (k: unknown) => String(k).slice('originals/'.length);
+    expect(files.filter((f) => f.endsWith('.jpg'))).toEqual([under(of('/rotated.jpg').originalKey)]);
+    expect(files.filter((f) => !f.endsWith('.jpg') && !f.endsWith('.png'))).toEqual([under(heic.originalKey)]);
+  });
+
+  it('hands a URL back unrecorded when its original cannot be stored, and stores it from the spool without asking the site again', async () => {
+    let failOriginals = 0;
+    const flaky = {
+      description: 'flaky', get: (k: string) => store.get(k), list: (p: string) => store.list(p),
+      put: async (k: string, b: Buffer | string, t: string) => {
+        if (failOriginals > 0 && k.startsWith('originals/')) { failOriginals -= 1; throw new Error('503 SlowDown'); }
+        return store.put(k, b, t);
+      },
+    };
+    const keeping = new ImagePipeline(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'], keepOriginals: true }), flaky, new Spool(path.join(dir, 'spool-originals')));
+    const a2 = createCrawlActivities({ processor: keeping, recorder: new StoreRecorder(flaky) });
+    try {
+      await new MockActivityEnvironment().run(a2.fetchBatch, input(['/good.png'])); // robots.txt, and an original stored
+      failOriginals = 1;
+      origin.route('/kept-later.jpg', (_q, r) => { r.writeHead(200, { 'content-type': 'image/jpeg' }); r.end(rotatedBytes); });
+      const grant = { ...input(['/kept-later.jpg']), maxAttempts: 3 };
+      const held = (await new MockActivityEnvironment().run(a2.fetchBatch, grant)) as FetchBatchResult;
+      expect(held).toMatchObject({ outcomes: [], unused: [0], storeRetryMs: 60_000, storeError: expect.stringContaining('503 SlowDown') });
+      const again = (await new MockActivityEnvironment().run(a2.fetchBatch, { ...grant, grantId: 2 })) as FetchBatchResult;
+      expect(again.outcomes.map((o) => o.cls)).toEqual(['done']);
+    } finally {
+      await keeping.close();
+    }
+    expect(origin.requests.filter((r) => r.path === '/kept-later.jpg')).toHaveLength(1);
+    const record = readRecords(dir).find((r) => String(r.url).endsWith('/kept-later.jpg'))!;
+    expect(await store.get(String(record.originalKey))).toEqual(rotatedBytes);
+    expect(fs.readdirSync(path.join(dir, 'spool-originals'))).toEqual([]);
   });
 
   it('records what the image\'s response headers say of its use: X-Robots-Tag for us, TDM reservation and policy, a Link to its license', async () => {

@@ -20,6 +20,20 @@ describe('LocalStore', () => {
     expect(await store.get('thumbnails/ab/cd/missing.jpg')).toBeUndefined();
   });
 
+  it('writes a large body (a kept original) from the thread pool, whole: the event loop is not held while it is copied', async () => {
+    const store = new LocalStore(root);
+    await store.put('originals/ab/warm.jpg', Buffer.from('x'), 'image/jpeg');
+    const big = Buffer.alloc(8 * 1024 * 1024);
+    for (let i = 0; i < big.length; i += 4096) big[i] = i % 251;
+    const put = store.put('originals/ab/big.jpg', big, 'image/jpeg');
+    // Nothing of it is written before the caller's code goes on (a synchronous write would be done).
+    const written = fs.readdirSync(path.join(root, 'originals/ab')).filter((f) => f.startsWith('big.jpg.')).map((f) => fs.statSync(path.join(root, 'originals/ab', f)).size);
+    expect(written).toEqual([0]);
+    await put;
+    expect((await store.get('originals/ab/big.jpg'))!.equals(big)).toBe(true);
+    expect(fs.readdirSync(path.join(root, 'originals/ab')).sort()).toEqual(['big.jpg', 'warm.jpg']);
+  });
+
   it('is verified before a crawl starts: made when missing, a clear error when it cannot be', async () => {
     await expect(new LocalStore(path.join(root, 'new', 'store')).verify()).resolves.toBeUndefined();
     expect(fs.statSync(path.join(root, 'new', 'store')).isDirectory()).toBe(true);
