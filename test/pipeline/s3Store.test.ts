@@ -3,7 +3,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { Client } from '@temporalio/client';
-import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
+import { CreateBucketCommand, HeadObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { createCrawlActivities, type UrlProcessor } from '../../src/activities/crawlActivities';
 import { StoreRecorder } from '../../src/activities/storeRecorder';
 import { startCrawl } from '../../src/crawl/start';
@@ -11,7 +11,7 @@ import { chunkOf } from '../../src/shared/chunkRanges';
 import { batchRunUnit, recordFile } from '../../src/shared/recordUnits';
 import type { ChunkRange } from '../../src/shared/types';
 import { exportRecords } from '../../src/crawl/exportRecords';
-import { recordKey } from '../../src/pipeline/keys';
+import { originalKey, recordKey } from '../../src/pipeline/keys';
 import { S3Store } from '../../src/pipeline/store';
 import { readableStore } from '../../src/crawl/storeToRead';
 import { describeStoreError } from '../../src/pipeline/storeError';
@@ -116,6 +116,20 @@ describe('S3 store against a real S3-protocol server (moto_server on 127.0.0.1)'
     await store.put('thumbnails/ab/cd/x.jpg', Buffer.from('second'), 'image/jpeg');
     expect((await store.get('thumbnails/ab/cd/x.jpg'))?.toString()).toBe('second');
     expect(await store.get('thumbnails/none.jpg')).toBeUndefined();
+  });
+
+  it('keeps a large original under its sha256 with its format\'s content type', async () => {
+    const body = Buffer.alloc(6 * 1024 * 1024, 7);
+    const { key, contentType } = originalKey('c'.repeat(64), 'webp');
+    await store.put(key, body, contentType);
+    expect((await store.get(key))!.equals(body)).toBe(true);
+    const admin = new S3Client({ region: 'us-east-1', endpoint: server.endpoint, forcePathStyle: true });
+    try {
+      const head = await admin.send(new HeadObjectCommand({ Bucket: 'crawl', Key: `run1/${key}` }));
+      expect(head).toMatchObject({ ContentType: 'image/webp', ContentLength: body.length });
+    } finally {
+      admin.destroy();
+    }
   });
 
   it('keeps a robots.txt in the bucket for the other workers, and has none for an origin never read', async () => {
