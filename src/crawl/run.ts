@@ -2,6 +2,7 @@ import { setMaxListeners } from 'node:events';
 import path from 'node:path';
 import type { NativeConnection, Worker } from '@temporalio/worker';
 import { LocalStore, storeFromEnv, type ObjectStore } from '../pipeline/store';
+import { pipelineConfigFromEnv } from '../pipeline/config';
 import { isServerUnreachable, outageLine, ServerOutageNotice } from './serverOutage';
 import { bytesText, DiskRoomWatch, type DiskNotice } from '../shared/diskRoom';
 import { log } from '../shared/log';
@@ -97,14 +98,25 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
     return { exitCode: 0, statuses: [], badLines: 0 };
   }
   const store = storeFromEnv(opts.outDir);
+  const warn = (m: string) => process.stderr.write(`crawl: ${m}\n`);
+  // Given (true or false) it is kept for later runs into the store; unset, the store's holds.
+  const askedOriginals = envText('CRAWL_KEEP_ORIGINALS') !== undefined ? flagFromEnv('CRAWL_KEEP_ORIGINALS', false) : undefined;
   // The in-process worker's configuration too, before a server is started for it.
-  const deps = envText('TEMPORAL_ADDRESS') ? undefined : defaultDeps({ dataDir: opts.outDir, allowNetworks: opts.allowNetworks });
-  if (deps) checkWorkerConfig();
-  // On a terminal the run reports each source's state changes itself, above its progress bar.
-  if (deps && out.isTTY && process.stderr.isTTY) logWorkflowMessagesAt('OFF');
+  if (!envText('TEMPORAL_ADDRESS')) {
+    pipelineConfigFromEnv();
+    checkWorkerConfig();
+  }
   await store.verify?.();
   makeDirsSync(opts.outDir);
-  await rememberRunSettings(store, { catalog, allowNetworks: opts.allowNetworks, maxRate: opts.maxRate, maxRetryAfterMs: opts.maxRetryAfterMs }, (m) => process.stderr.write(`crawl: ${m}\n`));
+  const settings = await rememberRunSettings(store, {
+    catalog, allowNetworks: opts.allowNetworks, maxRate: opts.maxRate, maxRetryAfterMs: opts.maxRetryAfterMs,
+    ...(askedOriginals !== undefined ? { keepOriginals: askedOriginals } : {}),
+  }, warn);
+  const keepOriginals = settings.keepOriginals ?? false;
+  const deps = envText('TEMPORAL_ADDRESS') ? undefined : defaultDeps({ dataDir: opts.outDir, allowNetworks: opts.allowNetworks, keepOriginals });
+  if (deps && keepOriginals && askedOriginals === undefined) warn(`keeping each image's own bytes under originals/, as the earlier crawls into the ${store.description} did (CRAWL_KEEP_ORIGINALS=false: no more)`);
+  // On a terminal the run reports each source's state changes itself, above its progress bar.
+  if (deps && out.isTTY && process.stderr.isTTY) logWorkflowMessagesAt('OFF');
   const metadataFile = path.join(opts.outDir, 'metadata.ndjson');
   const serverDir = path.join(opts.outDir, 'temporal');
   // The embedded server's disk filling stopped the crawl with only "no worker answered" to show.
@@ -257,7 +269,7 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
 
     const failures = new FailureTally();
     const exported = await exportRecordsToFile(store, metadataFile, [], { inspect: (text) => failures.addText(text) });
-    out.write(`metadata: ${metadataFile} (${exported.records} records${supersededNote(exported)}); thumbnails under thumbnails/${flagFromEnv('CRAWL_KEEP_ORIGINALS', false) ? ', the images themselves under originals/' : ''} in the ${store.description}\n`);
+    out.write(`metadata: ${metadataFile} (${exported.records} records${supersededNote(exported)}); thumbnails under thumbnails/${deps && keepOriginals ? ', the images themselves under originals/' : ''} in the ${store.description}\n`);
     const hint = opts.againHint ?? true;
     // `crawl again`'s first round, with a second to follow: what is not done yet is its business.
     const interim = hint === 'unless-held' && summary.queuedElsewhere > 0;

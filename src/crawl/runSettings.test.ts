@@ -32,6 +32,19 @@ describe('the settings kept in a store for crawl again', () => {
     });
   });
 
+  it('keeps originals for every later run once one asked to, until one says not to', async () => {
+    expect((await rememberRunSettings(store, { allowNetworks: [] }, warn)).keepOriginals).toBeUndefined();
+    expect((await rememberRunSettings(store, { keepOriginals: true }, warn)).keepOriginals).toBe(true);
+    // A run that does not say (CRAWL_KEEP_ORIGINALS unset) takes the store's.
+    expect((await rememberRunSettings(store, { allowNetworks: ['127.0.0.0/8'] }, warn)).keepOriginals).toBe(true);
+    expect((await readRunSettings(store, warn))?.keepOriginals).toBe(true);
+    expect((await rememberRunSettings(store, { keepOriginals: false }, warn)).keepOriginals).toBe(false);
+    expect((await rememberRunSettings(store, {}, warn)).keepOriginals).toBe(false);
+    fs.writeFileSync(path.join(dir, RUN_SETTINGS_KEY), '{"catalog": {}, "allowNetworks": [], "keepOriginals": "yes"}');
+    expect(await readRunSettings(store, warn)).toBeUndefined();
+    expect(warnings).toEqual([expect.stringMatching(/"keepOriginals" is not true or false/)]);
+  });
+
   it('replaces an earlier entry of the same host, however either names it', async () => {
     await rememberRunSettings(store, { catalog: new Map([['Bücher.Example', { rate: 2 }], ['other.example', { rate: 1 }]]) }, warn);
     await rememberRunSettings(store, { catalog: new Map([['xn--bcher-kva.example', { rate: 0.5 }]]) }, warn);

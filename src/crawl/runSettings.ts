@@ -16,6 +16,12 @@ export interface RunSettings {
   allowNetworks: string[];
   maxRate?: number;
   maxRetryAfterMs?: number;
+  /**
+   * Each image's own bytes are kept (CRAWL_KEEP_ORIGINALS): once a crawl into the store was
+   * asked to, later runs and `crawl again` keep them too, so that the store does not hold
+   * originals for some of its images and not for others without anyone having said so.
+   */
+  keepOriginals?: boolean;
 }
 
 export const RUN_SETTINGS_KEY = 'work/run-settings.json';
@@ -23,9 +29,9 @@ export const RUN_SETTINGS_KEY = 'work/run-settings.json';
 /**
  * Adds a run's settings to those kept in the store: its catalogue entries replace earlier ones of
  * the same sources, its networks join the earlier ones, and a ceiling it gives replaces the one
- * kept (`maxRate: null` removes it: `crawl again --max-rate none`).
+ * kept (`maxRate: null` removes it: `crawl again --max-rate none`). Returns the settings now kept.
  */
-export async function rememberRunSettings(store: ObjectStore, run: Partial<Omit<RunSettings, 'maxRate'>> & { maxRate?: number | null }, warn: (message: string) => void): Promise<void> {
+export async function rememberRunSettings(store: ObjectStore, run: Partial<Omit<RunSettings, 'maxRate'>> & { maxRate?: number | null }, warn: (message: string) => void): Promise<RunSettings> {
   const kept: RunSettings = (await readRunSettings(store, warn, 'replaced by this one\'s')) ?? { catalog: new Map(), allowNetworks: [] };
   const given: Catalog = run.catalog ?? new Map();
   // An entry replaces an earlier one of the same source, however either names its host.
@@ -35,9 +41,14 @@ export async function rememberRunSettings(store: ObjectStore, run: Partial<Omit<
     allowNetworks: [...new Set([...kept.allowNetworks, ...(run.allowNetworks ?? [])])],
     maxRate: run.maxRate === null ? undefined : run.maxRate ?? kept.maxRate,
     maxRetryAfterMs: run.maxRetryAfterMs ?? kept.maxRetryAfterMs,
+    keepOriginals: run.keepOriginals ?? kept.keepOriginals,
   };
-  const json = { catalog: Object.fromEntries(merged.catalog), allowNetworks: merged.allowNetworks, maxRate: merged.maxRate, maxRetryAfterMs: merged.maxRetryAfterMs };
+  const json = {
+    catalog: Object.fromEntries(merged.catalog), allowNetworks: merged.allowNetworks, maxRate: merged.maxRate, maxRetryAfterMs: merged.maxRetryAfterMs,
+    keepOriginals: merged.keepOriginals,
+  };
   await store.put(RUN_SETTINGS_KEY, `${JSON.stringify(json, null, 2)}\n`, 'application/json');
+  return merged;
 }
 
 /**
@@ -58,12 +69,13 @@ export async function readRunSettings(store: ObjectStore, warn: (message: string
 
 function parseRunSettings(raw: unknown): RunSettings {
   if (!isPlainObject(raw)) throw new Error('not a JSON object');
-  const { catalog, allowNetworks, maxRate, maxRetryAfterMs } = raw as Record<string, unknown>;
+  const { catalog, allowNetworks, maxRate, maxRetryAfterMs, keepOriginals } = raw as Record<string, unknown>;
   if (!isPlainObject(catalog)) throw new Error('"catalog" is not an object');
   if (!Array.isArray(allowNetworks) || !allowNetworks.every((n) => typeof n === 'string')) throw new Error('"allowNetworks" is not a list of strings');
   for (const [name, value] of [['maxRate', maxRate], ['maxRetryAfterMs', maxRetryAfterMs]] as const) {
     if (value !== undefined && (typeof value !== 'number' || !(value > 0))) throw new Error(`"${name}" is not a positive number`);
   }
+  if (keepOriginals !== undefined && typeof keepOriginals !== 'boolean') throw new Error('"keepOriginals" is not true or false');
   const entries = new Map<string, SourceConfig>();
   for (const [name, config] of Object.entries(catalog as Record<string, unknown>)) {
     if (!isPlainObject(config)) throw new Error(`source ${JSON.stringify(name)} is not an object`);
@@ -71,5 +83,8 @@ function parseRunSettings(raw: unknown): RunSettings {
     if ('problem' in taken) throw new Error(`source ${JSON.stringify(name)}: ${taken.problem}`);
     entries.set(name, taken.config);
   }
-  return { catalog: entries, allowNetworks: allowNetworks as string[], maxRate: maxRate as number | undefined, maxRetryAfterMs: maxRetryAfterMs as number | undefined };
+  return {
+    catalog: entries, allowNetworks: allowNetworks as string[], maxRate: maxRate as number | undefined, maxRetryAfterMs: maxRetryAfterMs as number | undefined,
+    ...(keepOriginals !== undefined ? { keepOriginals } : {}),
+  };
 }

@@ -36,6 +36,8 @@ export interface DepsOptions {
   dataDir?: string;
   /** Added to CRAWL_ALLOW_NETWORKS (e.g. from repeated --allow-network). */
   allowNetworks?: string[];
+  /** Overrides CRAWL_KEEP_ORIGINALS (`crawl run` into a store whose earlier crawls kept them). */
+  keepOriginals?: boolean;
 }
 
 /** Where a worker keeps its spool (and, by default, its local store). */
@@ -56,7 +58,7 @@ export function defaultDeps(opts: DepsOptions = {}): CrawlDeps {
   const dataDir = opts.dataDir ?? dataDirFromEnv();
   const store = storeFromEnv(dataDir);
   const base = pipelineConfigFromEnv();
-  const cfg = { ...base, allowNetworks: [...base.allowNetworks, ...(opts.allowNetworks ?? [])] };
+  const cfg = { ...base, allowNetworks: [...base.allowNetworks, ...(opts.allowNetworks ?? [])], keepOriginals: opts.keepOriginals ?? base.keepOriginals };
   logProxy(cfg.proxy, cfg.connectTimeoutMs);
   const metrics = servesMetrics() ? crawlMetrics(Runtime.instance().metricMeter) : undefined;
   return {
