@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import sharp from 'sharp';
+import type { ThumbnailFormat } from './config';
 import { estimateJpegQuality } from './jpegQuality';
 import { jpegComplete, jpegDecodeWork, maxBlockPasses } from './jpegStructure';
 import { readExifRights } from './exifRights';
@@ -148,16 +149,19 @@ function clean(v: unknown): string | null {
   return s === '' ? null : s.slice(0, 500);
 }
 
-/** Longest side at most maxSide, never enlarged, EXIF orientation applied, sRGB JPEG out. */
-export async function thumbnail(body: Buffer, opts: { maxPixels: number; maxSide: number; quality: number }): Promise<Buffer> {
+/**
+ * Longest side at most maxSide, never enlarged, EXIF orientation applied, sRGB out: JPEG (a
+ * transparent image on white) or WebP (transparency kept).
+ */
+export async function thumbnail(body: Buffer, opts: { maxPixels: number; maxSide: number; quality: number; format?: ThumbnailFormat }): Promise<Buffer> {
   const type = sniffImageType(body);
   try {
     let image = sharp(body, { limitInputPixels: opts.maxPixels, failOn: 'error' })
       .rotate()
-      .resize(opts.maxSide, opts.maxSide, { fit: 'inside', withoutEnlargement: true })
-      .flatten({ background: '#ffffff' });
+      .resize(opts.maxSide, opts.maxSide, { fit: 'inside', withoutEnlargement: true });
+    if (opts.format !== 'webp') image = image.flatten({ background: '#ffffff' });
     if (await processedInP3(body, type, opts.maxPixels)) image = image.withIccProfile('srgb', { attach: false });
-    return await image.jpeg({ quality: opts.quality }).toBuffer();
+    return await (opts.format === 'webp' ? image.webp({ quality: opts.quality }) : image.jpeg({ quality: opts.quality })).toBuffer();
   } catch (err) {
     // libvips keeps one error buffer for all its threads: with several images failing at once, a
     // message can come empty ("Unknown error"), twice, or belong to another image. A JPEG cut

@@ -29,6 +29,15 @@ describe('pipeline configuration from the environment', () => {
     expect(withEnv({ CRAWL_READ_TDMREP: 'maybe' })).toThrow(/CRAWL_READ_TDMREP must be true, false, 1, 0, yes or no, got "maybe"/);
   });
 
+  it('makes JPEG thumbnails of 640 px unless told another size or WebP', () => {
+    const cfg = (vars: Record<string, string>) => withEnv(vars)() as ReturnType<typeof pipelineConfigFromEnv>;
+    expect([cfg({}).thumbnailFormat, cfg({}).thumbnailMaxSide]).toEqual(['jpeg', 640]);
+    expect([cfg({ CRAWL_THUMBNAIL_FORMAT: ' WebP ', CRAWL_THUMBNAIL_MAX_SIDE: '256' }).thumbnailFormat, cfg({ CRAWL_THUMBNAIL_MAX_SIDE: '256' }).thumbnailMaxSide]).toEqual(['webp', 256]);
+    expect(cfg({ CRAWL_THUMBNAIL_FORMAT: 'jpg' }).thumbnailFormat).toBe('jpeg');
+    expect(withEnv({ CRAWL_THUMBNAIL_FORMAT: 'gif' })).toThrow(/CRAWL_THUMBNAIL_FORMAT must be jpeg or webp, got "gif"/);
+    expect(withEnv({ CRAWL_THUMBNAIL_MAX_SIDE: '8' })).toThrow(/CRAWL_THUMBNAIL_MAX_SIDE must be an integer from 16 to 4096, got "8"/);
+  });
+
   it('refuses a User-Agent that would not identify us, or would fail every request', () => {
     expect(withEnv({ CRAWL_USER_AGENT: 'Bot/1.0 (+https://x.example)\u00e9' })).toThrow(/printable ASCII/);
     expect(withEnv({ CRAWL_USER_AGENT: 'Bot/1.0 (+https://x.example)\r\nX-Injected: 1' })).toThrow(/printable ASCII on one line/);

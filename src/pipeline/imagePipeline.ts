@@ -311,18 +311,18 @@ export class ImagePipeline implements UrlProcessor {
         const budget = weight <= this.cfg.maxDecodePixels / 100 ? this.smallDecodeBudget : this.decodeBudget;
         // The slot is taken once the memory is: an image waiting for memory holds no slot another source could use.
         thumb = await budget.use(weight, () => this.imageSlots.use(ctx.source, () =>
-          thumbnail(body, { maxPixels: this.cfg.maxPixels, maxSide: this.cfg.thumbnailMaxSide, quality: this.cfg.thumbnailQuality })));
+          thumbnail(body, { maxPixels: this.cfg.maxPixels, maxSide: this.cfg.thumbnailMaxSide, quality: this.cfg.thumbnailQuality, format: this.cfg.thumbnailFormat })));
       } catch (err) {
         if (!(err instanceof ContentError)) throw err;
         unreadable = err;
       }
       // An image read but not decodable here (a HEIC photo) is kept too: another decoder may read it.
       const original = analysis && this.cfg.keepOriginals ? originalKey(analysis.sha256, analysis.format) : undefined;
-      const key = thumb ? thumbnailKey(url) : null;
+      const key = thumb ? thumbnailKey(url, this.cfg.thumbnailFormat) : null;
       try {
         await Promise.all([
           original && this.store.put(original.key, body, original.contentType),
-          thumb && this.store.put(key!, thumb, 'image/jpeg'),
+          thumb && this.store.put(key!, thumb, this.cfg.thumbnailFormat === 'webp' ? 'image/webp' : 'image/jpeg'),
         ]);
       } catch (err) {
         // Not the URL's failure: keep the bytes so that it is stored later without asking the site again.

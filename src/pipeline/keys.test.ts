@@ -19,6 +19,8 @@ describe('object keys', () => {
   it('derives thumbnail keys from the URL alone', () => {
     expect(thumbnailKey('https://a.example/1.jpg')).toBe(thumbnailKey('https://a.example/1.jpg'));
     expect(thumbnailKey('https://a.example/1.jpg')).not.toBe(thumbnailKey('https://a.example/2.jpg'));
+    expect(thumbnailKey('https://a.example/1.jpg')).toMatch(/^thumbnails\/[0-9a-f]{2}\/[0-9a-f]{64}\.jpg$/);
+    expect(thumbnailKey('https://a.example/1.jpg', 'webp')).toBe(thumbnailKey('https://a.example/1.jpg').replace(/\.jpg$/, '.webp'));
   });
 
   it('keys an original by its bytes\' sha256, with the extension and content type of the format read from them', () => {

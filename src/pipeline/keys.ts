@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { RecordFile } from '../shared/recordUnits';
 import type { ImageType } from './analyse';
+import type { ThumbnailFormat } from './config';
 
 /** Idempotent keys derived from the URL: a re-run overwrites, never duplicates. */
 export function urlHash(url: string): string {
@@ -13,9 +14,9 @@ export function urlHash(url: string): string {
  * hundred images (two levels, 65,536 directories, made nearly every image of a crawl's first
  * hundred thousand pay for a mkdir: ~0.7 ms of CPU each, measured).
  */
-export function thumbnailKey(url: string): string {
+export function thumbnailKey(url: string, format: ThumbnailFormat = 'jpeg'): string {
   const h = urlHash(url);
-  return `thumbnails/${h.slice(0, 2)}/${h}.jpg`;
+  return `thumbnails/${h.slice(0, 2)}/${h}.${format === 'webp' ? 'webp' : 'jpg'}`;
 }
 
 const ORIGINAL_EXTENSIONS: Record<ImageType, string> = { jpeg: 'jpg', png: 'png', gif: 'gif', webp: 'webp', avif: 'avif', heif: 'heic', tiff: 'tif' };

@@ -129,6 +129,18 @@ describe('image analysis (real sharp)', () => {
     expect([turned.width, turned.height]).toEqual([200, 400]);
   });
 
+  it('makes WebP thumbnails when asked, of the size asked, with transparency kept (a JPEG\'s is white)', async () => {
+    const sharp = (await import('sharp')).default;
+    const clear = await sharp({ create: { width: 800, height: 400, channels: 4, background: { r: 200, g: 0, b: 0, alpha: 0 } } }).png().toBuffer();
+    const webp = await thumbnail(clear, { maxPixels: 50_000_000, maxSide: 256, quality: 80, format: 'webp' });
+    const meta = await sharp(webp).metadata();
+    expect([meta.format, meta.width, meta.height, meta.hasAlpha]).toEqual(['webp', 256, 128, true]);
+    const { data } = await sharp(webp).raw().toBuffer({ resolveWithObject: true });
+    expect(data[3]).toBe(0);
+    const jpegThumb = await sharp(await thumbnail(clear, { maxPixels: 50_000_000, maxSide: 256, quality: 80 })).raw().toBuffer({ resolveWithObject: true });
+    expect([jpegThumb.info.channels, jpegThumb.data[0], jpegThumb.data[1]]).toEqual([3, 255, 255]);
+  });
+
   it('says that a HEIC photo cannot be decoded by this build, the same words for every file, once its size is read', async () => {
     const reasons = new Set<string>();
     for (const [w, h] of [[640, 480], [4032, 3024]] as const) {

@@ -300,6 +300,22 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     expect(files.filter((f) => !f.endsWith('.jpg') && !f.endsWith('.png'))).toEqual([under(heic.originalKey)]);
   });
 
+  it('stores the thumbnail in the format and size asked for (CRAWL_THUMBNAIL_FORMAT, CRAWL_THUMBNAIL_MAX_SIDE), and its record names it', async () => {
+    const cfg = pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'], thumbnailFormat: 'webp', thumbnailMaxSide: 256 });
+    const webp = new ImagePipeline(cfg, store, new Spool(path.join(dir, 'spool-webp')));
+    acts = createCrawlActivities({ processor: webp, recorder: new StoreRecorder(store) });
+    try {
+      await run(['/good.jpg']);
+    } finally {
+      await webp.close();
+    }
+    const record = readRecords(dir).find((r) => String(r.url).endsWith('/good.jpg'))!;
+    expect(record).toMatchObject({ outcome: 'done', width: 1200, height: 800, thumbnailKey: thumbnailKey(origin.url('/good.jpg'), 'webp') });
+    expect(String(record.thumbnailKey)).toMatch(/\.webp$/);
+    const meta = await sharp((await store.get(String(record.thumbnailKey)))!).metadata();
+    expect([meta.format, meta.width, meta.height]).toEqual(['webp', 256, 171]);
+  });
+
   it('hands a URL back unrecorded when its original cannot be stored, and stores it from the spool without asking the site again', async () => {
     let failOriginals = 0;
     const flaky = {
