@@ -397,6 +397,8 @@ export function buildProgram(): Command {
       });
       // A watch outlives a restart of its server (a dashboard's feed): it says so and waits.
       const outage = new ServerOutageNotice(temporalAddress());
+      // A watch says on stderr when a queue's workers are all gone, and when one is back: once, not every line.
+      const workerless = new Set<string>();
       for (;;) {
         let unreachable: unknown;
         const statuses = await poller.poll().catch((err: unknown) => {
@@ -414,12 +416,15 @@ export function buildProgram(): Command {
         if (back) process.stdout.write(outageLine('up', back, false));
         const update = monitoringUpdate(statuses, doneRate.baseline());
         // Whether any worker serves the running monitors' task queues: when nothing moves, the first question.
-        const queues = opts.watch ? [] : [...new Set(statuses.flatMap((st) => (st.taskQueue ? [st.taskQueue] : [])))].sort();
+        const queues = [...new Set(statuses.flatMap((st) => (st.taskQueue ? [st.taskQueue] : [])))].sort();
         // A namespace that does not let this client describe task queues (a narrow API key) gets no such line.
         const described = await Promise.all(queues.map((q) => taskQueueWorkers(client, q).then((list) => [q, list] as const, () => undefined)));
         const workers = new Map(described.filter((d) => d !== undefined));
-        if (opts.watch) process.stdout.write(`${JSON.stringify(update)}\n`);
-        else if (opts.json) {
+        if (opts.watch) {
+          // How many workers poll each running source's queue: a feed's alert when a fleet is gone.
+          const polled = Object.fromEntries([...workers].map(([q, list]) => [q, polling(list).length]));
+          process.stdout.write(`${JSON.stringify({ ...update, workers: polled })}\n`);
+        } else if (opts.json) {
           const sources = statuses.map((s) => ({ ...s, secondsLeft: update.sources[s.source]?.secondsLeft ?? null }));
           process.stdout.write(`${JSON.stringify({ sources, secondsLeft: update.global.secondsLeft, workers: Object.fromEntries(workers) }, null, 2)}\n`);
         } else {
@@ -428,7 +433,13 @@ export function buildProgram(): Command {
           const events = sources.length ? recentEventsText(statuses) : undefined;
           if (events) process.stdout.write(`\n${events}\n`);
         }
-        for (const [q, list] of workers) if (!polling(list).length) process.stderr.write(`crawl: ${workersLine(q, list)}\n`);
+        for (const [q, list] of workers) {
+          const none = polling(list).length === 0;
+          if (opts.watch && none === workerless.has(q)) continue;
+          if (none) workerless.add(q);
+          else workerless.delete(q);
+          if (none || opts.watch) process.stderr.write(`crawl: ${workersLine(q, list)}\n`);
+        }
         if (!opts.watch && poller.notAsked) {
           process.stderr.write(`crawl: ${poller.notAsked} monitor(s) not asked within ${opts.within} s (each answer waits its turn behind the worker's workflow tasks); ` +
             `their rows show what their search attributes say (state, rate, done, errors). Name sources to see them in full, or give --within a longer time.\n`);

@@ -250,6 +250,10 @@ describe('the embedded server (SQLite) stopped and restarted mid-crawl', () => {
     };
     try {
       await until(() => events().includes('monitoring_update'), 30_000);
+      // Each line counts the workers polling the running monitors' queues: this process's one.
+      const first = JSON.parse(stdout.split('\n').find((l) => l.startsWith('{"event":"monitoring_update"'))!) as { workers?: Record<string, number> };
+      expect(first.workers).toEqual({ 'watch-outage': 1 });
+      expect(stderr).not.toMatch(/worker/);
       const { pid } = JSON.parse(fs.readFileSync(path.join(dir, 'temporal', 'server.json'), 'utf8')) as { pid: number };
       process.kill(pid, 'SIGKILL');
       await server.exited;
