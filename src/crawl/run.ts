@@ -2,7 +2,7 @@ import { setMaxListeners } from 'node:events';
 import path from 'node:path';
 import type { NativeConnection, Worker } from '@temporalio/worker';
 import { LocalStore, storeFromEnv, type ObjectStore } from '../pipeline/store';
-import { pipelineConfigFromEnv } from '../pipeline/config';
+import { pipelineConfigFromEnv, thumbnailSettingsFromEnv } from '../pipeline/config';
 import { isServerUnreachable, outageLine, ServerOutageNotice } from './serverOutage';
 import { bytesText, DiskRoomWatch, type DiskNotice } from '../shared/diskRoom';
 import { log } from '../shared/log';
@@ -23,7 +23,7 @@ import { progressBarLine } from './progressBar';
 import { ChangedSources, closedListingWarner, crawlCommandFor, serverElsewhereNote, DoneRate, listClosedSince, monitoringUpdate, NetworkDownNotice, sourceStatus, statusTable, SourceNotes, stopMonitor, WorkersBehindNotice, type SourceStatus } from './status';
 import { StartProgressLine } from './startProgress';
 import { StatusPoller } from './statusPoller';
-import { envText, flagFromEnv } from '../shared/env';
+import { envText } from '../shared/env';
 import { forEachLimit, fulfilsWithin } from '../shared/concurrency';
 import { makeDirsSync } from '../shared/makeDirs';
 import { expectServerGone, logWorkflowMessagesAt, watchServerReachability } from '../temporal/runtime';
@@ -99,22 +99,31 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
   }
   const store = storeFromEnv(opts.outDir);
   const warn = (m: string) => process.stderr.write(`crawl: ${m}\n`);
-  // Given (true or false) it is kept for later runs into the store; unset, the store's holds.
-  const askedOriginals = envText('CRAWL_KEEP_ORIGINALS') !== undefined ? flagFromEnv('CRAWL_KEEP_ORIGINALS', false) : undefined;
+  const embedded = !envText('TEMPORAL_ADDRESS');
   // The in-process worker's configuration too, before a server is started for it.
-  if (!envText('TEMPORAL_ADDRESS')) {
-    pipelineConfigFromEnv();
-    checkWorkerConfig();
-  }
+  const cfg = embedded ? pipelineConfigFromEnv() : undefined;
+  if (embedded) checkWorkerConfig();
+  // What the in-process worker is told (originals kept or not, how thumbnails are made) is kept
+  // for later runs into the store; what it is not told, the store's holds. Workers of a server
+  // named by TEMPORAL_ADDRESS follow their own environment, so nothing is kept from this one's.
+  const askedOriginals = cfg && envText('CRAWL_KEEP_ORIGINALS') !== undefined ? cfg.keepOriginals : undefined;
+  const askedThumbnails = cfg ? thumbnailSettingsFromEnv(cfg) : {};
   await store.verify?.();
   makeDirsSync(opts.outDir);
   const settings = await rememberRunSettings(store, {
     catalog, allowNetworks: opts.allowNetworks, maxRate: opts.maxRate, maxRetryAfterMs: opts.maxRetryAfterMs,
     ...(askedOriginals !== undefined ? { keepOriginals: askedOriginals } : {}),
+    ...(Object.keys(askedThumbnails).length ? { thumbnails: askedThumbnails } : {}),
   }, warn);
   const keepOriginals = settings.keepOriginals ?? false;
-  const deps = envText('TEMPORAL_ADDRESS') ? undefined : defaultDeps({ dataDir: opts.outDir, allowNetworks: opts.allowNetworks, keepOriginals });
+  const thumbnails = settings.thumbnails ?? {};
+  const deps = embedded ? defaultDeps({ dataDir: opts.outDir, allowNetworks: opts.allowNetworks, keepOriginals, thumbnails }) : undefined;
   if (deps && keepOriginals && askedOriginals === undefined) warn(`keeping each image's own bytes under originals/, as the earlier crawls into the ${store.description} did (CRAWL_KEEP_ORIGINALS=false: no more)`);
+  const keptThumbnails = (Object.keys(thumbnails) as (keyof typeof thumbnails)[]).filter((k) => askedThumbnails[k] === undefined);
+  if (deps && keptThumbnails.length) {
+    const vars = { format: 'CRAWL_THUMBNAIL_FORMAT', maxSide: 'CRAWL_THUMBNAIL_MAX_SIDE', quality: 'CRAWL_THUMBNAIL_QUALITY' } as const;
+    warn(`making thumbnails as the earlier crawls into the ${store.description} did: ${keptThumbnails.map((k) => `${vars[k]}=${thumbnails[k]}`).join(', ')} (set it to change it)`);
+  }
   // On a terminal the run reports each source's state changes itself, above its progress bar.
   if (deps && out.isTTY && process.stderr.isTTY) logWorkflowMessagesAt('OFF');
   const metadataFile = path.join(opts.outDir, 'metadata.ndjson');

@@ -45,6 +45,28 @@ describe('the settings kept in a store for crawl again', () => {
     expect(warnings).toEqual([expect.stringMatching(/"keepOriginals" is not true or false/)]);
   });
 
+  it('keeps each thumbnail setting a run gave until a later one gives it anew, and refuses what a worker would', async () => {
+    expect((await rememberRunSettings(store, {}, warn)).thumbnails).toBeUndefined();
+    await rememberRunSettings(store, { thumbnails: { format: 'webp', maxSide: 256 } }, warn);
+    // A run that gives the quality alone keeps the format and size of the earlier one.
+    expect((await rememberRunSettings(store, { thumbnails: { quality: 60 } }, warn)).thumbnails).toEqual({ format: 'webp', maxSide: 256, quality: 60 });
+    expect((await rememberRunSettings(store, { thumbnails: { format: 'jpeg' } }, warn)).thumbnails).toEqual({ format: 'jpeg', maxSide: 256, quality: 60 });
+    expect((await readRunSettings(store, warn))?.thumbnails).toEqual({ format: 'jpeg', maxSide: 256, quality: 60 });
+    expect(warnings).toEqual([]);
+    for (const [thumbnails, why] of [
+      ['"small"', /"thumbnails" is not an object/],
+      ['{"format": "png"}', /"thumbnails.format" is not jpeg or webp/],
+      ['{"maxSide": 8}', /"thumbnails.maxSide" is not a whole number from 16 to 4096/],
+      ['{"quality": 80.5}', /"thumbnails.quality" is not a whole number from 1 to 100/],
+      ['{"size": 640}', /"thumbnails" has "size", which no run writes/],
+    ] as const) {
+      fs.writeFileSync(path.join(dir, RUN_SETTINGS_KEY), `{"catalog": {}, "allowNetworks": [], "thumbnails": ${thumbnails}}`);
+      warnings = [];
+      expect(await readRunSettings(store, warn)).toBeUndefined();
+      expect(warnings).toEqual([expect.stringMatching(why)]);
+    }
+  });
+
   it('replaces an earlier entry of the same host, however either names it', async () => {
     await rememberRunSettings(store, { catalog: new Map([['Bücher.Example', { rate: 2 }], ['other.example', { rate: 1 }]]) }, warn);
     await rememberRunSettings(store, { catalog: new Map([['xn--bcher-kva.example', { rate: 0.5 }]]) }, warn);

@@ -2,6 +2,7 @@ import type { ObjectStore } from '../pipeline/store';
 import type { SourceConfig } from '../shared/types';
 import { sourceConfigOf } from '../politeness/targetRate';
 import { isPlainObject } from '../shared/plainObject';
+import type { ThumbnailFormat } from '../pipeline/config';
 import { type Catalog, entryHost } from './catalog';
 
 /**
@@ -22,6 +23,17 @@ export interface RunSettings {
    * originals for some of its images and not for others without anyone having said so.
    */
   keepOriginals?: boolean;
+  /**
+   * How thumbnails are made (CRAWL_THUMBNAIL_FORMAT, _MAX_SIDE, _QUALITY), each as a run into the
+   * store last gave it: kept for the same reason, so that a store's thumbnails are all alike.
+   */
+  thumbnails?: ThumbnailSettings;
+}
+
+export interface ThumbnailSettings {
+  format?: ThumbnailFormat;
+  maxSide?: number;
+  quality?: number;
 }
 
 export const RUN_SETTINGS_KEY = 'work/run-settings.json';
@@ -42,10 +54,11 @@ export async function rememberRunSettings(store: ObjectStore, run: Partial<Omit<
     maxRate: run.maxRate === null ? undefined : run.maxRate ?? kept.maxRate,
     maxRetryAfterMs: run.maxRetryAfterMs ?? kept.maxRetryAfterMs,
     keepOriginals: run.keepOriginals ?? kept.keepOriginals,
+    ...(kept.thumbnails || run.thumbnails ? { thumbnails: { ...kept.thumbnails, ...run.thumbnails } } : {}),
   };
   const json = {
     catalog: Object.fromEntries(merged.catalog), allowNetworks: merged.allowNetworks, maxRate: merged.maxRate, maxRetryAfterMs: merged.maxRetryAfterMs,
-    keepOriginals: merged.keepOriginals,
+    keepOriginals: merged.keepOriginals, thumbnails: merged.thumbnails,
   };
   await store.put(RUN_SETTINGS_KEY, `${JSON.stringify(json, null, 2)}\n`, 'application/json');
   return merged;
@@ -69,13 +82,14 @@ export async function readRunSettings(store: ObjectStore, warn: (message: string
 
 function parseRunSettings(raw: unknown): RunSettings {
   if (!isPlainObject(raw)) throw new Error('not a JSON object');
-  const { catalog, allowNetworks, maxRate, maxRetryAfterMs, keepOriginals } = raw as Record<string, unknown>;
+  const { catalog, allowNetworks, maxRate, maxRetryAfterMs, keepOriginals, thumbnails } = raw as Record<string, unknown>;
   if (!isPlainObject(catalog)) throw new Error('"catalog" is not an object');
   if (!Array.isArray(allowNetworks) || !allowNetworks.every((n) => typeof n === 'string')) throw new Error('"allowNetworks" is not a list of strings');
   for (const [name, value] of [['maxRate', maxRate], ['maxRetryAfterMs', maxRetryAfterMs]] as const) {
     if (value !== undefined && (typeof value !== 'number' || !(value > 0))) throw new Error(`"${name}" is not a positive number`);
   }
   if (keepOriginals !== undefined && typeof keepOriginals !== 'boolean') throw new Error('"keepOriginals" is not true or false');
+  if (thumbnails !== undefined) parseThumbnailSettings(thumbnails);
   const entries = new Map<string, SourceConfig>();
   for (const [name, config] of Object.entries(catalog as Record<string, unknown>)) {
     if (!isPlainObject(config)) throw new Error(`source ${JSON.stringify(name)} is not an object`);
@@ -86,5 +100,18 @@ function parseRunSettings(raw: unknown): RunSettings {
   return {
     catalog: entries, allowNetworks: allowNetworks as string[], maxRate: maxRate as number | undefined, maxRetryAfterMs: maxRetryAfterMs as number | undefined,
     ...(keepOriginals !== undefined ? { keepOriginals } : {}),
+    ...(thumbnails !== undefined ? { thumbnails: thumbnails as ThumbnailSettings } : {}),
   };
+}
+
+/** The same bounds as the environment's (pipeline/config.ts): a kept value a worker would refuse is not applied. */
+function parseThumbnailSettings(raw: unknown): void {
+  if (!isPlainObject(raw)) throw new Error('"thumbnails" is not an object');
+  const { format, maxSide, quality, ...rest } = raw as Record<string, unknown>;
+  const unknown = Object.keys(rest);
+  if (unknown.length) throw new Error(`"thumbnails" has ${unknown.map((k) => JSON.stringify(k)).join(', ')}, which no run writes`);
+  if (format !== undefined && format !== 'jpeg' && format !== 'webp') throw new Error('"thumbnails.format" is not jpeg or webp');
+  for (const [name, value, min, max] of [['maxSide', maxSide, 16, 4_096], ['quality', quality, 1, 100]] as const) {
+    if (value !== undefined && !(Number.isInteger(value) && (value as number) >= min && (value as number) <= max)) throw new Error(`"thumbnails.${name}" is not a whole number from ${min} to ${max}`);
+  }
 }

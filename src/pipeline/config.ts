@@ -96,6 +96,18 @@ function thumbnailFormatFromEnv(): ThumbnailFormat {
   return format as ThumbnailFormat;
 }
 
+/**
+ * The thumbnail settings this process's environment gives, each only when its variable is set
+ * (`crawl run` keeps them in the store's run settings; the others come from there).
+ */
+export function thumbnailSettingsFromEnv(cfg: PipelineConfig): { format?: ThumbnailFormat; maxSide?: number; quality?: number } {
+  return {
+    ...(envText('CRAWL_THUMBNAIL_FORMAT') !== undefined ? { format: cfg.thumbnailFormat } : {}),
+    ...(envText('CRAWL_THUMBNAIL_MAX_SIDE') !== undefined ? { maxSide: cfg.thumbnailMaxSide } : {}),
+    ...(envText('CRAWL_THUMBNAIL_QUALITY') !== undefined ? { quality: cfg.thumbnailQuality } : {}),
+  };
+}
+
 export const DEFAULT_USER_AGENT = 'PoliteImageCrawler/0.1 (+https://github.com/polite-image-crawler; crawler@example.org)';
 
 /**

@@ -7,7 +7,8 @@ import { HEARTBEAT_EVERY_MS } from '../shared/heartbeat';
 import { helperNiceFromEnv, keepHelperThreadsBelowMain } from '../temporal/priority';
 import { heapGrowthFromEnv, setHeapGrowth } from './heapGrowth';
 import { StoreRecorder } from '../activities/storeRecorder';
-import { pipelineConfigFromEnv } from '../pipeline/config';
+import { pipelineConfigFromEnv, type PipelineConfig } from '../pipeline/config';
+import type { ThumbnailSettings } from '../crawl/runSettings';
 import { probeProxy, type ProxySetting } from '../pipeline/proxy';
 import { ImagePipeline } from '../pipeline/imagePipeline';
 import { Spool } from '../pipeline/spool';
@@ -38,6 +39,8 @@ export interface DepsOptions {
   allowNetworks?: string[];
   /** Overrides CRAWL_KEEP_ORIGINALS (`crawl run` into a store whose earlier crawls kept them). */
   keepOriginals?: boolean;
+  /** Override CRAWL_THUMBNAIL_FORMAT, _MAX_SIDE and _QUALITY, each when given (the store's run settings). */
+  thumbnails?: ThumbnailSettings;
 }
 
 /** Where a worker keeps its spool (and, by default, its local store). */
@@ -58,7 +61,11 @@ export function defaultDeps(opts: DepsOptions = {}): CrawlDeps {
   const dataDir = opts.dataDir ?? dataDirFromEnv();
   const store = storeFromEnv(dataDir);
   const base = pipelineConfigFromEnv();
-  const cfg = { ...base, allowNetworks: [...base.allowNetworks, ...(opts.allowNetworks ?? [])], keepOriginals: opts.keepOriginals ?? base.keepOriginals };
+  const thumbs = opts.thumbnails ?? {};
+  const cfg: PipelineConfig = {
+    ...base, allowNetworks: [...base.allowNetworks, ...(opts.allowNetworks ?? [])], keepOriginals: opts.keepOriginals ?? base.keepOriginals,
+    thumbnailFormat: thumbs.format ?? base.thumbnailFormat, thumbnailMaxSide: thumbs.maxSide ?? base.thumbnailMaxSide, thumbnailQuality: thumbs.quality ?? base.thumbnailQuality,
+  };
   logProxy(cfg.proxy, cfg.connectTimeoutMs);
   const metrics = servesMetrics() ? crawlMetrics(Runtime.instance().metricMeter) : undefined;
   return {
