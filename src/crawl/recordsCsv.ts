@@ -10,7 +10,7 @@ import { isPlainObject } from '../shared/plainObject';
 export const RECORD_COLUMNS = [
   'url', 'source', 'outcome', 'reason', 'status', 'ttfbMs', 'totalMs', 'attempts', 'recordedAt',
   'format', 'width', 'height', 'bytes', 'sha256', 'jpegQuality', 'orientation',
-  'artist', 'copyright', 'licenseUrl', 'xRobotsTag', 'tdmReservation', 'tdmPolicy',
+  'artist', 'copyright', 'licenseUrl', 'xRobotsTag', 'tdmReservation', 'tdmPolicy', 'lastModified',
   'thumbnailKey', 'originalKey', 'finalUrl', 'redirects',
 ] as const;
 

@@ -12,6 +12,8 @@ import type { IncomingHttpHeaders } from 'node:http';
  *   `tdm-policy` names the URL of the terms under which they may be licensed.
  * - `Link: <...>; rel="license"` (RFC 8288's registered relation): the license's URL, the
  *   record's `licenseUrl` when the file itself names none.
+ * - `Last-Modified`: when the site says the file last changed, often the nearest thing to a
+ *   publication date that a record has (which version of an image a license or a claim means).
  * They are recorded, not acted on: the crawl does what robots.txt allows, and what the image may
  * be used for is the user's decision, made with these in the records.
  */
@@ -23,6 +25,7 @@ export interface RightsHeaders {
   tdmPolicy?: string;
   /** Link header values that name a license (others, such as preloads, are not kept). */
   link?: string[];
+  lastModified?: string;
 }
 
 /** The record's fields: null where the response said nothing. */
@@ -34,6 +37,8 @@ export interface RightsFields {
   tdmPolicy: string | null;
   /** The first `rel="license"` link's absolute http(s) URL, else null. */
   licenseLink: string | null;
+  /** `Last-Modified` as an ISO 8601 UTC time, or null when absent or not an HTTP date. */
+  lastModified: string | null;
 }
 
 /**
@@ -52,13 +57,16 @@ export function readRightsHeaders(headers: IncomingHttpHeaders): RightsHeaders |
   const policy = headers['tdm-policy'];
   const links = headers.link;
   const license = (Array.isArray(links) ? links : links === undefined ? [] : [links]).filter((v) => /license/i.test(v));
-  if (tag === undefined && reservation === undefined && policy === undefined && license.length === 0) return undefined;
+  // A date is under 40 characters; a longer value is no date and is not carried.
+  const modified = headers['last-modified'] !== undefined && headers['last-modified'].length <= 64 ? headers['last-modified'] : undefined;
+  if (tag === undefined && reservation === undefined && policy === undefined && license.length === 0 && modified === undefined) return undefined;
   const first = (v: string | string[] | undefined) => (Array.isArray(v) ? v[0] : v);
   return {
     ...(tag !== undefined ? { xRobotsTag: Array.isArray(tag) ? tag : [tag] } : {}),
     ...(license.length ? { link: license } : {}),
     ...(reservation !== undefined ? { tdmReservation: first(reservation) } : {}),
     ...(policy !== undefined ? { tdmPolicy: first(policy) } : {}),
+    ...(modified !== undefined ? { lastModified: modified } : {}),
   };
 }
 
@@ -75,7 +83,24 @@ export function rightsFields(raw: RightsHeaders | undefined, agent: string, url:
     tdmReservation: raw?.tdmReservation?.trim() === '1' ? true : raw?.tdmReservation?.trim() === '0' ? false : null,
     tdmPolicy: raw?.tdmPolicy?.trim() && raw.tdmPolicy.trim().length <= MAX_URL_CHARS ? raw.tdmPolicy.trim() : null,
     licenseLink: raw?.link ? licenseLink(raw.link, url) : null,
+    lastModified: raw?.lastModified ? httpDate(raw.lastModified) : null,
   };
+}
+
+/**
+ * An HTTP date (RFC 9110's IMF-fixdate, or the obsolete RFC 850 and asctime forms that
+ * Date.parse also reads) as ISO 8601. A bare number or a date without a time is not one: Date.parse
+ * would read `2024` or `12/01/2024` as dates of its own guessing.
+ */
+function httpDate(value: string): string | null {
+  const v = value.trim();
+  if (!/^[A-Za-z]{3,9},? +\d{1,2}[ -][A-Za-z]{3}[ -]\d{2,4} +\d{2}:\d{2}:\d{2} +GMT$|^[A-Za-z]{3} +[A-Za-z]{3} +\d{1,2} +\d{2}:\d{2}:\d{2} +\d{4}$/.test(v)) return null;
+  const ms = Date.parse(/GMT$/.test(v) ? v : `${v} GMT`);
+  if (!Number.isFinite(ms)) return null;
+  // Date.parse rolls 31 Feb over into March: a day the month does not have is no date.
+  const day = Number(/(?:^|[ ,])(\d{1,2})[ -][A-Za-z]{3}[ -]|[A-Za-z]{3} +(\d{1,2}) /.exec(v)?.slice(1).find(Boolean));
+  const at = new Date(ms);
+  return at.getUTCDate() === day ? at.toISOString() : null;
 }
 
 /**

@@ -345,11 +345,12 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     expect(fs.readdirSync(path.join(dir, 'spool-originals'))).toEqual([]);
   });
 
-  it('records what the image\'s response headers say of its use: X-Robots-Tag for us, TDM reservation and policy, a Link to its license', async () => {
+  it('records what the image\'s response headers say of its use: X-Robots-Tag for us, TDM reservation and policy, a Link to its license, when it last changed', async () => {
     origin.route('/opted-out.png', (_q, r) => {
       r.writeHead(200, [
         ['content-type', 'image/png'], ['x-robots-tag', 'noai, noimageai'], ['x-robots-tag', 'otherbot: noindex'], ['x-robots-tag', 'politeimagecrawler: noarchive'],
         ['tdm-reservation', '1'], ['tdm-policy', 'https://site.example/tdm-policy.json'], ['link', '</licenses/cc-by.html>; rel="license"'],
+        ['last-modified', 'Tue, 14 Mar 2023 09:26:53 GMT'],
       ].flat());
       r.end(smallPng);
     });
@@ -357,9 +358,9 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     const records = readRecords(dir);
     expect(records.find((r) => String(r.url).endsWith('/opted-out.png'))).toMatchObject({
       outcome: 'done', xRobotsTag: ['noai', 'noimageai', 'noarchive'], tdmReservation: true, tdmPolicy: 'https://site.example/tdm-policy.json',
-      licenseUrl: origin.url('/licenses/cc-by.html'),
+      licenseUrl: origin.url('/licenses/cc-by.html'), lastModified: '2023-03-14T09:26:53.000Z',
     });
-    expect(records.find((r) => String(r.url).endsWith('/good.png'))).toMatchObject({ outcome: 'done', xRobotsTag: null, tdmReservation: null, tdmPolicy: null, licenseUrl: null });
+    expect(records.find((r) => String(r.url).endsWith('/good.png'))).toMatchObject({ outcome: 'done', xRobotsTag: null, tdmReservation: null, tdmPolicy: null, licenseUrl: null, lastModified: null });
   });
 
   it('undoes a content-encoding the site applied anyway, within the size limit, and records the image itself', async () => {
