@@ -122,7 +122,7 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
   const keptThumbnails = (Object.keys(thumbnails) as (keyof typeof thumbnails)[]).filter((k) => askedThumbnails[k] === undefined);
   if (deps && keptThumbnails.length) {
     const vars = { format: 'CRAWL_THUMBNAIL_FORMAT', maxSide: 'CRAWL_THUMBNAIL_MAX_SIDE', quality: 'CRAWL_THUMBNAIL_QUALITY' } as const;
-    warn(`making thumbnails as the earlier crawls into the ${store.description} did: ${keptThumbnails.map((k) => `${vars[k]}=${thumbnails[k]}`).join(', ')} (set it to change it)`);
+    warn(`making thumbnails as the earlier crawls into the ${store.description} did: ${keptThumbnails.map((k) => `${vars[k]}=${thumbnails[k]}`).join(', ')} (${keptThumbnails.length > 1 ? 'set one to change it' : 'set it to change it'})`);
   }
   // On a terminal the run reports each source's state changes itself, above its progress bar.
   if (deps && out.isTTY && process.stderr.isTTY) logWorkflowMessagesAt('OFF');
