@@ -11,7 +11,7 @@ export const RECORD_COLUMNS = [
   'url', 'source', 'outcome', 'reason', 'status', 'ttfbMs', 'totalMs', 'attempts', 'recordedAt',
   'format', 'width', 'height', 'bytes', 'sha256', 'jpegQuality', 'orientation',
   'artist', 'copyright', 'licenseUrl', 'xRobotsTag', 'tdmReservation', 'tdmPolicy', 'lastModified',
-  'thumbnailKey', 'originalKey', 'finalUrl', 'redirects',
+  'dHash', 'thumbnailKey', 'originalKey', 'finalUrl', 'redirects',
 ] as const;
 
 const NAMED = new Set<string>(RECORD_COLUMNS);

@@ -10,6 +10,7 @@ import type { PipelineConfig } from './config';
 import { decodeWeight } from './decodeMemory';
 import { Fetcher, FetchError, type FetcherOptions, validateUrl } from './fetcher';
 import { originalKey, thumbnailKey } from './keys';
+import { differenceHash } from './differenceHash';
 import { ROBOTS_MAX_ORIGINS, RobotsCache, type RobotsVerdict } from './robots';
 import { RobotsShelf, SiteFileShelf } from './siteFileShelf';
 import { rightsFields, type RightsHeaders } from './rightsHeaders';
@@ -304,14 +305,18 @@ export class ImagePipeline implements UrlProcessor {
     let analysis: Analysis | undefined;
     try {
       let thumb: Buffer | undefined;
+      let dHash: string | null = null;
       let unreadable: ContentError | undefined;
       try {
         analysis = await this.imageSlots.use(ctx.source, () => analyse(body, this.cfg.maxPixels));
         const weight = decodeWeight(body, analysis);
         const budget = weight <= this.cfg.maxDecodePixels / 100 ? this.smallDecodeBudget : this.decodeBudget;
         // The slot is taken once the memory is: an image waiting for memory holds no slot another source could use.
-        thumb = await budget.use(weight, () => this.imageSlots.use(ctx.source, () =>
-          thumbnail(body, { maxPixels: this.cfg.maxPixels, maxSide: this.cfg.thumbnailMaxSide, quality: this.cfg.thumbnailQuality, format: this.cfg.thumbnailFormat })));
+        [thumb, dHash] = await budget.use(weight, () => this.imageSlots.use(ctx.source, async () => {
+          const made = await thumbnail(body, { maxPixels: this.cfg.maxPixels, maxSide: this.cfg.thumbnailMaxSide, quality: this.cfg.thumbnailQuality, format: this.cfg.thumbnailFormat });
+          // The image is kept without it rather than lost over a hash.
+          return [made, await differenceHash(made).catch(() => null)] as const;
+        }));
       } catch (err) {
         if (!(err instanceof ContentError)) throw err;
         unreadable = err;
@@ -330,7 +335,7 @@ export class ImagePipeline implements UrlProcessor {
         return { outcome: { ...base, ...timing, cls: 'error', reason: 'the store failed' }, requeue: true, storeFailure: describeStoreError(err) };
       }
       if (fromSpool) await this.spool.delete(url);
-      const stored = { thumbnailKey: key, originalKey: original?.key ?? null };
+      const stored = { dHash, thumbnailKey: key, originalKey: original?.key ?? null };
       if (unreadable) {
         // Read but not decodable (a HEIC photo, a JPEG cut short after its headers): its size,
         // hash and rights were read and are worth keeping; there is no thumbnail.

@@ -12,6 +12,7 @@ import { StoreRecorder } from '../../src/activities/storeRecorder';
 import { pipelineConfigFromEnv } from '../../src/pipeline/config';
 import { ImagePipeline } from '../../src/pipeline/imagePipeline';
 import { recordKey, thumbnailKey } from '../../src/pipeline/keys';
+import { differenceHash } from '../../src/pipeline/differenceHash';
 import { chunkDoneKey, chunkSpoolKey } from '../../src/shared/chunkRanges';
 import { Spool } from '../../src/pipeline/spool';
 import { MAX_RESPONSE_HEADER_BYTES } from '../../src/pipeline/fetcher';
@@ -249,6 +250,9 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     const records = files.flatMap((f) => fs.readFileSync(path.join(dir, 'store', 'records', String(f)), 'utf8').trim().split('\n').map((l) => JSON.parse(l)));
     const rotated = records.find((r) => r.url.endsWith('/rotated.jpg'));
     expect(rotated).toMatchObject({ outcome: 'done', width: 200, height: 400, orientation: 6, artist: 'Ada Lovelace', format: 'jpeg' });
+    // Its perceptual hash is its thumbnail's, the picture upright.
+    expect(rotated.dHash).toBe(await differenceHash((await store.get(thumbnailKey(origin.url('/rotated.jpg'))))!));
+    expect(rotated.dHash).toMatch(/^[0-9a-f]{16}$/);
     // The monitor tells one file under many URLs (a placeholder) by its hash's start; records keep the whole hash.
     expect(by.get('/rotated.jpg')!.sha).toBe(rotated.sha256.slice(0, 8));
     expect(by.get('/truncated.jpg')!.sha).toBeUndefined();
@@ -257,7 +261,7 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     const cut = truncatedJpeg;
     expect(records.find((r) => r.url.endsWith('/truncated.jpg'))).toMatchObject({
       outcome: 'content', reason: expect.stringMatching(/^cannot decode/), format: 'jpeg', width: 1200, height: 800,
-      bytes: cut.length, sha256: createHash('sha256').update(cut).digest('hex'), jpegQuality: 85, thumbnailKey: null,
+      bytes: cut.length, sha256: createHash('sha256').update(cut).digest('hex'), jpegQuality: 85, thumbnailKey: null, dHash: null,
     });
     expect(records.find((r) => r.url.endsWith('/photo.heic'))).toMatchObject({ outcome: 'content', format: 'heif', width: 640, height: 480, thumbnailKey: null });
     expect(await store.get(thumbnailKey(origin.url('/photo.heic')))).toBeUndefined();

@@ -16,6 +16,26 @@ export function gradient(width: number, height: number): Promise<Buffer> {
   return sharp(raw, { raw: { width, height, channels: 3 } }).png().toBuffer();
 }
 
+/**
+ * A picture with shapes at every scale (a few waves of its own per seed), as PNG: what a perceptual
+ * hash tells apart, where a gradient or noise gives it nothing or everything to go by.
+ */
+export function scene(width: number, height: number, seed: number): Promise<Buffer> {
+  const raw = Buffer.alloc(width * height * 3);
+  const f = [1 + (seed % 5), 2 + ((seed * 7) % 5), 1 + ((seed * 3) % 4)];
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) {
+      const u = x / width;
+      const v = y / height;
+      const i = (y * width + x) * 3;
+      raw[i] = 128 + 120 * Math.sin(2 * Math.PI * (f[0]! * u + seed / 3));
+      raw[i + 1] = 128 + 120 * Math.sin(2 * Math.PI * (f[1]! * v + f[2]! * u));
+      raw[i + 2] = 128 + 120 * Math.cos(2 * Math.PI * (f[2]! * (u + v) + seed / 7));
+    }
+  }
+  return sharp(raw, { raw: { width, height, channels: 3 } }).png().toBuffer();
+}
+
 export async function jpeg(width: number, height: number, quality = 85): Promise<Buffer> {
   return sharp(await gradient(width, height)).jpeg({ quality }).toBuffer();
 }
