@@ -1,6 +1,6 @@
 /**
- * npm run bench:pipeline — the same images on this machine through sharp alone (analyse,
- * thumbnail and its dHash) and through the full fetchBatch activity fetching them from a loopback origin and
+ * npm run bench:pipeline — the same images on this machine through sharp alone (analyse +
+ * thumbnail) and through the full fetchBatch activity fetching them from a loopback origin and
  * storing thumbnails and records in a local store, in several rounds. Prints both rates, their
  * ratio and peak RSS. Run it as the worker runs (UV_THREADPOOL_SIZE=16, as bin/crawl sets it).
  */
@@ -123,8 +123,8 @@ async function main(): Promise<void> {
   const ratio = median(rounds.map((r) => r.ratio));
   const last = rounds[rounds.length - 1]!.crawl;
   console.log(`images: ${N} (${Math.round(images.reduce((s, b) => s + b.length, 0) / N / 1024)} KiB average), cores: ${os.cpus().length}; ${ROUNDS} rounds of sharp alone and the activity back to back, after a warm-up of ${WARM_UP}`);
-  console.log(`sharp alone (analyse + thumbnail + dHash): ${rounds.map((r) => fmt(r.sharpPerS, 1)).join(', ')} images/s`);
-  console.log(`fetchBatch activity paced at ${RATE}/s (fetch + analyse + thumbnail + dHash + store + record): ${rounds.map((r) => fmt(r.crawl.perS, 1)).join(', ')} images/s; last round ${last.done}/${N} done in ${last.grants} grant(s), ${last.missed} slots missed (CPU busy)`);
+  console.log(`sharp alone (analyse + thumbnail): ${rounds.map((r) => fmt(r.sharpPerS, 1)).join(', ')} images/s`);
+  console.log(`fetchBatch activity paced at ${RATE}/s (fetch + analyse + thumbnail + store + record): ${rounds.map((r) => fmt(r.crawl.perS, 1)).join(', ')} images/s; last round ${last.done}/${N} done in ${last.grants} grant(s), ${last.missed} slots missed (CPU busy)`);
   console.log(`CPU ms per image: sharp alone ${JSON.stringify(perImage(cpu.sharp))}; activity ${JSON.stringify(perImage(cpu.crawl))}`);
   console.log(`the crawler's CPU ms per image by thread: sharp alone ${JSON.stringify(perImage(threadCpu.sharp))}; activity ${JSON.stringify(perImage(threadCpu.crawl))}`);
   // By round: a round whose rate fell with its CPU per image unchanged waited on something.

@@ -29,6 +29,13 @@ describe('pipeline configuration from the environment', () => {
     expect(withEnv({ CRAWL_READ_TDMREP: 'maybe' })).toThrow(/CRAWL_READ_TDMREP must be true, false, 1, 0, yes or no, got "maybe"/);
   });
 
+  it('hashes thumbnails and keeps originals only when asked (each costs: CPU, bytes)', () => {
+    const cfg = (vars: Record<string, string>) => withEnv(vars)() as ReturnType<typeof pipelineConfigFromEnv>;
+    expect(cfg({})).toMatchObject({ perceptualHash: false, keepOriginals: false });
+    expect(cfg({ CRAWL_PERCEPTUAL_HASH: 'true', CRAWL_KEEP_ORIGINALS: '1' })).toMatchObject({ perceptualHash: true, keepOriginals: true });
+    expect(withEnv({ CRAWL_PERCEPTUAL_HASH: 'dhash' })).toThrow(/CRAWL_PERCEPTUAL_HASH must be true, false, 1, 0, yes or no, got "dhash"/);
+  });
+
   it('makes JPEG thumbnails of 640 px unless told another size or WebP', () => {
     const cfg = (vars: Record<string, string>) => withEnv(vars)() as ReturnType<typeof pipelineConfigFromEnv>;
     expect([cfg({}).thumbnailFormat, cfg({}).thumbnailMaxSide]).toEqual(['jpeg', 640]);

@@ -315,7 +315,7 @@ export class ImagePipeline implements UrlProcessor {
         [thumb, dHash] = await budget.use(weight, () => this.imageSlots.use(ctx.source, async () => {
           const made = await thumbnail(body, { maxPixels: this.cfg.maxPixels, maxSide: this.cfg.thumbnailMaxSide, quality: this.cfg.thumbnailQuality, format: this.cfg.thumbnailFormat });
           // The image is kept without it rather than lost over a hash.
-          return [made, await differenceHash(made).catch(() => null)] as const;
+          return [made, this.cfg.perceptualHash ? await differenceHash(made).catch(() => null) : null] as const;
         }));
       } catch (err) {
         if (!(err instanceof ContentError)) throw err;
