@@ -107,18 +107,22 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
   // for later runs into the store; what it is not told, the store's holds. Workers of a server
   // named by TEMPORAL_ADDRESS follow their own environment, so nothing is kept from this one's.
   const askedOriginals = cfg && envText('CRAWL_KEEP_ORIGINALS') !== undefined ? cfg.keepOriginals : undefined;
+  const askedHash = cfg && envText('CRAWL_PERCEPTUAL_HASH') !== undefined ? cfg.perceptualHash : undefined;
   const askedThumbnails = cfg ? thumbnailSettingsFromEnv(cfg) : {};
   await store.verify?.();
   makeDirsSync(opts.outDir);
   const settings = await rememberRunSettings(store, {
     catalog, allowNetworks: opts.allowNetworks, maxRate: opts.maxRate, maxRetryAfterMs: opts.maxRetryAfterMs,
     ...(askedOriginals !== undefined ? { keepOriginals: askedOriginals } : {}),
+    ...(askedHash !== undefined ? { perceptualHash: askedHash } : {}),
     ...(Object.keys(askedThumbnails).length ? { thumbnails: askedThumbnails } : {}),
   }, warn);
   const keepOriginals = settings.keepOriginals ?? false;
+  const perceptualHash = settings.perceptualHash ?? false;
   const thumbnails = settings.thumbnails ?? {};
-  const deps = embedded ? defaultDeps({ dataDir: opts.outDir, allowNetworks: opts.allowNetworks, keepOriginals, thumbnails }) : undefined;
+  const deps = embedded ? defaultDeps({ dataDir: opts.outDir, allowNetworks: opts.allowNetworks, keepOriginals, perceptualHash, thumbnails }) : undefined;
   if (deps && keepOriginals && askedOriginals === undefined) warn(`keeping each image's own bytes under originals/, as the earlier crawls into the ${store.description} did (CRAWL_KEEP_ORIGINALS=false: no more)`);
+  if (deps && perceptualHash && askedHash === undefined) warn(`hashing each thumbnail (dHash), as the earlier crawls into the ${store.description} did (CRAWL_PERCEPTUAL_HASH=false: no more)`);
   const keptThumbnails = (Object.keys(thumbnails) as (keyof typeof thumbnails)[]).filter((k) => askedThumbnails[k] === undefined);
   if (deps && keptThumbnails.length) {
     const vars = { format: 'CRAWL_THUMBNAIL_FORMAT', maxSide: 'CRAWL_THUMBNAIL_MAX_SIDE', quality: 'CRAWL_THUMBNAIL_QUALITY' } as const;

@@ -45,6 +45,16 @@ describe('the settings kept in a store for crawl again', () => {
     expect(warnings).toEqual([expect.stringMatching(/"keepOriginals" is not true or false/)]);
   });
 
+  it('keeps the perceptual hash on for later runs as it does originals, each on its own', async () => {
+    expect((await rememberRunSettings(store, { perceptualHash: true }, warn))).toMatchObject({ perceptualHash: true });
+    expect((await rememberRunSettings(store, { keepOriginals: true }, warn))).toMatchObject({ perceptualHash: true, keepOriginals: true });
+    expect((await rememberRunSettings(store, { perceptualHash: false }, warn))).toMatchObject({ perceptualHash: false, keepOriginals: true });
+    expect(await readRunSettings(store, warn)).toMatchObject({ perceptualHash: false, keepOriginals: true });
+    fs.writeFileSync(path.join(dir, RUN_SETTINGS_KEY), '{"catalog": {}, "allowNetworks": [], "perceptualHash": 1}');
+    expect(await readRunSettings(store, warn)).toBeUndefined();
+    expect(warnings).toEqual([expect.stringMatching(/"perceptualHash" is not true or false/)]);
+  });
+
   it('keeps each thumbnail setting a run gave until a later one gives it anew, and refuses what a worker would', async () => {
     expect((await rememberRunSettings(store, {}, warn)).thumbnails).toBeUndefined();
     await rememberRunSettings(store, { thumbnails: { format: 'webp', maxSide: 256 } }, warn);

@@ -23,6 +23,8 @@ export interface RunSettings {
    * originals for some of its images and not for others without anyone having said so.
    */
   keepOriginals?: boolean;
+  /** Each thumbnail's perceptual hash in its record (CRAWL_PERCEPTUAL_HASH), kept for the same reason. */
+  perceptualHash?: boolean;
   /**
    * How thumbnails are made (CRAWL_THUMBNAIL_FORMAT, _MAX_SIDE, _QUALITY), each as a run into the
    * store last gave it: kept for the same reason, so that a store's thumbnails are all alike.
@@ -54,11 +56,12 @@ export async function rememberRunSettings(store: ObjectStore, run: Partial<Omit<
     maxRate: run.maxRate === null ? undefined : run.maxRate ?? kept.maxRate,
     maxRetryAfterMs: run.maxRetryAfterMs ?? kept.maxRetryAfterMs,
     keepOriginals: run.keepOriginals ?? kept.keepOriginals,
+    perceptualHash: run.perceptualHash ?? kept.perceptualHash,
     ...(kept.thumbnails || run.thumbnails ? { thumbnails: { ...kept.thumbnails, ...run.thumbnails } } : {}),
   };
   const json = {
     catalog: Object.fromEntries(merged.catalog), allowNetworks: merged.allowNetworks, maxRate: merged.maxRate, maxRetryAfterMs: merged.maxRetryAfterMs,
-    keepOriginals: merged.keepOriginals, thumbnails: merged.thumbnails,
+    keepOriginals: merged.keepOriginals, perceptualHash: merged.perceptualHash, thumbnails: merged.thumbnails,
   };
   await store.put(RUN_SETTINGS_KEY, `${JSON.stringify(json, null, 2)}\n`, 'application/json');
   return merged;
@@ -82,13 +85,15 @@ export async function readRunSettings(store: ObjectStore, warn: (message: string
 
 function parseRunSettings(raw: unknown): RunSettings {
   if (!isPlainObject(raw)) throw new Error('not a JSON object');
-  const { catalog, allowNetworks, maxRate, maxRetryAfterMs, keepOriginals, thumbnails } = raw as Record<string, unknown>;
+  const { catalog, allowNetworks, maxRate, maxRetryAfterMs, keepOriginals, perceptualHash, thumbnails } = raw as Record<string, unknown>;
   if (!isPlainObject(catalog)) throw new Error('"catalog" is not an object');
   if (!Array.isArray(allowNetworks) || !allowNetworks.every((n) => typeof n === 'string')) throw new Error('"allowNetworks" is not a list of strings');
   for (const [name, value] of [['maxRate', maxRate], ['maxRetryAfterMs', maxRetryAfterMs]] as const) {
     if (value !== undefined && (typeof value !== 'number' || !(value > 0))) throw new Error(`"${name}" is not a positive number`);
   }
-  if (keepOriginals !== undefined && typeof keepOriginals !== 'boolean') throw new Error('"keepOriginals" is not true or false');
+  for (const [name, value] of [['keepOriginals', keepOriginals], ['perceptualHash', perceptualHash]] as const) {
+    if (value !== undefined && typeof value !== 'boolean') throw new Error(`"${name}" is not true or false`);
+  }
   if (thumbnails !== undefined) parseThumbnailSettings(thumbnails);
   const entries = new Map<string, SourceConfig>();
   for (const [name, config] of Object.entries(catalog as Record<string, unknown>)) {
@@ -99,7 +104,8 @@ function parseRunSettings(raw: unknown): RunSettings {
   }
   return {
     catalog: entries, allowNetworks: allowNetworks as string[], maxRate: maxRate as number | undefined, maxRetryAfterMs: maxRetryAfterMs as number | undefined,
-    ...(keepOriginals !== undefined ? { keepOriginals } : {}),
+    ...(keepOriginals !== undefined ? { keepOriginals: keepOriginals as boolean } : {}),
+    ...(perceptualHash !== undefined ? { perceptualHash: perceptualHash as boolean } : {}),
     ...(thumbnails !== undefined ? { thumbnails: thumbnails as ThumbnailSettings } : {}),
   };
 }

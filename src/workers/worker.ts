@@ -39,6 +39,8 @@ export interface DepsOptions {
   allowNetworks?: string[];
   /** Overrides CRAWL_KEEP_ORIGINALS (`crawl run` into a store whose earlier crawls kept them). */
   keepOriginals?: boolean;
+  /** Overrides CRAWL_PERCEPTUAL_HASH (as keepOriginals). */
+  perceptualHash?: boolean;
   /** Override CRAWL_THUMBNAIL_FORMAT, _MAX_SIDE and _QUALITY, each when given (the store's run settings). */
   thumbnails?: ThumbnailSettings;
 }
@@ -64,6 +66,7 @@ export function defaultDeps(opts: DepsOptions = {}): CrawlDeps {
   const thumbs = opts.thumbnails ?? {};
   const cfg: PipelineConfig = {
     ...base, allowNetworks: [...base.allowNetworks, ...(opts.allowNetworks ?? [])], keepOriginals: opts.keepOriginals ?? base.keepOriginals,
+    perceptualHash: opts.perceptualHash ?? base.perceptualHash,
     thumbnailFormat: thumbs.format ?? base.thumbnailFormat, thumbnailMaxSide: thumbs.maxSide ?? base.thumbnailMaxSide, thumbnailQuality: thumbs.quality ?? base.thumbnailQuality,
   };
   logProxy(cfg.proxy, cfg.connectTimeoutMs);
