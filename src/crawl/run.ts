@@ -120,7 +120,13 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
   const keepOriginals = settings.keepOriginals ?? false;
   const perceptualHash = settings.perceptualHash ?? false;
   const thumbnails = settings.thumbnails ?? {};
-  const deps = embedded ? defaultDeps({ dataDir: opts.outDir, allowNetworks: opts.allowNetworks, keepOriginals, perceptualHash, thumbnails }) : undefined;
+  const config = {
+    keepOriginals, perceptualHash,
+    ...(thumbnails.format !== undefined ? { thumbnailFormat: thumbnails.format } : {}),
+    ...(thumbnails.maxSide !== undefined ? { thumbnailMaxSide: thumbnails.maxSide } : {}),
+    ...(thumbnails.quality !== undefined ? { thumbnailQuality: thumbnails.quality } : {}),
+  };
+  const deps = embedded ? defaultDeps({ dataDir: opts.outDir, allowNetworks: opts.allowNetworks, config }) : undefined;
   if (deps && keepOriginals && askedOriginals === undefined) warn(`keeping each image's own bytes under originals/, as the earlier crawls into the ${store.description} did (CRAWL_KEEP_ORIGINALS=false: no more)`);
   if (deps && perceptualHash && askedHash === undefined) warn(`hashing each thumbnail (dHash), as the earlier crawls into the ${store.description} did (CRAWL_PERCEPTUAL_HASH=false: no more)`);
   const keptThumbnails = (Object.keys(thumbnails) as (keyof typeof thumbnails)[]).filter((k) => askedThumbnails[k] === undefined);

@@ -94,13 +94,14 @@ export function rightsFields(raw: RightsHeaders | undefined, agent: string, url:
  */
 function httpDate(value: string): string | null {
   const v = value.trim();
-  if (!/^[A-Za-z]{3,9},? +\d{1,2}[ -][A-Za-z]{3}[ -]\d{2,4} +\d{2}:\d{2}:\d{2} +GMT$|^[A-Za-z]{3} +[A-Za-z]{3} +\d{1,2} +\d{2}:\d{2}:\d{2} +\d{4}$/.test(v)) return null;
-  const ms = Date.parse(/GMT$/.test(v) ? v : `${v} GMT`);
+  // The day of the month is captured by whichever form matched.
+  const m = /^[A-Za-z]{3,9},? +(\d{1,2})[ -][A-Za-z]{3}[ -]\d{2,4} +\d{2}:\d{2}:\d{2} +GMT$|^[A-Za-z]{3} +[A-Za-z]{3} +(\d{1,2}) +\d{2}:\d{2}:\d{2} +\d{4}$/.exec(v);
+  if (!m) return null;
+  const ms = Date.parse(m[1] !== undefined ? v : `${v} GMT`);
   if (!Number.isFinite(ms)) return null;
   // Date.parse rolls 31 Feb over into March: a day the month does not have is no date.
-  const day = Number(/(?:^|[ ,])(\d{1,2})[ -][A-Za-z]{3}[ -]|[A-Za-z]{3} +(\d{1,2}) /.exec(v)?.slice(1).find(Boolean));
   const at = new Date(ms);
-  return at.getUTCDate() === day ? at.toISOString() : null;
+  return at.getUTCDate() === Number(m[1] ?? m[2]) ? at.toISOString() : null;
 }
 
 /**

@@ -8,7 +8,6 @@ import { helperNiceFromEnv, keepHelperThreadsBelowMain } from '../temporal/prior
 import { heapGrowthFromEnv, setHeapGrowth } from './heapGrowth';
 import { StoreRecorder } from '../activities/storeRecorder';
 import { pipelineConfigFromEnv, type PipelineConfig } from '../pipeline/config';
-import type { ThumbnailSettings } from '../crawl/runSettings';
 import { probeProxy, type ProxySetting } from '../pipeline/proxy';
 import { ImagePipeline } from '../pipeline/imagePipeline';
 import { Spool } from '../pipeline/spool';
@@ -37,12 +36,11 @@ export interface DepsOptions {
   dataDir?: string;
   /** Added to CRAWL_ALLOW_NETWORKS (e.g. from repeated --allow-network). */
   allowNetworks?: string[];
-  /** Overrides CRAWL_KEEP_ORIGINALS (`crawl run` into a store whose earlier crawls kept them). */
-  keepOriginals?: boolean;
-  /** Overrides CRAWL_PERCEPTUAL_HASH (as keepOriginals). */
-  perceptualHash?: boolean;
-  /** Override CRAWL_THUMBNAIL_FORMAT, _MAX_SIDE and _QUALITY, each when given (the store's run settings). */
-  thumbnails?: ThumbnailSettings;
+  /**
+   * Settings that replace the environment's: `crawl run` gives those its store's run settings
+   * keep (originals, the perceptual hash, how thumbnails are made).
+   */
+  config?: Partial<Omit<PipelineConfig, 'allowNetworks'>>;
 }
 
 /** Where a worker keeps its spool (and, by default, its local store). */
@@ -62,13 +60,8 @@ export function workerDiskDirs(deps: CrawlDeps, dataDir = dataDirFromEnv()): Wat
 export function defaultDeps(opts: DepsOptions = {}): CrawlDeps {
   const dataDir = opts.dataDir ?? dataDirFromEnv();
   const store = storeFromEnv(dataDir);
-  const base = pipelineConfigFromEnv();
-  const thumbs = opts.thumbnails ?? {};
-  const cfg: PipelineConfig = {
-    ...base, allowNetworks: [...base.allowNetworks, ...(opts.allowNetworks ?? [])], keepOriginals: opts.keepOriginals ?? base.keepOriginals,
-    perceptualHash: opts.perceptualHash ?? base.perceptualHash,
-    thumbnailFormat: thumbs.format ?? base.thumbnailFormat, thumbnailMaxSide: thumbs.maxSide ?? base.thumbnailMaxSide, thumbnailQuality: thumbs.quality ?? base.thumbnailQuality,
-  };
+  const base = pipelineConfigFromEnv(opts.config);
+  const cfg: PipelineConfig = { ...base, allowNetworks: [...base.allowNetworks, ...(opts.allowNetworks ?? [])] };
   logProxy(cfg.proxy, cfg.connectTimeoutMs);
   const metrics = servesMetrics() ? crawlMetrics(Runtime.instance().metricMeter) : undefined;
   return {
