@@ -97,11 +97,11 @@ describe('the settings kept in a store for crawl again', () => {
       warnings = [];
       expect(await readRunSettings(store, warn)).toBeUndefined();
       expect(warnings).toEqual([expect.stringMatching(why)]);
-      expect(warnings[0]).toMatch(/the earlier runs' catalogue and --allow-network are not applied$/);
+      expect(warnings[0]).toMatch(/the earlier runs' settings \(catalogue, --allow-network, ceilings, originals, dHash, thumbnails\) are not applied$/);
     }
     warnings = [];
     await rememberRunSettings(store, { catalog: new Map([['a', { rate: 3 }]]), allowNetworks: [] }, warn);
-    expect(warnings).toEqual([expect.stringMatching(/: the earlier runs' catalogue and --allow-network are replaced by this one's$/)]);
+    expect(warnings).toEqual([expect.stringMatching(/: the earlier runs' settings \(catalogue, --allow-network, ceilings, originals, dHash, thumbnails\) are replaced by this one's$/)]);
     expect((await readRunSettings(store, warn))?.catalog).toEqual(new Map([['a', { rate: 3 }]]));
   });
 });

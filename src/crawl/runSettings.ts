@@ -78,7 +78,7 @@ export async function readRunSettings(store: ObjectStore, warn: (message: string
   try {
     return parseRunSettings(JSON.parse(body.toString('utf8')));
   } catch (err) {
-    warn(`${RUN_SETTINGS_KEY} in the ${store.description} is not what a run writes (${(err as Error).message}): the earlier runs' catalogue and --allow-network are ${then}`);
+    warn(`${RUN_SETTINGS_KEY} in the ${store.description} is not what a run writes (${(err as Error).message}): the earlier runs' settings (catalogue, --allow-network, ceilings, originals, dHash, thumbnails) are ${then}`);
     return undefined;
   }
 }
