@@ -199,7 +199,7 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
     out.write((sources.length ? `crawling ${sources.length} source(s) from ${opts.manifest}` : `nothing new to crawl in ${opts.manifest}: every URL was crawled before into this store`) +
       `${summary.badLines ? ` (${summary.badLines} bad line(s) skipped)` : ''}` +
       `${duplicates ? ` (${duplicates})` : ''}; Web UI: ${server.uiUrl ?? 'see your Temporal UI'}\n`);
-    if (!deps) out.write(`${noOwnWorkerNote(store, opts.outDir)}\n`);
+    if (!deps) out.write(`${noOwnWorkerNote(store, opts.outDir, opts.allowNetworks)}\n`);
     const elsewhere = serverElsewhereNote(server.address, crawlCommandFor(server.address, path.resolve(opts.outDir)));
     if (elsewhere) out.write(`${elsewhere}\n`);
     for (const note of [continuesNote(summary, opts.manifest), grewNote(summary, opts.manifest)]) if (note) out.write(`${note}\n`);
@@ -425,11 +425,17 @@ async function interrupted(signal: NodeJS.Signals, store: ObjectStore, metadataF
 /**
  * Against TEMPORAL_ADDRESS the run starts no worker, and the operator's workers must read the
  * URL lists it wrote: a `crawl worker` started beside it with its own CRAWL_DATA_DIR found no
- * chunk and held the source as "store failing" every minute, and the run waited for good.
+ * chunk and held the source as "store failing" every minute, and the run waited for good. The
+ * run's --allow-network opens nothing there either (the guard is the workers'): a worker
+ * started without it recorded every URL of a private site as refused.
  */
-export function noOwnWorkerNote(store: ObjectStore, outDir: string): string {
+export function noOwnWorkerNote(store: ObjectStore, outDir: string, allowNetworks: readonly string[] = []): string {
   const how = store instanceof LocalStore ? `start them with CRAWL_DATA_DIR=${shellWord(path.resolve(outDir))}` : 'give them the same CRAWL_S3_* settings';
-  return `this run starts no worker (TEMPORAL_ADDRESS is set): crawl workers on task queue ${TASK_QUEUE} must use its store, ${store.description}: ${how}`;
+  const networks = [...new Set(allowNetworks)];
+  const open = networks.length
+    ? `; the networks this run was given are theirs to open: ${networks.map((n) => `--allow-network ${shellWord(n)}`).join(' ')} (or CRAWL_ALLOW_NETWORKS=${shellWord(networks.join(','))})`
+    : '';
+  return `this run starts no worker (TEMPORAL_ADDRESS is set): crawl workers on task queue ${TASK_QUEUE} must use its store, ${store.description}: ${how}${open}`;
 }
 
 /** How to ask again for what a wall answered (and what failed), when there is any. */
