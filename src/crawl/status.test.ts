@@ -91,6 +91,17 @@ describe('the status table', () => {
     expect(update.global).toMatchObject({ errors: 0, retries: 51 });
   });
 
+  it('counts the URLs refused (a private address without --allow-network), in a column only when some were', () => {
+    const fine = running(40);
+    const r = running(0);
+    const walled: SourceStatus = { ...r, source: 'intranet', workflowStatus: 'COMPLETED', stats: { ...r.stats!, counts: { ...r.stats!.counts, refused: 41 }, urls: { ...r.stats!.urls, total: 41, finished: 41 } } };
+    const [header, first, second] = statusTable([fine, walled]).split('\n');
+    expect(header).toMatch(/\sROBOTS\s+REFUSED\s+ERRORS\s/);
+    expect(first).toMatch(/^s\s+running\s.*\s40\s+0\s+0\s+0\s+0\s+0\s*$/);
+    expect(second).toMatch(/^intranet\s+finished\s.*41\/41\s+0\s+0\s+0\s+0\s+41\s+0\s*$/);
+    expect(statusTable([fine]).split('\n')[0]).not.toMatch(/REFUSED/);
+  });
+
   it('does not show a finished source waiting for the Retry-After its last report set', () => {
     const r = running(3);
     const waiting: SourceStatus = { ...r, stats: { ...r.stats!, retryAfterUntil: '2026-11-28T01:47:54.415Z' } };

@@ -504,7 +504,7 @@ export function recentEventsText(statuses: SourceStatus[]): string | undefined {
 }
 
 export function statusTable(statuses: SourceStatus[], nowMs = Date.now()): string {
-  const rows = [['SOURCE', 'STATE', 'RATE/S', 'TARGET', 'FINISHED', 'LEFT', 'DONE', 'LINKROT', 'CONTENT', 'ROBOTS', 'ERRORS', 'RETRIES', 'NOTE']];
+  const rows = [['SOURCE', 'STATE', 'RATE/S', 'TARGET', 'FINISHED', 'LEFT', 'DONE', 'LINKROT', 'CONTENT', 'ROBOTS', 'REFUSED', 'ERRORS', 'RETRIES', 'NOTE']];
   for (const s of statuses) {
     const st = s.stats;
     const state = displayState(s);
@@ -518,16 +518,19 @@ export function statusTable(statuses: SourceStatus[], nowMs = Date.now()): strin
         ?? (st?.siteMaxRate != null ? `robots.txt Crawl-delay: at most ${st.siteMaxRate}/s${st.crawlDelayUntil ? `, next request not before ${st.crawlDelayUntil}` : ''}` : u?.note ?? s.ended ?? '');
     const left = sourceSecondsLeft(s, nowMs);
     rows.push([s.source, state, rateCell(st?.rate ?? u?.rate), rateCell(st?.target), st ? `${st.urls.finished}/${st.urls.total}` : '', left ? `~${durationText(left)}` : '', String(st?.counts.done ?? u?.done ?? ''),
-      String(st?.counts.linkrot ?? ''), String(st?.counts.content ?? ''), String(st?.counts.robots ?? ''), String(st?.counts.error ?? u?.errors ?? ''),
+      String(st?.counts.linkrot ?? ''), String(st?.counts.content ?? ''), String(st?.counts.robots ?? ''),
+      // URLs the network guard (or a proxy) refused: a source of a private site crawled by workers
+      // without its --allow-network read 41/41 finished, 0 done, and no column said why.
+      String(st?.counts.refused ?? ''), String(st?.counts.error ?? u?.errors ?? ''),
       // Tries that failed and go again (a URL's last failing try is an error): a source whose every
       // request failed (the demo's *broken*) read 0 errors, its breaker halting it before a URL had used its tries.
       st?.counts.retries ? String(st.counts.retries) : '', note]);
   }
   // A column that says nothing for every source goes: LEFT once nothing is left to go (run's
-  // closing table), RETRIES while no try has failed.
-  for (const name of ['LEFT', 'RETRIES']) {
+  // closing table), RETRIES while no try has failed, REFUSED while nothing was refused.
+  for (const name of ['LEFT', 'RETRIES', 'REFUSED']) {
     const c = rows[0]!.indexOf(name);
-    if (rows.every((r, i) => i === 0 || r[c] === '')) for (const r of rows) r.splice(c, 1);
+    if (rows.every((r, i) => i === 0 || r[c] === '' || (name === 'REFUSED' && r[c] === '0'))) for (const r of rows) r.splice(c, 1);
   }
   return textTable(rows);
 }
