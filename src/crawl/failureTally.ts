@@ -1,4 +1,5 @@
 import { againKind } from './askAgain';
+import { refusedAddress } from '../pipeline/networkGuard';
 import { notDoneRecords } from './recordLines';
 
 /**
@@ -15,14 +16,24 @@ export class FailureTally {
   private readonly bySource = new Map<string, Map<string, number>>();
   /** Records of a wall's answers and of failures (see askAgain), which `crawl again` asks for again. */
   readonly again = { walled: 0, failed: 0 };
+  /** Of the failures, URLs the network guard refused, by the address it refused (bounded as reasons are). */
+  readonly guardRefused = { urls: 0, byAddress: new Map<string, number>() };
 
   /** One exported unit: NDJSON records. Lines that are not records are skipped. */
   addText(text: string): void {
     for (const r of notDoneRecords(text)) {
       const kind = againKind(r);
       if (kind) this.again[kind]++;
+      const address = r.outcome === 'refused' && typeof r.reason === 'string' ? refusedAddress(r.reason) : undefined;
+      if (address) this.addGuardRefusal(address);
       this.add(r.source, `${r.outcome}: ${typeof r.reason === 'string' && r.reason ? normalise(r.reason) : 'no reason given'}`);
     }
+  }
+
+  private addGuardRefusal(address: string): void {
+    this.guardRefused.urls++;
+    const byAddress = this.guardRefused.byAddress;
+    if (byAddress.has(address) || byAddress.size < MAX_REASONS) byAddress.set(address, (byAddress.get(address) ?? 0) + 1);
   }
 
   private add(source: string, key: string): void {

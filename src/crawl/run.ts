@@ -17,6 +17,7 @@ import { type Catalog, readCatalog } from './catalog';
 import { rememberRunSettings } from './runSettings';
 import { exportRecordsToFile, supersededNote } from './exportRecords';
 import { FailureTally } from './failureTally';
+import { againNote } from './againNote';
 import { checkManifest, manifestHasContent } from './manifest';
 import { continuesNote, downloadedBeforeNote, duplicatesNote, emptyManifest, grewNote, queuedElsewhereNote, nothingToCrawl, startCrawl, startWarnings, type StartSummary } from './start';
 import { progressBarLine } from './progressBar';
@@ -294,7 +295,7 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
     const interim = hint === 'unless-held' && summary.queuedElsewhere > 0;
     const why = interim ? [] : failures.lines();
     if (why.length) out.write(`not done, by reason (commonest first; every URL's record is in ${path.basename(metadataFile)}):\n${why.map((l) => `  ${l}\n`).join('')}`);
-    const again = hint === false || interim ? undefined : againNote(failures.again, opts.outDir);
+    const again = hint === false || interim ? undefined : againNote(failures, opts.outDir, Boolean(deps));
     if (again) out.write(`${again}\n`);
     const halted = statuses.filter((s) => s.stats?.state === 'halted' && s.workflowStatus === 'RUNNING');
     const failed = statuses.filter((s) => !['RUNNING', 'COMPLETED'].includes(s.workflowStatus));
@@ -436,17 +437,6 @@ export function noOwnWorkerNote(store: ObjectStore, outDir: string, allowNetwork
     ? `; the networks this run was given are theirs to open: ${networks.map((n) => `--allow-network ${shellWord(n)}`).join(' ')} (or CRAWL_ALLOW_NETWORKS=${shellWord(networks.join(','))})`
     : '';
   return `this run starts no worker (TEMPORAL_ADDRESS is set): crawl workers on task queue ${TASK_QUEUE} must use its store, ${store.description}: ${how}${open}`;
-}
-
-/** How to ask again for what a wall answered (and what failed), when there is any. */
-function againNote(again: { walled: number; failed: number }, outDir: string): string | undefined {
-  if (!again.walled && !again.failed) return undefined;
-  const out = shellWord(path.resolve(outDir));
-  const parts = [
-    again.walled ? `for the ${again.walled} URL(s) a wall answered (pages, empty bodies, endless redirects, 4xx refusals), once the site lets the crawler through: \`crawl again --out ${out}\`` : '',
-    again.failed ? `for the ${again.failed} URL(s) that failed or were refused: \`crawl again --failed --out ${out}\`` : '',
-  ].filter(Boolean);
-  return `to ask again ${parts.join('; ')}`;
 }
 
 /** Whether `run` has nothing left to wait for: every monitor has ended or halted (an operator's to decide). */

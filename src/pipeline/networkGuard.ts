@@ -10,6 +10,19 @@ import ipaddr from 'ipaddr.js';
 
 type Addr = ipaddr.IPv4 | ipaddr.IPv6;
 
+const NOT_ALLOWED = 'not allowed (use --allow-network to open it)';
+const REFUSED_ADDRESS = /\baddress (\S+) is [a-zA-Z0-9]+; not allowed \(use --allow-network to open it\)/g;
+
+/**
+ * The address a refusal's reason (as NetworkGuard.refusal words it) names as the one to open,
+ * so that the end of a crawl can give the `--allow-network` that would let its URLs through:
+ * for NAT64, the IPv4 address inside it, which is what the guard judged.
+ */
+export function refusedAddress(reason: string): string | undefined {
+  const found = [...reason.matchAll(REFUSED_ADDRESS)];
+  return found.length ? found[found.length - 1]![1] : undefined;
+}
+
 export class NetworkGuard {
   private readonly cidrs: [Addr, number][] = [];
   private readonly hosts = new Set<string>();
@@ -51,7 +64,7 @@ export class NetworkGuard {
       return inner && `address ${ip} is NAT64 for ${translated.toString()}: ${inner}`;
     }
     const range = addr.range();
-    return range === 'unicast' ? undefined : `address ${ip} is ${range}; not allowed (use --allow-network to open it)`;
+    return range === 'unicast' ? undefined : `address ${ip} is ${range}; ${NOT_ALLOWED}`;
   }
 
   /** A dns.lookup replacement for undici's connector that refuses forbidden answers. */

@@ -1,4 +1,4 @@
-import { NetworkGuard } from '../../src/pipeline/networkGuard';
+import { NetworkGuard, refusedAddress } from '../../src/pipeline/networkGuard';
 
 describe('network guard', () => {
   const closed = new NetworkGuard([]);
@@ -30,6 +30,17 @@ describe('network guard', () => {
     // The allow-list applies to the embedded address, and an allowed prefix is allowed whole.
     expect(new NetworkGuard(['127.0.0.0/8']).refusal('64:ff9b::7f00:1')).toBeUndefined();
     expect(new NetworkGuard(['64:ff9b::/96']).refusal('64:ff9b::a00:1')).toBeUndefined();
+  });
+  it('reads back from a refusal the address that --allow-network would open', () => {
+    expect(refusedAddress(`refused localhost: ${closed.refusal('127.0.0.1')}`)).toBe('127.0.0.1');
+    expect(refusedAddress(closed.refusal('fe80::1')!)).toBe('fe80::1');
+    expect(refusedAddress(closed.refusal('2002:5db8:d822::1')!)).toBe('2002:5db8:d822::1');
+    // NAT64: the IPv4 address inside is what the guard judged, and what opening it lets through.
+    expect(refusedAddress(closed.refusal('64:ff9b::a00:1')!)).toBe('10.0.0.1');
+    expect(new NetworkGuard([refusedAddress(closed.refusal('64:ff9b::a00:1')!)!]).refusal('64:ff9b::a00:1')).toBeUndefined();
+    // Refusals that no address opens: a proxy's, a URL's own.
+    expect(refusedAddress('the proxy http://p:3128 refused a tunnel to 203.0.113.7:80 (403 Forbidden)')).toBeUndefined();
+    expect(refusedAddress('not an IP address: x')).toBeUndefined();
   });
   it('rejects a malformed allow-list entry with a clear message', () => {
     expect(() => new NetworkGuard(['10.0.0.0/99'])).toThrow(/not a valid CIDR/);

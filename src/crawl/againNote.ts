@@ -1,0 +1,39 @@
+import path from 'node:path';
+import { shellWord } from '../shared/shellWord';
+import type { FailureTally } from './failureTally';
+
+/** Addresses named in the command itself; past this many the operator picks from the records. */
+const MAX_ADDRESSES_SHOWN = 5;
+
+/**
+ * How to ask again for what a wall answered and what failed, when there is any, at the end of a
+ * crawl. URLs the network guard refused are asked again in vain until their addresses are
+ * opened: `crawl again --failed` alone recorded every one of them as refused a second time. The
+ * addresses are named, not their ranges or host names: opening a host would let through whatever
+ * its DNS answers next, which is what the guard is there to stop.
+ * `ownWorker`: the run's own worker does the fetching; otherwise the operator's workers hold the
+ * guard, and an --allow-network given to `crawl again` opens nothing for them.
+ */
+export function againNote(tally: Pick<FailureTally, 'again' | 'guardRefused'>, outDir: string, ownWorker: boolean): string | undefined {
+  const { walled, failed } = tally.again;
+  if (!walled && !failed) return undefined;
+  const out = shellWord(path.resolve(outDir));
+  const addresses = [...tally.guardRefused.byAddress.keys()];
+  const named = tally.guardRefused.urls > 0 && addresses.length <= MAX_ADDRESSES_SHOWN;
+  const open = named ? addresses.map((a) => `--allow-network ${shellWord(a)}`).join(' ') : '';
+  let failedPart = '';
+  if (failed) {
+    const guard = tally.guardRefused.urls;
+    const command = `crawl again --failed${named && ownWorker ? ` ${open}` : ''} --out ${out}`;
+    const which = !guard ? ''
+      : !named ? ` (the network guard ${ownWorker ? '' : 'of this crawl\'s workers '}refused ${guard} of them, at ${addresses.length >= 100 ? '100 or more' : addresses.length} addresses, each named in its records: ${ownWorker ? 'add' : 'restart those workers with'} an --allow-network for each one you trust${ownWorker ? '' : ' first'})`
+        : ownWorker ? ` (the network guard refused ${guard} of them: the --allow-network ${addresses.length > 1 ? 'options open the addresses' : 'option opens the address'} they resolved to; leave out any you do not trust)`
+          : ` (the network guard of this crawl's workers refused ${guard} of them: restart those workers with ${open} first, leaving out any you do not trust)`;
+    failedPart = `for the ${failed} URL(s) that failed or were refused${which}: \`${command}\``;
+  }
+  const parts = [
+    walled ? `for the ${walled} URL(s) a wall answered (pages, empty bodies, endless redirects, 4xx refusals), once the site lets the crawler through: \`crawl again --out ${out}\`` : '',
+    failedPart,
+  ].filter(Boolean);
+  return `to ask again ${parts.join('; ')}`;
+}
