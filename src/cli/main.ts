@@ -26,6 +26,9 @@ import { StatusPoller } from '../crawl/statusPoller';
 import { polling, taskQueueWorkers, workersLine } from '../crawl/taskQueueWorkers';
 import { startDemoSite } from '../demo/demo';
 import { storeFromEnv } from '../pipeline/store';
+import { allowNetworksFromEnv } from '../pipeline/config';
+import { NetworkGuard } from '../pipeline/networkGuard';
+import { GuardedHosts } from '../crawl/guardedHosts';
 import { readableStore } from '../crawl/storeToRead';
 import type { AgainKind } from '../crawl/askAgain';
 import { askAgain } from '../crawl/again';
@@ -289,20 +292,23 @@ export function buildProgram(): Command {
     .option('--json', 'one JSON object: the sources (longest first) with their URLs, rate, rateFrom and seconds; bad lines, repeats, warnings')
     .option('--data-dir <dir>', 'also read the store the crawl would go into (as start and the workers use it; CRAWL_STORE=s3 reads S3): each source\'s URLs downloaded there before, which a start leaves out, and the time the rest takes')
     .option('--out <dir>', 'the same, for the output directory of `crawl run --out DIR`')
-    .action(async (manifest: string, opts: { catalog?: string; maxRate?: number; json?: boolean; dataDir?: string; out?: string }) => {
+    .option('--allow-network <cidr>', 'a private/loopback range or host the crawl would open, as for run (repeatable; also CRAWL_ALLOW_NETWORKS): URLs on addresses left closed are warned of', collect, [] as string[])
+    .action(async (manifest: string, opts: { catalog?: string; maxRate?: number; json?: boolean; dataDir?: string; out?: string; allowNetwork: string[] }) => {
       if (opts.dataDir !== undefined && opts.out !== undefined) throw new Error('--data-dir and --out both name the store: give one (--out for a directory `crawl run --out` wrote)');
       const catalog = opts.catalog ? await readCatalog(opts.catalog) : undefined;
       const store = opts.out !== undefined ? await readableStore(path.resolve(opts.out), process.cwd(), '--out')
         : opts.dataDir !== undefined ? await readableStore(opts.dataDir) : undefined;
+      const guardedHosts = new GuardedHosts(new NetworkGuard([...allowNetworksFromEnv(), ...opts.allowNetwork]));
       const plan = await planCrawl({
-        manifest, catalog, maxRate: maxRateSetting(opts.maxRate), store,
+        manifest, catalog, maxRate: maxRateSetting(opts.maxRate), store, guardedHosts,
         onBadLine: (b) => process.stderr.write(`crawl: ${manifest} line ${b.line}: ${b.error} (skipped)\n`),
       });
+      const warnings = () => [...startWarnings(plan), guardedHosts.warning('check')].filter((w) => w !== undefined);
       const empty = emptyManifest(plan.sources.length, plan.badLines, manifest);
       process.exitCode = empty && 'error' in empty ? 1 : 0;
       if (opts.json) {
         const { sources, badLines, duplicates } = plan;
-        process.stdout.write(`${JSON.stringify({ sources, seconds: sources[0]?.seconds ?? 0, badLines, duplicates, ...(plan.store !== undefined ? { store: plan.store } : {}), warnings: startWarnings(plan) })}\n`);
+        process.stdout.write(`${JSON.stringify({ sources, seconds: sources[0]?.seconds ?? 0, badLines, duplicates, ...(plan.store !== undefined ? { store: plan.store } : {}), warnings: warnings() })}\n`);
         return;
       }
       if (empty) {
@@ -311,7 +317,7 @@ export function buildProgram(): Command {
       }
       const notes = [plan.badLines ? `${plan.badLines} bad line(s) would be skipped (above)` : undefined, duplicatesNote(plan)].filter((n) => n !== undefined);
       process.stdout.write(`${planText(plan)}\n${notes.map((n) => `${n}\n`).join('')}`);
-      for (const warning of startWarnings(plan)) process.stderr.write(`crawl: ${warning}\n`);
+      for (const warning of warnings()) process.stderr.write(`crawl: ${warning}\n`);
     });
 
   program

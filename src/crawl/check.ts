@@ -5,6 +5,7 @@ import { sourceSegment } from '../pipeline/keys';
 import type { ObjectStore } from '../pipeline/store';
 import { forEachLimit } from '../shared/concurrency';
 import { HostOverlap } from './hostOverlap';
+import type { GuardedHosts } from './guardedHosts';
 import { checkManifest, readManifest } from './manifest';
 import type { SiteGroup } from './siteGroups';
 import { targetRate } from '../politeness/targetRate';
@@ -52,6 +53,8 @@ export async function planCrawl(opts: {
   onBadLine?: (bad: { line: number; error: string }) => void;
   /** The store the crawl would go into: what it holds already is counted (see downloadedBefore). */
   store?: ObjectStore;
+  /** Told of each URL kept, for the warning about URLs on addresses the guard refuses. */
+  guardedHosts?: GuardedHosts;
 }): Promise<CrawlPlan> {
   await checkManifest(opts.manifest);
   const urls = new Map<string, number>();
@@ -69,6 +72,7 @@ export async function planCrawl(opts: {
     else {
       if (opts.store) origins.add(entry.origin);
       hosts.add(entry.source, entry.origin, (source) => urls.has(source));
+      opts.guardedHosts?.add(entry.origin);
       urls.set(entry.source, (urls.get(entry.source) ?? 0) + 1);
     }
   }

@@ -2,7 +2,7 @@ import { setMaxListeners } from 'node:events';
 import path from 'node:path';
 import type { NativeConnection, Worker } from '@temporalio/worker';
 import { LocalStore, storeFromEnv, type ObjectStore } from '../pipeline/store';
-import { pipelineConfigFromEnv, thumbnailSettingsFromEnv } from '../pipeline/config';
+import { allowNetworksFromEnv, pipelineConfigFromEnv, thumbnailSettingsFromEnv } from '../pipeline/config';
 import { isServerUnreachable, outageLine, ServerOutageNotice } from './serverOutage';
 import { bytesText, DiskRoomWatch, type DiskNotice } from '../shared/diskRoom';
 import { log } from '../shared/log';
@@ -18,6 +18,8 @@ import { rememberRunSettings } from './runSettings';
 import { exportRecordsToFile, supersededNote } from './exportRecords';
 import { FailureTally } from './failureTally';
 import { againNote } from './againNote';
+import { GuardedHosts } from './guardedHosts';
+import { NetworkGuard } from '../pipeline/networkGuard';
 import { checkManifest, manifestHasContent } from './manifest';
 import { continuesNote, downloadedBeforeNote, duplicatesNote, emptyManifest, grewNote, queuedElsewhereNote, nothingToCrawl, startCrawl, startWarnings, type StartSummary } from './start';
 import { progressBarLine } from './progressBar';
@@ -179,10 +181,13 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
       workerDone = worker.run();
     }
     const progress = new StartProgressLine(out, opts.manifest);
+    // Only for our own worker: the operator's workers' guard is theirs, opened as we cannot know.
+    const guardedHosts = deps ? new GuardedHosts(new NetworkGuard([...allowNetworksFromEnv(), ...opts.allowNetworks])) : undefined;
     const summary = await startCrawl({
       client, store, manifest: opts.manifest, catalog, taskQueue: TASK_QUEUE, monitorOptions: opts.monitorOptions, maxRate: opts.maxRate, maxRetryAfterMs: opts.maxRetryAfterMs, signal: interrupt.nextAbortSignal(),
       onBadLine: (b) => { progress.done(); process.stderr.write(`crawl: ${opts.manifest} line ${b.line}: ${b.error} (skipped)\n`); },
       onProgress: (p) => progress.update(p),
+      guardedHosts,
     }).finally(() => progress.done());
     // A start cut short by Ctrl-C returns what it announced; "crawling 3000 source(s)" then misled.
     if (interrupt.signal || interrupt.failure) throw new Error('interrupted');
@@ -205,7 +210,7 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
     if (elsewhere) out.write(`${elsewhere}\n`);
     for (const note of [continuesNote(summary, opts.manifest), grewNote(summary, opts.manifest)]) if (note) out.write(`${note}\n`);
     for (const note of [downloadedBeforeNote(summary), queuedElsewhereNote(summary)]) if (note) out.write(`${note}\n`);
-    for (const warning of startWarnings(summary)) process.stderr.write(`crawl: ${warning}\n`);
+    for (const warning of [...startWarnings(summary), guardedHosts?.warning({ run: path.resolve(opts.outDir) })]) if (warning) process.stderr.write(`crawl: ${warning}\n`);
     if (opts.halted) await actOnHalted(client, sources, opts.halted, out);
     for (const [name, s] of summary.sources) if (s.alreadyDone) out.write(`  ${name}: ${s.alreadyDone} URL(s) already crawled by an earlier run, skipped\n`);
     const followed = new Set(sources);

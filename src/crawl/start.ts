@@ -20,6 +20,7 @@ import { listSourceIndex, loadHostDownloads, loadPriorWork, sharesUrls, useHostD
 import { chunkQueuedKey, hostSourceKey, readHostSources } from '../pipeline/downloadedIndex';
 import { SeenUrls } from '../shared/seenUrls';
 import { HostOverlap } from './hostOverlap';
+import type { GuardedHosts } from './guardedHosts';
 import { siteGroupsWarning, type SiteGroup } from './siteGroups';
 
 /**
@@ -228,6 +229,8 @@ export interface StartOptions {
    * same manifest again adds exactly what is missing.
    */
   signal?: AbortSignal;
+  /** Told of each URL kept, for the warning about URLs on addresses the guard refuses. */
+  guardedHosts?: GuardedHosts;
 }
 
 function chunkDir(manifestId: string, source: string): string {
@@ -602,6 +605,7 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
       continue;
     }
     hosts.add(entry.source, entry.origin, (source) => summary.sources.has(source));
+    opts.guardedHosts?.add(entry.origin);
     if (!summary.sources.has(entry.source)) summary.sources.set(entry.source, { urls: 0, chunks: 0, alreadyDone: 0, downloadedBefore: 0, queuedElsewhere: 0, chunksOfOthers: 0 });
     summary.sources.get(entry.source)!.urls++;
     if (entry.source !== entry.origin) markHostSource(entry.origin, entry.source);

@@ -161,7 +161,7 @@ export function pipelineConfigFromEnv(overrides: Partial<PipelineConfig> = {}): 
     // A body is held in one Buffer while it is analysed.
     maxBodyBytes: num('CRAWL_MAX_BODY_BYTES', 50 * 1024 * 1024, 1, bufferConstants.MAX_LENGTH),
     maxRedirects: 5,
-    allowNetworks: (process.env.CRAWL_ALLOW_NETWORKS ?? '').split(',').map((s) => s.trim()).filter(Boolean),
+    allowNetworks: allowNetworksFromEnv(),
     // sharp takes whole numbers only: 1.5 or 1e99 failed every image as undecodable.
     maxPixels: intFromEnv('CRAWL_MAX_PIXELS', 100_000_000, 1, Number.MAX_SAFE_INTEGER),
     thumbnailMaxSide: intFromEnv('CRAWL_THUMBNAIL_MAX_SIDE', 640, 16, 4_096),
@@ -183,4 +183,9 @@ export function pipelineConfigFromEnv(overrides: Partial<PipelineConfig> = {}): 
     ...(process.env.CRAWL_PROXY?.trim() ? { proxy: parseProxy(process.env.CRAWL_PROXY.trim()) } : {}),
     ...overrides,
   };
+}
+
+/** CRAWL_ALLOW_NETWORKS: the ranges and hosts the network guard opens, comma-separated. */
+export function allowNetworksFromEnv(env: NodeJS.ProcessEnv = process.env): string[] {
+  return (env.CRAWL_ALLOW_NETWORKS ?? '').split(',').map((s) => s.trim()).filter(Boolean);
 }

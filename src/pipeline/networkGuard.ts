@@ -46,6 +46,11 @@ export class NetworkGuard {
     }
   }
 
+  /** Whether `host` is an IP address (IPv4 or IPv6, without brackets) rather than a name. */
+  static isAddress(host: string): boolean {
+    return ipaddr.isValid(host);
+  }
+
   /** Undefined when the address may be reached, else the reason it may not. */
   refusal(ip: string, host?: string): string | undefined {
     if (host && this.hosts.has(host.toLowerCase())) return undefined;

@@ -21,7 +21,7 @@ describe('crawl check', () => {
   const check = (...args: string[]) => spawnSync(process.execPath, [cli, 'check', ...args], {
     cwd: dir, encoding: 'utf8', timeout: 30_000,
     // Nothing to reach: a server named here would not be asked.
-    env: { ...process.env, TEMPORAL_ADDRESS: '127.0.0.1:9', CRAWL_DATA_DIR: path.join(dir, 'no-store') },
+    env: { ...process.env, TEMPORAL_ADDRESS: '127.0.0.1:9', CRAWL_DATA_DIR: path.join(dir, 'no-store'), CRAWL_ALLOW_NETWORKS: '' },
   });
 
   it('prints the table and the warnings, reads a CSV catalogue, and touches no store', () => {
@@ -42,6 +42,21 @@ describe('crawl check', () => {
     const json = check('urls.csv', '--catalog', 'sources.csv', '--json');
     expect(json.status).toBe(0);
     expect(JSON.parse(json.stdout)).toMatchObject({ seconds: 2, badLines: 1, duplicates: 0, sources: [{ source: 'museum', urls: 1, rate: 0.5, rateFrom: 'rate' }, { source: 'a.example', rateFrom: 'default' }] });
+  });
+
+  it('warns of URLs on addresses the network guard refuses, unless --allow-network or CRAWL_ALLOW_NETWORKS opens them', () => {
+    fs.writeFileSync(path.join(dir, 'urls.txt'), 'http://10.0.0.7:8080/a.jpg\nhttp://10.0.0.7:8080/b.jpg\nhttps://a.example/1.jpg\n');
+    const closed = check('urls.txt');
+    expect(closed.status).toBe(0);
+    expect(closed.stderr).toContain('crawl: 2 URL(s) are on addresses the network guard refuses, and would be recorded as refused without being asked for: '
+      + '10.0.0.7:8080 (2 URL(s): address 10.0.0.7 is private). `crawl run` crawls them given --allow-network 10.0.0.7 (hosts you trust only)');
+    expect(JSON.parse(check('urls.txt', '--json').stdout).warnings).toEqual([expect.stringMatching(/^2 URL\(s\) are on addresses the network guard refuses/)]);
+    expect(check('urls.txt', '--allow-network', '10.0.0.0/8').stderr).not.toContain('network guard');
+    const env = { ...process.env, TEMPORAL_ADDRESS: '127.0.0.1:9', CRAWL_ALLOW_NETWORKS: '10.0.0.7', CRAWL_DATA_DIR: path.join(dir, 'no-store') };
+    const opened = spawnSync(process.execPath, [cli, 'check', 'urls.txt'], { cwd: dir, encoding: 'utf8', timeout: 30_000, env });
+    expect([opened.status, opened.stderr]).toEqual([0, '']);
+    const bad = check('urls.txt', '--allow-network', '10.0.0.0/99');
+    expect([bad.status, bad.stderr]).toEqual([1, expect.stringContaining('allow-network entry "10.0.0.0/99" is not a valid CIDR range')]);
   });
 
   it('counts what the store of an earlier `crawl run --out DIR` holds already, given that directory', async () => {
