@@ -9,8 +9,8 @@ const KEPT = 1_000;
 /**
  * URLs whose host is an address the network guard refuses (an IP literal or `localhost`), found
  * while a manifest is read, before anything is fetched. Each such URL ends as a `refused` record
- * and nothing else: a crawl of an intranet's URLs without --allow-network used to be told so
- * only by its summary, URL after URL. Host names are not resolved here (a lookup per host of a
+ * and nothing else: a crawl of an intranet's URLs without --allow-network was told so only
+ * by the summary at its end. Host names are not resolved here (a lookup per host of a
  * million-host manifest); the guard judges them as they are fetched.
  */
 export class GuardedHosts {
