@@ -25,15 +25,23 @@ export function againNote(tally: Pick<FailureTally, 'again' | 'guardRefused'>, o
   if (failed) {
     const guard = tally.guardRefused.urls;
     const command = `crawl again --failed${named && ownWorker ? ` ${open}` : ''} --out ${out}`;
-    const which = !guard ? ''
-      : !named ? ` (the network guard ${ownWorker ? '' : 'of this crawl\'s workers '}refused ${guard} of them, at ${addresses.length >= 100 ? '100 or more' : addresses.length} addresses, each named in its records: ${ownWorker ? 'add' : 'restart those workers with'} an --allow-network for each one you trust${ownWorker ? '' : ' first'})`
-        : ownWorker ? ` (the network guard refused ${guard} of them: the --allow-network ${addresses.length > 1 ? 'options open the addresses' : 'option opens the address'} they resolved to; leave out any you do not trust)`
-          : ` (the network guard of this crawl's workers refused ${guard} of them: restart those workers with ${open} first, leaving out any you do not trust)`;
-    failedPart = `for the ${failed} URL(s) that failed or were refused${which}: \`${command}\``;
+    failedPart = `for the ${failed} URL(s) that failed or were refused${guard ? ` (${guardNote(guard, addresses.length, named ? open : undefined, ownWorker)})` : ''}: \`${command}\``;
   }
   const parts = [
     walled ? `for the ${walled} URL(s) a wall answered (pages, empty bodies, endless redirects, 4xx refusals), once the site lets the crawler through: \`crawl again --out ${out}\`` : '',
     failedPart,
   ].filter(Boolean);
   return `to ask again ${parts.join('; ')}`;
+}
+
+/** What opens the addresses behind `urls` guard refusals: `open`, the options when few enough to name. */
+function guardNote(urls: number, addresses: number, open: string | undefined, ownWorker: boolean): string {
+  const whose = ownWorker ? 'the network guard' : 'the network guard of this crawl\'s workers';
+  if (open === undefined) {
+    const how = ownWorker ? 'add an --allow-network for each one you trust' : 'restart those workers with an --allow-network for each one you trust first';
+    return `${whose} refused ${urls} of them, at ${addresses >= 100 ? '100 or more' : addresses} addresses, each named in its records: ${how}`;
+  }
+  return ownWorker
+    ? `${whose} refused ${urls} of them: the --allow-network ${addresses > 1 ? 'options open the addresses' : 'option opens the address'} they resolved to; leave out any you do not trust`
+    : `${whose} refused ${urls} of them: restart those workers with ${open} first, leaving out any you do not trust`;
 }

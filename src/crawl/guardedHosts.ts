@@ -1,4 +1,4 @@
-import { NetworkGuard, refusedAddress } from '../pipeline/networkGuard';
+import { NetworkGuard, NOT_ALLOWED, refusedAddress } from '../pipeline/networkGuard';
 import { shellWord } from '../shared/shellWord';
 
 /** Hosts named in the warning; the rest are counted. */
@@ -46,7 +46,7 @@ export class GuardedHosts {
     if (this.urls === 0) return undefined;
     const hosts = [...this.hosts].sort((a, b) => b[1].urls - a[1].urls || a[0].localeCompare(b[0]));
     const shown = hosts.slice(0, SHOWN);
-    const listed = shown.map(([origin, h]) => `${origin} (${h.urls} URL(s): ${h.reason.replace(/; not allowed \(use --allow-network to open it\)$/, '')})`);
+    const listed = shown.map(([origin, h]) => `${origin} (${h.urls} URL(s): ${h.reason.replace(`; ${NOT_ALLOWED}`, '')})`);
     const rest = this.urls - shown.reduce((n, [, h]) => n + h.urls, 0);
     // localhost by name: it may resolve to ::1 as well as 127.0.0.1, and no DNS answer moves it.
     const addresses = [...new Set(shown.map(([origin, h]) => (isLocalhost(origin) ? 'localhost' : refusedAddress(h.reason))).filter((a) => a !== undefined))];
@@ -68,7 +68,7 @@ export class GuardedHosts {
       return undefined;
     }
     if (host.startsWith('[')) host = host.slice(1, -1);
-    return NetworkGuard.isAddress(host) ? this.guard.refusal(host, host) : undefined;
+    return NetworkGuard.isAddress(host) ? this.guard.refusal(host) : undefined;
   }
 }
 

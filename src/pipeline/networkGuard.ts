@@ -10,7 +10,8 @@ import ipaddr from 'ipaddr.js';
 
 type Addr = ipaddr.IPv4 | ipaddr.IPv6;
 
-const NOT_ALLOWED = 'not allowed (use --allow-network to open it)';
+/** How each refusal of an address ends (see refusedAddress, and GuardedHosts, which leaves it out). */
+export const NOT_ALLOWED = 'not allowed (use --allow-network to open it)';
 const REFUSED_ADDRESS = /\baddress (\S+) is [a-zA-Z0-9]+; not allowed \(use --allow-network to open it\)/g;
 
 /**
