@@ -15,7 +15,7 @@ describe('URLs on addresses the network guard refuses, found as a manifest is re
       + '10.0.0.7:8080 (3 URL(s): address 10.0.0.7 is private), [::1]:3000 (1 URL(s): address ::1 is loopback), localhost:5000 (1 URL(s): address 127.0.0.1 is loopback). '
       + 'To crawl them (hosts you trust only), once this run ends: `crawl again --failed --allow-network 10.0.0.7 --allow-network ::1 --allow-network localhost --out /data/out`',
     );
-    expect(g.warning('check')).toMatch(/\. `crawl run` crawls them given --allow-network 10\.0\.0\.7 --allow-network ::1 --allow-network localhost \(hosts you trust only\); `crawl start`, only with workers started so$/);
+    expect(g.warning('check')).toMatch(/\. `crawl run` crawls them given --allow-network 10\.0\.0\.7 --allow-network ::1 --allow-network localhost \(hosts you trust only\); `crawl start`, only if its workers were started with the same options$/);
   });
 
   it('says nothing of hosts the allow-list opens, or of names (judged as they are fetched)', () => {

@@ -56,7 +56,7 @@ export class GuardedHosts {
       `${listed.join(', ')}${rest ? ` and ${rest} more URL(s) on other such hosts` : ''}. ` +
       // Once refused, a URL's record is its answer and the same run again skips it: `again --failed` asks.
       (command !== 'check' ? `To crawl them (hosts you trust only), once this run ends: \`crawl again --failed ${open} --out ${shellWord(command.run)}\`${others}`
-        : `\`crawl run\` crawls them given ${open}${others} (hosts you trust only); \`crawl start\`, only with workers started so`);
+        : `\`crawl run\` crawls them given ${open}${others} (hosts you trust only); \`crawl start\`, only if its workers were started with the same options`);
   }
 
   private refusal(origin: string): string | undefined {

@@ -386,17 +386,13 @@ export async function* readManifest(path: string, upTo?: { bytes: number; lastBr
   let unreadable = false; // a CSV header without a url column: nothing after it can be read
   // A record's cells, as scanned to see whether it goes on in the next line: read once, not twice
   // (a manifest of a million quoted lines took 2.7 s instead of 2.0 to read).
-  let scanned: { text: string; cells: string[] } | undefined;
-  const cellsOf = (text: string): string[] => {
-    if (scanned?.text !== text) scanned = { text, cells: scanCsv(text, separator).cells };
-    return scanned.cells;
+  let scanned: { text: string; cells: string[]; open: boolean } | undefined;
+  const scanOf = (text: string): { cells: string[]; open: boolean } => {
+    if (scanned?.text !== text) scanned = { text, ...scanCsv(text, separator) };
+    return scanned;
   };
-  const opens = (text: string): boolean => {
-    if (!text.includes('"')) return false;
-    const scan = scanCsv(text, separator);
-    scanned = { text, cells: scan.cells };
-    return scan.open;
-  };
+  const cellsOf = (text: string): string[] => scanOf(text).cells;
+  const opens = (text: string): boolean => text.includes('"') && scanOf(text).open;
   // A record whose quoted cell holds line breaks is read as one, if its URL is where it belongs.
   const records = new CsvRecords(opens, (record) => {
     const cells = cellsOf(record);
@@ -440,7 +436,14 @@ export async function* readManifest(path: string, upTo?: { bytes: number; lastBr
         }
         return undefined;
       }
-      const cells = cellsOf(text);
+      const { cells, open } = scanOf(text);
+      // A quote never closed took the rest of the line into one cell, separators and URL with it
+      // ("missing url" sent the reader looking for a column that is there). One left open in a
+      // later column, or around the URL alone, costs the URL nothing: it is read as before.
+      const last = cells.length - 1;
+      if (open && cells[last]!.includes(separator) && (last <= urlCol || last === sourceCol)) {
+        return { line, error: `a double quote opens column ${last + 1} and is never closed, so the rest of the line was read into it: close or remove it` };
+      }
       // More cells than the header has: an unquoted comma split a cell, and the url column may
       // hold half a URL (`museum,https://a.example/a,b.jpg` read https://a.example/a).
       if (filled(cells) > columns) {

@@ -128,6 +128,15 @@ describe('manifests', () => {
     const got = await entries('m.csv', open);
     expect(got.map((e) => e.line)).toEqual([2, 3, 4]);
     expect(got[1]).toEqual({ line: 3, url: 'https://m.example/y.jpg', source: 'museum' });
+    // Read alone, line 2's open quote took ",museum" into the URL: https://m.example/x.jpg,museum
+    // is a URL, of another image, so it is a bad line saying why.
+    const unclosedQuote = 'a double quote opens column 1 and is never closed, so the rest of the line was read into it: close or remove it';
+    expect(got[0]).toEqual({ line: 2, error: unclosedQuote });
+    // In the source column it swallowed the URL; "missing url" sent the reader to a column that is there.
+    expect(await entries('m.csv', 'source,url\n"museum,https://m.example/1.jpg\nmuseum,"https://m.example/2.jpg\n')).toEqual([
+      { line: 2, error: unclosedQuote },
+      { line: 3, url: 'https://m.example/2.jpg', source: 'museum' },
+    ]);
     const rows = Array.from({ length: 150 }, (_, i) => `https://m.example/${i}.jpg,museum`);
     // Blank and comment lines after it are skipped as ever, not bad lines.
     const unclosed = await entries('m.csv', ['url,source,notes', 'https://m.example/open.jpg,museum,"never closed', '', '# a comment', ...rows].join('\n'));
