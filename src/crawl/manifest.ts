@@ -458,6 +458,9 @@ export async function* readManifest(path: string, upTo?: { bytes: number; lastBr
     }
     // What bytes that are not UTF-8 decode to: read on, the URL would name another image.
     if (text.includes('\ufffd')) return { line, error: NOT_UTF8 };
+    if (rawUrl !== undefined && rawUrl !== null && typeof rawUrl !== 'string') {
+      return { line, error: `"url" must be a string in quotes (got ${JSON.stringify(rawUrl).slice(0, 60)})` };
+    }
     if (typeof rawUrl !== 'string' || rawUrl === '') return { line, error: 'missing "url"' };
     const u = checkUrl(rawUrl);
     if (typeof u === 'string') return { line, error: u };

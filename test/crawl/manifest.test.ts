@@ -40,6 +40,9 @@ describe('manifests', () => {
       '{"URL":"http://b.example/7.jpg"}',
       '{"url":"http://b.example/8.jpg","source":123}',
       '{"url":" http://b.example/9.jpg ","source":" museum "}',
+      '{"url":123}',
+      '{"url":["https://b.example/10.jpg"]}',
+      '{"url":null}',
     ].join('\n'));
     expect(got).toEqual([
       { line: 1, url: 'https://a.example/1.jpg', source: 'a.example' },
@@ -53,6 +56,9 @@ describe('manifests', () => {
       { line: 10, error: 'missing "url" (keys are case-sensitive: this line has "URL")' },
       { line: 11, error: 'source must be a name in quotes, such as "museum" (got 123)' },
       { line: 12, url: 'http://b.example/9.jpg', source: 'museum' },
+      { line: 13, error: '"url" must be a string in quotes (got 123)' },
+      { line: 14, error: '"url" must be a string in quotes (got ["https://b.example/10.jpg"])' },
+      { line: 15, error: 'missing "url"' },
     ]);
   });
 
