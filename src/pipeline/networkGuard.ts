@@ -39,6 +39,10 @@ export class NetworkGuard {
       } else if (ipaddr.isValid(entry)) {
         const a = ipaddr.parse(entry);
         this.cidrs.push([a, a.kind() === 'ipv4' ? 32 : 128]);
+      } else if (/^[0-9.]+$/.test(entry) || /^[a-z0-9.-]*\.(0x[0-9a-f]*|[0-9]+)$/i.test(entry)) {
+        // A name ending in a number is read as an IPv4 address by URL parsers, so as a host name
+        // it could never match, and `999.1.1.1` would open nothing while the crawl went on.
+        throw new Error(`allow-network entry ${JSON.stringify(entry)} is not a valid IP address (four numbers 0-255, such as 127.0.0.1)`);
       } else if (/^[a-z0-9.-]+$/i.test(entry)) {
         this.hosts.add(entry.toLowerCase());
       } else {

@@ -45,5 +45,11 @@ describe('network guard', () => {
   it('rejects a malformed allow-list entry with a clear message', () => {
     expect(() => new NetworkGuard(['10.0.0.0/99'])).toThrow(/not a valid CIDR/);
     expect(() => new NetworkGuard(['bad host!'])).toThrow(/neither a CIDR/);
+    // Taken as host names they opened nothing: a URL parser reads such a host as an IPv4 address.
+    for (const typo of ['999.1.1.1', '127.0.0.256', '10.0.0.1.5', 'intranet.0x7f', 'ham.42']) {
+      expect(() => new NetworkGuard([typo])).toThrow(`allow-network entry "${typo}" is not a valid IP address`);
+    }
+    // Names that merely hold digits are names.
+    expect(new NetworkGuard(['img2.example', 'a-1.b-2']).refusal('10.0.0.1', 'img2.example')).toBeUndefined();
   });
 });
