@@ -610,8 +610,8 @@ export function createCrawlActivities(deps: CrawlDeps) {
     if (chunk.urls) return chunk.urls;
     if (!chunk.spool || !deps.store) throw ApplicationFailure.nonRetryable(`chunk ${chunk.chunkId} has neither urls nor a readable spool`, 'InvalidInput');
     const body = await deps.store.get(chunk.spool);
-    const sameStore = 'do `crawl start` (its --data-dir or CRAWL_DATA_DIR, or its S3 settings) and the workers use the same store? ' +
-      '(`crawl run --out OUT` with TEMPORAL_ADDRESS set: its workers need CRAWL_DATA_DIR=OUT)';
+    const sameStore = 'do `crawl start` and the workers (each its --data-dir or CRAWL_DATA_DIR, or its S3 settings) use the same store? ' +
+      '(`crawl run --out OUT` with TEMPORAL_ADDRESS set: its workers need --data-dir OUT)';
     if (!body) throw ApplicationFailure.nonRetryable(`chunk ${chunk.chunkId}: ${chunk.spool} is missing from ${deps.store.description}: ${sameStore}`, CHUNK_UNREADABLE);
     const urls = body.toString('utf8').split('\n').map((l) => l.trim()).filter(Boolean);
     if (urls.length !== chunk.count) {

@@ -201,12 +201,16 @@ export function buildProgram(): Command {
     .description('run a crawler worker (workflows and activities) against TEMPORAL_ADDRESS')
     .option('--task-queue <name>', 'task queue', TASK_QUEUE)
     .option('--allow-network <cidr>', 'open a private/loopback range or host (repeatable; also CRAWL_ALLOW_NETWORKS)', (v: string, p: string[]) => [...p, v], [] as string[])
-    .action(async (opts: { taskQueue: string; allowNetwork: string[] }) => {
+    // As `start` takes it: the two must name one store, and an option each is easier to match
+    // than an option on one and a variable on the other.
+    .option('--data-dir <dir>', 'where the local store and the spool are (the store `crawl start` wrote chunk files to; CRAWL_STORE=s3 keeps only the spool here)', DEFAULT_DATA_DIR)
+    .action(async (opts: { taskQueue: string; allowNetwork: string[]; dataDir: string }) => {
       // A monitor's state transitions (throttled, cooling, paused, resumed) in the worker's log,
       // at CRAWL_LOG_LEVEL: what an operator reads back after an incident.
       logWorkflowMessagesAt('INFO');
       // Configuration first: a bad setting is reported before anything connects.
-      const deps = defaultDeps({ allowNetworks: opts.allowNetwork });
+      const dataDir = path.resolve(opts.dataDir);
+      const deps = defaultDeps({ allowNetworks: opts.allowNetwork, dataDir });
       checkWorkerConfig();
       const healthAddress = ipPortFromEnv('CRAWL_HEALTH_ADDRESS', 9465);
       // Answering from the start (liveness yes, readiness "starting"), so that a probe during a
@@ -226,7 +230,7 @@ export function buildProgram(): Command {
       try {
         worker = await createCrawlWorker({ connection, taskQueue: opts.taskQueue, deps });
         log.info({ event: 'worker.start', taskQueue: opts.taskQueue, cpus: usableCpus(), ...(healthAddress ? { health: healthAddress.text } : {}) }, 'worker running');
-        logDiskRoom(workerDiskDirs(deps));
+        logDiskRoom(workerDiskDirs(deps, dataDir));
         const running = worker.run();
         // Ctrl-C / SIGTERM (a rolling restart) cancel the fetch activities: each lets its request on
         // the wire finish and heartbeats what it did, and another worker takes over from there.

@@ -7,14 +7,14 @@ describe('what `crawl run` against TEMPORAL_ADDRESS tells its operator about the
 
   it('names the store to start the workers on, and nothing about networks when the run opened none', () => {
     expect(noOwnWorkerNote(local, '/data/out')).toBe(
-      `this run starts no worker (TEMPORAL_ADDRESS is set): crawl workers on task queue ${TASK_QUEUE} must use its store, local directory /data/out/store: start them with CRAWL_DATA_DIR=/data/out`);
+      `this run starts no worker (TEMPORAL_ADDRESS is set): crawl workers on task queue ${TASK_QUEUE} must use its store, local directory /data/out/store: start them with --data-dir /data/out (or CRAWL_DATA_DIR=/data/out)`);
   });
 
   it('hands the workers the networks the run was given, each once, quoted for a shell', () => {
     // The run's own flag reaches no worker of another server: without the workers' own, every
     // URL of a private site was recorded as refused.
     const note = noOwnWorkerNote(local, '/data/out', ['127.0.0.0/8', 'intranet host', '127.0.0.0/8']);
-    expect(note).toMatch(/: start them with CRAWL_DATA_DIR=\/data\/out; the networks this run was given are theirs to open: /);
+    expect(note).toMatch(/: start them with --data-dir \/data\/out \(or CRAWL_DATA_DIR=\/data\/out\); the networks this run was given are theirs to open: /);
     expect(note.endsWith(`--allow-network 127.0.0.0/8 --allow-network 'intranet host' (or CRAWL_ALLOW_NETWORKS='127.0.0.0/8,intranet host')`)).toBe(true);
   });
 

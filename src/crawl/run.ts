@@ -436,7 +436,7 @@ async function interrupted(signal: NodeJS.Signals, store: ObjectStore, metadataF
  * started without it recorded every URL of a private site as refused.
  */
 export function noOwnWorkerNote(store: ObjectStore, outDir: string, allowNetworks: readonly string[] = []): string {
-  const how = store instanceof LocalStore ? `start them with CRAWL_DATA_DIR=${shellWord(path.resolve(outDir))}` : 'give them the same CRAWL_S3_* settings';
+  const how = store instanceof LocalStore ? `start them with --data-dir ${shellWord(path.resolve(outDir))} (or CRAWL_DATA_DIR=${shellWord(path.resolve(outDir))})` : 'give them the same CRAWL_S3_* settings';
   const networks = [...new Set(allowNetworks)];
   const open = networks.length
     ? `; the networks this run was given are theirs to open: ${networks.map((n) => `--allow-network ${shellWord(n)}`).join(' ')} (or CRAWL_ALLOW_NETWORKS=${shellWord(networks.join(','))})`

@@ -353,9 +353,10 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
       // Before, nothing said so: a worker with its own CRAWL_DATA_DIR found no URL list, the
       // source was held as "store failing" every minute, and the run waited for good.
       expect(stdout).toContain(`this run starts no worker (TEMPORAL_ADDRESS is set): crawl workers on task queue ${taskQueue} must use its store, ` +
-        `local directory ${path.join(out, 'store')}: start them with CRAWL_DATA_DIR=${out}; ` +
+        `local directory ${path.join(out, 'store')}: start them with --data-dir ${out} (or CRAWL_DATA_DIR=${out}); ` +
         'the networks this run was given are theirs to open: --allow-network 127.0.0.0/8 (or CRAWL_ALLOW_NETWORKS=127.0.0.0/8)');
-      worker = spawn(process.execPath, [CLI, 'worker', '--allow-network', '127.0.0.0/8'], { env: { ...process.env, ...childEnv, CRAWL_DATA_DIR: out }, stdio: 'ignore' });
+      // Started as the note says: --data-dir names the run's store over a CRAWL_DATA_DIR of its own.
+      worker = spawn(process.execPath, [CLI, 'worker', '--allow-network', '127.0.0.0/8', '--data-dir', out], { env: { ...process.env, ...childEnv, CRAWL_DATA_DIR: path.join(dir, 'elsewhere') }, stdio: 'ignore' });
       expect(await ended).toBe(0);
       const records = readRecords(out);
       expect(new Set(records.map((r) => r.url))).toEqual(new Set(urls));
