@@ -95,6 +95,9 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
   // Inputs first: a typo in a path should not cost a server start.
   await checkManifest(opts.manifest);
   const catalog = typeof opts.catalog === 'string' ? await readCatalog(opts.catalog) : opts.catalog;
+  // A bad --allow-network entry is refused before the output directory is made, and before it
+  // is kept in the store's run settings for `crawl again` to trip on.
+  new NetworkGuard([...allowNetworksFromEnv(), ...opts.allowNetworks]);
   if (!manifestHasContent(opts.manifest)) {
     // Nothing to start a server for; a manifest of blank lines only is caught here too.
     out.write(`${nothingToCrawl(opts.manifest)}\n`);

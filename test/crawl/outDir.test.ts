@@ -16,10 +16,18 @@ describe('crawl run with an output directory it cannot use', () => {
   });
   afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-  function run(out: string) {
+  function run(out: string, ...more: string[]) {
     // A hang is the failure this guards against: the child is killed, not waited for.
-    return spawnSync(process.execPath, [cli, 'run', path.join(dir, 'urls.txt'), '--out', out], { encoding: 'utf8', timeout: 30_000, env: { ...process.env, TEMPORAL_ADDRESS: '' } });
+    return spawnSync(process.execPath, [cli, 'run', path.join(dir, 'urls.txt'), '--out', out, ...more], { encoding: 'utf8', timeout: 30_000, env: { ...process.env, TEMPORAL_ADDRESS: '', CRAWL_ALLOW_NETWORKS: '' } });
   }
+
+  it('refuses a mistyped --allow-network before making the directory or keeping it for `crawl again`', () => {
+    const out = path.join(dir, 'out');
+    const r = run(out, '--allow-network', '127.0.0.1', '--allow-network', '999.1.1.1');
+    expect(r.stderr).toContain('allow-network entry "999.1.1.1" is not a valid IP address');
+    expect(r.status).toBe(1);
+    expect(fs.existsSync(out)).toBe(false);
+  });
 
   it('says so and exits before starting anything, under a file', () => {
     fs.writeFileSync(path.join(dir, 'file'), '');
