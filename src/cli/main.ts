@@ -29,6 +29,7 @@ import { storeFromEnv } from '../pipeline/store';
 import { allowNetworksFromEnv } from '../pipeline/config';
 import { NetworkGuard } from '../pipeline/networkGuard';
 import { GuardedHosts } from '../crawl/guardedHosts';
+import { HostNames, hostLookupWarnings, LOOKED_UP } from '../crawl/hostLookup';
 import { readableStore } from '../crawl/storeToRead';
 import type { AgainKind } from '../crawl/askAgain';
 import { askAgain } from '../crawl/again';
@@ -297,17 +298,21 @@ export function buildProgram(): Command {
     .option('--data-dir <dir>', 'also read the store the crawl would go into (as start and the workers use it; CRAWL_STORE=s3 reads S3): each source\'s URLs downloaded there before, which a start leaves out, and the time the rest takes')
     .option('--out <dir>', 'the same, for the output directory of `crawl run --out DIR`')
     .option('--allow-network <cidr>', 'a private/loopback range or host the crawl would open, as for run (repeatable; also CRAWL_ALLOW_NETWORKS): URLs on addresses left closed are warned of', collect, [] as string[])
-    .action(async (manifest: string, opts: { catalog?: string; maxRate?: number; json?: boolean; dataDir?: string; out?: string; allowNetwork: string[] }) => {
+    .option('--resolve', `also look up the host names (the ${LOOKED_UP.toLocaleString('en-US')} with the most URLs) and warn of those that do not resolve, or resolve only to addresses the network guard refuses`)
+    .action(async (manifest: string, opts: { catalog?: string; maxRate?: number; json?: boolean; dataDir?: string; out?: string; allowNetwork: string[]; resolve?: boolean }) => {
       if (opts.dataDir !== undefined && opts.out !== undefined) throw new Error('--data-dir and --out both name the store: give one (--out for a directory `crawl run --out` wrote)');
       const catalog = opts.catalog ? await readCatalog(opts.catalog) : undefined;
       const store = opts.out !== undefined ? await readableStore(path.resolve(opts.out), process.cwd(), '--out')
         : opts.dataDir !== undefined ? await readableStore(opts.dataDir) : undefined;
-      const guardedHosts = new GuardedHosts(new NetworkGuard([...allowNetworksFromEnv(), ...opts.allowNetwork]));
+      const guard = new NetworkGuard([...allowNetworksFromEnv(), ...opts.allowNetwork]);
+      const guardedHosts = new GuardedHosts(guard);
+      const hostNames = opts.resolve ? new HostNames() : undefined;
       const plan = await planCrawl({
-        manifest, catalog, maxRate: maxRateSetting(opts.maxRate), store, guardedHosts,
+        manifest, catalog, maxRate: maxRateSetting(opts.maxRate), store, guardedHosts, hostNames,
         onBadLine: (b) => process.stderr.write(`crawl: ${manifest} line ${b.line}: ${b.error} (skipped)\n`),
       });
-      const warnings = () => [...startWarnings(plan), guardedHosts.warning('check')].filter((w) => w !== undefined);
+      const looked = hostNames ? hostLookupWarnings(await hostNames.resolve(guard)) : [];
+      const warnings = () => [...startWarnings(plan), guardedHosts.warning('check'), ...looked].filter((w) => w !== undefined);
       const empty = emptyManifest(plan.sources.length, plan.badLines, manifest);
       process.exitCode = empty && 'error' in empty ? 1 : 0;
       if (opts.json) {

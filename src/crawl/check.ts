@@ -6,6 +6,7 @@ import type { ObjectStore } from '../pipeline/store';
 import { forEachLimit } from '../shared/concurrency';
 import { HostOverlap } from './hostOverlap';
 import type { GuardedHosts } from './guardedHosts';
+import type { HostNames } from './hostLookup';
 import { checkManifest, readManifest } from './manifest';
 import type { SiteGroup } from './siteGroups';
 import { targetRate } from '../politeness/targetRate';
@@ -55,6 +56,8 @@ export async function planCrawl(opts: {
   store?: ObjectStore;
   /** Told of each URL kept, for the warning about URLs on addresses the guard refuses. */
   guardedHosts?: GuardedHosts;
+  /** Told of each URL kept too, for `--resolve`'s look-ups of the host names. */
+  hostNames?: HostNames;
 }): Promise<CrawlPlan> {
   await checkManifest(opts.manifest);
   const urls = new Map<string, number>();
@@ -73,6 +76,7 @@ export async function planCrawl(opts: {
       if (opts.store) origins.add(entry.origin);
       hosts.add(entry.source, entry.origin, (source) => urls.has(source));
       opts.guardedHosts?.add(entry.origin);
+      opts.hostNames?.add(entry.origin);
       urls.set(entry.source, (urls.get(entry.source) ?? 0) + 1);
     }
   }

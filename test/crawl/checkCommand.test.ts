@@ -59,6 +59,16 @@ describe('crawl check', () => {
     expect([bad.status, bad.stderr]).toEqual([1, expect.stringContaining('allow-network entry "10.0.0.0/99" is not a valid CIDR range')]);
   });
 
+  it('with --resolve, warns of host names that do not resolve (RFC 6761 .invalid never does), and only then looks them up', () => {
+    fs.writeFileSync(path.join(dir, 'urls.txt'), 'http://no-such-host.invalid/a.jpg\nhttp://no-such-host.invalid/b.jpg\nhttp://10.0.0.7/c.jpg\n');
+    const r = check('urls.txt', '--resolve', '--allow-network', '10.0.0.7');
+    expect(r.status).toBe(0);
+    expect(r.stderr).toMatch(/^crawl: 2 URL\(s\) are on host names that do not resolve here: no-such-host\.invalid \(2 URL\(s\): /m);
+    expect(JSON.parse(check('urls.txt', '--resolve', '--json', '--allow-network', '10.0.0.7').stdout).warnings).toEqual([expect.stringContaining('no-such-host.invalid (2 URL(s)')]);
+    // From the files alone without it.
+    expect([check('urls.txt', '--allow-network', '10.0.0.7').stderr]).toEqual(['']);
+  });
+
   it('counts what the store of an earlier `crawl run --out DIR` holds already, given that directory', async () => {
     const store = new LocalStore(path.join(dir, 'crawl-out', 'store'));
     await store.put(`${downloadedIndexPrefix(sourceSegment('a.example'))}0123456789abcdef-0.fp64`, encodeFingerprints(['https://a.example/1.jpg']), 'application/octet-stream');
