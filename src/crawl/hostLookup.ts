@@ -1,5 +1,6 @@
 import dns from 'node:dns';
 import { NetworkGuard, NOT_ALLOWED } from '../pipeline/networkGuard';
+import { forEachLimit, fulfilsWithin } from '../shared/concurrency';
 import { shellWord } from '../shared/shellWord';
 
 /** Host names looked up, those with the most URLs first: a million-host manifest stays bounded. */
@@ -63,23 +64,25 @@ export class HostNames {
     const report: HostLookupReport = {
       looked: asked.length, urlsNotLooked: this.urlsNotKept + sorted.slice(LOOKED_UP).reduce((n, [, urls]) => n + urls, 0), unresolved: [], refused: [],
     };
-    let next = 0;
-    const one = async (): Promise<void> => {
-      while (next < asked.length) {
-        const [host, urls] = asked[next++]!;
-        let addresses: string[];
-        try {
-          addresses = await withTimeout(lookup(host), opts.timeoutMs ?? 5_000);
-        } catch (err) {
-          report.unresolved.push({ host, urls, error: lookupError(err) });
-          continue;
+    const timeoutMs = opts.timeoutMs ?? 5_000;
+    await forEachLimit(asked, opts.concurrency ?? 16, async ([host, urls]) => {
+      let addresses: string[];
+      try {
+        const answer = lookup(host);
+        if (!(await fulfilsWithin(answer, timeoutMs))) {
+          answer.catch(() => undefined);
+          report.unresolved.push({ host, urls, error: 'no answer from the resolver in time' });
+          return;
         }
-        // The fetch connects to one of them; only when every one is refused is the URL's end sure.
-        const reasons = addresses.map((a) => guard.refusal(a, host));
-        if (addresses.length && reasons.every((r) => r !== undefined)) report.refused.push({ host, urls, reason: reasons[0]!.replace(`; ${NOT_ALLOWED}`, '') });
+        addresses = await answer;
+      } catch (err) {
+        report.unresolved.push({ host, urls, error: lookupError(err) });
+        return;
       }
-    };
-    await Promise.all(Array.from({ length: Math.min(opts.concurrency ?? 16, asked.length) }, one));
+      // The fetch connects to one of them; only when every one is refused is the URL's end sure.
+      const reasons = addresses.map((a) => guard.refusal(a, host));
+      if (addresses.length && reasons.every((r) => r !== undefined)) report.refused.push({ host, urls, reason: reasons[0]!.replace(`; ${NOT_ALLOWED}`, '') });
+    });
     const order = (a: NameFound, b: NameFound) => b.urls - a.urls || a.host.localeCompare(b.host);
     report.unresolved.sort(order);
     report.refused.sort(order);
@@ -117,19 +120,6 @@ export function hostLookupWarnings(report: HostLookupReport): string[] {
 function lookupError(err: unknown): string {
   const code = (err as { code?: unknown }).code;
   if (code === 'ENOTFOUND') return 'no such host (ENOTFOUND)';
-  if (code === 'ETIMEOUT') return 'no answer from the resolver in time';
   if (typeof code === 'string') return `lookup failed (${code})`;
   return err instanceof Error ? err.message : String(err);
-}
-
-async function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(Object.assign(new Error('timed out'), { code: 'ETIMEOUT' })), ms);
-  });
-  try {
-    return await Promise.race([p, late]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
