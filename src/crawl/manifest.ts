@@ -437,11 +437,12 @@ export async function* readManifest(path: string, upTo?: { bytes: number; lastBr
         return undefined;
       }
       const { cells, open } = scanOf(text);
-      // A quote never closed took the rest of the line into one cell, separators and URL with it
-      // ("missing url" sent the reader looking for a column that is there). One left open in a
-      // later column, or around the URL alone, costs the URL nothing: it is read as before.
+      // A quote never closed took the rest of the line into one cell, separators and the URL or
+      // source with it ("missing url" sent the reader looking for a column that is there). One
+      // left open in a later column, or in the header's last column, took no other column in:
+      // the line is read as before.
       const last = cells.length - 1;
-      if (open && cells[last]!.includes(separator) && (last <= urlCol || last === sourceCol)) {
+      if (open && cells[last]!.includes(separator) && last < columns - 1 && last <= Math.max(urlCol, sourceCol)) {
         return { line, error: `a double quote opens column ${last + 1} and is never closed, so the rest of the line was read into it: close or remove it` };
       }
       // More cells than the header has: an unquoted comma split a cell, and the url column may

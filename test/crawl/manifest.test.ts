@@ -143,6 +143,8 @@ describe('manifests', () => {
       { line: 2, error: unclosedQuote },
       { line: 3, url: 'https://m.example/2.jpg', source: 'museum' },
     ]);
+    // In the header's last column it took nothing else: a URL with a comma whose closing quote was forgotten.
+    expect(await entries('m.csv', 'source,url\nmuseum,"https://m.example/a,b.jpg\n')).toEqual([{ line: 2, url: 'https://m.example/a,b.jpg', source: 'museum' }]);
     const rows = Array.from({ length: 150 }, (_, i) => `https://m.example/${i}.jpg,museum`);
     // Blank and comment lines after it are skipped as ever, not bad lines.
     const unclosed = await entries('m.csv', ['url,source,notes', 'https://m.example/open.jpg,museum,"never closed', '', '# a comment', ...rows].join('\n'));
