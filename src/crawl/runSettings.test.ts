@@ -32,6 +32,16 @@ describe('the settings kept in a store for crawl again', () => {
     });
   });
 
+  it('leaves out, saying so, a kept --allow-network entry the guard now refuses, and writes it out at the next run', async () => {
+    await store.put(RUN_SETTINGS_KEY, JSON.stringify({ catalog: {}, allowNetworks: ['127.0.0.0/8', '999.1.1.1', 'intranet.example'] }), 'application/json');
+    expect((await readRunSettings(store, warn))?.allowNetworks).toEqual(['127.0.0.0/8', 'intranet.example']);
+    expect(warnings).toEqual([`${RUN_SETTINGS_KEY} in the ${store.description} keeps --allow-network "999.1.1.1", which opened nothing (allow-network entry "999.1.1.1" is not a valid IP address (four numbers 0-255, such as 127.0.0.1)): left out`]);
+    await rememberRunSettings(store, { allowNetworks: ['10.0.0.0/8'] }, warn);
+    warnings = [];
+    expect((await readRunSettings(store, warn))?.allowNetworks).toEqual(['127.0.0.0/8', 'intranet.example', '10.0.0.0/8']);
+    expect(warnings).toEqual([]);
+  });
+
   it('keeps originals for every later run once one asked to, until one says not to', async () => {
     expect((await rememberRunSettings(store, { allowNetworks: [] }, warn)).keepOriginals).toBeUndefined();
     expect((await rememberRunSettings(store, { keepOriginals: true }, warn)).keepOriginals).toBe(true);

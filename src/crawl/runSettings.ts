@@ -3,6 +3,7 @@ import type { SourceConfig } from '../shared/types';
 import { sourceConfigOf } from '../politeness/targetRate';
 import { isPlainObject } from '../shared/plainObject';
 import type { ThumbnailFormat } from '../pipeline/config';
+import { NetworkGuard } from '../pipeline/networkGuard';
 import { type Catalog, entryHost } from './catalog';
 
 /**
@@ -75,12 +76,25 @@ export async function rememberRunSettings(store: ObjectStore, run: Partial<Omit<
 export async function readRunSettings(store: ObjectStore, warn: (message: string) => void, then = 'not applied'): Promise<RunSettings | undefined> {
   const body = await store.get(RUN_SETTINGS_KEY);
   if (body === undefined) return undefined;
+  let settings: RunSettings;
   try {
-    return parseRunSettings(JSON.parse(body.toString('utf8')));
+    settings = parseRunSettings(JSON.parse(body.toString('utf8')));
   } catch (err) {
     warn(`${RUN_SETTINGS_KEY} in the ${store.description} is not what a run writes (${(err as Error).message}): the earlier runs' settings (catalogue, --allow-network, ceilings, originals, dHash, thumbnails) are ${then}`);
     return undefined;
   }
+  // Before session 79 a mistyped address (`999.1.1.1`) was kept as a host name that opened
+  // nothing; now the guard refuses it, and kept it would fail every `crawl again` into the store.
+  const usable = settings.allowNetworks.filter((entry) => {
+    try {
+      new NetworkGuard([entry]);
+      return true;
+    } catch (err) {
+      warn(`${RUN_SETTINGS_KEY} in the ${store.description} keeps --allow-network ${JSON.stringify(entry)}, which opened nothing (${(err as Error).message}): left out`);
+      return false;
+    }
+  });
+  return { ...settings, allowNetworks: usable };
 }
 
 function parseRunSettings(raw: unknown): RunSettings {

@@ -27,6 +27,11 @@ describe('crawl run with an output directory it cannot use', () => {
     expect(r.stderr).toContain('allow-network entry "999.1.1.1" is not a valid IP address');
     expect(r.status).toBe(1);
     expect(fs.existsSync(out)).toBe(false);
+    // `crawl again` too, before it reads the store: with nothing to ask again, the typo went unsaid.
+    fs.mkdirSync(path.join(out, 'store'), { recursive: true });
+    const again = spawnSync(process.execPath, [cli, 'again', '--failed', '--allow-network', '999.1.1.1', '--out', out], { encoding: 'utf8', timeout: 30_000, env: { ...process.env, TEMPORAL_ADDRESS: '', CRAWL_ALLOW_NETWORKS: '' } });
+    expect([again.status, again.stdout]).toEqual([1, '']);
+    expect(again.stderr).toContain('allow-network entry "999.1.1.1" is not a valid IP address');
   });
 
   it('says so and exits before starting anything, under a file', () => {
