@@ -211,6 +211,8 @@ export function buildProgram(): Command {
       logWorkflowMessagesAt('INFO');
       // Configuration first: a bad setting is reported before anything connects.
       const dataDir = path.resolve(opts.dataDir);
+      // Before the store's directory is made for it.
+      new NetworkGuard([...allowNetworksFromEnv(), ...opts.allowNetwork]);
       const deps = defaultDeps({ allowNetworks: opts.allowNetwork, dataDir });
       checkWorkerConfig();
       const healthAddress = ipPortFromEnv('CRAWL_HEALTH_ADDRESS', 9465);
