@@ -26,8 +26,7 @@ import { StatusPoller } from '../crawl/statusPoller';
 import { polling, taskQueueWorkers, workersLine } from '../crawl/taskQueueWorkers';
 import { startDemoSite } from '../demo/demo';
 import { storeFromEnv } from '../pipeline/store';
-import { allowNetworksFromEnv } from '../pipeline/config';
-import { NetworkGuard } from '../pipeline/networkGuard';
+import { commandGuard } from '../pipeline/config';
 import { GuardedHosts } from '../crawl/guardedHosts';
 import { HostNames, hostLookupWarnings, LOOKED_UP } from '../crawl/hostLookup';
 import { readableStore } from '../crawl/storeToRead';
@@ -212,7 +211,7 @@ export function buildProgram(): Command {
       // Configuration first: a bad setting is reported before anything connects.
       const dataDir = path.resolve(opts.dataDir);
       // Before the store's directory is made for it.
-      new NetworkGuard([...allowNetworksFromEnv(), ...opts.allowNetwork]);
+      commandGuard(opts.allowNetwork);
       const deps = defaultDeps({ allowNetworks: opts.allowNetwork, dataDir });
       checkWorkerConfig();
       const healthAddress = ipPortFromEnv('CRAWL_HEALTH_ADDRESS', 9465);
@@ -306,7 +305,7 @@ export function buildProgram(): Command {
       const catalog = opts.catalog ? await readCatalog(opts.catalog) : undefined;
       const store = opts.out !== undefined ? await readableStore(path.resolve(opts.out), process.cwd(), '--out')
         : opts.dataDir !== undefined ? await readableStore(opts.dataDir) : undefined;
-      const guard = new NetworkGuard([...allowNetworksFromEnv(), ...opts.allowNetwork]);
+      const guard = commandGuard(opts.allowNetwork);
       const guardedHosts = new GuardedHosts(guard);
       const hostNames = opts.resolve ? new HostNames() : undefined;
       const plan = await planCrawl({

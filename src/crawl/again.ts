@@ -1,8 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type { ObjectStore } from '../pipeline/store';
-import { allowNetworksFromEnv } from '../pipeline/config';
-import { NetworkGuard } from '../pipeline/networkGuard';
+import { commandGuard } from '../pipeline/config';
 import { type AgainKind, writeAgainManifest } from './askAgain';
 import { type Catalog, entriesFor, readCatalog } from './catalog';
 import { runCrawl, type RunResult } from './run';
@@ -31,7 +30,7 @@ export interface AgainOptions {
 export async function askAgain(opts: AgainOptions, out: NodeJS.WriteStream = process.stdout): Promise<Pick<RunResult, 'exitCode' | 'exitNow'>> {
   let result: RunResult | undefined;
   // The operator's own typo is refused before anything is read or written (a kept one is left out).
-  new NetworkGuard([...allowNetworksFromEnv(), ...opts.allowNetworks]);
+  commandGuard(opts.allowNetworks);
   const warn = (m: string) => process.stderr.write(`crawl: ${m}\n`);
   const kept = await readRunSettings(opts.store, warn);
   const givenCatalog = opts.catalog !== undefined ? await readCatalog(opts.catalog) : undefined;

@@ -56,7 +56,7 @@ export class GuardedHosts {
       `${listed.join(', ')}${rest ? ` and ${rest} more URL(s) on other such hosts` : ''}. ` +
       // Once refused, a URL's record is its answer and the same run again skips it: `again --failed` asks.
       (command !== 'check' ? `To crawl them (hosts you trust only), once this run ends: \`crawl again --failed ${open} --out ${shellWord(command.run)}\`${others}`
-        : `\`crawl run\` crawls them given ${open}${others} (hosts you trust only); \`crawl start\`, only if its workers were started with the same options`);
+        : checkAdvice(`${open}${others}`));
   }
 
   private refusal(origin: string): string | undefined {
@@ -70,6 +70,11 @@ export class GuardedHosts {
     if (host.startsWith('[')) host = host.slice(1, -1);
     return NetworkGuard.isAddress(host) ? this.guard.refusal(host) : undefined;
   }
+}
+
+/** What `crawl check` says opens refused URLs: the options for `run`, and the workers' part for `start`. */
+export function checkAdvice(options: string): string {
+  return `\`crawl run\` crawls them given ${options} (hosts you trust only); \`crawl start\`, only if its workers were started with the same options`;
 }
 
 /** `localhost` (with any port): what it resolves to is loopback on any machine; other names are left to the fetch. */

@@ -2,6 +2,7 @@ import dns from 'node:dns';
 import { NetworkGuard, NOT_ALLOWED } from '../pipeline/networkGuard';
 import { forEachLimit, fulfilsWithin } from '../shared/concurrency';
 import { shellWord } from '../shared/shellWord';
+import { checkAdvice } from './guardedHosts';
 
 /** Host names looked up, those with the most URLs first: a million-host manifest stays bounded. */
 export const LOOKED_UP = 1_000;
@@ -111,7 +112,7 @@ export function hostLookupWarnings(report: HostLookupReport): string[] {
   if (report.refused.length) {
     const open = report.refused.slice(0, SHOWN).map((h) => `--allow-network ${shellWord(h.host)}`).join(' ');
     out.push(`${total(report.refused)} URL(s) are on host names that resolve only to addresses the network guard refuses, and would be recorded as refused: ` +
-      `${named(report.refused, (h) => h.reason)}. \`crawl run\` crawls them given ${open} (hosts you trust only); \`crawl start\`, only if its workers were started with the same options`);
+      `${named(report.refused, (h) => h.reason)}. ${checkAdvice(open)}`);
   }
   if (report.urlsNotLooked) out.push(`${report.urlsNotLooked} URL(s) on host names past the ${report.looked} with the most URLs were not looked up`);
   return out;

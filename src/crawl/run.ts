@@ -2,7 +2,7 @@ import { setMaxListeners } from 'node:events';
 import path from 'node:path';
 import type { NativeConnection, Worker } from '@temporalio/worker';
 import { LocalStore, storeFromEnv, type ObjectStore } from '../pipeline/store';
-import { allowNetworksFromEnv, pipelineConfigFromEnv, thumbnailSettingsFromEnv } from '../pipeline/config';
+import { commandGuard, pipelineConfigFromEnv, thumbnailSettingsFromEnv } from '../pipeline/config';
 import { isServerUnreachable, outageLine, ServerOutageNotice } from './serverOutage';
 import { bytesText, DiskRoomWatch, type DiskNotice } from '../shared/diskRoom';
 import { log } from '../shared/log';
@@ -19,7 +19,6 @@ import { exportRecordsToFile, supersededNote } from './exportRecords';
 import { FailureTally } from './failureTally';
 import { againNote } from './againNote';
 import { GuardedHosts } from './guardedHosts';
-import { NetworkGuard } from '../pipeline/networkGuard';
 import { checkManifest, manifestHasContent } from './manifest';
 import { continuesNote, downloadedBeforeNote, duplicatesNote, emptyManifest, grewNote, queuedElsewhereNote, nothingToCrawl, startCrawl, startWarnings, type StartSummary } from './start';
 import { progressBarLine } from './progressBar';
@@ -97,7 +96,7 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
   const catalog = typeof opts.catalog === 'string' ? await readCatalog(opts.catalog) : opts.catalog;
   // A bad --allow-network entry is refused before the output directory is made, and before it
   // is kept in the store's run settings for `crawl again` to trip on.
-  new NetworkGuard([...allowNetworksFromEnv(), ...opts.allowNetworks]);
+  const guard = commandGuard(opts.allowNetworks);
   if (!manifestHasContent(opts.manifest)) {
     // Nothing to start a server for; a manifest of blank lines only is caught here too.
     out.write(`${nothingToCrawl(opts.manifest)}\n`);
@@ -185,7 +184,7 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
     }
     const progress = new StartProgressLine(out, opts.manifest);
     // Only for our own worker: the operator's workers' guard is theirs, opened as we cannot know.
-    const guardedHosts = deps ? new GuardedHosts(new NetworkGuard([...allowNetworksFromEnv(), ...opts.allowNetworks])) : undefined;
+    const guardedHosts = deps ? new GuardedHosts(guard) : undefined;
     const summary = await startCrawl({
       client, store, manifest: opts.manifest, catalog, taskQueue: TASK_QUEUE, monitorOptions: opts.monitorOptions, maxRate: opts.maxRate, maxRetryAfterMs: opts.maxRetryAfterMs, signal: interrupt.nextAbortSignal(),
       onBadLine: (b) => { progress.done(); process.stderr.write(`crawl: ${opts.manifest} line ${b.line}: ${b.error} (skipped)\n`); },

@@ -1,5 +1,6 @@
 import { constants as bufferConstants } from 'node:buffer';
 import type { OpenLimitConfig } from '../politeness/openLimit';
+import { NetworkGuard } from './networkGuard';
 import { parseProxy, type ProxySetting } from './proxy';
 import { envText, flagFromEnv, intFromEnv } from '../shared/env';
 import { usableCpus } from '../shared/usableCpus';
@@ -188,4 +189,12 @@ export function pipelineConfigFromEnv(overrides: Partial<PipelineConfig> = {}): 
 /** CRAWL_ALLOW_NETWORKS: the ranges and hosts the network guard opens, comma-separated. */
 export function allowNetworksFromEnv(env: NodeJS.ProcessEnv = process.env): string[] {
   return (env.CRAWL_ALLOW_NETWORKS ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+}
+
+/**
+ * The guard a command's --allow-network list and CRAWL_ALLOW_NETWORKS open together, built as the
+ * command starts: a bad entry throws, naming it, before anything is made, kept or connected.
+ */
+export function commandGuard(allowNetworks: readonly string[]): NetworkGuard {
+  return new NetworkGuard([...allowNetworksFromEnv(), ...allowNetworks]);
 }
