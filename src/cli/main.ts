@@ -2,7 +2,7 @@ import path from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { log } from '../shared/log';
 import { ensureTemporalServer } from '../temporal/devServer';
-import { connectClient, connectWorker, ensureSearchAttributes, TASK_QUEUE, temporalAddress } from '../temporal/connect';
+import { connectClient, connectWorker, DEFAULT_NAMESPACE, ensureSearchAttributes, TASK_QUEUE, temporalAddress } from '../temporal/connect';
 import { isServerUnreachable, outageLine, ServerOutageNotice } from '../crawl/serverOutage';
 import { errorText } from '../shared/errorText';
 import { usableCpus } from '../shared/usableCpus';
@@ -21,7 +21,7 @@ import { continuesNote, downloadedBeforeNote, duplicatesNote, emptyManifest, gre
 import { StartProgressLine } from '../crawl/startProgress';
 import { callSignal } from '../shared/callSignal';
 import { forEachLimit } from '../shared/concurrency';
-import { closedListingWarner, DoneRate, heldSourcesNote, listClosedSince, listedStatus, listMonitors, monitorOf, monitoringUpdate, recentEventsText, sourceStatus, statusTable, stopMonitor, type Answered } from '../crawl/status';
+import { closedListingWarner, DoneRate, heldSourcesNote, listClosedSince, listedStatus, listMonitors, listStartedSince, noMonitorsNote, monitorOf, monitoringUpdate, recentEventsText, sourceStatus, statusTable, stopMonitor, type Answered } from '../crawl/status';
 import { StatusPoller } from '../crawl/statusPoller';
 import { polling, taskQueueWorkers, workersLine } from '../crawl/taskQueueWorkers';
 import { startDemoSite } from '../demo/demo';
@@ -391,8 +391,11 @@ export function buildProgram(): Command {
       const client = await connectClient();
       // Sources named are described one by one (an unknown one is an error); all of them come
       // with their status and search attributes from one listing.
+      const listedAtMs = Date.now();
       const listed = sources.length ? undefined : await listMonitors(client);
       const names = listed ? [...listed.keys()].sort() : sources;
+      if (listed?.size === 0 && !opts.watch) process.stderr.write(`crawl: ${noMonitorsNote(temporalAddress(), DEFAULT_NAMESPACE)}\n`);
+      let startsUnlisted = false;
       const notAskedNote = opts.watch ? 'not asked yet' : `not asked within --within ${opts.within} s`;
       const doneRate = new DoneRate();
       // A watch asks each running monitor in turn, 20 a second, as `run` does: every status
@@ -409,6 +412,18 @@ export function buildProgram(): Command {
         ...(opts.watch ? {
           closedSince: (sinceMs: number) => listClosedSince(client, sinceMs),
           onListingError: closedListingWarner(),
+          // Every source: also those whose crawls start while it watches.
+          ...(listed ? {
+            startedSince: {
+              fromMs: listedAtMs,
+              list: (sinceMs: number) => listStartedSince(client, sinceMs),
+              onError: (err: unknown) => {
+                if (startsUnlisted) return;
+                startsUnlisted = true;
+                process.stderr.write(`crawl: cannot list the monitors started since this watch began (${errorText(err)}); sources whose crawls start from now on are not shown: start the watch again to see them\n`);
+              },
+            },
+          } : {}),
         } : { askWithinMs: opts.within * 1000 }),
       });
       // A watch outlives a restart of its server (a dashboard's feed): it says so and waits.

@@ -13,6 +13,7 @@ import { fulfilsWithin } from '../shared/concurrency';
 import { envText } from '../shared/env';
 import { hostSourceName } from './manifest';
 import { DEFAULT_ADDRESS } from '../temporal/connectionSettings';
+import { endedRunsHint } from '../temporal/connect';
 import { shellWord } from '../shared/shellWord';
 import { textTable } from '../shared/textTable';
 
@@ -181,6 +182,28 @@ export async function listClosedSince(client: Client, sinceMs: number, signal?: 
     return out;
   };
   return signal ? client.withAbortSignal(signal, list) : list();
+}
+
+/**
+ * `crawl status` on a server with no crawl monitor at all printed a table header and nothing
+ * else: no word of which server it asked, nor that `crawl run`'s own server ends with the run.
+ */
+export function noMonitorsNote(address: string, namespace: string, cwd = process.cwd()): string {
+  const theirs = envText('TEMPORAL_ADDRESS') ? '' : endedRunsHint(cwd);
+  return `no crawl has been started on the Temporal server at ${address} (namespace ${namespace}): \`crawl start MANIFEST\` starts one there (with \`crawl worker\`s to do it), ` +
+    `\`crawl run MANIFEST\` a whole crawl on a server of its own${theirs}`;
+}
+
+/**
+ * The sources whose monitors started a run after `sinceMs` (a continue-as-new among them), from
+ * the visibility listing: for `status --watch` of every source, which follows crawls started
+ * after it began.
+ */
+export async function listStartedSince(client: Client, sinceMs: number): Promise<Set<string>> {
+  const out = new Set<string>();
+  const query = `WorkflowType = 'crawlMonitorWorkflow' AND StartTime > '${new Date(sinceMs).toISOString()}'`;
+  for await (const wf of client.workflow.list({ query, pageSize: 1000 })) out.add(wf.workflowId.replace(MONITOR_ID_PREFIX, ''));
+  return out;
 }
 
 /** For `run` and `status --watch`: says once on stderr that listClosedSince failed (StatusPoller goes on without it). */

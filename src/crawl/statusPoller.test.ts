@@ -185,4 +185,53 @@ describe('StatusPoller', () => {
       expect(poller.statuses().find((s) => s.source === 's7')!.workflowStatus).toBe('COMPLETED');
     });
   });
+
+  describe('with a listing of the monitors that started (status --watch of every source)', () => {
+    it('takes in sources started after the first listing, and asks again one started after it ended', async () => {
+      const answers = new Map<string, SourceStatus>([['a', { source: 'a', workflowStatus: 'COMPLETED', stats: null }]]);
+      const startedAt = new Map<string, number>();
+      const since: number[] = [];
+      const asked: string[] = [];
+      let nowMs = 10_000;
+      const poller = new StatusPoller(['a'], async (s) => {
+        asked.push(s);
+        return answers.get(s)!;
+      }, {
+        now: () => nowMs,
+        startedSince: {
+          fromMs: 9_000,
+          list: async (sinceMs) => {
+            since.push(sinceMs);
+            return new Set([...startedAt].filter(([, at]) => at > sinceMs).map(([s]) => s));
+          },
+        },
+      });
+      expect((await poller.poll()).map((s) => s.source)).toEqual(['a']);
+      // The first listing reaches back from when the sources given were listed.
+      expect(since).toEqual([4_000]);
+      // Started while it watches: b, and a again (its monitor ended before).
+      nowMs += 5_000;
+      startedAt.set('b', nowMs - 100);
+      startedAt.set('a', nowMs - 50);
+      answers.set('b', { source: 'b', workflowStatus: 'RUNNING', stats: null });
+      answers.set('a', { source: 'a', workflowStatus: 'RUNNING', stats: null });
+      asked.length = 0;
+      const statuses = await poller.poll();
+      expect(since[1]).toBe(10_000 - 5_000);
+      expect(statuses.map((s) => [s.source, s.workflowStatus])).toEqual([['a', 'RUNNING'], ['b', 'RUNNING']]);
+      expect(asked.sort()).toEqual(['a', 'b']);
+      // Listed again within the overlap: still one row each.
+      nowMs += 1_000;
+      expect((await poller.poll()).map((s) => s.source)).toEqual(['a', 'b']);
+    });
+
+    it('goes on without it when the listing fails, saying so', async () => {
+      const errors: unknown[] = [];
+      const poller = new StatusPoller(['a'], async (s) => ({ source: s, workflowStatus: 'RUNNING', stats: null }), {
+        startedSince: { fromMs: 0, list: async () => { throw new Error('StartTime not supported'); }, onError: (err) => errors.push(err) },
+      });
+      expect((await poller.poll()).map((s) => s.source)).toEqual(['a']);
+      expect(errors).toHaveLength(1);
+    });
+  });
 });

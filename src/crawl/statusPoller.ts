@@ -14,6 +14,13 @@ export interface StatusPollerOptions {
    */
   closedSince?: (sinceMs: number) => Promise<Set<string>>;
   firstAsksPerPoll?: number;
+  /**
+   * The sources whose monitors started a run after `sinceMs` (visibility listing), and the time
+   * the sources given were listed: a `status --watch` of every source follows the crawls started
+   * after it began (it showed none of them, for as long as it ran), and a source started again
+   * after its monitor ended is asked again instead of showing its old end for good.
+   */
+  startedSince?: { fromMs: number; list: (sinceMs: number) => Promise<Set<string>>; onError?: (err: unknown) => void };
   /** Told when a listing of closes fails; the poll goes on without it. */
   onListingError?: (err: unknown) => void;
   /** The URLs a source was given, shown as its total until it is asked. */
@@ -57,22 +64,49 @@ export class StatusPoller {
   /** Sources the last poll meant to ask but left for want of time (askWithinMs). */
   notAsked = 0;
   /** The sources in the order given, except that those listed as closed come last (see `placeholder`). */
-  private readonly askOrder: readonly string[];
+  private readonly askOrder: string[];
+  private readonly sources: string[];
+  private readonly named: Set<string>;
 
   constructor(
-    private readonly sources: readonly string[],
+    sources: readonly string[],
     private readonly fetch: (source: string) => Promise<SourceStatus>,
     private readonly opts: StatusPollerOptions = {},
   ) {
+    this.sources = [...sources];
+    this.named = new Set(sources);
     const placeholder = opts.placeholder;
     const listedClosed = (s: string) => (placeholder?.(s)?.workflowStatus ?? 'RUNNING') !== 'RUNNING';
-    this.askOrder = placeholder ? [...sources.filter((s) => !listedClosed(s)), ...sources.filter(listedClosed)] : sources;
+    this.askOrder = placeholder ? [...sources.filter((s) => !listedClosed(s)), ...sources.filter(listedClosed)] : [...sources];
+  }
+
+  /** Takes in the sources whose monitors started since the last poll (see startedSince). */
+  private async followStarts(): Promise<void> {
+    const started = this.opts.startedSince;
+    if (!started) return;
+    const from = (this.lastPollMs ?? started.fromMs) - CLOSE_LISTING_OVERLAP_MS;
+    const names = await started.list(from).catch((err: unknown) => {
+      started.onError?.(err);
+      return new Set<string>();
+    });
+    for (const s of [...names].sort()) {
+      if (!this.named.has(s)) {
+        this.named.add(s);
+        this.sources.push(s);
+        this.askOrder.push(s);
+        continue;
+      }
+      // Ended before and started again: asked as a source new to the poller is. (A monitor that
+      // continued as new is listed too, and is running here already.)
+      if (this.known.get(s)?.workflowStatus !== 'RUNNING') this.known.delete(s);
+    }
   }
 
   async poll(): Promise<SourceStatus[]> {
     this.polls += 1;
     const now = this.opts.now ?? Date.now;
     const nowMs = now();
+    await this.followStarts();
     const listing = this.opts.closedSince;
     // The first poll has nobody known to have closed: it lists nothing. A listing the server
     // refuses (a visibility store without these queries) leaves the closes to the turns.

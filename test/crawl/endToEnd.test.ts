@@ -453,6 +453,31 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
     expect(stderr).not.toMatch(/EPIPE|Error/);
   });
 
+  it('follows in `crawl status --watch` the sources whose crawls start after the watch began', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'watch-follow-'));
+    const manifest = path.join(dataDir, 'manifest.ndjson');
+    const source = 'watch-follow.test';
+    fs.writeFileSync(manifest, `${JSON.stringify({ url: origins[0]!.url('/watch-follow/0.jpg'), source })}\n`);
+    // No worker on this queue: the monitor is listed, and its row shows what its search attributes say.
+    const childEnv = { TEMPORAL_ADDRESS: env.address, CRAWL_DATA_DIR: dataDir, CRAWL_TASK_QUEUE: 'watch-follow-test', CRAWL_LOG_LEVEL: 'warn' };
+    const child = spawn(process.execPath, [CLI, 'status', '--watch', '--interval', '1'], { env: { ...process.env, ...childEnv }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    child.stdout.on('data', (d) => { stdout += d; });
+    const lines = () => stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { sources: Record<string, unknown> });
+    try {
+      for (const until = Date.now() + 30_000; lines().length === 0 && Date.now() < until;) await new Promise((r) => setTimeout(r, 100));
+      expect(lines().length).toBeGreaterThan(0);
+      expect(lines().some((l) => source in l.sources)).toBe(false);
+      expect((await runCli(['start', manifest], childEnv)).code).toBe(0);
+      // Before, a watch showed the sources there were when it began, for as long as it ran.
+      for (const until = Date.now() + 30_000; !lines().some((l) => source in l.sources) && Date.now() < until;) await new Promise((r) => setTimeout(r, 200));
+      expect(lines().find((l) => source in l.sources)?.sources[source]).toMatchObject({ state: 'running (last known)' });
+    } finally {
+      child.kill('SIGKILL');
+      await env.client.workflow.getHandle(monitorWorkflowId(source)).terminate('test over').catch(() => undefined);
+    }
+  });
+
   it('gives clear errors for an unknown source, a bad rate, a missing manifest and a source without records', async () => {
     const childEnv = { TEMPORAL_ADDRESS: env.address };
     const unknown = await runCli(['pause', 'no-such-source'], childEnv);

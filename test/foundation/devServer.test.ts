@@ -237,6 +237,10 @@ describe('local dev server (pinned temporal CLI) with a real worker', () => {
       // It serves: a crawl command pointed at it gets an answer (no monitors yet).
       const status = await runCli(['status', '--json'], { TEMPORAL_ADDRESS: address, CRAWL_LOG_LEVEL: 'warn' });
       expect(status).toMatchObject({ code: 0 });
+      // A table of nothing says which server it asked (before: a header, and no word).
+      const table = await runCli(['status'], { TEMPORAL_ADDRESS: address, CRAWL_LOG_LEVEL: 'warn' });
+      expect(table.code).toBe(0);
+      expect(table.stderr).toContain(`crawl: no crawl has been started on the Temporal server at ${address} (namespace default): \`crawl start MANIFEST\` starts one there`);
     } finally {
       server.child.kill('SIGINT');
     }
