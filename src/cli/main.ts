@@ -531,9 +531,12 @@ export function buildProgram(): Command {
     .description('why URLs did not end as done: each source\'s commonest reasons, from the records so far')
     .argument('[sources...]', 'only these sources (default: all)')
     .option('--data-dir <dir>', 'where the local store is (as for export)', DEFAULT_DATA_DIR)
+    .option('--out <dir>', 'the same, for the output directory of `crawl run --out DIR`')
     .option('--top <n>', 'reasons per source', parseTop, 3)
-    .action(async (sources: string[], opts: { dataDir: string; top: number }) => {
-      const store = await readableStore(opts.dataDir);
+    .action(async (sources: string[], opts: { dataDir: string; out?: string; top: number }, cmd: Command) => {
+      // `run` ends by naming its output directory as --out, and `check` and `again` take it so.
+      if (opts.out !== undefined && cmd.getOptionValueSource('dataDir') !== 'default') throw new Error('--data-dir and --out both name the store: give one (--out for a directory `crawl run --out` wrote)');
+      const store = opts.out !== undefined ? await readableStore(path.resolve(opts.out), process.cwd(), '--out') : await readableStore(opts.dataDir);
       const tally = new FailureTally();
       const summary = await exportRecords(store, () => undefined, sources, { inspect: (text) => tally.addText(text) });
       for (const s of summary.sourcesWithoutRecords) process.stderr.write(`crawl: no records for source "${s}" in the ${store.description} (see \`crawl status\`)\n`);

@@ -627,6 +627,11 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
     expect(unknown.stderr).toContain('no records for source "nowhere.test"');
     expect(unknown.stdout).toBe('');
     expect((await runCli(['reasons', '--top', '0', '--data-dir', dataDir], {})).stderr).toMatch(/--top.*must be a whole number from 1 to 100/);
+    // As the run's end names its output (`crawl again --out DIR`): before, "unknown option '--out'".
+    const fromOut = await runCli(['reasons', 'live.test', 'dead.test', '--out', dataDir, '--top', '1'], {});
+    expect([fromOut.code, fromOut.stdout]).toEqual([0, reasons.stdout]);
+    const both = await runCli(['reasons', '--out', dataDir, '--data-dir', dataDir], {});
+    expect([both.code, both.stderr]).toEqual([1, 'crawl: --data-dir and --out both name the store: give one (--out for a directory `crawl run --out` wrote)\n']);
   });
 
   it('ends `crawl run` with a source halted behind a wall: exit 1, its URLs kept, and the last monitoring_update shows it halted; `crawl again` resumes it, and asks for the walled URLs once the wall is gone', async () => {
