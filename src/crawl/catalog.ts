@@ -32,35 +32,37 @@ export async function readCatalog(path: string, warn: (message: string) => void 
   let entries: unknown[];
   // Line ends of any kind (a carriage return alone: Excel for Mac), which JSON reads as blank space.
   const trimmed = text.replace(/\r\n?/g, '\n').trim();
+  // Every bad entry is named, not only the first: a catalogue of thousands fixed one error a run.
+  const problems = new CatalogProblems(path);
   try {
     const csv = csvHeader(trimmed);
-    if (csv) entries = csvEntries(trimmed, csv, path);
+    if (csv) entries = csvEntries(trimmed, csv, problems);
     else if (trimmed.startsWith('[')) entries = JSON.parse(trimmed);
     else if (trimmed.startsWith('{') && !trimmed.includes('\n{')) {
       const obj = JSON.parse(trimmed) as Record<string, unknown>;
-      entries = keyedEntries(obj, path);
-    } else entries = ndjsonEntries(trimmed, path);
+      entries = keyedEntries(obj, problems);
+    } else entries = ndjsonEntries(trimmed, problems);
   } catch (err) {
-    if (err instanceof CatalogError) throw err;
     throw new Error(`catalog ${path} is not valid JSON or NDJSON: ${(err as Error).message}`);
   }
   const catalog: Catalog = new Map();
   entries.forEach((e, i) => {
     const line = isPlainObject(e) ? entryLines.get(e) : undefined;
-    const where = `catalog ${path} ${line !== undefined ? `line ${line}` : `entry ${i + 1}`}`;
-    if (!isPlainObject(e)) throw new Error(`${where}: expected an object`);
+    const where = `${line !== undefined ? `line ${line}` : `entry ${i + 1}`}`;
+    if (!isPlainObject(e)) return problems.add(`${where}: expected an object`);
     const { name } = e as Record<string, unknown>;
-    if (typeof name !== 'string' || name === '') throw new Error(`${where}: "name" is required${nameHint(e as Record<string, unknown>)}`);
+    if (typeof name !== 'string' || name === '') return problems.add(`${where}: "name" is required${nameHint(e as Record<string, unknown>)}`);
     // A misspelt field ("Rate", "rps") would otherwise be ignored, and the source crawled at the
     // default 1/s without a word.
     const unknown = Object.keys(e).filter((k) => !FIELDS.includes(k));
-    if (unknown.length) throw new Error(`${where} (${name}): unknown field${unknown.length > 1 ? 's' : ''} ${unknown.map((k) => JSON.stringify(k)).join(', ')} (the fields are ${FIELDS.join(', ')})`);
+    if (unknown.length) return problems.add(`${where} (${name}): unknown field${unknown.length > 1 ? 's' : ''} ${unknown.map((k) => JSON.stringify(k)).join(', ')} (the fields are ${FIELDS.join(', ')})`);
     // Two entries for one source: which should win is anyone's guess, so neither does.
-    if (catalog.has(name)) throw new Error(`${where}: "${name}" is listed twice`);
+    if (catalog.has(name)) return problems.add(`${where}: "${name}" is listed twice`);
     const taken = sourceConfigOf(e);
-    if ('problem' in taken) throw new Error(`${where} (${name}): ${taken.problem}`);
+    if ('problem' in taken) return problems.add(`${where} (${name}): ${taken.problem}`);
     catalog.set(name, taken.config);
   });
+  problems.throwIfAny();
   // Given on purpose, an empty file is most likely an export that failed: say so rather than crawl
   // every source at the default rate without a word. Still crawled: the default is the politest.
   if (catalog.size === 0) warn(`catalog ${path} lists no sources, so it sets no source's rate (a source started without an entry is crawled at 1 request/s)`);
@@ -122,6 +124,38 @@ export function catalogEntryName(catalog: Catalog, source: string): string | und
 
 class CatalogError extends Error {}
 
+/** Catalogue errors shown at most; the rest are counted. */
+const SHOWN_PROBLEMS = 20;
+const NOT_JSON_HINT = 'a catalogue is a JSON array, or one JSON object a line, of {"name", "imageCount"?, "rate"?, "burst"?, "maxConnections"?}, or CSV with a header naming those columns';
+
+/**
+ * A catalogue's bad entries (each is the operator's to fix: a source's rate is not guessed, and
+ * nothing is started), all named at once. One reads as it always did, `catalog P line 3 (s): ...`.
+ */
+class CatalogProblems {
+  private readonly found: string[] = [];
+  private notJson = false;
+
+  constructor(private readonly path: string) {}
+
+  add(problem: string, opts: { notJson?: boolean } = {}): void {
+    this.found.push(problem);
+    if (opts.notJson) this.notJson = true;
+  }
+
+  throwIfAny(): void {
+    if (this.found.length === 0) return;
+    const hint = this.notJson ? `: ${NOT_JSON_HINT}` : '';
+    const one = this.found[0]!;
+    if (this.found.length === 1) throw new CatalogError(`catalog ${this.path}${/^(line|entry) /.test(one) ? ' ' : ': '}${one}${hint}`);
+    // In the file's order: lines that are not JSON are found before the entries are checked.
+    const lineOf = (p: string) => Number(/^(?:line|entry) (\d+)/.exec(p)?.[1] ?? 0);
+    const shown = [...this.found].sort((a, b) => lineOf(a) - lineOf(b)).slice(0, SHOWN_PROBLEMS).map((p) => `\n  ${p}`).join('');
+    const more = this.found.length > SHOWN_PROBLEMS ? `\n  and ${this.found.length - SHOWN_PROBLEMS} more` : '';
+    throw new CatalogError(`catalog ${this.path} has ${this.found.length} bad entries (fix them all${this.notJson ? `; ${NOT_JSON_HINT}` : ''}):${shown}${more}`);
+  }
+}
+
 /** The line of each entry of a line-by-line catalogue (NDJSON, CSV): its errors name it, not its index. */
 const entryLines = new WeakMap<object, number>();
 
@@ -139,14 +173,14 @@ function csvHeader(text: string): string | undefined {
  * spreadsheet's `Name,Rate`); an empty cell sets nothing; a number is a number (`2.5`), anything
  * else is checked as given (`rate must be a finite number...`).
  */
-function csvEntries(text: string, separator: string, path: string): unknown[] {
+function csvEntries(text: string, separator: string, problems: CatalogProblems): unknown[] {
   const [head, ...rows] = text.split('\n');
   const columns = splitCsv(head!, separator).map((c) => FIELDS.find((f) => f.toLowerCase() === c.toLowerCase()) ?? c);
   const entries: unknown[] = [];
   rows.forEach((row, i) => {
     if (row.trim() === '') return;
     const cells = splitCsv(row, separator);
-    if (cells.slice(columns.length).some((c) => c !== '')) throw new CatalogError(`catalog ${path} line ${i + 2}: ${cells.length} cells where the header has ${columns.length}`);
+    if (cells.slice(columns.length).some((c) => c !== '')) return problems.add(`line ${i + 2}: ${cells.length} cells where the header has ${columns.length}`);
     const entry: Record<string, unknown> = {};
     entryLines.set(entry, i + 2);
     cells.forEach((cell, c) => {
@@ -158,7 +192,7 @@ function csvEntries(text: string, separator: string, path: string): unknown[] {
 }
 
 /** One entry a line; a line that is not JSON is named by its number (in a catalogue of thousands). */
-function ndjsonEntries(text: string, path: string): unknown[] {
+function ndjsonEntries(text: string, problems: CatalogProblems): unknown[] {
   const entries: unknown[] = [];
   text.split('\n').forEach((line, i) => {
     if (!line.trim()) return;
@@ -167,7 +201,7 @@ function ndjsonEntries(text: string, path: string): unknown[] {
       if (isPlainObject(entry)) entryLines.set(entry, i + 1);
       entries.push(entry);
     } catch (err) {
-      throw new CatalogError(`catalog ${path} line ${i + 1} is not valid JSON (${(err as Error).message}): a catalogue is a JSON array, or one JSON object a line, of {"name", "imageCount"?, "rate"?, "burst"?, "maxConnections"?}, or CSV with a header naming those columns`);
+      problems.add(`line ${i + 1} is not valid JSON (${(err as Error).message})`, { notJson: true });
     }
   });
   return entries;
@@ -178,11 +212,12 @@ function ndjsonEntries(text: string, path: string): unknown[] {
  * the same until its values are read: `{"name": "a", "rate": 2}` was taken as sources "name" and
  * "rate" and failed on fields "0", "1"..., and `{"a": 2}` as source "a" with nothing set.
  */
-function keyedEntries(obj: Record<string, unknown>, path: string): unknown[] {
+function keyedEntries(obj: Record<string, unknown>, problems: CatalogProblems): unknown[] {
   const values = Object.values(obj);
   if (typeof obj.name === 'string' && !values.every(isPlainObject)) return [obj];
-  return Object.entries(obj).map(([name, v]) => {
-    if (!isPlainObject(v)) throw new CatalogError(`catalog ${path}: source ${JSON.stringify(name)} must be an object such as {"rate": 2} (got ${JSON.stringify(v)}); or write entries as [{"name": ..., "rate": ...}]`);
-    return { name, ...v };
+  return Object.entries(obj).flatMap(([name, v]) => {
+    if (isPlainObject(v)) return [{ name, ...v }];
+    problems.add(`source ${JSON.stringify(name)} must be an object such as {"rate": 2} (got ${JSON.stringify(v)}); or write entries as [{"name": ..., "rate": ...}]`);
+    return [];
   });
 }

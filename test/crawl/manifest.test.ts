@@ -461,6 +461,27 @@ describe('manifests', () => {
     await expect(readCatalog(f)).rejects.toThrow(/: a catalogue is a JSON array, or one JSON object a line, of \{"name", "imageCount"\?, "rate"\?, "burst"\?, "maxConnections"\?\}, or CSV with a header naming those columns$/);
   });
 
+  it('names every bad catalogue entry at once, not only the first', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'catalog-'));
+    const write = (name: string, text: string) => { const f = path.join(dir, name); fs.writeFileSync(f, text); return f; };
+    const ndjson = write('bad.ndjson', [
+      '{"name":"a.example","rate":0}', '{"name":"b.example","rate":2}', 'garbage', '{"name":"c.example","burst":10000}', '{"name":"b.example","rate":3}', '{"nam":"d.example"}',
+    ].join('\n'));
+    const err = await readCatalog(ndjson).then(() => undefined, (e: Error) => e.message);
+    // Before: only `line 1 (a.example): rate must be greater than 0`, then the next one a run later.
+    expect(err).toBe(`catalog ${ndjson} has 5 bad entries (fix them all; a catalogue is a JSON array, or one JSON object a line, of {"name", "imageCount"?, "rate"?, "burst"?, "maxConnections"?}, or CSV with a header naming those columns):\n` +
+      '  line 1 (a.example): rate must be greater than 0 requests per second\n' +
+      `  line 3 is not valid JSON (Unexpected token 'g', "garbage" is not valid JSON)\n` +
+      '  line 4 (c.example): burst must be a whole number from 0 to 1000\n' +
+      '  line 5: "b.example" is listed twice\n' +
+      '  line 6: "name" is required');
+    const csv = write('bad.csv', `name,rate\n${Array.from({ length: 25 }, (_, i) => `s${i}.example,fast`).join('\n')}\nok.example,2,9\n`);
+    const csvErr = await readCatalog(csv).then(() => undefined, (e: Error) => e.message);
+    expect(csvErr).toMatch(new RegExp(`^catalog ${csv.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')} has 26 bad entries \\(fix them all\\):\n  line 2 \\(s0\\.example\\): rate must be a finite number`));
+    expect(csvErr!.split('\n')).toHaveLength(1 + 20 + 1);
+    expect(csvErr).toMatch(/\n {2}and 6 more$/);
+  });
+
   it('reads a UTF-16 catalogue (Windows PowerShell writes one) as its text', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'catalog-'));
     const f = path.join(dir, 'sources.json');
