@@ -340,6 +340,9 @@ export function buildProgram(): Command {
     .option('--max-retry-after <s>', 'longest Retry-After honoured, seconds (default 900; also CRAWL_MAX_RETRY_AFTER_S)', parseRetryAfterCap)
     .action(async (manifest: string, opts: { catalog?: string; dataDir: string; maxRate?: number; maxRetryAfter?: number }) => {
       await checkManifest(manifest);
+      // For the warning of URLs on refused addresses: opened only by CRAWL_ALLOW_NETWORKS here,
+      // which the workers may have in the same environment (a mistyped entry fails them, and this).
+      const guardedHosts = new GuardedHosts(commandGuard([]));
       const maxRate = maxRateSetting(opts.maxRate);
       const maxRetryAfterMs = maxRetryAfterSetting(opts.maxRetryAfter);
       const catalog = opts.catalog ? await readCatalog(opts.catalog) : undefined;
@@ -355,7 +358,7 @@ export function buildProgram(): Command {
       // On a terminal only: stdout is the command's answer, and stderr otherwise a log of JSON lines.
       const progress = process.stderr.isTTY ? new StartProgressLine(process.stderr, manifest) : undefined;
       const summary = await startCrawl({
-        client, store, manifest, taskQueue: TASK_QUEUE, maxRate, maxRetryAfterMs, catalog,
+        client, store, manifest, taskQueue: TASK_QUEUE, maxRate, maxRetryAfterMs, catalog, guardedHosts,
         onBadLine: (b) => { progress?.done(); process.stderr.write(`crawl: ${manifest} line ${b.line}: ${b.error} (skipped)\n`); },
         onProgress: progress && ((p) => progress.update(p)),
       }).finally(() => progress?.done());
@@ -372,7 +375,7 @@ export function buildProgram(): Command {
       const duplicates = duplicatesNote(summary);
       if (duplicates) process.stdout.write(`${duplicates}\n`);
       for (const note of [downloadedBeforeNote(summary), queuedElsewhereNote(summary)]) if (note) process.stdout.write(`${note}\n`);
-      for (const warning of startWarnings(summary)) process.stderr.write(`crawl: ${warning}\n`);
+      for (const warning of [...startWarnings(summary), guardedHosts.warning('start')]) if (warning) process.stderr.write(`crawl: ${warning}\n`);
       // From the visibility listing (one call a thousand monitors); not being able to tell is no reason to fail the start.
       const held = await listMonitors(client, { running: true }).then((m) => heldSourcesNote(m, summary.sources.keys()), () => undefined);
       if (held) process.stderr.write(`crawl: ${held}\n`);

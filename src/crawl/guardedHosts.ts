@@ -42,7 +42,7 @@ export class GuardedHosts {
    * `run` (its own worker's guard, opened by its --allow-network) or `crawl check` (saying what
    * run and workers need).
    */
-  warning(command: { run: string } | 'check'): string | undefined {
+  warning(command: { run: string } | 'check' | 'start'): string | undefined {
     if (this.urls === 0) return undefined;
     const hosts = [...this.hosts].sort((a, b) => b[1].urls - a[1].urls || a[0].localeCompare(b[0]));
     const shown = hosts.slice(0, SHOWN);
@@ -52,8 +52,13 @@ export class GuardedHosts {
     const addresses = [...new Set(shown.map(([origin, h]) => (isLocalhost(origin) ? 'localhost' : refusedAddress(h.reason))).filter((a) => a !== undefined))];
     const open = addresses.map((a) => `--allow-network ${shellWord(a)}`).join(' ');
     const others = rest ? ', with an --allow-network for each of the other addresses too' : '';
-    return `${this.urls} URL(s) are on addresses the network guard refuses, and would be recorded as refused without being asked for: ` +
-      `${listed.join(', ')}${rest ? ` and ${rest} more URL(s) on other such hosts` : ''}. ` +
+    const hostsText = `${listed.join(', ')}${rest ? ` and ${rest} more URL(s) on other such hosts` : ''}`;
+    // The workers' guard is theirs: `start` cannot tell whether they were given these.
+    if (command === 'start') {
+      return `${this.urls} URL(s) are on addresses the network guard refuses unless it is opened for them: ${hostsText}. ` +
+        `Workers crawl them only if started with ${open}${others} (or CRAWL_ALLOW_NETWORKS; hosts you trust only): a worker started without it records each as refused, without asking for it`;
+    }
+    return `${this.urls} URL(s) are on addresses the network guard refuses, and would be recorded as refused without being asked for: ${hostsText}. ` +
       // Once refused, a URL's record is its answer and the same run again skips it: `again --failed` asks.
       (command !== 'check' ? `To crawl them (hosts you trust only), once this run ends: \`crawl again --failed ${open} --out ${shellWord(command.run)}\`${others}`
         : checkAdvice(`${open}${others}`));

@@ -250,7 +250,8 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
     const manifest = path.join(dataDir, 'manifest.txt');
     const prefix = `/${stopWith.toLowerCase()}-${total}/`;
     fs.writeFileSync(manifest, Array.from({ length: total }, (_, i) => a.url(`${prefix}${i}.jpg`)).join('\n'));
-    const childEnv = { TEMPORAL_ADDRESS: env.address, CRAWL_DATA_DIR: dataDir, CRAWL_TASK_QUEUE: `kill-test-${stopWith}-${total}`, CRAWL_LOG_LEVEL: 'warn' };
+    // CRAWL_ALLOW_NETWORKS as an operator exports it for `start` and workers alike: `start` warns of nothing.
+    const childEnv = { TEMPORAL_ADDRESS: env.address, CRAWL_DATA_DIR: dataDir, CRAWL_TASK_QUEUE: `kill-test-${stopWith}-${total}`, CRAWL_LOG_LEVEL: 'warn', CRAWL_ALLOW_NETWORKS: '127.0.0.0/8' };
     const logFile = path.join(dataDir, 'worker.log');
     const startWorker = (): ChildProcess => {
       const fd = fs.openSync(logFile, 'a');
@@ -570,7 +571,11 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
     // No worker serves this task queue: every status query waits its 10 s and goes unanswered.
     const childEnv = { TEMPORAL_ADDRESS: env.address, CRAWL_DATA_DIR: dataDir, CRAWL_TASK_QUEUE: 'within-test', CRAWL_LOG_LEVEL: 'warn' };
     try {
-      expect((await runCli(['start', manifest], childEnv)).code).toBe(0);
+      const started = await runCli(['start', manifest], childEnv);
+      expect(started.code).toBe(0);
+      // The workers' guard is theirs: `start` says what they need to crawl these (before: nothing).
+      expect(started.stderr).toContain(`crawl: 18 URL(s) are on addresses the network guard refuses unless it is opened for them: 127.0.0.1:${origins[0]!.port} (18 URL(s): address 127.0.0.1 is loopback). ` +
+        'Workers crawl them only if started with --allow-network 127.0.0.1 (or CRAWL_ALLOW_NETWORKS; hosts you trust only): a worker started without it records each as refused, without asking for it\n');
       const status = await runCli(['status', '--within', '1'], childEnv);
       expect(status.code).toBe(0);
       // 16 queries at a time: at most 16 monitors are asked in the first second, the others not at all.
