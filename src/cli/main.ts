@@ -26,7 +26,7 @@ import { StatusPoller } from '../crawl/statusPoller';
 import { polling, taskQueueWorkers, workersLine } from '../crawl/taskQueueWorkers';
 import { startDemoSite } from '../demo/demo';
 import { storeFromEnv } from '../pipeline/store';
-import { commandGuard } from '../pipeline/config';
+import { allowNetworksFromEnv, commandGuard } from '../pipeline/config';
 import { GuardedHosts } from '../crawl/guardedHosts';
 import { HostNames, hostLookupWarnings, LOOKED_UP } from '../crawl/hostLookup';
 import { readableStore } from '../crawl/storeToRead';
@@ -231,7 +231,13 @@ export function buildProgram(): Command {
       // Closed however the worker ends: the SDK's runtime, which forwards its logs, ends with it.
       try {
         worker = await createCrawlWorker({ connection, taskQueue: opts.taskQueue, deps });
-        log.info({ event: 'worker.start', taskQueue: opts.taskQueue, cpus: usableCpus(), ...(healthAddress ? { health: healthAddress.text } : {}) }, 'worker running');
+        // What it serves, where from and what it may reach, in one line: a worker given another
+        // store or server than its `crawl start` (or no --allow-network) looked the same as one that was not.
+        const allowNetworks = [...new Set([...allowNetworksFromEnv(), ...opts.allowNetwork])];
+        log.info({
+          event: 'worker.start', taskQueue: opts.taskQueue, address: temporalAddress(), namespace: DEFAULT_NAMESPACE, store: deps.store?.description,
+          allowNetworks, cpus: usableCpus(), ...(healthAddress ? { health: healthAddress.text } : {}),
+        }, 'worker running');
         logDiskRoom(workerDiskDirs(deps, dataDir));
         const running = worker.run();
         // Ctrl-C / SIGTERM (a rolling restart) cancel the fetch activities: each lets its request on

@@ -311,8 +311,8 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
   it('logs a monitor\'s state transitions in the `crawl worker` log, and none of the SDK\'s own chatter', async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'wlog-'));
     const taskQueue = 'worker-log';
-    const childEnv = { TEMPORAL_ADDRESS: env.address, CRAWL_DATA_DIR: dataDir, CRAWL_TASK_QUEUE: taskQueue };
-    const child = spawn(process.execPath, [CLI, 'worker'], { env: { ...process.env, ...childEnv }, stdio: ['ignore', 'ignore', 'pipe'] });
+    const childEnv = { TEMPORAL_ADDRESS: env.address, CRAWL_DATA_DIR: dataDir, CRAWL_TASK_QUEUE: taskQueue, CRAWL_ALLOW_NETWORKS: '127.0.0.9' };
+    const child = spawn(process.execPath, [CLI, 'worker', '--allow-network', '127.0.0.0/8'], { env: { ...process.env, ...childEnv }, stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
     child.stderr!.on('data', (d) => { stderr += d; });
     const handle = await env.client.workflow.start(crawlMonitorWorkflow, {
@@ -325,6 +325,10 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
       while (!stderr.includes('monitor paused') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
       const lines = stderr.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
       expect(lines.find((l) => l.msg === 'monitor paused')).toMatchObject({ level: 30, sdkComponent: 'workflow', source: 'worker-log.test', detail: 'by operator', workflowId: monitorWorkflowId('worker-log.test') });
+      // Its start says what it serves, where from, and what it may reach (before: the task queue and CPUs only).
+      expect(lines.find((l) => l.event === 'worker.start')).toMatchObject({
+        taskQueue, address: env.address, namespace: 'default', store: `local directory ${path.join(dataDir, 'store')}`, allowNetworks: ['127.0.0.9', '127.0.0.0/8'],
+      });
       // The SDK's own messages (worker lifecycle, core) stay at TEMPORAL_LOG_LEVEL (WARN).
       expect(lines.filter((l) => l.event === 'temporal.sdk' && l.sdkComponent !== 'workflow' && (l.level as number) < 40)).toEqual([]);
     } finally {
