@@ -21,7 +21,7 @@ import { continuesNote, downloadedBeforeNote, duplicatesNote, emptyManifest, gre
 import { StartProgressLine } from '../crawl/startProgress';
 import { callSignal } from '../shared/callSignal';
 import { forEachLimit } from '../shared/concurrency';
-import { closedListingWarner, DoneRate, heldSourcesNote, listClosedSince, listedStatus, listMonitors, listStartedSince, noMonitorsNote, monitorOf, monitoringUpdate, recentEventsText, sourceStatus, statusTable, stopMonitor, type Answered } from '../crawl/status';
+import { closedListingWarner, DoneRate, heldSourcesNote, listClosedSince, listedStatus, listMonitors, listStartedSince, noMonitorsNote, monitorOf, monitoringUpdate, parseStates, recentEventsText, rowState, sourceStatus, STATUS_STATES, statusTable, stopMonitor, type Answered, type SourceStatus } from '../crawl/status';
 import { StatusPoller } from '../crawl/statusPoller';
 import { polling, taskQueueWorkers, workersLine } from '../crawl/taskQueueWorkers';
 import { startDemoSite } from '../demo/demo';
@@ -396,14 +396,26 @@ export function buildProgram(): Command {
     .option('--watch', 'print a monitoring_update JSON line every --interval seconds until Ctrl-C')
     .option('--interval <seconds>', 'watch interval', parseInterval, 5)
     .option('--within <seconds>', 'a table or --json: running monitors not asked by then show what their search attributes say', parseWithin, 30)
-    .action(async (sources: string[], opts: { json?: boolean; watch?: boolean; interval: number; within: number }) => {
+    .option('--state <list>', `only the sources in these states, comma-separated: ${STATUS_STATES.join(', ')} (halted,paused: those waiting for an operator)`, (v: string) => {
+      try {
+        return parseStates(v);
+      } catch (err) {
+        throw new InvalidArgumentError((err as Error).message);
+      }
+    })
+    .action(async (sources: string[], opts: { json?: boolean; watch?: boolean; interval: number; within: number; state?: Set<string> }) => {
       const client = await connectClient();
       // Sources named are described one by one (an unknown one is an error); all of them come
       // with their status and search attributes from one listing.
       const listedAtMs = Date.now();
       const listed = sources.length ? undefined : await listMonitors(client);
-      const names = listed ? [...listed.keys()].sort() : sources;
       if (listed?.size === 0 && !opts.watch) process.stderr.write(`crawl: ${noMonitorsNote(temporalAddress(), DEFAULT_NAMESPACE)}\n`);
+      // --state picks from the listing first (its search attributes say each state at once): of
+      // thousands of sources, a few halted ones are asked, not all of them. Rows are picked again
+      // by the state their monitors answer with.
+      const picked = (s: SourceStatus) => !opts.state || opts.state.has(rowState(s));
+      const listedNames = listed ? [...listed.keys()].sort() : sources;
+      const names = listed && opts.state ? listedNames.filter((n) => picked(listedStatus(n, listed.get(n)!, ''))) : listedNames;
       let startsUnlisted = false;
       const notAskedNote = opts.watch ? 'not asked yet' : `not asked within --within ${opts.within} s`;
       const doneRate = new DoneRate();
@@ -441,12 +453,12 @@ export function buildProgram(): Command {
       const workerless = new Set<string>();
       for (;;) {
         let unreachable: unknown;
-        const statuses = await poller.poll().catch((err: unknown) => {
+        const polled = await poller.poll().catch((err: unknown) => {
           if (!opts.watch || !isServerUnreachable(err)) throw err;
           unreachable = err;
           return undefined;
         });
-        if (!statuses) {
+        if (!polled) {
           const note = outage.down(Date.now(), unreachable);
           if (note) process.stdout.write(outageLine('down', note, false));
           await new Promise((r) => setTimeout(r, opts.interval * 1000));
@@ -454,6 +466,8 @@ export function buildProgram(): Command {
         }
         const back = outage.up(Date.now());
         if (back) process.stdout.write(outageLine('up', back, false));
+        const statuses = polled.filter(picked);
+        if (opts.state && !opts.watch && statuses.length === 0 && listedNames.length > 0) process.stderr.write(`crawl: none of the ${listedNames.length} source(s) is ${[...opts.state].join(' or ')}\n`);
         const update = monitoringUpdate(statuses, doneRate.baseline());
         // Whether any worker serves the running monitors' task queues: when nothing moves, the first question.
         const queues = [...new Set(statuses.flatMap((st) => (st.taskQueue ? [st.taskQueue] : [])))].sort();

@@ -2,7 +2,7 @@ import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { monitorSearchAttributes } from '../temporal/searchAttributes';
 import type { MonitorStats } from '../workflows/monitorStats';
-import { ChangedSources, crawlCommandFor, DoneRate, heldSourcesNote, listedStatus, recentEventsText, listMonitors, monitoringUpdate, NetworkDownNotice, serverElsewhereNote, similarSources, SourceNotes, statusTable, WorkersBehindNotice, type SourceStatus } from './status';
+import { ChangedSources, crawlCommandFor, DoneRate, heldSourcesNote, listedStatus, recentEventsText, listMonitors, monitoringUpdate, NetworkDownNotice, parseStates, rowState, serverElsewhereNote, similarSources, SourceNotes, statusTable, WorkersBehindNotice, type SourceStatus } from './status';
 
 function running(done: number): SourceStatus {
   const counts = { done, linkrot: 0, robots: 0, content: 0, refused: 0, error: 0, retries: 0, requests: done };
@@ -266,6 +266,30 @@ describe('crawl start adding work to sources that wait for an operator', () => {
     expect(heldSourcesNote(m, ['photos', 'new'])).toBeUndefined();
     expect(heldSourcesNote(monitors(Object.fromEntries(Array.from({ length: 7 }, (_, i) => [`s${i}`, 'paused']))), Array.from({ length: 7 }, (_, i) => `s${i}`)))
       .toMatch(/^7 sources given work are paused or halted: s0 \(paused\), s1 \(paused\), s2 \(paused\), s3 \(paused\), s4 \(paused\) and 2 more;/);
+  });
+});
+
+describe('crawl status --state', () => {
+  const listed = (state: string, status = 'RUNNING') => listedStatus('s', {
+    status: { name: status } as WorkflowExecutionInfo['status'],
+    typedSearchAttributes: new TypedSearchAttributes(monitorSearchAttributes({ source: 's', state, rate: 1, done: 0, errors: 0 })),
+  }, 'not asked');
+
+  it('matches a row by the state the table shows, last known or answered', () => {
+    expect(rowState(listed('halted'))).toBe('halted');
+    expect(rowState(listed('cooling'))).toBe('cooling');
+    expect(rowState(running(3))).toBe('running');
+    // Completed: finished, unless an operator stopped it; other ends by how the run ended.
+    expect(rowState(listed('running', 'COMPLETED'))).toBe('finished');
+    expect(rowState(listed('stopped', 'COMPLETED'))).toBe('stopped');
+    expect(rowState(listed('running', 'TERMINATED'))).toBe('terminated');
+    expect(rowState(listed('running', 'TIMED_OUT'))).toBe('timed_out');
+  });
+
+  it('takes states comma-separated in any case, and names the states when one is not one', () => {
+    expect([...parseStates('Halted, paused')]).toEqual(['halted', 'paused']);
+    expect(() => parseStates('halted,stuck')).toThrow('unknown state "stuck": give one or more of running, paused, cooling, halted, stopped, finished, failed, terminated, timed_out, canceled, comma-separated');
+    expect(() => parseStates(' , ')).toThrow(/^no state given: give one or more of running/);
   });
 });
 

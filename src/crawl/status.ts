@@ -123,6 +123,22 @@ function displayState(s: SourceStatus): string {
   return s.stats?.state ?? (s.unanswered?.state ? `${s.unanswered.state} (last known)` : 'unknown');
 }
 
+/** The states `crawl status --state` picks rows by: the monitor's own, then how its run ended. */
+export const STATUS_STATES = ['running', 'paused', 'cooling', 'halted', 'stopped', 'finished', 'failed', 'terminated', 'timed_out', 'canceled'] as const;
+
+/** A row's state as `--state` matches it: as the table shows it, last known or not. */
+export function rowState(s: SourceStatus): string {
+  return displayState(s).replace(/ \(last known\)$/, '');
+}
+
+/** `--state halted,paused`: the states named, each one of STATUS_STATES (an error naming them otherwise). */
+export function parseStates(value: string): Set<string> {
+  const states = value.split(',').map((v) => v.trim().toLowerCase()).filter(Boolean);
+  const unknown = states.filter((v) => !(STATUS_STATES as readonly string[]).includes(v));
+  if (states.length === 0 || unknown.length) throw new Error(`${unknown.length ? `unknown state ${unknown.map((u) => JSON.stringify(u)).join(', ')}` : 'no state given'}: give one or more of ${STATUS_STATES.join(', ')}, comma-separated`);
+  return new Set(states);
+}
+
 export interface SourceStatusOptions {
   signal?: AbortSignal;
   queryTimeoutMs?: number;

@@ -325,6 +325,14 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
       while (!stderr.includes('monitor paused') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
       const lines = stderr.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
       expect(lines.find((l) => l.msg === 'monitor paused')).toMatchObject({ level: 30, sdkComponent: 'workflow', source: 'worker-log.test', detail: 'by operator', workflowId: monitorWorkflowId('worker-log.test') });
+      // Only the sources in a state an operator asks for, picked from the listing.
+      const paused = await runCli(['status', '--state', 'paused'], childEnv);
+      const rows = paused.stdout.split('\n').slice(1).filter((l) => /^\S+\s+\S/.test(l) && !/ worker\(s\) poll /.test(l));
+      expect(rows.some((r) => r.startsWith('worker-log.test '))).toBe(true);
+      expect(rows.every((r) => /^\S+\s+paused\s/.test(r))).toBe(true);
+      const halted = await runCli(['status', '--state', 'halted', '--json'], childEnv);
+      expect((JSON.parse(halted.stdout) as { sources: { source: string }[] }).sources.map((s) => s.source)).not.toContain('worker-log.test');
+      expect((await runCli(['status', '--state', 'stuck'], childEnv)).stderr).toMatch(/unknown state "stuck": give one or more of running, paused/);
       // Its start says what it serves, where from, and what it may reach (before: the task queue and CPUs only).
       expect(lines.find((l) => l.event === 'worker.start')).toMatchObject({
         taskQueue, address: env.address, namespace: 'default', store: `local directory ${path.join(dataDir, 'store')}`, allowNetworks: ['127.0.0.9', '127.0.0.0/8'],
