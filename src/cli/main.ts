@@ -412,10 +412,11 @@ export function buildProgram(): Command {
       if (listed?.size === 0 && !opts.watch) process.stderr.write(`crawl: ${noMonitorsNote(temporalAddress(), DEFAULT_NAMESPACE)}\n`);
       // --state picks from the listing first (its search attributes say each state at once): of
       // thousands of sources, a few halted ones are asked, not all of them. Rows are picked again
-      // by the state their monitors answer with.
+      // by the state their monitors answer with. A watch follows every source, and shows those in
+      // the states asked for as each line is written: a source halting later is among them.
       const picked = (s: SourceStatus) => !opts.state || opts.state.has(rowState(s));
       const listedNames = listed ? [...listed.keys()].sort() : sources;
-      const names = listed && opts.state ? listedNames.filter((n) => picked(listedStatus(n, listed.get(n)!, ''))) : listedNames;
+      const names = listed && opts.state && !opts.watch ? listedNames.filter((n) => picked(listedStatus(n, listed.get(n)!, ''))) : listedNames;
       let startsUnlisted = false;
       const notAskedNote = opts.watch ? 'not asked yet' : `not asked within --within ${opts.within} s`;
       const doneRate = new DoneRate();
