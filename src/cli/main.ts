@@ -440,6 +440,8 @@ export function buildProgram(): Command {
               fromMs: listedAtMs,
               list: (sinceMs: number) => listStartedSince(client, sinceMs),
               onError: (err: unknown) => {
+                // The server gone: the poll fails, and the watch says so and waits (ServerOutageNotice).
+                if (isServerUnreachable(err)) throw err;
                 if (startsUnlisted) return;
                 startsUnlisted = true;
                 process.stderr.write(`crawl: cannot list the monitors started since this watch began (${errorText(err)}); sources whose crawls start from now on are not shown: start the watch again to see them\n`);
