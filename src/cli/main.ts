@@ -21,7 +21,7 @@ import { continuesNote, downloadedBeforeNote, duplicatesNote, emptyManifest, gre
 import { StartProgressLine } from '../crawl/startProgress';
 import { callSignal } from '../shared/callSignal';
 import { forEachLimit } from '../shared/concurrency';
-import { closedListingWarner, DoneRate, heldSourcesNote, listClosedSince, listedStatus, listMonitors, listStartedSince, noMonitorsNote, monitorOf, monitoringUpdate, parseStates, recentEventsText, rowState, sourceStatus, STATUS_STATES, statusTable, stopMonitor, type Answered, type SourceStatus } from '../crawl/status';
+import { closedListingWarner, DoneRate, heldSourcesNote, listClosedSince, listedStatus, listMonitors, listStartedSince, noMonitorsNote, monitorOf, monitoringUpdate, parseStates, recentEventsText, rowState, sourceStatus, startedListingWarner, STATUS_STATES, statusTable, stopMonitor, type Answered, type SourceStatus } from '../crawl/status';
 import { StatusPoller } from '../crawl/statusPoller';
 import { polling, taskQueueWorkers, workersLine } from '../crawl/taskQueueWorkers';
 import { startDemoSite } from '../demo/demo';
@@ -29,7 +29,7 @@ import { storeFromEnv } from '../pipeline/store';
 import { allowNetworksFromEnv, commandGuard } from '../pipeline/config';
 import { GuardedHosts } from '../crawl/guardedHosts';
 import { HostNames, hostLookupWarnings, LOOKED_UP } from '../crawl/hostLookup';
-import { readableStore } from '../crawl/storeToRead';
+import { checkOneStore, readableStore, storeOfOutOrDataDir } from '../crawl/storeToRead';
 import type { AgainKind } from '../crawl/askAgain';
 import { askAgain } from '../crawl/again';
 import { rememberRunSettings } from '../crawl/runSettings';
@@ -307,10 +307,9 @@ export function buildProgram(): Command {
     .option('--allow-network <cidr>', 'a private/loopback range or host the crawl would open, as for run (repeatable; also CRAWL_ALLOW_NETWORKS): URLs on addresses left closed are warned of', collect, [] as string[])
     .option('--resolve', `also look up the host names (the ${LOOKED_UP.toLocaleString('en-US')} with the most URLs) and warn of those that do not resolve, or resolve only to addresses the network guard refuses`)
     .action(async (manifest: string, opts: { catalog?: string; maxRate?: number; json?: boolean; dataDir?: string; out?: string; allowNetwork: string[]; resolve?: boolean }) => {
-      if (opts.dataDir !== undefined && opts.out !== undefined) throw new Error('--data-dir and --out both name the store: give one (--out for a directory `crawl run --out` wrote)');
+      checkOneStore(opts);
       const catalog = opts.catalog ? await readCatalog(opts.catalog) : undefined;
-      const store = opts.out !== undefined ? await readableStore(path.resolve(opts.out), process.cwd(), '--out')
-        : opts.dataDir !== undefined ? await readableStore(opts.dataDir) : undefined;
+      const store = await storeOfOutOrDataDir(opts);
       const guard = commandGuard(opts.allowNetwork);
       const guardedHosts = new GuardedHosts(guard);
       const hostNames = opts.resolve ? new HostNames() : undefined;
@@ -417,7 +416,6 @@ export function buildProgram(): Command {
       const picked = (s: SourceStatus) => !opts.state || opts.state.has(rowState(s));
       const listedNames = listed ? [...listed.keys()].sort() : sources;
       const names = listed && opts.state && !opts.watch ? listedNames.filter((n) => picked(listedStatus(n, listed.get(n)!, ''))) : listedNames;
-      let startsUnlisted = false;
       const notAskedNote = opts.watch ? 'not asked yet' : `not asked within --within ${opts.within} s`;
       const doneRate = new DoneRate();
       // A watch asks each running monitor in turn, 20 a second, as `run` does: every status
@@ -439,13 +437,7 @@ export function buildProgram(): Command {
             startedSince: {
               fromMs: listedAtMs,
               list: (sinceMs: number) => listStartedSince(client, sinceMs),
-              onError: (err: unknown) => {
-                // The server gone: the poll fails, and the watch says so and waits (ServerOutageNotice).
-                if (isServerUnreachable(err)) throw err;
-                if (startsUnlisted) return;
-                startsUnlisted = true;
-                process.stderr.write(`crawl: cannot list the monitors started since this watch began (${errorText(err)}); sources whose crawls start from now on are not shown: start the watch again to see them\n`);
-              },
+              onError: startedListingWarner(),
             },
           } : {}),
         } : { askWithinMs: opts.within * 1000 }),
@@ -561,8 +553,9 @@ export function buildProgram(): Command {
     .option('--top <n>', 'reasons per source', parseTop, 3)
     .action(async (sources: string[], opts: { dataDir: string; out?: string; top: number }, cmd: Command) => {
       // `run` ends by naming its output directory as --out, and `check` and `again` take it so.
-      if (opts.out !== undefined && cmd.getOptionValueSource('dataDir') !== 'default') throw new Error('--data-dir and --out both name the store: give one (--out for a directory `crawl run --out` wrote)');
-      const store = opts.out !== undefined ? await readableStore(path.resolve(opts.out), process.cwd(), '--out') : await readableStore(opts.dataDir);
+      // --data-dir's default is no store given: with --out alone, --out's.
+      const givenDataDir = cmd.getOptionValueSource('dataDir') === 'default' ? undefined : opts.dataDir;
+      const store = (await storeOfOutOrDataDir({ out: opts.out, dataDir: givenDataDir })) ?? await readableStore(opts.dataDir);
       const tally = new FailureTally();
       const summary = await exportRecords(store, () => undefined, sources, { inspect: (text) => tally.addText(text) });
       for (const s of summary.sourcesWithoutRecords) process.stderr.write(`crawl: no records for source "${s}" in the ${store.description} (see \`crawl status\`)\n`);

@@ -16,6 +16,7 @@ import { DEFAULT_ADDRESS } from '../temporal/connectionSettings';
 import { endedRunsHint } from '../temporal/connect';
 import { shellWord } from '../shared/shellWord';
 import { textTable } from '../shared/textTable';
+import { isServerUnreachable } from './serverOutage';
 
 export interface SourceStatus {
   source: string;
@@ -190,11 +191,15 @@ const MONITOR_ID_PREFIX = /^crawl-monitor:/;
  * server's visibility listing: a few rows a poll, where listing every running monitor cost the
  * embedded server ~2 ms each (StatusPoller).
  */
-export async function listClosedSince(client: Client, sinceMs: number, signal?: AbortSignal): Promise<Set<string>> {
+export function listClosedSince(client: Client, sinceMs: number, signal?: AbortSignal): Promise<Set<string>> {
+  return listSources(client, `CloseTime > '${new Date(sinceMs).toISOString()}' AND ExecutionStatus != 'ContinuedAsNew'`, signal);
+}
+
+/** The sources of the monitors the visibility listing gives for `condition`. */
+async function listSources(client: Client, condition: string, signal?: AbortSignal): Promise<Set<string>> {
   const list = async () => {
     const out = new Set<string>();
-    const query = `WorkflowType = 'crawlMonitorWorkflow' AND CloseTime > '${new Date(sinceMs).toISOString()}' AND ExecutionStatus != 'ContinuedAsNew'`;
-    for await (const wf of client.workflow.list({ query, pageSize: 1000 })) out.add(wf.workflowId.replace(MONITOR_ID_PREFIX, ''));
+    for await (const wf of client.workflow.list({ query: `WorkflowType = 'crawlMonitorWorkflow' AND ${condition}`, pageSize: 1000 })) out.add(wf.workflowId.replace(MONITOR_ID_PREFIX, ''));
     return out;
   };
   return signal ? client.withAbortSignal(signal, list) : list();
@@ -215,20 +220,34 @@ export function noMonitorsNote(address: string, namespace: string, cwd = process
  * the visibility listing: for `status --watch` of every source, which follows crawls started
  * after it began.
  */
-export async function listStartedSince(client: Client, sinceMs: number): Promise<Set<string>> {
-  const out = new Set<string>();
-  const query = `WorkflowType = 'crawlMonitorWorkflow' AND StartTime > '${new Date(sinceMs).toISOString()}'`;
-  for await (const wf of client.workflow.list({ query, pageSize: 1000 })) out.add(wf.workflowId.replace(MONITOR_ID_PREFIX, ''));
-  return out;
+export function listStartedSince(client: Client, sinceMs: number): Promise<Set<string>> {
+  return listSources(client, `StartTime > '${new Date(sinceMs).toISOString()}'`);
 }
 
-/** For `run` and `status --watch`: says once on stderr that listClosedSince failed (StatusPoller goes on without it). */
-export function closedListingWarner(): (err: unknown) => void {
+/** Says once on stderr that a listing failed, in the words `text` gives (the poll goes on without it). */
+function listingWarner(text: (err: unknown) => string): (err: unknown) => void {
   let told = false;
   return (err) => {
     if (told) return;
     told = true;
-    process.stderr.write(`crawl: cannot list the monitors that closed (${errorText(err)}); finished sources are noticed in turn instead\n`);
+    process.stderr.write(`crawl: ${text(err)}\n`);
+  };
+}
+
+/** For `run` and `status --watch`: says once on stderr that listClosedSince failed (StatusPoller goes on without it). */
+export function closedListingWarner(): (err: unknown) => void {
+  return listingWarner((err) => `cannot list the monitors that closed (${errorText(err)}); finished sources are noticed in turn instead`);
+}
+
+/**
+ * For `status --watch`: says once on stderr that listStartedSince failed. An unreachable server
+ * is thrown on instead, so that the poll fails and the watch reports the outage and waits.
+ */
+export function startedListingWarner(): (err: unknown) => void {
+  const warn = listingWarner((err) => `cannot list the monitors started since this watch began (${errorText(err)}); sources whose crawls start from now on are not shown: start the watch again to see them`);
+  return (err) => {
+    if (isServerUnreachable(err)) throw err;
+    warn(err);
   };
 }
 

@@ -31,3 +31,18 @@ export async function readableStore(dataDir: string, cwd = process.cwd(), flag: 
   if (!(store instanceof LocalStore)) await store.verify?.();
   return store;
 }
+
+/**
+ * The store of `--out OUT` (a `crawl run --out` directory, as `run` names it at its end) or of
+ * `--data-dir D`, for the commands that take either; undefined when neither is given.
+ */
+export async function storeOfOutOrDataDir(opts: { out?: string; dataDir?: string }): Promise<ObjectStore | undefined> {
+  checkOneStore(opts);
+  if (opts.out !== undefined) return readableStore(path.resolve(opts.out), process.cwd(), '--out');
+  return opts.dataDir !== undefined ? readableStore(opts.dataDir) : undefined;
+}
+
+/** `--out` and `--data-dir` both given: an error, checked before anything is read. */
+export function checkOneStore(opts: { out?: string; dataDir?: string }): void {
+  if (opts.dataDir !== undefined && opts.out !== undefined) throw new Error('--data-dir and --out both name the store: give one (--out for a directory `crawl run --out` wrote)');
+}
