@@ -54,7 +54,7 @@ export async function planCrawl(opts: {
   onBadLine?: (bad: { line: number; error: string }) => void;
   /** The store the crawl would go into: what it holds already is counted (see downloadedBefore). */
   store?: ObjectStore;
-  /** Told of each URL kept, for the warning about URLs on addresses the guard refuses. */
+  /** Told of each URL kept (and of those a start leaves out as downloaded before), for the warning about URLs on addresses the guard refuses. */
   guardedHosts?: GuardedHosts;
   /** Told of each URL kept too, for `--resolve`'s look-ups of the host names. */
   hostNames?: HostNames;
@@ -92,7 +92,7 @@ export async function planCrawl(opts: {
       rateFrom: config.rate !== undefined ? 'rate' : config.imageCount !== undefined ? 'imageCount' : 'default',
     };
   });
-  if (opts.store) await countDownloadedBefore(opts.store, opts.manifest, sources, origins);
+  if (opts.store) await countDownloadedBefore(opts.store, opts.manifest, sources, origins, opts.guardedHosts);
   // The longest first: they decide when the crawl ends.
   sources.sort((a, b) => b.seconds - a.seconds || a.source.localeCompare(b.source));
   const unusedCatalogEntries = opts.catalog ? [...opts.catalog.keys()].filter((n) => !used.has(n)) : [];
@@ -112,7 +112,7 @@ const INDEX_READS = 16;
  * indexes are read first, then the manifest a second time, rather than holding its URLs. A start
  * also leaves out URLs queued in another manifest's unfinished chunks, not counted here.
  */
-async function countDownloadedBefore(store: ObjectStore, manifest: string, sources: SourcePlan[], origins: ReadonlySet<string>): Promise<void> {
+async function countDownloadedBefore(store: ObjectStore, manifest: string, sources: SourcePlan[], origins: ReadonlySet<string>, guardedHosts?: GuardedHosts): Promise<void> {
   const hostSources = await readHostSources(store);
   /** A URL of this host is looked for in these sources' indexes, by key segment. */
   const underHost = (origin: string): string[] => {
@@ -142,7 +142,10 @@ async function countDownloadedBefore(store: ObjectStore, manifest: string, sourc
       }
       const plan = bySource.get(entry.source);
       // A source not in the first pass: the manifest changed between the two.
-      if (plan && where.some((index) => index.has(entry.url))) plan.downloadedBefore! += 1;
+      if (plan && where.some((index) => index.has(entry.url))) {
+        plan.downloadedBefore! += 1;
+        guardedHosts?.forget(entry.origin);
+      }
     }
   }
   for (const s of sources) s.seconds = Math.max(0, s.urls - s.downloadedBefore!) / s.rate;

@@ -31,4 +31,21 @@ describe('URLs on addresses the network guard refuses, found as a manifest is re
     expect(w).toMatch(/^3002 URL\(s\) are on addresses .*: 10\.0\.0\.9 \(3 URL\(s\): address 10\.0\.0\.9 is private\), 10\.0\.0\.0 \(1 URL/);
     expect(w).toMatch(/ and 2995 more URL\(s\) on other such hosts\. .*--allow-network 10\.0\.0\.100 --out \/o`, with an --allow-network for each of the other addresses too$/);
   });
+
+  it('leaves out the URLs a crawl forgets (downloaded before), saying nothing once none is left', () => {
+    const g = read([], ['10.0.0.7:8080', '10.0.0.7:8080', '127.0.0.5', 'museum.example']);
+    g.forget('10.0.0.7:8080');
+    g.forget('museum.example');
+    expect(g.warning('check')).toMatch(/^2 URL\(s\) are on addresses .*: 10\.0\.0\.7:8080 \(1 URL\(s\): address 10\.0\.0\.7 is private\), 127\.0\.0\.5 \(1 URL/);
+    g.forget('10.0.0.7:8080');
+    g.forget('127.0.0.5');
+    expect(g.warning('start')).toBeUndefined();
+    const byUrl = read([], ['[::1]:3000', '10.0.0.7', 'localhost']);
+    for (const url of ['http://[::1]:3000/a.jpg', 'https://10.0.0.7/b.jpg?x=1', 'http://localhost/c.jpg', 'http://museum.example/d.jpg']) byUrl.forgetUrl(url);
+    expect(byUrl.warning('check')).toBeUndefined();
+    // Past the hosts it keeps by name, the count alone.
+    const many = read([], Array.from({ length: 1001 }, (_, i) => `10.0.${i >> 8}.${i & 255}`));
+    many.forget('10.0.3.232');
+    expect(many.warning('check')).toMatch(/^1000 URL\(s\)/);
+  });
 });

@@ -21,10 +21,7 @@ export class GuardedHosts {
 
   /** A URL kept (not a repeat) on `origin`, the host with any port as the manifest reader gives it. */
   add(origin: string): void {
-    const first = origin.charCodeAt(0);
-    // Most hosts are names: one comparison, not a parse, per URL of a large manifest.
-    const literal = (first >= 48 && first <= 57) || first === 91 /* [ */ || isLocalhost(origin);
-    if (!literal) return;
+    if (!isLiteral(origin)) return;
     const known = this.hosts.get(origin);
     if (known) {
       known.urls++;
@@ -35,6 +32,26 @@ export class GuardedHosts {
     if (reason === undefined) return;
     this.urls++;
     if (this.hosts.size < KEPT) this.hosts.set(origin, { urls: 1, reason });
+  }
+
+  /** A URL added before that the crawl leaves out after all (downloaded before, or in a chunk an earlier start crawled): no one asks for it. */
+  forget(origin: string): void {
+    const known = this.hosts.get(origin);
+    if (known) {
+      this.urls--;
+      if (--known.urls === 0) this.hosts.delete(origin);
+      return;
+    }
+    // A host past the KEPT ones is in the count alone.
+    if (this.urls > 0 && isLiteral(origin) && this.refusal(origin) !== undefined) this.urls--;
+  }
+
+  /** forget() of a URL as the manifest reader gives it (no credentials, a path after the host). */
+  forgetUrl(href: string): void {
+    const start = href.indexOf('://') + 3;
+    const end = href.indexOf('/', start);
+    const origin = href.slice(start, end < 0 ? undefined : end);
+    if (isLiteral(origin)) this.forget(origin);
   }
 
   /**
@@ -80,6 +97,12 @@ export class GuardedHosts {
 /** What `crawl check` says opens refused URLs: the options for `run`, and the workers' part for `start`. */
 export function checkAdvice(options: string): string {
   return `\`crawl run\` crawls them given ${options} (hosts you trust only); \`crawl start\`, only if its workers were started with the same options`;
+}
+
+/** An IP literal or `localhost`. Most hosts are names: one comparison, not a parse, per URL of a large manifest. */
+function isLiteral(origin: string): boolean {
+  const first = origin.charCodeAt(0);
+  return (first >= 48 && first <= 57) || first === 91 /* [ */ || isLocalhost(origin);
 }
 
 /** `localhost` (with any port): what it resolves to is loopback on any machine; other names are left to the fetch. */

@@ -91,6 +91,19 @@ describe('crawl check', () => {
     expect(both.stderr).toContain('--data-dir and --out both name the store: give one');
   });
 
+  it('warns only of the refused URLs a start would still crawl, not of those the store downloaded before', async () => {
+    const store = new LocalStore(path.join(dir, 'crawl-out', 'store'));
+    const origin = '10.0.0.7:8080';
+    await store.put(`${downloadedIndexPrefix(sourceSegment(origin))}0123456789abcdef-0.fp64`, encodeFingerprints(['http://10.0.0.7:8080/a.jpg', 'http://10.0.0.7:8080/b.jpg']), 'application/octet-stream');
+    fs.writeFileSync(path.join(dir, 'urls.txt'), 'http://10.0.0.7:8080/a.jpg\nhttp://10.0.0.7:8080/b.jpg\nhttp://10.0.0.7:8080/c.jpg\n');
+    // An --allow-network crawl of all three earlier, then one more URL: only that one would be refused.
+    const r = check('urls.txt', '--out', 'crawl-out');
+    expect(r.status).toBe(0);
+    expect(r.stderr).toContain('crawl: 1 URL(s) are on addresses the network guard refuses, and would be recorded as refused without being asked for: 10.0.0.7:8080 (1 URL(s): address 10.0.0.7 is private)');
+    fs.writeFileSync(path.join(dir, 'urls.txt'), 'http://10.0.0.7:8080/a.jpg\nhttp://10.0.0.7:8080/b.jpg\n');
+    expect(check('urls.txt', '--out', 'crawl-out').stderr).toBe('');
+  });
+
   it('exits 1 when no line can be crawled', () => {
     fs.writeFileSync(path.join(dir, 'bad.txt'), 'not a url\n');
     const r = check('bad.txt');

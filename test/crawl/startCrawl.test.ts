@@ -12,6 +12,8 @@ import { batchRunUnit, recordFile } from '../../src/shared/recordUnits';
 import { chunkOf } from '../../src/shared/chunkRanges';
 import type { ChunkRange, OutcomeClass, SourceConfig } from '../../src/shared/types';
 import { PATCH_LEVEL } from '../../src/workflows/patchLevel';
+import { GuardedHosts } from '../../src/crawl/guardedHosts';
+import { NetworkGuard } from '../../src/pipeline/networkGuard';
 
 /** A store whose calls take 0-8 ms in random order, like a remote S3, remembering what it holds. */
 class SlowStore implements ObjectStore {
@@ -560,6 +562,34 @@ describe('startCrawl', () => {
       const fourth = recordingClient();
       await startCrawl({ client: fourth.client, store, manifest: writeFile(dir, 'd.txt', [a(30), a(31), a(33), a(5)]), taskQueue: 'q' });
       expect(await urlsIn(store, fourth.sent, 'a.example')).toEqual([a(33), a(5)]);
+    });
+
+    it('warns of refused addresses only for the URLs it sends, not for those downloaded before', async () => {
+      const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'start-guarded-'));
+      const store = new LocalStore(path.join(dir, 'store'));
+      const p = (i: number) => `http://10.0.0.7:8080/${i}.jpg`;
+      // Crawled before by workers given --allow-network 10.0.0.7; one a 404, not a download.
+      const first = recordingClient();
+      await startCrawl({ client: first.client, store, manifest: writeFile(dir, 'a.txt', Array.from({ length: 6 }, (_, i) => p(i))), taskQueue: 'q', chunkSize: 2 });
+      await crawl(store, first.sent, (url) => (url === p(2) ? 'linkrot' : 'done'));
+
+      const guardedHosts = new GuardedHosts(new NetworkGuard([]));
+      const second = recordingClient();
+      await startCrawl({ client: second.client, store, manifest: writeFile(dir, 'b.txt', [p(7), ...Array.from({ length: 6 }, (_, i) => p(i))]), taskQueue: 'q', chunkSize: 2, guardedHosts });
+      // Another manifest (not the first grown): its own chunks, the 404 asked again.
+      expect(await urlsIn(store, second.sent, '10.0.0.7:8080')).toEqual([p(7), p(2)]);
+      expect(guardedHosts.warning('start')).toMatch(/^2 URL\(s\) are on addresses the network guard refuses unless it is opened for them: 10\.0\.0\.7:8080 \(2 URL\(s\): address 10\.0\.0\.7 is private\)/);
+
+      // The same manifest again once crawled: its chunks are done, and nothing of it is asked for.
+      await crawl(store, second.sent, (url) => (url === p(2) ? 'linkrot' : 'done'));
+      const rerun = new GuardedHosts(new NetworkGuard([]));
+      const again = await startCrawl({ client: recordingClient().client, store, manifest: path.join(dir, 'b.txt'), taskQueue: 'q', chunkSize: 2, guardedHosts: rerun });
+      expect(again.sources.get('10.0.0.7:8080')).toMatchObject({ alreadyDone: 2, downloadedBefore: 5 });
+      expect(rerun.warning('start')).toBeUndefined();
+
+      const nothingNew = new GuardedHosts(new NetworkGuard([]));
+      await startCrawl({ client: recordingClient().client, store, manifest: writeFile(dir, 'c.txt', [p(0), p(1), p(3)]), taskQueue: 'q', guardedHosts: nothingNew });
+      expect(nothingNew.warning('start')).toBeUndefined();
     });
 
     it('leaves out URLs downloaded under another source name: under their host, or under a name of their own before a manifest lists them without one', async () => {
