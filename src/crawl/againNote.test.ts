@@ -51,4 +51,22 @@ describe('the end of a crawl saying how to ask again', () => {
     );
     expect(againNote(tally(...lines), out, false)).toContain('(the network guard of this crawl\'s workers refused 150 of them, at 100 or more addresses');
   });
+
+  it('names the run\'s own sources in its commands when the store holds other crawls\' URLs too, while they are few', () => {
+    const lines = [rec('content', 'not an image: an HTML page'), rec('error', 'http 503; gave up after 3 tries'), JSON.stringify({ url: 'http://y/b.jpg', source: 'other', outcome: 'error', reason: 'http 500' })];
+    const shared = new FailureTally(new Set(['s', 'my site']));
+    shared.addText(lines.join('\n'));
+    expect(againNote(shared, out, true)).toBe(
+      'to ask again for the 1 URL(s) a wall answered (pages, empty bodies, endless redirects, 4xx refusals), once the site lets the crawler through: `crawl again \'my site\' s --out /data/out`; '
+      + 'for the 1 URL(s) that failed or were refused: `crawl again \'my site\' s --failed --out /data/out`',
+    );
+    // Alone in the store, the command asks for all of it; with many sources of its own, too.
+    const alone = new FailureTally(new Set(['s']));
+    alone.addText(lines.slice(0, 2).join('\n'));
+    expect(againNote(alone, out, true)).toContain('`crawl again --failed --out /data/out`');
+    const many = new FailureTally(new Set(['s', 'a', 'b', 'c', 'd', 'e']));
+    many.addText(lines.join('\n'));
+    expect(againNote(many, out, true)).toContain('`crawl again --failed --out /data/out`');
+  });
 });
+

@@ -4,6 +4,8 @@ import type { FailureTally } from './failureTally';
 
 /** Addresses named in the command itself; past this many the operator picks from the records. */
 const MAX_ADDRESSES_SHOWN = 5;
+/** Sources named in the command itself. */
+const MAX_SOURCES_SHOWN = 5;
 
 /**
  * How to ask again for what a wall answered and what failed, when there is any, at the end of a
@@ -14,9 +16,13 @@ const MAX_ADDRESSES_SHOWN = 5;
  * `ownWorker`: the run's own worker does the fetching; otherwise the operator's workers hold the
  * guard, and an --allow-network given to `crawl again` opens nothing for them.
  */
-export function againNote(tally: Pick<FailureTally, 'again' | 'guardRefused'>, outDir: string, ownWorker: boolean): string | undefined {
+export function againNote(tally: Pick<FailureTally, 'again' | 'guardRefused' | 'otherSources' | 'only'>, outDir: string, ownWorker: boolean): string | undefined {
   const { walled, failed } = tally.again;
   if (!walled && !failed) return undefined;
+  // `crawl again` without sources asks for the whole store's: with other crawls' URLs in it, the
+  // run's own sources are named while they are few (past that, it is the operator's choice).
+  const sources = tally.otherSources > 0 && tally.only && tally.only.size <= MAX_SOURCES_SHOWN ? [...tally.only].sort() : [];
+  const again = ['crawl again', ...sources.map(shellWord)].join(' ');
   const out = shellWord(path.resolve(outDir));
   const addresses = [...tally.guardRefused.byAddress.keys()];
   const named = tally.guardRefused.urls > 0 && addresses.length <= MAX_ADDRESSES_SHOWN;
@@ -24,11 +30,11 @@ export function againNote(tally: Pick<FailureTally, 'again' | 'guardRefused'>, o
   let failedPart = '';
   if (failed) {
     const guard = tally.guardRefused.urls;
-    const command = `crawl again --failed${named && ownWorker ? ` ${open}` : ''} --out ${out}`;
+    const command = `${again} --failed${named && ownWorker ? ` ${open}` : ''} --out ${out}`;
     failedPart = `for the ${failed} URL(s) that failed or were refused${guard ? ` (${guardNote(guard, addresses.length, named ? open : undefined, ownWorker)})` : ''}: \`${command}\``;
   }
   const parts = [
-    walled ? `for the ${walled} URL(s) a wall answered (pages, empty bodies, endless redirects, 4xx refusals), once the site lets the crawler through: \`crawl again --out ${out}\`` : '',
+    walled ? `for the ${walled} URL(s) a wall answered (pages, empty bodies, endless redirects, 4xx refusals), once the site lets the crawler through: \`${again} --out ${out}\`` : '',
     failedPart,
   ].filter(Boolean);
   return `to ask again ${parts.join('; ')}`;

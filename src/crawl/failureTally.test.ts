@@ -56,4 +56,12 @@ describe('why URLs did not end as done, for the end of crawl run', () => {
     t.addText(`${rec('a', 'done')}\n${rec('b', 'done')}\n`);
     expect(t.lines()).toEqual([]);
   });
+
+  it('tallies only the sources it is given, when the store holds another crawl\'s records too', () => {
+    const t = new FailureTally(new Set(['museum']));
+    t.addText([rec('museum', 'linkrot', 'http 404'), rec('other', 'error', 'http 503; gave up after 3 tries'), rec('other', 'content', 'not an image: an HTML page'), rec('other', 'done')].join('\n'));
+    expect(t.lines()).toEqual(['museum: 1 linkrot: http 404']);
+    expect([t.again, t.otherSources]).toEqual([{ walled: 0, failed: 0 }, 2]);
+  });
 });
+

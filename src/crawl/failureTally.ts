@@ -18,10 +18,22 @@ export class FailureTally {
   readonly again = { walled: 0, failed: 0 };
   /** Of the failures, URLs the network guard refused, by the address it refused (bounded as reasons are). */
   readonly guardRefused = { urls: 0, byAddress: new Map<string, number>() };
+  /** Records not done of sources outside `only`, left out of everything above. */
+  otherSources = 0;
+
+  /**
+   * `only`: the sources to tally (a run's own), when the store holds other crawls' records too: a
+   * run over an output directory shared with another ended by listing that one's failures as its own.
+   */
+  constructor(readonly only?: ReadonlySet<string>) {}
 
   /** One exported unit: NDJSON records. Lines that are not records are skipped. */
   addText(text: string): void {
     for (const r of notDoneRecords(text)) {
+      if (this.only && !this.only.has(r.source)) {
+        this.otherSources++;
+        continue;
+      }
       const kind = againKind(r);
       if (kind) this.again[kind]++;
       const address = r.outcome === 'refused' && typeof r.reason === 'string' ? refusedAddress(r.reason) : undefined;

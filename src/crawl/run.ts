@@ -294,7 +294,7 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
     if (interrupt.signal || interrupt.failure) throw new Error('interrupted');
     if (statuses.length) out.write(`${statusTable(statuses)}\n`);
 
-    const failures = new FailureTally();
+    const failures = new FailureTally(new Set(summary.sources.keys()));
     const exported = await exportRecordsToFile(store, metadataFile, [], { inspect: (text) => failures.addText(text) });
     out.write(`metadata: ${metadataFile} (${exported.records} records${supersededNote(exported)}); thumbnails under thumbnails/${deps && keepOriginals ? ', the images themselves under originals/' : ''} in the ${store.description}\n`);
     const hint = opts.againHint ?? true;
