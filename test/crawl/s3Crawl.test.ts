@@ -48,7 +48,7 @@ describe('`crawl run` into an S3 store (moto_server on 127.0.0.1, embedded Tempo
     if (dir) fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  it('crawls a manifest to one record per URL and a thumbnail per image in the bucket, and a second run asks the site for nothing', async () => {
+  it('crawls a manifest to one record per URL and a thumbnail per image in the bucket; a second run asks the site for nothing, and another manifest\'s run sums up its own sources', async () => {
     const urls = [...Array.from({ length: 12 }, (_, i) => origin.url(`/s3/${i}.jpg`)), origin.url('/missing/gone.jpg')];
     const manifest = path.join(dir, 'urls.txt');
     fs.writeFileSync(manifest, `${urls.join('\n')}\n`);
@@ -84,9 +84,22 @@ describe('`crawl run` into an S3 store (moto_server on 127.0.0.1, embedded Tempo
     expect(second.stdout).toContain('13 URL(s) already crawled by an earlier run, skipped');
     expect(origin.hits('/s3/').length).toBe(asked);
 
+    expect(first.stdout).toContain(`not done, by reason (commonest first; every URL's record is in metadata.ndjson):\n  127.0.0.1:${origin.port}: 1 linkrot: http 404\n`);
+    // Another manifest, of another site, into the same output directory: its summary is its own.
+    const other = await imageOrigin('127.0.0.2');
+    try {
+      fs.writeFileSync(path.join(dir, 'other.txt'), `${other.url('/s3/a.jpg')}\n`);
+      const third = await runCli(['run', path.join(dir, 'other.txt'), '--out', out, '--allow-network', '127.0.0.2'], env());
+      expect(third.code).toBe(0);
+      expect(third.stdout).toContain(`metadata: ${path.join(out, 'metadata.ndjson')} (14 records)`);
+      expect(third.stdout).not.toContain('not done, by reason');
+    } finally {
+      await other.stop();
+    }
+
     // `crawl export` reads the same records from the bucket, on a machine without the output directory.
     const exported = await runCli(['export', '--outcome', 'done'], env());
     expect(exported.code).toBe(0);
-    expect(exported.stdout.trim().split('\n').map((l) => (JSON.parse(l) as { url: string }).url).sort()).toEqual(done.map((r) => r.url).sort());
+    expect(exported.stdout.trim().split('\n').map((l) => (JSON.parse(l) as { url: string }).url).sort()).toEqual([...done.map((r) => r.url as string), `http://127.0.0.2:${other.port}/s3/a.jpg`].sort());
   });
 });
