@@ -46,12 +46,11 @@ export class GuardedHosts {
     if (this.urls > 0 && isLiteral(origin) && this.refusal(origin) !== undefined) this.urls--;
   }
 
-  /** forget() of a URL as the manifest reader gives it (no credentials, a path after the host). */
+  /** forget() of a URL as the manifest reader gives it (no credentials, a path after the host): its host need not be carried beside it. */
   forgetUrl(href: string): void {
     const start = href.indexOf('://') + 3;
     const end = href.indexOf('/', start);
-    const origin = href.slice(start, end < 0 ? undefined : end);
-    if (isLiteral(origin)) this.forget(origin);
+    this.forget(href.slice(start, end < 0 ? undefined : end));
   }
 
   /**

@@ -278,7 +278,7 @@ interface UnderEntry {
 
 /** A source's URLs held in manifest order until what they are checked against has arrived. */
 interface HeldUrls {
-  urls: { url: string; home: string; under: UnderEntry | undefined }[];
+  urls: { url: string; under: UnderEntry | undefined }[];
   /** What they wait for, and how much of it has not arrived yet. */
   waitingFor: Set<PriorEntry | UnderEntry>;
   pending: number;
@@ -499,14 +499,14 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
   /** Held sources whose prior work has arrived. */
   const ready: string[] = [];
   /** Whether `url` goes into its source's chunk, or is counted as downloaded before. */
-  const keep = (source: string, url: string, home: string, prior: PriorWork, under: SeenUrls | undefined): boolean => {
+  const keep = (source: string, url: string, prior: PriorWork, under: SeenUrls | undefined): boolean => {
     const own = prior.downloaded?.has(url) ?? false;
     if (own || under?.has(url)) {
       summary.sources.get(source)!.downloadedBefore++;
       summary.downloadedBefore++;
       if (!own) summary.downloadedUnderOtherSource++;
       // Asked for by no one: a warning that it would be refused misled a run of a crawl done before.
-      opts.guardedHosts?.forget(home);
+      opts.guardedHosts?.forgetUrl(url);
       return false;
     }
     if (prior.queued?.urls.has(url)) {
@@ -546,8 +546,8 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
     buf.push(url);
     return buf.length >= chunkSize;
   };
-  const take = async (source: string, url: string, home: string, prior: PriorWork, under: SeenUrls | undefined) => {
-    if (keep(source, url, home, prior, under) && buffer(source, url)) await flush(source);
+  const take = async (source: string, url: string, prior: PriorWork, under: SeenUrls | undefined) => {
+    if (keep(source, url, prior, under) && buffer(source, url)) await flush(source);
   };
   /**
    * Takes the URL at once when what its source leaves out is known (true when its chunk is full);
@@ -556,7 +556,7 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
   const admit = (source: string, url: string, home: string): boolean => {
     const prior = priorOf(portion.id, source);
     const under = underOf(portion.id, source, home);
-    if (prior.value && (!under || under.value) && !held.has(source)) return keep(source, url, home, prior.value, under?.value?.downloaded) && buffer(source, url);
+    if (prior.value && (!under || under.value) && !held.has(source)) return keep(source, url, prior.value, under?.value?.downloaded) && buffer(source, url);
     if (prior.error) throw prior.error;
     if (under?.error) throw under.error;
     let h = held.get(source);
@@ -570,7 +570,7 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
       const arrived = () => { if (--hold.pending === 0) ready.push(source); };
       entry.promise.then(arrived, arrived);
     }
-    hold.urls.push({ url, home, under });
+    hold.urls.push({ url, under });
     heldUrls++;
     return false;
   };
@@ -581,7 +581,7 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
     const prior = await priorOf(portion.id, source).promise;
     held.delete(source);
     heldUrls -= h.urls.length;
-    for (const { url, home, under } of h.urls) await take(source, url, home, prior, under?.value?.downloaded);
+    for (const { url, under } of h.urls) await take(source, url, prior, under?.value?.downloaded);
   };
   const releaseReady = async () => {
     while (ready.length > 0) await release(ready.shift()!);
