@@ -1,4 +1,4 @@
-import type { Client, WorkflowExecutionInfo, WorkflowHandle } from '@temporalio/client';
+import type { Client, WorkflowExecutionDescription, WorkflowExecutionInfo, WorkflowHandle } from '@temporalio/client';
 import { WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import { CRAWL_DONE, CRAWL_ERRORS, CRAWL_RATE, CRAWL_STATE } from '../temporal/searchAttributes';
 import { callSignal } from '../shared/callSignal';
@@ -17,6 +17,7 @@ import { endedRunsHint } from '../temporal/connect';
 import { shellWord } from '../shared/shellWord';
 import { textTable } from '../shared/textTable';
 import { isServerUnreachable } from './serverOutage';
+import { unreportedOf, unreportedUrls, withUnreported } from './unreported';
 
 export interface SourceStatus {
   source: string;
@@ -31,6 +32,8 @@ export interface SourceStatus {
   ended?: string;
   /** A running monitor's task queue: the workers that serve it poll there (see taskQueueWorkers). */
   taskQueue?: string;
+  /** Of the stats' finished URLs, those its running fetch activities finished and have not reported yet (unreported.ts). */
+  unreported?: number;
 }
 
 /** A status query is answered by a worker: with none running it would wait for one for ever. */
@@ -87,12 +90,12 @@ export function heldSourcesNote(monitors: ReadonlyMap<string, Pick<WorkflowExecu
  * to the server), else described; an unknown source is a clear error. A run that continued as
  * new has a successor the listing may not show yet: that one is described.
  */
-export async function monitorOf(client: Client, source: string, listed?: WorkflowExecutionInfo): Promise<{ handle: WorkflowHandle; status: string; description: Pick<WorkflowExecutionInfo, 'status' | 'taskQueue' | 'typedSearchAttributes'> }> {
+export async function monitorOf(client: Client, source: string, listed?: WorkflowExecutionInfo): Promise<{ handle: WorkflowHandle; status: string; description: Pick<WorkflowExecutionInfo, 'status' | 'taskQueue' | 'typedSearchAttributes'>; described?: WorkflowExecutionDescription }> {
   const handle = client.workflow.getHandle(monitorWorkflowId(source));
   if (listed && listed.status.name !== 'CONTINUED_AS_NEW') return { handle, status: listed.status.name, description: listed };
   try {
     const description = await handle.describe();
-    return { handle, status: description.status.name, description };
+    return { handle, status: description.status.name, description, described: description };
   } catch (err) {
     // Listing every monitor costs a second at thousands: only on this way out.
     if (err instanceof WorkflowNotFoundError) throw new UnknownSourceError(source, similarSources(source, (await listMonitors(client).catch(() => new Map())).keys()));
@@ -145,6 +148,8 @@ export interface SourceStatusOptions {
   queryTimeoutMs?: number;
   /** The monitor as listMonitors found it: its status and search attributes, without a describe call. */
   listed?: WorkflowExecutionInfo;
+  /** false: the monitor's counts alone, without what its running fetch activities finished since their grants began (unreported.ts). */
+  unreported?: boolean;
 }
 
 /** `signal` aborts every call (Ctrl-C); a query no worker answers in time falls back to the search attributes. */
@@ -156,14 +161,28 @@ async function statusOf(client: Client, source: string, opts: SourceStatusOption
   // The client cancels a call when its signal aborts, but one made on a signal aborted already
   // runs on, retrying a dead server until its deadline (~20 s).
   opts.signal?.throwIfAborted();
-  const { handle, status, description } = await monitorOf(client, source, opts.listed);
+  const { handle, status, description, described } = await monitorOf(client, source, opts.listed);
   opts.signal?.throwIfAborted();
   let stats: MonitorStats | null = null;
+  let unreported: number | undefined;
   if (status === 'RUNNING') {
     const timeoutMs = opts.queryTimeoutMs ?? STATUS_QUERY_TIMEOUT_MS;
     const call = callSignal(timeoutMs, opts.signal);
     try {
+      // Read before the query, from the describe made already: a grant reported in between
+      // (milliseconds) is counted twice for one poll, where read after the query a grant
+      // finished but not yet reported (its batch's workflow task and signal: up to seconds on a
+      // busy worker) went missing from both. Unreadable (a server that just went away), the
+      // monitor's own counts stand.
+      const raw = described?.raw;
+      const found = opts.unreported !== false && raw ? await client.withAbortSignal(call.signal, () => unreportedOf(client, raw)).catch(() => undefined) : undefined;
       stats = await client.withAbortSignal(call.signal, () => handle.query(statsQuery));
+      // A status from a listing (no describe): read after, and only while a grant may be out.
+      const u = found ?? (opts.unreported !== false && !raw && stats.batches.active > 0
+        ? await client.withAbortSignal(call.signal, async () => unreportedOf(client, (await handle.describe()).raw)).catch(() => undefined)
+        : undefined);
+      if (u) stats = withUnreported(stats, u);
+      if (u && unreportedUrls(u) > 0) unreported = unreportedUrls(u);
     } catch (err) {
       if (!call.timedOut() || opts.signal?.aborted) throw err;
       return { ...listedStatus(source, description, `no worker answered within ${timeoutMs / 1000} s: is a crawl worker running on task queue ${description.taskQueue}?`), taskQueue: description.taskQueue };
@@ -176,7 +195,7 @@ async function statusOf(client: Client, source: string, opts: SourceStatusOption
     const ended = await handle.result().then(() => undefined, (err: unknown) => whyEnded(err));
     if (ended) return { source, workflowStatus: status, stats, ended };
   }
-  return { source, workflowStatus: status, stats, ...(status === 'RUNNING' ? { taskQueue: description.taskQueue } : {}) };
+  return { source, workflowStatus: status, stats, ...(status === 'RUNNING' ? { taskQueue: description.taskQueue } : {}), ...(unreported !== undefined ? { unreported } : {}) };
 }
 
 function whyEnded(err: unknown): string | undefined {
