@@ -17,7 +17,7 @@ import { endedRunsHint } from '../temporal/connect';
 import { shellWord } from '../shared/shellWord';
 import { textTable } from '../shared/textTable';
 import { isServerUnreachable } from './serverOutage';
-import { unreportedOf, unreportedUrls, withUnreported } from './unreported';
+import { type Unreported, unreportedOf, unreportedUrls, withUnreported } from './unreported';
 
 export interface SourceStatus {
   source: string;
@@ -175,11 +175,11 @@ async function statusOf(client: Client, source: string, opts: SourceStatusOption
       // busy worker) went missing from both. Unreadable (a server that just went away), the
       // monitor's own counts stand.
       const raw = described?.raw;
-      const found = opts.unreported !== false && raw ? await client.withAbortSignal(call.signal, () => unreportedOf(client, raw)).catch(() => undefined) : undefined;
+      const found = opts.unreported !== false && raw ? await unreportedWithin(client, (signal) => unreportedOf(client, raw, signal), opts.signal) : undefined;
       stats = await client.withAbortSignal(call.signal, () => handle.query(statsQuery));
       // A status from a listing (no describe): read after, and only while a grant may be out.
       const u = found ?? (opts.unreported !== false && !raw && stats.batches.active > 0
-        ? await client.withAbortSignal(call.signal, async () => unreportedOf(client, (await handle.describe()).raw)).catch(() => undefined)
+        ? await unreportedWithin(client, async (signal) => unreportedOf(client, (await handle.describe()).raw, signal), opts.signal)
         : undefined);
       if (u) stats = withUnreported(stats, u);
       if (u && unreportedUrls(u) > 0) unreported = unreportedUrls(u);
@@ -196,6 +196,23 @@ async function statusOf(client: Client, source: string, opts: SourceStatusOption
     if (ended) return { source, workflowStatus: status, stats, ended };
   }
   return { source, workflowStatus: status, stats, ...(status === 'RUNNING' ? { taskQueue: description.taskQueue } : {}), ...(unreported !== undefined ? { unreported } : {}) };
+}
+
+/**
+ * Reading the heartbeats gets a few seconds of its own, apart from the query's time: a slow
+ * describe would otherwise leave the query none, and the status would say no worker answered.
+ */
+const UNREPORTED_READ_MS = 3_000;
+
+async function unreportedWithin(client: Client, read: (signal: AbortSignal) => Promise<Unreported>, outer?: AbortSignal): Promise<Unreported | undefined> {
+  const call = callSignal(UNREPORTED_READ_MS, outer);
+  try {
+    return await client.withAbortSignal(call.signal, () => read(call.signal));
+  } catch {
+    return undefined;
+  } finally {
+    call.done();
+  }
 }
 
 function whyEnded(err: unknown): string | undefined {
