@@ -181,8 +181,9 @@ async function statusOf(client: Client, source: string, opts: SourceStatusOption
       const u = found ?? (opts.unreported !== false && !raw && stats.batches.active > 0
         ? await unreportedWithin(client, async (signal) => unreportedOf(client, (await handle.describe()).raw, signal), opts.signal)
         : undefined);
-      if (u) stats = withUnreported(stats, u);
-      if (u && unreportedUrls(u) > 0) unreported = unreportedUrls(u);
+      const merged = u ? withUnreported(stats, u) : stats;
+      if (u && merged !== stats && unreportedUrls(u) > 0) unreported = unreportedUrls(u);
+      stats = merged;
     } catch (err) {
       if (!call.timedOut() || opts.signal?.aborted) throw err;
       return { ...listedStatus(source, description, `no worker answered within ${timeoutMs / 1000} s: is a crawl worker running on task queue ${description.taskQueue}?`), taskQueue: description.taskQueue };

@@ -35,14 +35,16 @@ describe('outcomes a fetch activity has reached and not yet reported', () => {
     }
   });
 
-  it('adds them to the monitor\'s counts, never past its total', () => {
+  it('adds them to the monitor\'s counts, and leaves them out when they would pass its total (counted already)', () => {
     const u = unreportedIn({ slim: Array.from({ length: 8 }, (_, i) => [i, { cls: 'done', final: true, sent: true }, {}]) });
     const st = withUnreported(stats(30, 120), u);
     expect(st.urls.finished).toBe(38);
     expect(st.counts.done).toBe(38);
     expect(st.counts.requests).toBe(38);
-    // A grant reported between the read of its heartbeat and the query is not counted past the total.
-    expect(withUnreported(stats(116, 120), u).urls.finished).toBe(120);
+    // A grant reported between the read of its heartbeat and the query: counted once, by the monitor.
+    const landed = withUnreported(stats(116, 120), u);
+    expect(landed.urls.finished).toBe(116);
+    expect(landed.counts.done).toBe(116);
   });
 
   it('leaves the time left as the pace says: its requests are counted with its URLs', () => {

@@ -54,15 +54,15 @@ export function unreportedUrls(u: Unreported): number {
 
 /**
  * The monitor's stats with the unreported outcomes counted in: its counts, and the URLs
- * finished (never more than its total: a grant's report may have landed since the stats were read).
+ * finished. Outcomes that would take it past its total are counted in its stats already (a
+ * grant's report landed between the reads): the stats stand alone then.
  */
 export function withUnreported(stats: MonitorStats, u: Unreported): MonitorStats {
   const urls = unreportedUrls(u);
-  if (urls === 0 && u.retries === 0) return stats;
+  if ((urls === 0 && u.retries === 0) || stats.urls.finished + urls > stats.urls.total) return stats;
   const counts = { ...stats.counts, retries: stats.counts.retries + u.retries, requests: (stats.counts.requests ?? 0) + u.requests };
   for (const [cls, n] of Object.entries(u.final) as [OutcomeClass, number][]) counts[cls] += n;
-  const finished = Math.min(stats.urls.total, stats.urls.finished + urls);
-  return { ...stats, counts, urls: { ...stats.urls, finished } };
+  return { ...stats, counts, urls: { ...stats.urls, finished: stats.urls.finished + urls } };
 }
 
 type Pending = WorkflowExecutionDescription['raw']['pendingActivities'];
