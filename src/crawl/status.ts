@@ -148,8 +148,6 @@ export interface SourceStatusOptions {
   queryTimeoutMs?: number;
   /** The monitor as listMonitors found it: its status and search attributes, without a describe call. */
   listed?: WorkflowExecutionInfo;
-  /** false: the monitor's counts alone, without what its running fetch activities finished since their grants began (unreported.ts). */
-  unreported?: boolean;
 }
 
 /** `signal` aborts every call (Ctrl-C); a query no worker answers in time falls back to the search attributes. */
@@ -175,11 +173,11 @@ async function statusOf(client: Client, source: string, opts: SourceStatusOption
       // busy worker) went missing from both. Unreadable (a server that just went away), the
       // monitor's own counts stand.
       const raw = described?.raw;
-      const found = opts.unreported !== false && raw ? await unreportedWithin(client, (signal) => unreportedOf(client, raw, signal), opts.signal) : undefined;
+      const found = raw ? await unreportedWithin(client, () => unreportedOf(client, raw), opts.signal) : undefined;
       stats = await client.withAbortSignal(call.signal, () => handle.query(statsQuery));
       // A status from a listing (no describe): read after, and only while a grant may be out.
-      const u = found ?? (opts.unreported !== false && !raw && stats.batches.active > 0
-        ? await unreportedWithin(client, async (signal) => unreportedOf(client, (await handle.describe()).raw, signal), opts.signal)
+      const u = found ?? (!raw && stats.batches.active > 0
+        ? await unreportedWithin(client, async () => unreportedOf(client, (await handle.describe()).raw), opts.signal)
         : undefined);
       const merged = u ? withUnreported(stats, u) : stats;
       if (u && merged !== stats && unreportedUrls(u) > 0) unreported = unreportedUrls(u);
@@ -205,10 +203,11 @@ async function statusOf(client: Client, source: string, opts: SourceStatusOption
  */
 const UNREPORTED_READ_MS = 3_000;
 
-async function unreportedWithin(client: Client, read: (signal: AbortSignal) => Promise<Unreported>, outer?: AbortSignal): Promise<Unreported | undefined> {
+async function unreportedWithin(client: Client, read: () => Promise<Unreported>, outer?: AbortSignal): Promise<Unreported | undefined> {
   const call = callSignal(UNREPORTED_READ_MS, outer);
   try {
-    return await client.withAbortSignal(call.signal, () => read(call.signal));
+    // Every call `read` makes, however deep, carries the signal (the client's call context).
+    return await client.withAbortSignal(call.signal, read);
   } catch {
     return undefined;
   } finally {

@@ -89,11 +89,10 @@ function fromActivities(pending: Pending): Unreported {
  * own (a small source's batch runs in its monitor) and those of its running batch workflows,
  * described here.
  */
-export async function unreportedOf(client: Client, monitor: WorkflowExecutionDescription['raw'], signal?: AbortSignal): Promise<Unreported> {
+export async function unreportedOf(client: Client, monitor: WorkflowExecutionDescription['raw']): Promise<Unreported> {
   let u = fromActivities(monitor.pendingActivities);
   const children = (monitor.pendingChildren ?? []).flatMap((c) => (c.workflowId ? [c.workflowId] : []));
-  const describe = (id: string) => client.workflow.getHandle(id).describe();
-  const described = await Promise.all(children.map((id) => (signal ? client.withAbortSignal(signal, () => describe(id)) : describe(id)).then((d) => d.raw.pendingActivities, () => undefined)));
+  const described = await Promise.all(children.map((id) => client.workflow.getHandle(id).describe().then((d) => d.raw.pendingActivities, () => undefined)));
   for (const pending of described) u = added(u, fromActivities(pending));
   return u;
 }
