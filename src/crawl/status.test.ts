@@ -2,7 +2,7 @@ import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
 import { TypedSearchAttributes } from '@temporalio/common';
 import { monitorSearchAttributes } from '../temporal/searchAttributes';
 import type { MonitorStats } from '../workflows/monitorStats';
-import { ChangedSources, crawlCommandFor, DoneRate, heldSourcesNote, listedStatus, recentEventsText, listMonitors, monitoringUpdate, NetworkDownNotice, parseStates, rowState, serverElsewhereNote, similarSources, SourceNotes, statusTable, WorkersBehindNotice, type SourceStatus } from './status';
+import { ChangedSources, crawlCommandFor, DoneRate, heldSourcesNote, listedStatus, recentEventsText, listMonitors, monitoringUpdate, NetworkDownNotice, parseStates, rowState, serverElsewhereNote, similarSources, SourceNotes, sourceStatus, statusTable, WorkersBehindNotice, type SourceStatus } from './status';
 
 function running(done: number): SourceStatus {
   const counts = { done, linkrot: 0, robots: 0, content: 0, refused: 0, error: 0, retries: 0, requests: done };
@@ -49,6 +49,18 @@ describe('the status table', () => {
     expect(second).toMatch(/^fine\s+finished\s/);
     expect(monitoringUpdate([done]).sources.fine!.state).toBe('finished');
     expect(monitoringUpdate([stopped]).sources.s!.state).toBe('stopped');
+  });
+
+  it('names a completed monitor\'s state in --json as the table does, also one whose result (an earlier build\'s) says running', async () => {
+    const completed = (state: string) => {
+      const handle = { result: async () => ({ ...running(30).stats!, state }) };
+      const client = { workflow: { getHandle: () => handle } } as unknown as Client;
+      const listed = { status: { name: 'COMPLETED' }, taskQueue: 'q', typedSearchAttributes: new TypedSearchAttributes() } as unknown as WorkflowExecutionInfo;
+      return sourceStatus(client, 's', { listed });
+    };
+    expect((await completed('running')).stats!.state).toBe('finished');
+    expect((await completed('finished')).stats!.state).toBe('finished');
+    expect((await completed('stopped')).stats!.state).toBe('stopped');
   });
 
   it('shows a monitor not asked as its search attributes say, a stopped one as stopped', () => {

@@ -1,6 +1,6 @@
 import type { Client, WorkflowExecutionDescription, WorkflowExecutionInfo, WorkflowHandle } from '@temporalio/client';
 import { WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
-import { CRAWL_DONE, CRAWL_ERRORS, CRAWL_RATE, CRAWL_STATE } from '../temporal/searchAttributes';
+import { CRAWL_DONE, CRAWL_ERRORS, CRAWL_RATE, CRAWL_STATE, FINISHED } from '../temporal/searchAttributes';
 import { callSignal } from '../shared/callSignal';
 import { errorText } from '../shared/errorText';
 import { STOPPED_BATCHES_WAIT_MS } from '../shared/heartbeat';
@@ -190,6 +190,9 @@ async function statusOf(client: Client, source: string, opts: SourceStatusOption
     }
   } else if (status === 'COMPLETED') {
     stats = (await handle.result()) as MonitorStats;
+    // A monitor of an earlier build completed with its mode in the result: running, for a crawl
+    // whose URLs had all ended. Named as the table, the Web UI and newer monitors name it.
+    if (stats && stats.state !== 'stopped') stats = { ...stats, state: FINISHED };
   } else if (status !== 'CONTINUED_AS_NEW') {
     const ended = await handle.result().then(() => undefined, (err: unknown) => whyEnded(err));
     if (ended) return { source, workflowStatus: status, stats, ended };

@@ -517,7 +517,10 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
       // `finished` has it without asking.)
       const writtenAlready = shownKey(shownOf(m, shownState)) === lastPublished && (shownState === FINISHED || patched('final-search-attributes-once'));
       publish(m, writtenAlready ? lastPublished : '', Date.now(), { final: true, state: shownState });
-      return m.stats(Date.now());
+      // The result (the Web UI's Result, `temporal workflow result`, `crawl status --json`) names
+      // the state as the search attribute and details do: it said running for a finished crawl.
+      const final = m.stats(Date.now());
+      return shownState ? { ...final, state: shownState } : final;
     }
     const info = workflowInfo();
     // Not while it runs a batch itself: that batch's activity and state live in this run (a

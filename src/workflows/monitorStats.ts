@@ -3,6 +3,7 @@ import { workersBehindNote } from '../politeness/missedSlots';
 import { sameImageNote, type SameImageRun } from '../politeness/sameImage';
 import type { Counts, GovernorMode } from '../politeness/governor';
 import { durationText, secondsLeft } from './timeLeft';
+import { FINISHED } from '../temporal/searchAttributes';
 
 /**
  * What a monitor shows of itself (its `stats` query), and the notes read from it: the status
@@ -17,7 +18,11 @@ export function hostCrawlDelayNote(h: { origin: string; delayS: number }): strin
 
 export interface MonitorStats {
   source: string;
-  state: GovernorMode;
+  /**
+   * The governor's mode; `finished` only in the result of a monitor that completed because every
+   * URL it was given has ended (its mode stays running), as its CrawlState and details say.
+   */
+  state: GovernorMode | typeof FINISHED;
   rate: number;
   target: number;
   /** The global ceiling (`--max-rate` at start, or `set-max-rate` since), or null. */

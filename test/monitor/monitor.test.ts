@@ -74,6 +74,8 @@ describe('crawl monitor (time-skipping server)', () => {
       taskQueue, workflowId, args: [{ source: 'broken-few.test', config: { rate: 10 }, work: chunksOf('broken-few.test', 1000, 500) }],
     });
     const stats = await worker.runUntil(handle.result());
+    // Its result names the state as its CrawlState and details do (its mode stays running).
+    expect(stats.state).toBe('finished');
     expect(stats.alerts.filter((a) => /cooling|halt/.test(a))).toEqual([]);
     expect(stats.counts).toMatchObject({ done: 950, error: 50, retries: 100 });
     expect(stats.rate).toBe(10);
