@@ -213,7 +213,7 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
     for (const note of [continuesNote(summary, opts.manifest), grewNote(summary, opts.manifest)]) if (note) out.write(`${note}\n`);
     for (const note of [downloadedBeforeNote(summary), queuedElsewhereNote(summary)]) if (note) out.write(`${note}\n`);
     for (const warning of [...startWarnings(summary), guardedHosts?.warning({ run: path.resolve(opts.outDir) })]) if (warning) process.stderr.write(`crawl: ${warning}\n`);
-    if (opts.halted) await actOnHalted(client, sources, opts.halted, out);
+    const stoppedHere = opts.halted ? await actOnHalted(client, sources, opts.halted, out) : [];
     for (const [name, s] of summary.sources) if (s.alreadyDone) out.write(`  ${name}: ${s.alreadyDone} URL(s) already crawled by an earlier run, skipped\n`);
     const followed = new Set(sources);
     for (const name of summary.sources.keys()) if (!followed.has(name)) out.write(`  ${name}: nothing new to crawl, and no monitor of it on this server\n`);
@@ -315,7 +315,15 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
       out.write(`HALTED ${h.source}: ${h.stats?.haltReason}. Its URLs are kept; ${next}.\n`);
     }
     for (const f of failed) out.write(`FAILED ${f.source}: monitor ${f.workflowStatus.toLowerCase()}\n`);
-    return { exitCode: halted.length || failed.length ? 1 : 0, statuses, badLines: summary.badLines, queuedElsewhere: summary.queuedElsewhere };
+    // Stopped while this run followed it (`crawl stop` in another terminal): its other URLs have no
+    // record, so the run has not done what it was asked; it said nothing of them and exited 0.
+    // Not a source this command's --stop-halted ended: that is what it was asked.
+    const stopped = statuses.filter((s) => s.workflowStatus === 'COMPLETED' && s.stats?.state === 'stopped' && !stoppedHere.includes(s.source) && s.stats.urls.finished < s.stats.urls.total);
+    for (const s of stopped) {
+      const left = s.stats!.urls.total - s.stats!.urls.finished;
+      out.write(`STOPPED ${s.source}: stopped by an operator with ${left} of its ${s.stats!.urls.total} URL(s) not crawled (no record yet); run this command again to crawl them.\n`);
+    }
+    return { exitCode: halted.length || failed.length || stopped.length ? 1 : 0, statuses, badLines: summary.badLines, queuedElsewhere: summary.queuedElsewhere };
   } catch (err) {
     if (interrupt.failure && !interrupt.signal) {
       await stopWorker();
@@ -451,8 +459,9 @@ function allSettled(statuses: readonly SourceStatus[]): boolean {
   return !statuses.some((s) => s.workflowStatus === 'RUNNING' && s.stats?.state !== 'halted');
 }
 
-/** Resumes or stops the monitors among `sources` that are halted, saying so for each. */
-export async function actOnHalted(client: Client, sources: string[], action: 'resume' | 'stop', out: NodeJS.WritableStream): Promise<void> {
+/** Resumes or stops the monitors among `sources` that are halted, saying so for each; returns those. */
+export async function actOnHalted(client: Client, sources: string[], action: 'resume' | 'stop', out: NodeJS.WritableStream): Promise<string[]> {
+  const acted: string[] = [];
   for (const source of sources) {
     const status = await sourceStatus(client, source);
     if (status.workflowStatus !== 'RUNNING' || status.stats?.state !== 'halted') continue;
@@ -464,7 +473,9 @@ export async function actOnHalted(client: Client, sources: string[], action: 're
       await stopMonitor(handle);
       out.write(`  ${source}: halted by an earlier run (${status.stats.haltReason}); stopped for good\n`);
     }
+    acted.push(source);
   }
+  return acted;
 }
 
 /**

@@ -651,6 +651,41 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
     expect([both.code, both.stderr]).toEqual([1, 'crawl: --data-dir and --out both name the store: give one (--out for a directory `crawl run --out` wrote)\n']);
   });
 
+  it('ends `crawl run` with exit 1 when an operator stopped a source part-way, naming its URLs not crawled; the same command again crawls them', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'stopped-'));
+    const manifest = path.join(dataDir, 'manifest.ndjson');
+    fs.writeFileSync(manifest, Array.from({ length: 120 }, (_, i) => JSON.stringify({ url: origins[0]!.url(`/stopped-run/${i}.jpg`), source: 'stopped.test' })).join('\n'));
+    const catalog = path.join(dataDir, 'catalog.json');
+    fs.writeFileSync(catalog, JSON.stringify([{ name: 'stopped.test', rate: 5 }]));
+    const taskQueue = 'stopped-run';
+    const childEnv = { TEMPORAL_ADDRESS: env.address, CRAWL_TASK_QUEUE: taskQueue, CRAWL_LOG_LEVEL: 'warn' };
+    const worker = await createCrawlWorker({ connection: env.nativeConnection, taskQueue, deps: defaultDeps({ dataDir, allowNetworks: ['127.0.0.0/8'] }) });
+    await worker.runUntil(async () => {
+      const args = ['run', manifest, '--catalog', catalog, '--out', dataDir];
+      const run = runCli(args, childEnv);
+      const handle = env.client.workflow.getHandle(monitorWorkflowId('stopped.test'));
+      // Some finished (its first grant reported, ~8 s), most not: 120 URLs at 5/s take 24 s.
+      for (let finished = 0; finished === 0;) {
+        await new Promise((r) => setTimeout(r, 500));
+        finished = await handle.query(statsQuery).then((st) => st.urls.finished, () => 0);
+      }
+      const stop = await runCli(['stop', 'stopped.test'], childEnv);
+      expect([stop.code, stop.stderr]).toEqual([0, '']);
+      const first = await run;
+      const final = (await handle.result()) as MonitorStats;
+      const left = final.urls.total - final.urls.finished;
+      expect(left).toBeGreaterThan(0);
+      expect(first.code).toBe(1);
+      expect(first.stdout).toContain(`STOPPED stopped.test: stopped by an operator with ${left} of its 120 URL(s) not crawled (no record yet); run this command again to crawl them.\n`);
+      expect(readRecords(dataDir)).toHaveLength(120 - left);
+      // The rest faster: a changed catalogue entry reaches the new monitor.
+      fs.writeFileSync(catalog, JSON.stringify([{ name: 'stopped.test', rate: 20 }]));
+      const second = await runCli(args, childEnv);
+      expect([second.code, second.stdout]).toEqual([0, expect.not.stringContaining('STOPPED')]);
+      expect(readRecords(dataDir).map((r) => r.url).sort()).toEqual(Array.from({ length: 120 }, (_, i) => origins[0]!.url(`/stopped-run/${i}.jpg`)).sort());
+    });
+  });
+
   it('ends `crawl run` with a source halted behind a wall: exit 1, its URLs kept, and the last monitoring_update shows it halted; `crawl again` resumes it, and asks for the walled URLs once the wall is gone', async () => {
     const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'wall-'));
     let walled = true;
