@@ -21,7 +21,7 @@ import { continuesNote, downloadedBeforeNote, duplicatesNote, emptyManifest, gre
 import { StartProgressLine } from '../crawl/startProgress';
 import { callSignal } from '../shared/callSignal';
 import { forEachLimit } from '../shared/concurrency';
-import { closedListingWarner, DoneRate, heldSourcesNote, listClosedSince, listedStatus, listMonitors, listStartedSince, noMonitorsNote, monitorOf, monitoringUpdate, parseStates, recentEventsText, rowState, sourceStatus, startedListingWarner, STATUS_STATES, statusTable, stopMonitor, type Answered, type SourceStatus } from '../crawl/status';
+import { closedListingWarner, DoneRate, heldSourcesNote, listClosedSince, listedStatus, listMonitors, listStartedSince, noMonitorsNote, monitorOf, monitoringUpdate, parseStates, recentEventsText, rowState, sourceStatus, startedListingWarner, STATUS_STATES, statusTable, stopMonitor, stoppedAnswer, type Answered, type SourceStatus } from '../crawl/status';
 import { StatusPoller } from '../crawl/statusPoller';
 import { polling, taskQueueWorkers, workersLine } from '../crawl/taskQueueWorkers';
 import { startDemoSite } from '../demo/demo';
@@ -608,8 +608,8 @@ export function buildProgram(): Command {
       await onMonitors(sources, opts.all, async (h, answered) => {
         // Returning once the monitor has completed: a `crawl start` which follows then starts a
         // new crawl instead of reaching the stopping one (which would ignore it).
-        const { answer, completed } = await stopMonitor(h, answered);
-        return completed ? answer : `${answer} (its monitor has not completed yet: wait for it before starting the source again)`;
+        const { answer, completed, urls } = await stopMonitor(h, answered);
+        return completed ? stoppedAnswer(answer, urls) : `${answer} (its monitor has not completed yet: wait for it before starting the source again)`;
       });
     });
 

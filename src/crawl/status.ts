@@ -112,10 +112,18 @@ export type Answered = <T>(call: () => Promise<T>) => Promise<T>;
  * then may the source be started again without fetching what those activities were finishing.
  * Resolves with the update's answer, and whether the monitor completed in time.
  */
-export async function stopMonitor(handle: WorkflowHandle, answered: Answered = (call) => call()): Promise<{ answer: string; completed: boolean }> {
+export async function stopMonitor(handle: WorkflowHandle, answered: Answered = (call) => call()): Promise<{ answer: string; completed: boolean; urls?: MonitorStats['urls'] }> {
   const answer = await answered(() => handle.executeUpdate(stopUpdate));
-  const completed = await fulfilsWithin(handle.result(), STOPPED_BATCHES_WAIT_MS + 15_000);
-  return { answer, completed };
+  let urls: MonitorStats['urls'] | undefined;
+  const completed = await fulfilsWithin(handle.result().then((r: MonitorStats) => { urls = r?.urls; }), STOPPED_BATCHES_WAIT_MS + 15_000);
+  return { answer, completed, ...(urls ? { urls } : {}) };
+}
+
+/** What `crawl stop` says of a stopped source: its URLs left without a record, and how they are crawled after all. */
+export function stoppedAnswer(answer: string, urls: MonitorStats['urls'] | undefined): string {
+  const left = urls ? urls.total - urls.finished : 0;
+  if (!urls || left <= 0) return answer;
+  return `${answer} (${urls.finished} of its ${urls.total} URLs finished; the other ${left} have no record: starting its manifest again, or \`crawl run\` of it, crawls them)`;
 }
 
 /** What an operator calls the source's state: the monitor's own while it runs. */

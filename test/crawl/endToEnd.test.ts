@@ -675,6 +675,8 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
       const final = (await handle.result()) as MonitorStats;
       const left = final.urls.total - final.urls.finished;
       expect(left).toBeGreaterThan(0);
+      // `crawl stop` says so too, from the monitor's result.
+      expect(stop.stdout).toBe(`stopped.test: stopped (${120 - left} of its 120 URLs finished; the other ${left} have no record: starting its manifest again, or \`crawl run\` of it, crawls them)\n`);
       expect(first.code).toBe(1);
       expect(first.stdout).toContain(`STOPPED stopped.test: stopped by an operator with ${left} of its 120 URL(s) not crawled (no record yet); run this command again to crawl them.\n`);
       expect(readRecords(dataDir)).toHaveLength(120 - left);
