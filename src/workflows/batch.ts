@@ -131,6 +131,14 @@ function signalLink(monitorId: string): MonitorLink {
   };
 }
 
+/** A fetch activity's one-line label: its grant, URLs and pace. */
+export function grantSummary(g: Grant, urls: number): string {
+  const label = `grant ${g.grantId}: ${urls} URL${urls === 1 ? '' : 's'}`;
+  if (!(g.intervalMs > 0)) return label;
+  const perS = 1000 / g.intervalMs;
+  return `${label} at ${perS >= 10 ? Math.round(perS) : Math.round(perS * 10) / 10}/s`;
+}
+
 export async function crawlBatchWorkflow(input: BatchInput): Promise<BatchResult> {
   const info = workflowInfo();
   return runBatch(input, { batchId: info.workflowId, runId: info.runId, link: signalLink(input.monitorId) });
@@ -286,6 +294,8 @@ export async function runBatch(input: BatchInput, run: BatchRun): Promise<BatchR
         startToCloseTimeout: Math.max(1_000, g.endMs - Date.now()) + REQUEST_TAIL_MS,
         heartbeatTimeout: HEARTBEAT_TIMEOUT_MS,
         ...(waitsForFetches ? { cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED } : {}),
+        // What the Web UI's timeline and pending activities label it with (its id is a bare number).
+        summary: grantSummary(g, items.length),
         // A retried attempt resumes from its heartbeat and still only sends inside the window.
         retry: { maximumAttempts: 3, initialInterval: '1 second', nonRetryableErrorTypes: ['InvalidInput'] },
       });

@@ -29,6 +29,11 @@ const START_FLOAT_MS = 15_000;
  * politeness. This file is the message table and the main loop; decisions live in
  * MonitorModel and the politeness policy.
  */
+/** A batch's one-line summary in the Web UI (its list's Summary column, its page, the monitor's timeline). */
+function batchSummary(source: string, chunk: WorkChunk): string {
+  return `${source}: chunk ${chunk.chunkId}, ${chunk.count} URL${chunk.count === 1 ? '' : 's'}`;
+}
+
 export async function crawlMonitorWorkflow(given: MonitorInput): Promise<MonitorStats> {
   // Input written by hand that cannot be used fails the start, saying why (see inputChecks).
   const checked = checkMonitorInput(given);
@@ -312,6 +317,7 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
         args: [{ source: m.state.source, monitorId: workflowInfo().workflowId, chunk: b.chunk, maxAttempts: m.state.options.maxAttempts, patchLevel: PATCH_LEVEL, revived: { counted: b.counted ?? {} } }],
         parentClosePolicy: ParentClosePolicy.ABANDON,
         workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
+        staticSummary: `${batchSummary(m.state.source, b.chunk)}, started again`,
       });
       watchEnd(b.batchId, child);
       log.warn('batch ended without finishing its chunk; started again', { batchId: b.batchId, revivals: b.revivals });
@@ -398,6 +404,7 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
           }],
           // Batches outlive a monitor run that continues-as-new; they find it again by id.
           parentClosePolicy: ParentClosePolicy.ABANDON,
+          staticSummary: batchSummary(m.state.source, chunk),
           // A batch of the chunk that was cancelled (its crawl was stopped) or failed may run
           // again: the new run skips the URLs the earlier one recorded. A completed one may not.
           workflowIdReusePolicy: patched('batch-restart-after-stop') ? WorkflowIdReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY : WorkflowIdReusePolicy.REJECT_DUPLICATE,

@@ -324,6 +324,10 @@ describe('crawl monitor (time-skipping server)', () => {
     expect(signalsSent(monitorHistory)).toEqual([]);
     const input = startInput(batchHistory);
     expect(input).toMatchObject({ asked: true, firstGrant: { batchId, floatMs: 15_000 } });
+    // Summaries for the Web UI: the batch's (its list row and page) and its fetch activity's.
+    const summaryOf = (e: temporal.api.history.v1.IHistoryEvent) => JSON.parse(Buffer.from(e.userMetadata!.summary!.data!).toString());
+    expect(eventsOf(batchHistory, 'workflowExecutionStartedEventAttributes').map(summaryOf)).toEqual(['first.test: chunk c0, 3 URLs']);
+    expect(eventsOf(batchHistory, 'activityTaskScheduledEventAttributes').map(summaryOf)).toEqual(['grant 1: 3 URLs at 1/s']);
     // The source's last window: the batch may slide it (it did when it took it after its first slot's lead).
     const slidMs = grants[0]!.startMs - input.firstGrant.startMs;
     expect(slidMs).toBeGreaterThanOrEqual(0);
@@ -466,6 +470,12 @@ describe('crawl monitor (time-skipping server)', () => {
     expect(doneMarkers).toEqual([{ chunkId: 'c0', by: 'fetch' }]);
     const activities = eventsOf(history, 'activityTaskScheduledEventAttributes').map((e) => e.activityTaskScheduledEventAttributes!.activityType?.name);
     expect(activities).toEqual(['fetchBatch']);
+    // Labelled for the Web UI's timeline and pending activities (an activity id is a bare number).
+    const summaries = eventsOf(history, 'activityTaskScheduledEventAttributes').map((e) => {
+      const data = e.userMetadata?.summary?.data;
+      return data ? JSON.parse(Buffer.from(data).toString()) : undefined;
+    });
+    expect(summaries).toEqual(['grant 1: 3 URLs at 1/s']);
     // Started, addWork-free; a workflow task; the chunk (a local activity's marker); the fetch;
     // a workflow task; the final search attributes; completed. A child batch: 32-33 in all.
     expect(history.events!.length).toBeLessThanOrEqual(14);
