@@ -45,7 +45,7 @@ describe('the status table', () => {
     const stopped: SourceStatus = { ...halted, workflowStatus: 'COMPLETED', stats: { ...halted.stats!, state: 'stopped', haltReason: 'the last 50 requests all failed' } };
     const done: SourceStatus = { ...halted, source: 'fine', workflowStatus: 'COMPLETED', stats: { ...halted.stats!, state: 'running' } };
     const [, first, second] = statusTable([stopped, done]).split('\n');
-    expect(first).toMatch(/^s\s+stopped\s.*7\/1000.*stopped by an operator \(was halted: the last 50 requests all failed\)$/);
+    expect(first).toMatch(/^s\s+stopped\s.*7\/1000.*stopped by an operator \(was halted: the last 50 requests all failed\); 993 URL\(s\) not crawled: starting its manifest again crawls them$/);
     expect(second).toMatch(/^fine\s+finished\s/);
     expect(monitoringUpdate([done]).sources.fine!.state).toBe('finished');
     expect(monitoringUpdate([stopped]).sources.s!.state).toBe('stopped');

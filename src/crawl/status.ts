@@ -608,13 +608,19 @@ export function recentEventsText(statuses: SourceStatus[]): string | undefined {
   return blocks.length ? blocks.join('\n\n') : undefined;
 }
 
+/** A stopped source's URLs that have no record, and how they are crawled after all. */
+function notCrawledNote(urls: MonitorStats['urls']): string {
+  const left = urls.total - urls.finished;
+  return left > 0 ? `; ${left} URL(s) not crawled: starting its manifest again crawls them` : '';
+}
+
 export function statusTable(statuses: SourceStatus[], nowMs = Date.now()): string {
   const rows = [['SOURCE', 'STATE', 'RATE/S', 'TARGET', 'FINISHED', 'LEFT', 'DONE', 'LINKROT', 'CONTENT', 'ROBOTS', 'REFUSED', 'ERRORS', 'RETRIES', 'NOTE']];
   for (const s of statuses) {
     const st = s.stats;
     const state = displayState(s);
     const u = s.unanswered;
-    const note = state === 'stopped' ? `stopped by an operator${st?.haltReason ? ` (was halted: ${st.haltReason})` : ''}`
+    const note = state === 'stopped' ? `stopped by an operator${st?.haltReason ? ` (was halted: ${st.haltReason})` : ''}${st ? notCrawledNote(st.urls) : ''}`
       : state === 'paused' && !st?.haltReason ? `paused by an operator${st?.coolingUntil ? `; its temporary halt lasts until ${st.coolingUntil}` : ''}`
       // An ended monitor's stats are from its end: a hold it had then (a Retry-After) is over.
       : st?.haltReason ?? (st && (s.workflowStatus === 'RUNNING' ? waitingFor(st) ?? hostWaitNote(st) ?? lostBatchesNote(st) ?? networkDownNote(st) ?? connectionsFullNote(st) ?? behindNote(st) ?? answersNote(st) ?? (st.slowed ? slowedNote(st.slowed, st.target) : undefined)
