@@ -132,7 +132,7 @@ function signalLink(monitorId: string): MonitorLink {
 }
 
 /** A fetch activity's one-line label: its grant, URLs and pace. */
-export function grantSummary(g: Grant, urls: number): string {
+function grantSummary(g: Grant, urls: number): string {
   const label = `grant ${g.grantId}: ${urls} URL${urls === 1 ? '' : 's'}`;
   if (!(g.intervalMs > 0)) return label;
   const perS = 1000 / g.intervalMs;

@@ -24,16 +24,16 @@ import { checkMonitorInput, checkWorkItems, configProblem, monitorIdProblem } fr
 /** How much later a batch's first grant may slide when the batch starts late (see the main loop). */
 const START_FLOAT_MS = 15_000;
 
+/** A batch's one-line summary, shown on its page in the Web UI. */
+function batchSummary(source: string, chunk: WorkChunk): string {
+  return `${source}: chunk ${chunk.chunkId}, ${chunk.count} URL${chunk.count === 1 ? '' : 's'}`;
+}
+
 /**
  * The crawl monitor: one long-running workflow per source, the durable governor of its
  * politeness. This file is the message table and the main loop; decisions live in
  * MonitorModel and the politeness policy.
  */
-/** A batch's one-line summary in the Web UI (its list's Summary column, its page, the monitor's timeline). */
-function batchSummary(source: string, chunk: WorkChunk): string {
-  return `${source}: chunk ${chunk.chunkId}, ${chunk.count} URL${chunk.count === 1 ? '' : 's'}`;
-}
-
 export async function crawlMonitorWorkflow(given: MonitorInput): Promise<MonitorStats> {
   // Input written by hand that cannot be used fails the start, saying why (see inputChecks).
   const checked = checkMonitorInput(given);
