@@ -254,7 +254,11 @@ export class Governor {
       onThrottle(s.adaptive, s.target, throttledAt, retryAfterMs, this.cfg.adaptive);
       events.push({ event: 'throttled', detail: `rate ${fmt(s.adaptive.rate)}/s, hold ${Math.round((s.adaptive.holdUntilMs - nowMs) / 1000)} s` });
       const answered = throttleStatuses.size ? `a ${[...throttleStatuses].sort().join(' and ')}` : 'a 429 or 503';
-      s.slowedBy = { by: `${answered}${retryAfterMs !== undefined ? ` (Retry-After ${Math.round(retryAfterMs / 1000)} s)` : ''}`, atMs: throttledAt };
+      // A Retry-After past the longest honoured is held only that long: saying just the site's
+      // figure (a day) read as a day's slowdown in a note that also says when it is back.
+      const longest = this.cfg.adaptive.maxRetryAfterMs;
+      const asked = retryAfterMs === undefined ? '' : ` (Retry-After ${Math.round(retryAfterMs / 1000)} s${retryAfterMs > longest ? `; held ${Math.round(longest / 1000)} s, the longest honoured` : ''})`;
+      s.slowedBy = { by: `${answered}${asked}`, atMs: throttledAt };
     }
     const judge = !throttled && report.retryAfterMs === undefined;
     const ttfb = this.slowedFor(s.latency, this.cfg.latency, judge, nowMs, !latencyBySample);
