@@ -11,6 +11,7 @@ import path from 'node:path';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createCrawlActivities } from '../src/activities/crawlActivities';
 import { StoreRecorder } from '../src/activities/storeRecorder';
+import { GrantJournal } from '../src/activities/grantJournal';
 import { pipelineConfigFromEnv } from '../src/pipeline/config';
 import { ImagePipeline } from '../src/pipeline/imagePipeline';
 import { Spool } from '../src/pipeline/spool';
@@ -36,7 +37,8 @@ async function main(): Promise<void> {
   const store = new LocalStore(path.join(dir, 'store'));
   const createUs = [fileCreateCostUs(dir)];
   const pipeline = new ImagePipeline(pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'] }), store, new Spool(path.join(dir, 'spool')));
-  const acts = createCrawlActivities({ processor: pipeline, recorder: new StoreRecorder(store), store });
+  // As a worker has it (defaultDeps), the journal of each grant's finished URLs included.
+  const acts = createCrawlActivities({ processor: pipeline, recorder: new StoreRecorder(store), store, journal: new GrantJournal(path.join(dir, 'journal')) });
   const intervalMs = 1000 / RATE;
   const runGrant = (urls: string[], grantId: number, startMs: number, endMs: number) =>
     new MockActivityEnvironment().run(acts.fetchBatch, {

@@ -15,6 +15,7 @@ import { MAX_LATENESS_MS, runPaced } from './pacedRunner';
 import { chunkDoneKey } from '../shared/chunkRanges';
 import { HEARTBEAT_EVERY_MS } from '../shared/heartbeat';
 import { GrantAttempts } from './grantAttempts';
+import type { GrantJournal, JournalWriter } from './grantJournal';
 import { finishedFromRecord, recordOf } from './outcomeRecord';
 import { blockSource, isSourceBlocked } from './sourceBlocks';
 import { describeStoreError } from '../pipeline/storeError';
@@ -143,6 +144,8 @@ export interface CrawlDeps {
   cancelGraceMs?: number;
   /** Counted when the worker serves metrics (CRAWL_METRICS_ADDRESS). */
   metrics?: CrawlMetrics;
+  /** Each attempt's finished URLs as they finish, for a retry after a crash (grantJournal.ts). */
+  journal?: GrantJournal;
 }
 
 interface Progress {
@@ -220,6 +223,16 @@ const grantRecordFile = (input: FetchBatchInput) => recordFile(input.unit, input
 type Done = Map<number, { outcome: RequestOutcome; extra: Record<string, unknown> | null }>;
 type Hops = Map<number, RedirectHop>;
 
+/** A journal line as the grant's item it names, when it names one of this grant's items by index and URL. */
+function journalEntry(line: unknown, input: FetchBatchInput): [number, { outcome: RequestOutcome; extra: Record<string, unknown> | null }] | undefined {
+  if (!line || typeof line !== 'object') return undefined;
+  const { i, outcome, extra } = line as { i?: unknown; outcome?: unknown; extra?: unknown };
+  if (typeof i !== 'number' || !outcome || typeof outcome !== 'object') return undefined;
+  const item = input.items[i];
+  if (!item || (outcome as RequestOutcome).url !== item.url) return undefined;
+  return [i, { outcome: outcome as RequestOutcome, extra: extra && typeof extra === 'object' ? extra as Record<string, unknown> : null }];
+}
+
 const attempts = new GrantAttempts<{ done: Done; hops: Hops }>();
 /** This worker's clock against the server's, from each fetch activity's start (see ClockSkewWatch). */
 const clockSkew = new ClockSkewWatch();
@@ -268,7 +281,13 @@ export function createCrawlActivities(deps: CrawlDeps) {
     // skips only if another beat went out in the last half interval: comparing with the full
     // interval skipped every other tick whenever timers drifted by a millisecond.
     const ticker = setInterval(() => { if (Date.now() - lastBeat >= HEARTBEAT_EVERY_MS / 2) beat(); }, HEARTBEAT_EVERY_MS);
-    const attempt = attempts.begin(JSON.stringify([input.source, input.batchId, input.grantId]));
+    const key = JSON.stringify([input.source, input.batchId, input.grantId]);
+    const attempt = attempts.begin(key);
+    const journal = deps.journal?.open(key, ctx.info.attempt > 1);
+    for (const line of journal?.earlier ?? []) {
+      const entry = journalEntry(line, input);
+      if (entry && !done.has(entry[0])) done.set(...entry);
+    }
     try {
       const earlier = await attempt.takeOver();
       for (const [i, d] of earlier?.done ?? []) if (!done.has(i)) done.set(i, d);
@@ -278,12 +297,15 @@ export function createCrawlActivities(deps: CrawlDeps) {
       const self = {};
       fetches.add(self);
       const standDown = () => deps.processor.network?.down === true && fetches.values().next().value !== self;
-      const result = await crawlGrant(input, ctx, done, hops, beat, attempt.superseded, standDown).finally(() => fetches.delete(self));
+      const result = await crawlGrant(input, ctx, done, hops, beat, attempt.superseded, standDown, journal?.writer).finally(() => fetches.delete(self));
+      // Its records are stored (or it had none): what it finished is in its result now.
+      journal?.writer.discard();
       // Its missed slots were the worker's network, not a worker falling behind (status notes).
       const networkDown = result.networkDown === true || (networkDownBefore !== undefined && deps.processor.networkDownFailures!() > networkDownBefore);
       return { ...result, ...(held ? { missedSlots: 0 } : {}), ...(dispatchMs !== undefined ? { dispatchMs } : {}), ...(networkDown ? { networkDown } : {}) };
     } finally {
       clearInterval(ticker);
+      journal?.writer.close();
       attempt.release({ done, hops });
     }
   }
@@ -309,7 +331,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
     }
   }
 
-  async function crawlGrant(input: FetchBatchInput, ctx: Context, done: Done, hops: Hops, beat: () => void, superseded: () => boolean, standDown: () => boolean): Promise<FetchBatchResult> {
+  async function crawlGrant(input: FetchBatchInput, ctx: Context, done: Done, hops: Hops, beat: () => void, superseded: () => boolean, standDown: () => boolean, journal?: JournalWriter): Promise<FetchBatchResult> {
     let retryAfterMs: number | undefined;
     let throttled = false;
     let errorRun = 0;
@@ -406,7 +428,9 @@ export function createCrawlActivities(deps: CrawlDeps) {
         retryAfterMs = Math.max(retryAfterMs ?? 0, hold);
         blockSource(input.source, Date.now() + hold);
       }
-      done.set(i, { outcome, extra: final ? processed.record ?? {} : null });
+      const entry = { outcome, extra: final ? processed.record ?? {} : null };
+      done.set(i, entry);
+      journal?.add({ i, ...entry });
       if (final) deps.metrics?.finished(o.cls, o.cls === 'done' && !processed.reused && typeof processed.record?.bytes === 'number' ? processed.record.bytes : undefined);
       return 'done';
     };

@@ -11,6 +11,7 @@ import { pipelineConfigFromEnv, type PipelineConfig } from '../pipeline/config';
 import { probeProxy, type ProxySetting } from '../pipeline/proxy';
 import { ImagePipeline } from '../pipeline/imagePipeline';
 import { Spool } from '../pipeline/spool';
+import { GrantJournal } from '../activities/grantJournal';
 import { LocalStore, storeFromEnv } from '../pipeline/store';
 import type { WatchedDir } from '../shared/diskRoom';
 import { DEFAULT_NAMESPACE, TASK_QUEUE } from '../temporal/connect';
@@ -68,6 +69,7 @@ export function defaultDeps(opts: DepsOptions = {}): CrawlDeps {
     processor: new ImagePipeline(cfg, store, new Spool(path.join(dataDir, 'spool')), metrics ? { onResend: () => metrics.resent() } : undefined),
     recorder: new StoreRecorder(store),
     store,
+    journal: new GrantJournal(path.join(dataDir, 'journal')),
     ...(metrics ? { metrics } : {}),
   };
 }

@@ -9,6 +9,7 @@ import sharp from 'sharp';
 import { createCrawlActivities } from '../../src/activities/crawlActivities';
 import { clearSourceBlocks } from '../../src/activities/sourceBlocks';
 import { StoreRecorder } from '../../src/activities/storeRecorder';
+import { GrantJournal } from '../../src/activities/grantJournal';
 import { pipelineConfigFromEnv } from '../../src/pipeline/config';
 import { ImagePipeline } from '../../src/pipeline/imagePipeline';
 import { recordKey, thumbnailKey } from '../../src/pipeline/keys';
@@ -846,6 +847,36 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     expect(sent.sort()).toEqual([...paths].sort());
     const unit = recordKey(grant.source, `${grant.batchId}-g9`);
     expect((await store.get(unit))!.toString().trim().split('\n')).toHaveLength(6);
+  });
+
+  it('a retry after the worker died (no heartbeat since) takes up what the dead attempt journalled: each URL downloaded once', async () => {
+    await run(['/good.png']); // robots.txt warm
+    const paths = [1, 2, 3, 4, 5, 6].map((k) => `/journal/${k}.jpg`);
+    const small = await jpeg(64, 48, 80);
+    for (const p of paths) origin.serve(p, small);
+    const journal = new GrantJournal(path.join(dir, 'journal'));
+    // The first attempt's process "dies" at its fourth URL: nothing after its first heartbeat
+    // reaches the server, and its records are never written.
+    let calls = 0;
+    const dying = createCrawlActivities({
+      processor: { process: (url, ctx) => (++calls === 4 ? Promise.reject(new Error('worker killed')) : pipeline.process(url, ctx)) },
+      recorder: new StoreRecorder(store), journal,
+    });
+    const startMs = Date.now() + 50;
+    const grant: FetchBatchInput = { ...input(paths), grantId: 11, schedule: { startMs, endMs: startMs + 12 * 30, intervalMs: 30, burstSlots: 0 } };
+    const before = origin.requests.length;
+    await expect(new MockActivityEnvironment().run(dying.fetchBatch, grant)).rejects.toThrow(/worker killed/);
+    expect(origin.requests.slice(before).map((r) => r.path)).toEqual(paths.slice(0, 3));
+    // Another worker process on the same disk: a fresh journal object, no heartbeat details.
+    const next = createCrawlActivities({ processor: pipeline, recorder: new StoreRecorder(store), journal: new GrantJournal(path.join(dir, 'journal')) });
+    const retried = (await new MockActivityEnvironment({ attempt: 2 }).run(next.fetchBatch, { ...grant, schedule: { ...grant.schedule, startMs: Date.now() + 50, endMs: Date.now() + 50 + 12 * 30 } })) as FetchBatchResult;
+    expect(retried.outcomes.map((o) => [o.url, o.cls])).toEqual(paths.map((p) => [origin.url(p), 'done']));
+    expect(origin.requests.slice(before).map((r) => r.path).sort()).toEqual([...paths].sort());
+    const records = (await store.get(recordKey(grant.source, `${grant.batchId}-g11`)))!.toString().trim().split('\n').map((l) => JSON.parse(l) as { url: string; width: number; thumbnailKey: string });
+    expect(records.map((r) => r.url).sort()).toEqual(paths.map((p) => origin.url(p)).sort());
+    expect(records.every((r) => r.width === 64 && r.thumbnailKey)).toBe(true);
+    // Stored: the journal has said all it had to.
+    expect(fs.readdirSync(path.join(dir, 'journal'))).toEqual([]);
   });
 
   it('cancelled (its grant revoked), sends nothing more, lets a request on the wire finish, and hands the rest back unused', async () => {

@@ -1,0 +1,131 @@
+import crypto from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { log } from '../shared/log';
+
+/** A journal left by an attempt that never came back is dropped after this long (retries come within minutes). */
+export const JOURNAL_MAX_AGE_MS = 24 * 60 * 60_000;
+
+/**
+ * What each fetch attempt finished, one line per URL, appended as it finishes, on the worker's
+ * own disk. A heartbeat carries the same, but only every 8 s: a worker killed (SIGKILL, the OOM
+ * killer) lost what it fetched since its last one, and the retry asked the site again for each
+ * (15 of 150 URLs at 5/s, by hand). A retry on a worker that shares the disk (the same machine,
+ * the same data directory) reads the journal instead. Writes are not synced: a killed process's
+ * writes are in the kernel's cache; a power cut loses them, and the retry then asks the site
+ * again, as before. Best effort throughout: a journal that cannot be written or read costs
+ * nothing but those second requests.
+ */
+export class GrantJournal {
+  private swept = false;
+
+  constructor(private readonly dir: string, private readonly maxAgeMs = JOURNAL_MAX_AGE_MS) {}
+
+  private file(key: string): string {
+    return path.join(this.dir, `${crypto.createHash('sha256').update(key).digest('hex').slice(0, 40)}.ndjson`);
+  }
+
+  /**
+   * A writer for `key`'s journal. A first attempt starts it afresh (a file left by a grant of
+   * an earlier crawl under the same key says nothing of this one); a retry gets the entries the
+   * attempts before it wrote, in order (lines cut short by a kill left out), and appends to them.
+   */
+  open(key: string, retry: boolean): { earlier: unknown[]; writer: JournalWriter } {
+    this.sweep();
+    const file = this.file(key);
+    if (!retry) removeFile(file);
+    const { entries, cut } = retry ? readLines(file) : { entries: [], cut: false };
+    return { earlier: entries, writer: new JournalWriter(file, this.dir, entries.length > 0 || cut, cut) };
+  }
+
+  /** Journals of attempts whose grants ended another way (revoked, the crawl stopped) are dropped once, at the first use. */
+  private sweep(): void {
+    if (this.swept) return;
+    this.swept = true;
+    const before = Date.now() - this.maxAgeMs;
+    void fs.promises.readdir(this.dir).then(async (names) => {
+      for (const name of names) {
+        if (!name.endsWith('.ndjson')) continue;
+        const file = path.join(this.dir, name);
+        const stat = await fs.promises.stat(file).catch(() => undefined);
+        if (stat && stat.mtimeMs < before) await fs.promises.unlink(file).catch(() => undefined);
+      }
+    }, () => undefined);
+  }
+}
+
+/** `cut`: the file ends part-way through a line (the process was killed writing it). */
+function readLines(file: string): { entries: unknown[]; cut: boolean } {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch {
+    return { entries: [], cut: false };
+  }
+  const entries = text.split('\n').flatMap((line) => {
+    if (!line) return [];
+    try {
+      return [JSON.parse(line) as unknown];
+    } catch {
+      return [];
+    }
+  });
+  return { entries, cut: text.length > 0 && !text.endsWith('\n') };
+}
+
+export class JournalWriter {
+  private fd: number | undefined;
+  private failed = false;
+
+  /** `cut`: the file ends part-way through a line, which the first line written must not continue. */
+  constructor(private readonly file: string, private readonly dir: string, private exists: boolean, private cut = false) {}
+
+  /**
+   * Appends one entry. Synchronous: a line is a write to the page cache, a few microseconds,
+   * and the lines stay in the order the URLs finished without a queue of promises.
+   */
+  add(entry: unknown): void {
+    if (this.failed) return;
+    try {
+      if (this.fd === undefined) {
+        fs.mkdirSync(this.dir, { recursive: true });
+        // Appending: a superseded attempt of the same grant in this process may still write a
+        // line while its successor does (grantAttempts.ts).
+        this.fd = fs.openSync(this.file, 'a');
+        this.exists = true;
+      }
+      fs.writeSync(this.fd, `${this.cut ? '\n' : ''}${JSON.stringify(entry)}\n`);
+      this.cut = false;
+    } catch (err) {
+      this.failed = true;
+      log.warn({ event: 'journal-unwritable', file: this.file, error: String(err) }, 'fetch journal cannot be written: a retry of this grant after a crash asks the sites again for what it finished');
+    }
+  }
+
+  /** Closes the file, keeping it for the next attempt. */
+  close(): void {
+    if (this.fd === undefined) return;
+    try {
+      fs.closeSync(this.fd);
+    } catch {
+      // nothing to keep
+    }
+    this.fd = undefined;
+  }
+
+  /** The grant's records are stored: its journal says nothing more. */
+  discard(): void {
+    this.close();
+    if (!this.exists) return;
+    this.exists = false;
+    removeFile(this.file);
+  }
+}
+
+function removeFile(file: string): void {
+  try {
+    fs.unlinkSync(file);
+  } catch {
+    // never written, or gone
+  }
+}
