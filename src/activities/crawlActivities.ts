@@ -305,7 +305,6 @@ export function createCrawlActivities(deps: CrawlDeps) {
       return { ...result, ...(held ? { missedSlots: 0 } : {}), ...(dispatchMs !== undefined ? { dispatchMs } : {}), ...(networkDown ? { networkDown } : {}) };
     } finally {
       clearInterval(ticker);
-      journal?.writer.close();
       attempt.release({ done, hops });
     }
   }

@@ -12,14 +12,12 @@ describe('GrantJournal', () => {
     expect(first.earlier).toEqual([]);
     first.writer.add({ i: 0 });
     first.writer.add({ i: 2 });
-    first.writer.close();
     const [file] = fs.readdirSync(dir);
     fs.appendFileSync(path.join(dir, file!), '{"i": 3, "outcome": {"ur');
     const second = new GrantJournal(dir).open('k', true);
     expect(second.earlier).toEqual([{ i: 0 }, { i: 2 }]);
     // The retry's lines follow the cut one, not continue it: a third attempt reads both attempts' lines.
     second.writer.add({ i: 1 });
-    second.writer.close();
     expect(new GrantJournal(dir).open('k', true).earlier).toEqual([{ i: 0 }, { i: 2 }, { i: 1 }]);
     expect(new GrantJournal(dir).open('other', true).earlier).toEqual([]);
   });
@@ -27,19 +25,16 @@ describe('GrantJournal', () => {
   it('starts a first attempt afresh: a file an earlier crawl left under the same key is not read by its retry', () => {
     const stale = new GrantJournal(dir).open('k', false);
     stale.writer.add({ i: 0, stale: true });
-    stale.writer.close();
     const journal = new GrantJournal(dir);
     const first = journal.open('k', false);
     first.writer.add({ i: 1 });
-    first.writer.close();
     expect(journal.open('k', true).earlier).toEqual([{ i: 1 }]);
   });
 
-  it('discards the file once the grant is recorded, and keeps it when the attempt only closes', () => {
+  it('discards the file once the grant is recorded, the lines of attempts before a retry too', () => {
     const journal = new GrantJournal(dir);
     const a = journal.open('k', false);
     a.writer.add({ i: 0 });
-    a.writer.close();
     expect(fs.readdirSync(dir)).toHaveLength(1);
     const b = journal.open('k', true);
     expect(b.earlier).toHaveLength(1);

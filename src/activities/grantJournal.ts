@@ -74,27 +74,29 @@ function readLines(file: string): { entries: unknown[]; cut: boolean } {
 }
 
 export class JournalWriter {
-  private fd: number | undefined;
   private failed = false;
+  private dirMade = false;
 
   /** `cut`: the file ends part-way through a line, which the first line written must not continue. */
   constructor(private readonly file: string, private readonly dir: string, private exists: boolean, private cut = false) {}
 
   /**
-   * Appends one entry. Synchronous: a line is a write to the page cache, a few microseconds,
-   * and the lines stay in the order the URLs finished without a queue of promises.
+   * Appends one entry. Synchronous: a line is a write to the page cache, some microseconds, and
+   * the lines stay in the order the URLs finished without a queue of promises. The file is
+   * opened for each line rather than held: a descriptor per running grant would come out of
+   * what the open-files limit leaves for sites' connections (openFiles.ts). Appending, since a
+   * superseded attempt of the same grant in this process may still write a line while its
+   * successor does (grantAttempts.ts).
    */
   add(entry: unknown): void {
     if (this.failed) return;
     try {
-      if (this.fd === undefined) {
+      if (!this.dirMade) {
         fs.mkdirSync(this.dir, { recursive: true });
-        // Appending: a superseded attempt of the same grant in this process may still write a
-        // line while its successor does (grantAttempts.ts).
-        this.fd = fs.openSync(this.file, 'a');
-        this.exists = true;
+        this.dirMade = true;
       }
-      fs.writeSync(this.fd, `${this.cut ? '\n' : ''}${JSON.stringify(entry)}\n`);
+      fs.appendFileSync(this.file, `${this.cut ? '\n' : ''}${JSON.stringify(entry)}\n`);
+      this.exists = true;
       this.cut = false;
     } catch (err) {
       this.failed = true;
@@ -102,20 +104,8 @@ export class JournalWriter {
     }
   }
 
-  /** Closes the file, keeping it for the next attempt. */
-  close(): void {
-    if (this.fd === undefined) return;
-    try {
-      fs.closeSync(this.fd);
-    } catch {
-      // nothing to keep
-    }
-    this.fd = undefined;
-  }
-
   /** The grant's records are stored: its journal says nothing more. */
   discard(): void {
-    this.close();
     if (!this.exists) return;
     this.exists = false;
     removeFile(this.file);
