@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { GrantJournal } from './grantJournal';
+import { log } from '../shared/log';
 
 describe('GrantJournal', () => {
   let dir: string;
@@ -55,10 +56,20 @@ describe('GrantJournal', () => {
     expect(fs.readdirSync(dir).sort()).toEqual(['new.ndjson', 'other.txt']);
   });
 
-  it('costs nothing but the journal when its directory cannot be written', () => {
+  it('costs nothing but the journal when its directory cannot be written, and says so once, not for every grant', () => {
     fs.mkdirSync(path.dirname(dir), { recursive: true });
     fs.writeFileSync(dir, 'a file where the directory would be');
-    const { writer } = new GrantJournal(dir).open('k', false);
-    expect(() => { writer.add({ i: 0 }); writer.add({ i: 1 }); writer.discard(); }).not.toThrow();
+    const warn = jest.spyOn(log, 'warn').mockImplementation(() => undefined);
+    try {
+      const journal = new GrantJournal(dir);
+      for (const key of ['a', 'b', 'c']) {
+        const { writer } = journal.open(key, false);
+        expect(() => { writer.add({ i: 0 }); writer.add({ i: 1 }); writer.discard(); }).not.toThrow();
+      }
+      expect(warn).toHaveBeenCalledTimes(1);
+      expect(warn.mock.calls[0]![0]).toMatchObject({ event: 'journal-unwritable' });
+    } finally {
+      warn.mockRestore();
+    }
   });
 });

@@ -18,6 +18,16 @@ export const JOURNAL_MAX_AGE_MS = 24 * 60 * 60_000;
  */
 export class GrantJournal {
   private swept = false;
+  /** Said once until a line is written again: on a full disk every grant's first line fails. */
+  private saidUnwritable = false;
+  private readonly health = {
+    failed: (file: string, err: unknown) => {
+      if (this.saidUnwritable) return;
+      this.saidUnwritable = true;
+      log.warn({ event: 'journal-unwritable', file, error: String(err) }, 'fetch journal cannot be written: a retry of a grant after a crash asks the sites again for what it finished');
+    },
+    wrote: () => { this.saidUnwritable = false; },
+  };
 
   constructor(private readonly dir: string, private readonly maxAgeMs = JOURNAL_MAX_AGE_MS) {}
 
@@ -35,7 +45,7 @@ export class GrantJournal {
     const file = this.file(key);
     if (!retry) removeFile(file);
     const { entries, cut } = retry ? readLines(file) : { entries: [], cut: false };
-    return { earlier: entries, writer: new JournalWriter(file, this.dir, entries.length > 0 || cut, cut) };
+    return { earlier: entries, writer: new JournalWriter(file, this.dir, this.health, entries.length > 0 || cut, cut) };
   }
 
   /** Journals of attempts whose grants ended another way (revoked, the crawl stopped) are dropped once, at the first use. */
@@ -78,7 +88,13 @@ export class JournalWriter {
   private dirMade = false;
 
   /** `cut`: the file ends part-way through a line, which the first line written must not continue. */
-  constructor(private readonly file: string, private readonly dir: string, private exists: boolean, private cut = false) {}
+  constructor(
+    private readonly file: string,
+    private readonly dir: string,
+    private readonly health: { failed(file: string, err: unknown): void; wrote(): void },
+    private exists: boolean,
+    private cut = false,
+  ) {}
 
   /**
    * Appends one entry. Synchronous: a line is a write to the page cache, some microseconds, and
@@ -98,9 +114,12 @@ export class JournalWriter {
       fs.appendFileSync(this.file, `${this.cut ? '\n' : ''}${JSON.stringify(entry)}\n`);
       this.exists = true;
       this.cut = false;
+      this.health.wrote();
     } catch (err) {
+      // Not tried again in this grant: a line missing from the middle would be no worse, but
+      // each failure costs a system call or two.
       this.failed = true;
-      log.warn({ event: 'journal-unwritable', file: this.file, error: String(err) }, 'fetch journal cannot be written: a retry of this grant after a crash asks the sites again for what it finished');
+      this.health.failed(this.file, err);
     }
   }
 
