@@ -39,9 +39,18 @@ describe('GrantJournal', () => {
     expect(fs.readdirSync(dir)).toHaveLength(1);
     const b = journal.open('k', true);
     expect(b.earlier).toHaveLength(1);
-    // Nothing written by the retry itself: the file it read goes all the same.
+    const other = journal.open('other', false);
+    other.writer.add({ i: 5 });
+    // Nothing written by the retry itself: the file it read goes all the same; the directory
+    // stays while another grant's journal is in it, and goes with the last.
     b.writer.discard();
-    expect(fs.readdirSync(dir)).toEqual([]);
+    expect(fs.readdirSync(dir)).toHaveLength(1);
+    other.writer.discard();
+    expect(fs.existsSync(dir)).toBe(false);
+    // A grant after that makes it again.
+    const later = journal.open('later', false);
+    later.writer.add({ i: 6 });
+    expect(journal.open('later', true).earlier).toEqual([{ i: 6 }]);
   });
 
   it('drops journals older than its limit at its first use, and leaves recent ones', async () => {

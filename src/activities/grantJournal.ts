@@ -85,7 +85,6 @@ function readLines(file: string): { entries: unknown[]; cut: boolean } {
 
 export class JournalWriter {
   private failed = false;
-  private dirMade = false;
 
   /** `cut`: the file ends part-way through a line, which the first line written must not continue. */
   constructor(
@@ -106,12 +105,16 @@ export class JournalWriter {
    */
   add(entry: unknown): void {
     if (this.failed) return;
+    const line = `${this.cut ? '\n' : ''}${JSON.stringify(entry)}\n`;
     try {
-      if (!this.dirMade) {
+      try {
+        fs.appendFileSync(this.file, line);
+      } catch (err) {
+        // No directory: none made yet, or the last grant's discard removed it, empty.
+        if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
         fs.mkdirSync(this.dir, { recursive: true });
-        this.dirMade = true;
+        fs.appendFileSync(this.file, line);
       }
-      fs.appendFileSync(this.file, `${this.cut ? '\n' : ''}${JSON.stringify(entry)}\n`);
       this.exists = true;
       this.cut = false;
       this.health.wrote();
@@ -123,11 +126,19 @@ export class JournalWriter {
     }
   }
 
-  /** The grant's records are stored: its journal says nothing more. */
+  /**
+   * The grant's records are stored: its journal says nothing more. The directory goes too when
+   * no other grant's journal is in it: a crawl into S3 leaves nothing of its own in `--out`.
+   */
   discard(): void {
     if (!this.exists) return;
     this.exists = false;
     removeFile(this.file);
+    try {
+      fs.rmdirSync(this.dir);
+    } catch {
+      // another grant's journal is there (ENOTEMPTY), or it is gone
+    }
   }
 }
 
