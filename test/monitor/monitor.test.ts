@@ -38,6 +38,11 @@ describe('crawl monitor (time-skipping server)', () => {
   const signalsSent = (h: temporal.api.history.v1.IHistory) => (h.events ?? []).flatMap((e) => (e.signalExternalWorkflowExecutionInitiatedEventAttributes ? [e.signalExternalWorkflowExecutionInitiatedEventAttributes.signalName] : []));
   /** A history's events of one kind. */
   const eventsOf = (h: temporal.api.history.v1.IHistory, kind: keyof temporal.api.history.v1.IHistoryEvent) => (h.events ?? []).filter((e) => e[kind]);
+  /** An event's summary for the Web UI (user metadata), undefined when it has none. */
+  const summaryOf = (e: temporal.api.history.v1.IHistoryEvent): unknown => {
+    const data = e.userMetadata?.summary?.data;
+    return data ? JSON.parse(Buffer.from(data).toString()) : undefined;
+  };
   /** A workflow's start input, from its first history event. */
   const startInput = (h: temporal.api.history.v1.IHistory) => JSON.parse(Buffer.from(h.events![0]!.workflowExecutionStartedEventAttributes!.input!.payloads![0]!.data!).toString());
   const gapsBetweenGrants = (starts: number[]) => {
@@ -325,7 +330,6 @@ describe('crawl monitor (time-skipping server)', () => {
     const input = startInput(batchHistory);
     expect(input).toMatchObject({ asked: true, firstGrant: { batchId, floatMs: 15_000 } });
     // Summaries for the Web UI: the batch's (its list row and page) and its fetch activity's.
-    const summaryOf = (e: temporal.api.history.v1.IHistoryEvent) => JSON.parse(Buffer.from(e.userMetadata!.summary!.data!).toString());
     expect(eventsOf(batchHistory, 'workflowExecutionStartedEventAttributes').map(summaryOf)).toEqual(['first.test: chunk c0, 3 URLs']);
     expect(eventsOf(batchHistory, 'activityTaskScheduledEventAttributes').map(summaryOf)).toEqual(['grant 1: 3 URLs at 1/s']);
     // The source's last window: the batch may slide it (it did when it took it after its first slot's lead).
@@ -471,11 +475,7 @@ describe('crawl monitor (time-skipping server)', () => {
     const activities = eventsOf(history, 'activityTaskScheduledEventAttributes').map((e) => e.activityTaskScheduledEventAttributes!.activityType?.name);
     expect(activities).toEqual(['fetchBatch']);
     // Labelled for the Web UI's timeline and pending activities (an activity id is a bare number).
-    const summaries = eventsOf(history, 'activityTaskScheduledEventAttributes').map((e) => {
-      const data = e.userMetadata?.summary?.data;
-      return data ? JSON.parse(Buffer.from(data).toString()) : undefined;
-    });
-    expect(summaries).toEqual(['grant 1: 3 URLs at 1/s']);
+    expect(eventsOf(history, 'activityTaskScheduledEventAttributes').map(summaryOf)).toEqual(['grant 1: 3 URLs at 1/s']);
     // Started, addWork-free; a workflow task; the chunk (a local activity's marker); the fetch;
     // a workflow task; the final search attributes; completed. A child batch: 32-33 in all.
     expect(history.events!.length).toBeLessThanOrEqual(14);
