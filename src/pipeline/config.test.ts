@@ -1,4 +1,4 @@
-import { pipelineConfigFromEnv } from './config';
+import { commandGuard, pipelineConfigFromEnv } from './config';
 import { storeFromEnv } from './store';
 
 describe('pipeline configuration from the environment', () => {
@@ -11,6 +11,15 @@ describe('pipeline configuration from the environment', () => {
       return pipelineConfigFromEnv();
     };
   }
+
+  it('names CRAWL_ALLOW_NETWORKS when the bad allow-network entry is in it, not in the command line', () => {
+    process.env = { ...saved, CRAWL_ALLOW_NETWORKS: '127.0.0.0/8, 10.0.0.0/33' };
+    expect(() => commandGuard(['192.168.0.0/16'])).toThrow('CRAWL_ALLOW_NETWORKS (comma-separated): allow-network entry "10.0.0.0/33" is not a valid CIDR range');
+    process.env = { ...saved, CRAWL_ALLOW_NETWORKS: '127.0.0.0/8' };
+    expect(() => commandGuard(['10.0.0.0/33'])).toThrow(/^allow-network entry "10.0.0.0\/33" is not a valid CIDR range$/);
+    expect(commandGuard(['10.1.0.0/16']).refusal('10.1.2.3')).toBeUndefined();
+    expect(commandGuard([]).refusal('127.0.0.9')).toBeUndefined();
+  });
 
   it('takes the defaults, and a User-Agent that names the crawler and a contact URL', () => {
     const cfg = withEnv({ CRAWL_USER_AGENT: 'MuseumBot/2.1 (+https://museum.example/bot)' })() as ReturnType<typeof pipelineConfigFromEnv>;

@@ -3,6 +3,7 @@ import type { OpenLimitConfig } from '../politeness/openLimit';
 import { NetworkGuard } from './networkGuard';
 import { parseProxy, type ProxySetting } from './proxy';
 import { envText, flagFromEnv, intFromEnv } from '../shared/env';
+import { errorText } from '../shared/errorText';
 import { usableCpus } from '../shared/usableCpus';
 
 /** Pipeline settings, from the environment with safe defaults. */
@@ -196,5 +197,13 @@ export function allowNetworksFromEnv(env: NodeJS.ProcessEnv = process.env): stri
  * command starts: a bad entry throws, naming it, before anything is made, kept or connected.
  */
 export function commandGuard(allowNetworks: readonly string[]): NetworkGuard {
-  return new NetworkGuard([...allowNetworksFromEnv(), ...allowNetworks]);
+  const fromEnv = allowNetworksFromEnv();
+  // An operator who never typed --allow-network (the variable set in a compose file or a shell
+  // profile) would look for the bad entry in the command line.
+  try {
+    new NetworkGuard(fromEnv);
+  } catch (err) {
+    throw new Error(`CRAWL_ALLOW_NETWORKS (comma-separated): ${errorText(err)}`);
+  }
+  return new NetworkGuard([...fromEnv, ...allowNetworks]);
 }
