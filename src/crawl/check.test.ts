@@ -40,6 +40,13 @@ describe('crawl check: what a manifest would crawl, from the files alone', () =>
     expect(text[5]).toMatch(/^1 source\(s\) of more than 5,000 URLs have no catalogue entry and go at 1\/s: give them a "rate"/);
   });
 
+  it('says "1 URL" of a crawl whose longest source has one', async () => {
+    const manifest = path.join(dir, 'one.txt');
+    fs.writeFileSync(manifest, 'https://museum.example/0.jpg\n');
+    const plan = await planCrawl({ manifest, catalog: new Map(), onBadLine: () => {} });
+    expect(planText(plan).split('\n')[2]).toContain('(the longest: museum.example, 1 URL at 1/s)');
+  });
+
   it('counts the URLs downloaded before into a store, as a start leaves them out, and times the rest', async () => {
     const store = new LocalStore(path.join(dir, 'store'));
     const index = (source: string, chunk: string, urls: string[]) =>

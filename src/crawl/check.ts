@@ -175,7 +175,7 @@ export function planText(plan: CrawlPlan): string {
       ? `; ${count(before)} of them downloaded before into the ${plan.store}, which a start leaves out`
       : ', shorter by the URLs a store has downloaded before (give --data-dir or --out to count them)';
     lines.push(`${count(total)} URL(s) in ${count(plan.sources.length)} source(s), crawled side by side: ~${durationText(longest.seconds)} at these rates ` +
-      `(the longest: ${longest.source}, ${count(left)} URLs${read ? ' to fetch' : ''} at ${rateText(longest.rate)}/s), longer with retries and back-off${stored}`);
+      `(the longest: ${longest.source}, ${count(left)} URL${left === 1 ? '' : 's'}${read ? ' to fetch' : ''} at ${rateText(longest.rate)}/s), longer with retries and back-off${stored}`);
   }
   const defaulted = plan.sources.filter((s) => s.rateFrom === 'default' && s.urls > 5_000);
   if (defaulted.length) {
