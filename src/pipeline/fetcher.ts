@@ -17,6 +17,7 @@ import { TRANSFER_SAMPLE_MIN_BYTES } from '../politeness/latency';
 import { NetworkGuard } from './networkGuard';
 import { type Connector, noteSlowFirst, WarmConnections } from './warmConnections';
 import { noRouteError, type OutageChange, WorkerOutageWatch } from './workerOutage';
+import { UserAgentNotice } from './userAgentNotice';
 
 /**
  * HTTP fetching for hostile input: http(s) only, redirects followed by hand (each hop
@@ -155,6 +156,8 @@ export interface FetcherOptions {
   onResend?: () => void;
   /** Tells the worker's own network outage from its sites' failures (tests: a faster clock). */
   outage?: WorkerOutageWatch;
+  /** Says once that a placeholder User-Agent goes to real sites (tests: any host counts as one). */
+  userAgentNotice?: UserAgentNotice;
 }
 
 export class Fetcher {
@@ -185,12 +188,14 @@ export class Fetcher {
 
   private readonly onResend?: () => void;
   readonly outage: WorkerOutageWatch;
+  private readonly userAgentNotice: UserAgentNotice;
   /** Requests open at each site, and how many each site bears at once (siteDownloads.ts). */
   readonly downloads: SiteDownloads;
 
   constructor(private readonly cfg: PipelineConfig, opts: FetcherOptions = {}) {
     this.onResend = opts.onResend;
     this.outage = opts.outage ?? new WorkerOutageWatch({ onChange: logOutage });
+    this.userAgentNotice = opts.userAgentNotice ?? new UserAgentNotice(cfg.userAgent);
     this.guard = new NetworkGuard(cfg.allowNetworks);
     this.downloads = new SiteDownloads(cfg.maxConnectionsPerSite, cfg.openLimit);
     // rejectUnauthorized explicitly: Node's default follows NODE_TLS_REJECT_UNAUTHORIZED, and a
@@ -394,6 +399,7 @@ export class Fetcher {
           const refusal = this.guard.refusal(host, host);
           if (refusal) return fail('refused', refusal);
         }
+        this.userAgentNotice.sending(host);
         if (aborted) throw aborted; // nothing of this hop has left
         let hopStart = performance.now();
         const sendBy = redirects === 0 ? opts.sendBy : undefined;
