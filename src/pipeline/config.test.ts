@@ -29,6 +29,16 @@ describe('pipeline configuration from the environment', () => {
     expect(cfg.maxBodyBytes).toBe(50 * 1024 * 1024);
   });
 
+  it('matches robots.txt against the crawler a browser-styled User-Agent names after "compatible;", and refuses one that names none', () => {
+    const agent = (ua: string) => (withEnv({ CRAWL_USER_AGENT: ua })() as ReturnType<typeof pipelineConfigFromEnv>).robotsAgent;
+    expect(agent('Mozilla/5.0 (compatible; MuseumBot/2.1; +https://museum.example/bot)')).toBe('MuseumBot');
+    // bingbot's form: the comment after a browser's tokens.
+    expect(agent('Mozilla/5.0 AppleWebKit/537.36 (KHTML, like Gecko; compatible; MuseumBot/2.0; +https://museum.example/bot) Chrome/116.0 Safari/537.36')).toBe('MuseumBot');
+    expect(agent('MuseumBot/2.1 (+https://museum.example/bot; compatible; Other/1.0)')).toBe('MuseumBot');
+    expect(withEnv({ CRAWL_USER_AGENT: 'Mozilla/5.0 (X11; Linux x86_64; +https://museum.example/bot)' }))
+      .toThrow(/CRAWL_USER_AGENT starting with Mozilla\/ must name the crawler after "compatible;" in its comment/);
+  });
+
   it('reads sites\' TDMRep files only when asked, and says which words it takes', () => {
     const on = (v: string) => (withEnv({ CRAWL_READ_TDMREP: v })() as ReturnType<typeof pipelineConfigFromEnv>).readTdmRep;
     expect(on('')).toBe(false);

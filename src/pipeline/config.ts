@@ -147,14 +147,32 @@ export function checkUserAgent(ua: string): string {
   if (!/^[\x20-\x7e]+$/.test(ua)) throw new Error(`CRAWL_USER_AGENT must be printable ASCII on one line, got ${JSON.stringify(ua.slice(0, 200))}`);
   if (!/^[A-Za-z0-9._-]+\//.test(ua.trim())) throw new Error(`CRAWL_USER_AGENT must start with a product token and a version (Name/1.0), got ${JSON.stringify(ua)}`);
   if (!/https?:\/\/\S+/.test(ua)) throw new Error(`CRAWL_USER_AGENT must carry a contact URL (http:// or https://) for site owners, got ${JSON.stringify(ua)}`);
+  robotsProductToken(ua);
   return ua.trim();
+}
+
+/**
+ * The name robots.txt groups and X-Robots-Tag directives are matched against: the User-Agent's
+ * first product token, except in a browser-styled agent (`Mozilla/5.0 (compatible; MuseumBot/2.1;
+ * +https://...)`, as Googlebot and bingbot send), where it is the token after `compatible;`. Taken
+ * as `Mozilla`, such a crawler would obey no rule its sites wrote for it.
+ */
+export function robotsProductToken(ua: string): string {
+  const first = ua.trim().split('/')[0]!.trim();
+  if (first.toLowerCase() !== 'mozilla') return first;
+  const named = /\(([^()]*;\s*)?compatible;\s*([A-Za-z0-9._-]+)\//i.exec(ua);
+  if (!named) {
+    throw new Error('CRAWL_USER_AGENT starting with Mozilla/ must name the crawler after "compatible;" in its comment, as ' +
+      `"Mozilla/5.0 (compatible; YourCrawler/1.0; +https://<your site>/crawler)", which robots.txt rules for YourCrawler then hold for; got ${JSON.stringify(ua)}`);
+  }
+  return named[2]!;
 }
 
 export function pipelineConfigFromEnv(overrides: Partial<PipelineConfig> = {}): PipelineConfig {
   const userAgent = checkUserAgent(envText('CRAWL_USER_AGENT', DEFAULT_USER_AGENT));
   return {
     userAgent,
-    robotsAgent: userAgent.split('/')[0]!.trim(),
+    robotsAgent: robotsProductToken(userAgent),
     connectTimeoutMs: num('CRAWL_CONNECT_TIMEOUT_MS', 10_000, 1, MAX_TIMEOUT_MS),
     headersTimeoutMs: num('CRAWL_HEADERS_TIMEOUT_MS', 20_000, 1, MAX_TIMEOUT_MS),
     totalTimeoutMs: num('CRAWL_TOTAL_TIMEOUT_MS', 60_000, 1, MAX_TIMEOUT_MS),

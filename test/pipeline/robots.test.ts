@@ -32,6 +32,20 @@ describe('robots.txt (RFC 9309) per origin', () => {
     });
   });
 
+  it('obeys the group for the crawler named in a browser-styled User-Agent (Mozilla/5.0 (compatible; Name/1.0; ...)), set in the environment', async () => {
+    const saved = process.env.CRAWL_USER_AGENT;
+    process.env.CRAWL_USER_AGENT = 'Mozilla/5.0 (compatible; MuseumBot/2.1; +https://museum.example/bot)';
+    const browserStyled = pipelineConfigFromEnv({ allowNetworks: ['127.0.0.0/8'] });
+    if (saved === undefined) delete process.env.CRAWL_USER_AGENT; else process.env.CRAWL_USER_AGENT = saved;
+    const o = await new Origin().serve('/robots.txt', 'User-agent: MuseumBot\nDisallow: /\n\nUser-agent: Mozilla\nAllow: /\n', 'text/plain').start();
+    try {
+      const cache = new RobotsCache(fetcher, browserStyled);
+      expect((await cache.check(new URL(o.url('/a.jpg')))).verdict.kind).toBe('disallowed');
+    } finally {
+      await o.stop();
+    }
+  });
+
   it('reads a robots.txt sent after an interim 103 Early Hints, in a request slot with a send-by time', async () => {
     await withRobots((o) => o.route('/robots.txt', (_q, r) => {
       r.writeEarlyHints({ link: '</style.css>; rel=preload; as=style' });
