@@ -120,6 +120,20 @@ async function untilGone(pid: number, maxMs: number): Promise<void> {
   for (let waited = 0; waited < maxMs && running(pid); waited += 50) await new Promise((r) => setTimeout(r, 50));
 }
 
+/**
+ * Removes the marker of the server `pid`, and not one written since for another server over the
+ * same directory: a run whose server died under it, ending after a new server had started there,
+ * took that server's marker with it, and the next run started a second server on its SQLite file.
+ */
+function removeMarker(markerFile: string, pid: number | undefined): void {
+  try {
+    if ((JSON.parse(fs.readFileSync(markerFile, 'utf8')) as ServerMarker).pid !== pid) return;
+  } catch {
+    // Unreadable: ours, cut short as it was written.
+  }
+  fs.rmSync(markerFile, { force: true });
+}
+
 /** Stops a server this process did not start (its starter died): SIGTERM, then SIGKILL after 10 s. */
 async function stopOrphan(pid: number, markerFile: string): Promise<void> {
   try {
@@ -133,7 +147,7 @@ async function stopOrphan(pid: number, markerFile: string): Promise<void> {
   } catch {
     // Gone already.
   }
-  fs.rmSync(markerFile, { force: true });
+  removeMarker(markerFile, pid);
 }
 
 export interface RunningServer {
@@ -322,7 +336,7 @@ export async function ensureTemporalServer(opts: DevServerOptions): Promise<Runn
       stopping = true;
       release();
       await stopChild(server);
-      fs.rmSync(markerFile, { force: true });
+      removeMarker(markerFile, server.pid);
     },
   };
 }

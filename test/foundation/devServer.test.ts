@@ -81,6 +81,23 @@ describe('local dev server (pinned temporal CLI) with a real worker', () => {
     expect(fs.existsSync(path.join(a, 'server.json'))).toBe(false);
   });
 
+  it('leaves, as it stops, a marker written since for another server over its directory', async () => {
+    const saved = process.env.TEMPORAL_ADDRESS;
+    delete process.env.TEMPORAL_ADDRESS;
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'server-marker-'));
+    const server = await ensureTemporalServer({ dataDir: dir, port: await freePort(), ifPortTaken: 'another' });
+    // As when this server died under its run and a new one started over the directory before the run ended.
+    const newer = { ...JSON.parse(fs.readFileSync(path.join(dir, 'server.json'), 'utf8')), pid: process.pid, ownerPid: process.pid };
+    fs.writeFileSync(path.join(dir, 'server.json'), JSON.stringify(newer));
+    try {
+      await server.stop();
+      expect(JSON.parse(fs.readFileSync(path.join(dir, 'server.json'), 'utf8'))).toEqual(newer);
+    } finally {
+      if (saved !== undefined) process.env.TEMPORAL_ADDRESS = saved;
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('moves to a free UI port when its UI port is taken as it starts, and names the taken port when the operator chose it', async () => {
     const saved = process.env.TEMPORAL_ADDRESS;
     delete process.env.TEMPORAL_ADDRESS;
