@@ -30,6 +30,12 @@ export class HostOverlap {
     }
   }
 
+  /** The sites (origins) of every URL read, given the manifest's sources: a source without a name of its own is its origin. */
+  *origins(sources: Iterable<string>): Iterable<string> {
+    for (const source of sources) if (!this.namedSources.has(source)) yield source;
+    yield* this.namedHostSource.keys();
+  }
+
   /** Once every URL is read: host sources with and without `www.` (the bare names), and sites of several host sources. */
   finish(sources: ReadonlyMap<string, unknown>): { wwwTwins: string[]; siteGroups: SiteGroup[] } {
     const wwwTwins: string[] = [];

@@ -25,6 +25,7 @@ import { progressBarLine } from './progressBar';
 import { ChangedSources, closedListingWarner, crawlCommandFor, serverElsewhereNote, DoneRate, listClosedSince, monitoringUpdate, NetworkDownNotice, sourceStatus, statusTable, SourceNotes, stopMonitor, WorkersBehindNotice, type SourceStatus } from './status';
 import { StartProgressLine } from './startProgress';
 import { StatusPoller } from './statusPoller';
+import { overlapRefusal, RunRegistration } from './runningCrawls';
 import { envText } from '../shared/env';
 import { forEachLimit, fulfilsWithin } from '../shared/concurrency';
 import { makeDirsSync } from '../shared/makeDirs';
@@ -58,6 +59,8 @@ export interface RunOptions {
   /** On the embedded default, what to do about a source left halted, when not this command with --resume-halted or --stop-halted. */
   haltedNext?: (source: string) => string;
   pollMs?: number;
+  /** Where runs on servers of their own note their sites (RunRegistration; tests: a directory of their own). */
+  runsDir?: string;
 }
 
 export interface RunResult {
@@ -166,6 +169,7 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
   // meanwhile waited on a worker retrying the dead server.
   void server.exited?.then((why) => interrupt.fail(`the embedded Temporal server ${why}`));
   let workerStopped = true;
+  let registration: RunRegistration | undefined;
   const stopWorker = async () => {
     if (worker?.getState() === 'RUNNING') worker.shutdown();
     const done = workerDone?.catch((err) => log.error({ event: 'worker.failed', error: String(err) }, 'worker failed'));
@@ -190,6 +194,14 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
       onBadLine: (b) => { progress.done(); process.stderr.write(`crawl: ${opts.manifest} line ${b.line}: ${b.error} (skipped)\n`); },
       onProgress: (p) => progress.update(p),
       guardedHosts,
+      // Runs on servers of their own cannot see each other's monitors: the later of two with a
+      // site in common does not start. Monitors on a shared server (TEMPORAL_ADDRESS) are one
+      // per source whoever starts them.
+      beforeMonitors: server.external ? undefined : (origins) => {
+        registration = RunRegistration.create({ out: path.resolve(opts.outDir), server: server.address }, origins, warn, opts.runsDir);
+        const overlap = registration?.earlierOverlap();
+        if (overlap) throw new Error(overlapRefusal(overlap));
+      },
     }).finally(() => progress.done());
     // A start cut short by Ctrl-C returns what it announced; "crawling 3000 source(s)" then misled.
     if (interrupt.signal || interrupt.failure) throw new Error('interrupted');
@@ -335,6 +347,7 @@ export async function runCrawl(opts: RunOptions): Promise<RunResult> {
     await stopWorker();
     return interrupted(interrupt.signal, store, metadataFile, out);
   } finally {
+    registration?.remove();
     interrupt.dispose();
     stopWatching();
     if (workerStopped) {

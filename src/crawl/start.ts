@@ -231,6 +231,8 @@ export interface StartOptions {
   signal?: AbortSignal;
   /** Told of each URL kept, for the warning about URLs on addresses the guard refuses. */
   guardedHosts?: GuardedHosts;
+  /** Told every site (origin) of the manifest once it is read, before any monitor starts; throwing stops the start there. */
+  beforeMonitors?: (origins: Iterable<string>) => void | Promise<void>;
 }
 
 function chunkDir(manifestId: string, source: string): string {
@@ -620,6 +622,7 @@ export async function startCrawl(opts: StartOptions): Promise<StartSummary> {
     while (heldUrls > MAX_HELD_URLS) await release(held.keys().next().value!);
   }
   for (const source of [...held.keys()]) await release(source);
+  await opts.beforeMonitors?.(hosts.origins(summary.sources.keys()));
   // Many sources start at once: one by one, a few thousand sources would take minutes to start
   // (each is a store write and a signal-with-start), and the first would be crawling long
   // before the last had begun.
