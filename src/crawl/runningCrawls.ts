@@ -71,11 +71,9 @@ export class RunRegistration {
     const entry: Entry = { pid: process.pid, procStart: processStart(process.pid), ...run, registeredMs: performance.timeOrigin + performance.now(), seq: ++registered, origins: [...new Set(origins)] };
     const file = path.join(dir, `${process.pid}-${entry.seq}-${Math.random().toString(36).slice(2, 10)}.json`);
     try {
-      if (!fs.existsSync(dir)) {
-        fs.mkdirSync(dir, { recursive: true });
-        // Sticky and open to all, as /tmp: runs of other users register here too, and remove only their own files.
-        fs.chmodSync(dir, 0o1777);
-      }
+      // Sticky and open to all, as /tmp: runs of other users register here too, and remove only
+      // their own files. Only by the run that made it: another user's cannot be changed.
+      if (fs.mkdirSync(dir, { recursive: true }) !== undefined) fs.chmodSync(dir, 0o1777);
       fs.writeFileSync(`${file}.tmp`, JSON.stringify(entry));
       fs.renameSync(`${file}.tmp`, file);
     } catch (err) {
@@ -109,8 +107,11 @@ export class RunRegistration {
         continue; // another user's file we may not read, or one being removed
       }
       if (!alive(other)) {
-        // A run killed outright leaves its file; the directory's sticky bit keeps others' from us.
-        fs.rmSync(file, { force: true });
+        try {
+          fs.rmSync(file, { force: true }); // a run killed outright leaves its file
+        } catch {
+          // Another user's: the directory's sticky bit keeps it from us.
+        }
         continue;
       }
       const later = other.pid === this.entry.pid ? other.seq > this.entry.seq
