@@ -26,7 +26,7 @@ import { StatusPoller } from '../crawl/statusPoller';
 import { polling, taskQueueWorkers, workersLine } from '../crawl/taskQueueWorkers';
 import { startDemoSite } from '../demo/demo';
 import { storeFromEnv } from '../pipeline/store';
-import { allowNetworksFromEnv, commandGuard } from '../pipeline/config';
+import { allowNetworksFromEnv, commandGuard, pipelineConfigFromEnv } from '../pipeline/config';
 import { GuardedHosts } from '../crawl/guardedHosts';
 import { HostNames, hostLookupWarnings, LOOKED_UP } from '../crawl/hostLookup';
 import { checkOneStore, readableStore, storeOfOutOrDataDir } from '../crawl/storeToRead';
@@ -236,7 +236,7 @@ export function buildProgram(): Command {
         const allowNetworks = [...new Set([...allowNetworksFromEnv(), ...opts.allowNetwork])];
         log.info({
           event: 'worker.start', taskQueue: opts.taskQueue, address: temporalAddress(), namespace: DEFAULT_NAMESPACE, store: deps.store?.description,
-          allowNetworks, cpus: usableCpus(), ...(healthAddress ? { health: healthAddress.text } : {}),
+          allowNetworks, userAgent: pipelineConfigFromEnv().userAgent, cpus: usableCpus(), ...(healthAddress ? { health: healthAddress.text } : {}),
         }, 'worker running');
         logDiskRoom(workerDiskDirs(deps, dataDir));
         const running = worker.run();

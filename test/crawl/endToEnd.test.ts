@@ -337,6 +337,7 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
       // Its start says what it serves, where from, and what it may reach (before: the task queue and CPUs only).
       expect(lines.find((l) => l.event === 'worker.start')).toMatchObject({
         taskQueue, address: env.address, namespace: 'default', store: `local directory ${path.join(dataDir, 'store')}`, allowNetworks: ['127.0.0.9', '127.0.0.0/8'],
+        userAgent: expect.stringMatching(/^\S+\/\S+ \(\+https?:\/\//),
       });
       // The SDK's own messages (worker lifecycle, core) stay at TEMPORAL_LOG_LEVEL (WARN).
       expect(lines.filter((l) => l.event === 'temporal.sdk' && l.sdkComponent !== 'workflow' && (l.level as number) < 40)).toEqual([]);
