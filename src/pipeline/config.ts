@@ -1,5 +1,6 @@
 import { constants as bufferConstants } from 'node:buffer';
 import type { OpenLimitConfig } from '../politeness/openLimit';
+import { ExcludedHosts, excludedHostsFromEnv } from './excludedHosts';
 import { NetworkGuard } from './networkGuard';
 import { parseProxy, type ProxySetting } from './proxy';
 import { envText, flagFromEnv, intFromEnv } from '../shared/env';
@@ -23,6 +24,8 @@ export interface PipelineConfig {
   maxRedirects: number;
   /** CIDR ranges and host names that may be reached even if private/loopback. */
   allowNetworks: string[];
+  /** Domains (with their subdomains) and addresses never asked for (CRAWL_EXCLUDE_HOSTS). */
+  excludeHosts: string[];
   maxPixels: number;
   thumbnailMaxSide: number;
   thumbnailQuality: number;
@@ -182,6 +185,7 @@ export function pipelineConfigFromEnv(overrides: Partial<PipelineConfig> = {}): 
     maxBodyBytes: num('CRAWL_MAX_BODY_BYTES', 50 * 1024 * 1024, 1, bufferConstants.MAX_LENGTH),
     maxRedirects: 5,
     allowNetworks: allowNetworksFromEnv(),
+    excludeHosts: checkedExcludedHosts(excludedHostsFromEnv()),
     // sharp takes whole numbers only: 1.5 or 1e99 failed every image as undecodable.
     maxPixels: intFromEnv('CRAWL_MAX_PIXELS', 100_000_000, 1, Number.MAX_SAFE_INTEGER),
     thumbnailMaxSide: intFromEnv('CRAWL_THUMBNAIL_MAX_SIDE', 640, 16, 4_096),
@@ -203,6 +207,12 @@ export function pipelineConfigFromEnv(overrides: Partial<PipelineConfig> = {}): 
     ...(process.env.CRAWL_PROXY?.trim() ? { proxy: parseProxy(process.env.CRAWL_PROXY.trim()) } : {}),
     ...overrides,
   };
+}
+
+/** The entries, once each is known to be a host name or address (a bad one throws, naming it, as the worker starts). */
+function checkedExcludedHosts(entries: string[]): string[] {
+  new ExcludedHosts(entries);
+  return entries;
 }
 
 /** CRAWL_ALLOW_NETWORKS: the ranges and hosts the network guard opens, comma-separated. */

@@ -18,6 +18,7 @@ import { NetworkGuard } from './networkGuard';
 import { type Connector, noteSlowFirst, WarmConnections } from './warmConnections';
 import { noRouteError, type OutageChange, WorkerOutageWatch } from './workerOutage';
 import { UserAgentNotice } from './userAgentNotice';
+import { ExcludedHosts } from './excludedHosts';
 
 /**
  * HTTP fetching for hostile input: http(s) only, redirects followed by hand (each hop
@@ -189,6 +190,7 @@ export class Fetcher {
   private readonly onResend?: () => void;
   readonly outage: WorkerOutageWatch;
   private readonly userAgentNotice: UserAgentNotice;
+  private readonly excluded: ExcludedHosts;
   /** Requests open at each site, and how many each site bears at once (siteDownloads.ts). */
   readonly downloads: SiteDownloads;
 
@@ -197,6 +199,7 @@ export class Fetcher {
     this.outage = opts.outage ?? new WorkerOutageWatch({ onChange: logOutage });
     this.userAgentNotice = opts.userAgentNotice ?? new UserAgentNotice(cfg.userAgent);
     this.guard = new NetworkGuard(cfg.allowNetworks);
+    this.excluded = new ExcludedHosts(cfg.excludeHosts ?? []);
     this.downloads = new SiteDownloads(cfg.maxConnectionsPerSite, cfg.openLimit);
     // rejectUnauthorized explicitly: Node's default follows NODE_TLS_REJECT_UNAUTHORIZED, and a
     // variable set for some other tool must not turn verification off for every site we crawl.
@@ -259,6 +262,7 @@ export class Fetcher {
     }
     const host = u.hostname.replace(/^\[|\]$/g, '');
     if (net.isIP(host) && this.guard.refusal(host, host)) return;
+    if (this.excluded.reason(host)) return;
     const origin = u.origin;
     if (this.demand.size >= MAX_TRACKED_ORIGINS && !this.demand.has(origin)) this.demand.clear();
     this.demand.set(origin, { slotMs: Math.max(slotMs, this.demand.get(origin)?.slotMs ?? 0), opts: { protocol: u.protocol, host: u.host, hostname: host, port: u.port } });
@@ -394,6 +398,8 @@ export class Fetcher {
       for (;;) {
         const u = validateUrl(url);
         const host = u.hostname.replace(/^\[|\]$/g, '');
+        const excluded = this.excluded.reason(host);
+        if (excluded) return fail('refused', excluded);
         // A literal IP never reaches the DNS lookup hook, so it is checked here.
         if (net.isIP(host)) {
           const refusal = this.guard.refusal(host, host);
