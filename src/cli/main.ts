@@ -190,8 +190,12 @@ export function buildProgram(): Command {
       // Commands in a shell whose TEMPORAL_ADDRESS names another server would not reach this one.
       const elsewhere = envText('TEMPORAL_ADDRESS');
       const note = elsewhere && elsewhere !== server.address ? ` Note: TEMPORAL_ADDRESS is ${elsewhere}, so crawl commands in this shell use that server, not this one.` : '';
+      if (!server.owned) {
+        // Its own server, started before and still running: this command has nothing to stop.
+        process.stdout.write(`the Temporal server over ${opts.dataDir} is already running at ${server.address}${server.uiUrl ? `, Web UI at ${server.uiUrl}` : ''}; left as it is (Ctrl-C where it was started stops it).${note}\n`);
+        return;
+      }
       process.stdout.write(`Temporal server at ${server.address}${server.uiUrl ? `, Web UI at ${server.uiUrl}` : ''}. Ctrl-C stops it.${note}\n`);
-      if (!server.owned) return;
       await untilSignal();
       await server.stop();
     });

@@ -258,6 +258,12 @@ export async function ensureTemporalServer(opts: DevServerOptions): Promise<Runn
   if (await portOpen(ip, port)) {
     if ((opts.ifPortTaken ?? 'reuse') === 'reuse') {
       const taken = `${ip}:${port}`;
+      // `crawl dev-server --data-dir D`: a server on the port that is not D's keeps its data
+      // elsewhere and is not stopped by this command's Ctrl-C, which said it was.
+      if (opts.local) {
+        throw new Error(`${taken} is taken by another server, not one over ${opts.dataDir}: pass another --port and --ui-port to start one over ${opts.dataDir}, ` +
+          `or use that one if it is the server you want (TEMPORAL_ADDRESS=${taken})`);
+      }
       await waitForFrontend(taken, undefined, 10_000);
       log.info({ event: 'temporal.reuse', address: taken }, 'a Temporal server is already listening; using it');
       return { address: taken, owned: false, stop: async () => undefined };

@@ -258,6 +258,16 @@ describe('local dev server (pinned temporal CLI) with a real worker', () => {
       const table = await runCli(['status'], { TEMPORAL_ADDRESS: address, CRAWL_LOG_LEVEL: 'warn' });
       expect(table.code).toBe(0);
       expect(table.stderr).toContain(`crawl: no crawl has been started on the Temporal server at ${address} (namespace default): \`crawl start MANIFEST\` starts one there`);
+      // Again over the same directory: its server is running, and this command leaves it be.
+      const again = await runCli(['dev-server', '--data-dir', dir, '--port', String(await freePort())], { CRAWL_LOG_LEVEL: 'warn' });
+      expect([again.code, again.stdout]).toEqual([0, `the Temporal server over ${dir} is already running at ${address}, Web UI at http://127.0.0.1:${uiPort}; left as it is (Ctrl-C where it was started stops it).\n`]);
+      // Over another directory, on this server's port: before, it said "Temporal server at ...
+      // Ctrl-C stops it." and exited, leaving the other directory's server to be taken for its own.
+      const elsewhere = fs.mkdtempSync(path.join(os.tmpdir(), 'server-cli-other-'));
+      const taken = await runCli(['dev-server', '--data-dir', elsewhere, '--port', String(port), '--ui-port', String(await freePort())], { CRAWL_LOG_LEVEL: 'warn' });
+      expect(taken.code).toBe(1);
+      expect(taken.stderr).toContain(`crawl: ${address} is taken by another server, not one over ${elsewhere}: pass another --port and --ui-port to start one over ${elsewhere}`);
+      expect(fs.existsSync(path.join(elsewhere, 'temporal.sqlite'))).toBe(false);
     } finally {
       server.child.kill('SIGINT');
     }
