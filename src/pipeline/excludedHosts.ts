@@ -2,8 +2,8 @@ import net from 'node:net';
 
 /**
  * Sites whose owners asked not to be crawled at all (by mail, not robots.txt, which a crawler
- * must ask for): `CRAWL_EXCLUDE_HOSTS`, comma-separated domains, each excluding itself and its
- * subdomains, or IP addresses. Held by every worker given it, so no manifest, redirect or later
+ * must ask for): `CRAWL_EXCLUDE_HOSTS`, comma- or space-separated domains, each excluding itself and
+ * its subdomains, or IP addresses. Held by every worker given it, so no manifest, redirect or later
  * crawl reaches them: not even robots.txt is asked for, and no connection is opened.
  */
 export class ExcludedHosts {
@@ -18,10 +18,6 @@ export class ExcludedHosts {
       }
       this.names.add(entry);
     }
-  }
-
-  get size(): number {
-    return this.names.size;
   }
 
   /** The reason a URL's host (as in URL.hostname) is not asked for, if it is excluded. */
