@@ -4,6 +4,7 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { DEFAULT_ADAPTIVE } from '../politeness/adaptiveRate';
 import { isThrottle } from '../politeness/classify';
+import { quotaWaitMs, type SiteQuota } from '../politeness/rateLimitHeaders';
 import { PAGE_BURST, pagesSinceImage } from '../politeness/pageRun';
 import type { ObjectStore } from '../pipeline/store';
 import type { WorkerNetwork } from '../pipeline/workerOutage';
@@ -69,8 +70,10 @@ export interface UrlProcessor {
    * Handles one URL. `sendBy` is the latest moment a request may leave for the site (its slot
    * plus the lateness bound): past it, hand the URL back unsent with `requeue`. `onConnectionWait`:
    * its request had to wait for a connection, all of the worker's to the site being busy.
+   * `onQuota`: the response's rate-limit headers stated the site's quota; called as soon as the
+   * headers arrive, before the body is analysed, so that nothing more goes out once none is left.
    */
-  process(url: string, ctx: { source: string; attempt: number; signal: AbortSignal; sendBy?: number; mayGoLate?: () => boolean; hop?: RedirectHop; onConnectionWait?: (perSite: number) => void }): Promise<ProcessedUrl>;
+  process(url: string, ctx: { source: string; attempt: number; signal: AbortSignal; sendBy?: number; mayGoLate?: () => boolean; hop?: RedirectHop; onConnectionWait?: (perSite: number) => void; onQuota?: (quota: SiteQuota) => void }): Promise<ProcessedUrl>;
   /**
    * Called ahead of the URL's slot (at `slotMs`): sees to it that a connection to its host will
    * be ready then, so the request can leave the moment its slot comes.
@@ -349,6 +352,17 @@ export function createCrawlActivities(deps: CrawlDeps) {
     let robotsError: string | undefined;
     let storeFailure: string | undefined;
     let stoodDown = false;
+    // The site's rate-limit headers said none of its requests is left until then (rateLimitHeaders.ts).
+    let quotaSpent: { untilMs: number; limit?: number } | undefined;
+    const onQuota = (quota: SiteQuota) => {
+      const now = Date.now();
+      const waitMs = quotaWaitMs(quota, now, deps.defaultHoldMs ?? 5_000);
+      if (waitMs === undefined || waitMs <= 0) return;
+      const untilMs = now + Math.min(waitMs, input.maxRetryAfterMs ?? DEFAULT_ADAPTIVE.maxRetryAfterMs);
+      quotaSpent = { untilMs: Math.max(untilMs, quotaSpent?.untilMs ?? 0), ...(quota.limit !== undefined ? { limit: quota.limit } : {}) };
+      // The worker's other grants of the source stop too, as they do for a 429.
+      blockSource(input.source, quotaSpent.untilMs);
+    };
     const { intervalMs, burstSlots } = input.schedule;
     const urlOf = (i: number) => hops.get(i)?.url ?? input.items[i]!.url;
     const delayOf = (url: string) => deps.processor.crawlDelay?.(url);
@@ -511,7 +525,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
         return k;
       },
       heldOpen: () => held,
-      shouldStop: () => superseded() || (stoodDown ||= standDown()) || throttled || burstTooClose || storeFailure !== undefined || errorRun >= ERROR_BURST || pageRun >= PAGE_BURST || isSourceBlocked(input.source, Date.now(), input.maxRetryAfterMs ?? DEFAULT_ADAPTIVE.maxRetryAfterMs),
+      shouldStop: () => superseded() || (stoodDown ||= standDown()) || throttled || quotaSpent !== undefined || burstTooClose || storeFailure !== undefined || errorRun >= ERROR_BURST || pageRun >= PAGE_BURST || isSourceBlocked(input.source, Date.now(), input.maxRetryAfterMs ?? DEFAULT_ADAPTIVE.maxRetryAfterMs),
       run: async (i, slotMs, mayGoLate) => {
         const item = input.items[i]!;
         const sendBy = slotMs + MAX_LATENESS_MS;
@@ -524,7 +538,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
         const host = checkCrawlDelay(target);
         if ((host?.freeAtMs ?? -Infinity) > slotMs || burstTooClose) return 'next';
         noteHostRequest(host);
-        const processed = await deps.processor.process(item.url, { source: input.source, attempt: item.attempt, signal: inFlight.signal, sendBy, mayGoLate, hop: hops.get(i), onConnectionWait });
+        const processed = await deps.processor.process(item.url, { source: input.source, attempt: item.attempt, signal: inFlight.signal, sendBy, mayGoLate, hop: hops.get(i), onConnectionWait, onQuota });
         // Its robots.txt may have been read in this slot; a redirect may lead to another host.
         noteRequest(target);
         if (processed.hop) checkCrawlDelay(processed.hop.url);
@@ -606,6 +620,8 @@ export function createCrawlActivities(deps: CrawlDeps) {
       ...(holdForRobots ? { robotsRetryMs, ...(robotsError !== undefined ? { robotsError } : {}) } : {}),
       ...(robotsRetryAtMs !== undefined && !holdForRobots ? { robotsHostWait: { error: robotsError ?? 'robots.txt could not be read', retryAtMs: robotsRetryAtMs } } : {}),
       ...(storeFailure !== undefined ? { storeRetryMs: STORE_RETRY_MS, storeError: storeFailure } : {}),
+      // A duration, not a time: the worker's and the workflow's clocks differ.
+      ...(quotaSpent !== undefined && !throttled ? { quotaHoldMs: Math.max(1, quotaSpent.untilMs - Date.now()), ...(quotaSpent.limit !== undefined ? { quotaLimit: quotaSpent.limit } : {}) } : {}),
       ...(hostPaced ? { hostCrawlDelay: strictest(delayedHosts) } : {}),
       ...(hostWaited.length ? { hostWaited } : {}),
       ...leastHostDelay(),

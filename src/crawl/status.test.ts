@@ -154,6 +154,14 @@ describe('the status table', () => {
     expect(monitoringUpdate([waiting]).sources.s).toMatchObject({ crawlDelayUntil: '2026-11-23T12:00:05.000Z', retryAfterUntil: null });
   });
 
+  it('says when a site\'s spent quota holds a source, in the table and the JSON', () => {
+    const r = running(3);
+    const waiting: SourceStatus = { ...r, stats: { ...r.stats!, quotaUntil: '2026-11-23T12:00:40.000Z', quotaLimit: 100 } };
+    const row = statusTable([waiting]).split('\n')[1]!;
+    expect(row).toMatch(/the site's rate-limit headers say none of its 100 requests left: nothing sent until its quota resets at 2026-11-23T12:00:40\.000Z$/);
+    expect(monitoringUpdate([waiting]).sources.s).toMatchObject({ quotaUntil: '2026-11-23T12:00:40.000Z', quotaLimit: 100, retryAfterUntil: null });
+  });
+
   it('says when a failing store holds a source, with what the store said', () => {
     const r = running(3);
     const waiting: SourceStatus = { ...r, stats: { ...r.stats!, storeRetryAt: '2026-11-23T12:01:00.000Z', storeError: 'ENOSPC: no space left on device' } };

@@ -6,7 +6,7 @@ import { errorText } from '../shared/errorText';
 import { STOPPED_BATCHES_WAIT_MS } from '../shared/heartbeat';
 import { statsQuery, stopUpdate } from '../workflows/messages';
 import { monitorWorkflowId } from '../workflows/monitorState';
-import { answersNote, behindNote, connectionsFullKind, connectionsFullNote, type CrawlCommand, hostCrawlDelayNote, type MonitorStats, networkDownNote, slowedNote } from '../workflows/monitorStats';
+import { answersNote, behindNote, connectionsFullKind, connectionsFullNote, type CrawlCommand, hostCrawlDelayNote, type MonitorStats, networkDownNote, quotaNote, slowedNote } from '../workflows/monitorStats';
 import { BEHIND_MISS_RATE } from '../politeness/missedSlots';
 import { crawlSecondsLeft, durationText, secondsLeft } from '../workflows/timeLeft';
 import { fulfilsWithin } from '../shared/concurrency';
@@ -340,7 +340,7 @@ export interface MonitoringUpdate {
    * `errors`: URLs whose last try failed (a final error record); `retries`: tries that failed with tries left, their URLs to go again.
    */
   global: { sources: number; running: number; paused: number; halted: number; waiting: number; ratePerS: number; targetPerS: number; done: number; errors: number; retries: number; finishedUrls: number; totalUrls: number; imagesPerS: number | null; secondsLeft: number | null; workersBehind: number; connectionsFull: number; networkDown: number };
-  sources: Record<string, { state: string; rate: number; target: number; done: number; errors: number; retries: number; linkrot: number; content: number; robots: number; refused: number; finished: number; total: number; secondsLeft: number | null; breaker: string; retryAfterUntil: string | null; crawlDelayUntil: string | null; robotsRetryAt: string | null; robotsError: string | null; robotsHostWait: { error: string; until: string } | null; hostCrawlDelay: { origin: string; delayS: number } | null; storeRetryAt: string | null; storeError: string | null; workersBehind: boolean; connectionsFull: boolean; networkDownAt: string | null; haltReason: string | null; slowed: { by: string; at: string; backAt: string } | null; note?: string }>;
+  sources: Record<string, { state: string; rate: number; target: number; done: number; errors: number; retries: number; linkrot: number; content: number; robots: number; refused: number; finished: number; total: number; secondsLeft: number | null; breaker: string; retryAfterUntil: string | null; quotaUntil: string | null; quotaLimit: number | null; crawlDelayUntil: string | null; robotsRetryAt: string | null; robotsError: string | null; robotsHostWait: { error: string; until: string } | null; hostCrawlDelay: { origin: string; delayS: number } | null; storeRetryAt: string | null; storeError: string | null; workersBehind: boolean; connectionsFull: boolean; networkDownAt: string | null; haltReason: string | null; slowed: { by: string; at: string; backAt: string } | null; note?: string }>;
 }
 
 /**
@@ -380,7 +380,7 @@ export function monitoringUpdate(statuses: SourceStatus[], previous?: { atMs: nu
       total += u?.total ?? 0;
       sources[s.source] = {
         state, rate: u?.rate ?? 0, target: 0, done: u?.done ?? 0, errors: u?.errors ?? 0, retries: 0, linkrot: 0, content: 0, robots: 0, refused: 0, finished: 0, total: u?.total ?? 0, secondsLeft: null,
-        breaker: '', retryAfterUntil: null, crawlDelayUntil: null, robotsRetryAt: null, robotsError: null, robotsHostWait: null, hostCrawlDelay: null, storeRetryAt: null, storeError: null, workersBehind: false, connectionsFull: false, networkDownAt: null, haltReason: null, slowed: null, ...(u ? { note: u.note } : s.ended ? { note: s.ended } : {}),
+        breaker: '', retryAfterUntil: null, quotaUntil: null, quotaLimit: null, crawlDelayUntil: null, robotsRetryAt: null, robotsError: null, robotsHostWait: null, hostCrawlDelay: null, storeRetryAt: null, storeError: null, workersBehind: false, connectionsFull: false, networkDownAt: null, haltReason: null, slowed: null, ...(u ? { note: u.note } : s.ended ? { note: s.ended } : {}),
       };
       continue;
     }
@@ -413,6 +413,8 @@ export function monitoringUpdate(statuses: SourceStatus[], previous?: { atMs: nu
       breaker: `${st.breaker.windowErrors}/${st.breaker.windowRequests} in 60s, ${st.breaker.consecutiveErrors} consecutive`,
       // Holds only while the monitor runs: an ended one's stats are from its end.
       retryAfterUntil: live ? st.retryAfterUntil : null,
+      quotaUntil: live ? st.quotaUntil ?? null : null,
+      quotaLimit: live && st.quotaUntil ? st.quotaLimit ?? null : null,
       // Older monitors (before this field) show a Crawl-delay hold as retryAfterUntil.
       crawlDelayUntil: live ? st.crawlDelayUntil ?? null : null,
       robotsRetryAt: live ? st.robotsRetryAt ?? null : null,
@@ -469,6 +471,7 @@ export class ChangedSources {
 export function waitingFor(st: MonitorStats): string | undefined {
   if (st.state === 'halted' || st.state === 'paused' || st.state === 'stopped') return undefined;
   if (st.retryAfterUntil) return `Retry-After until ${st.retryAfterUntil}`;
+  if (st.quotaUntil) return quotaNote(st.quotaUntil, st.quotaLimit);
   if (st.robotsRetryAt) return `robots.txt unavailable${st.robotsError ? ` (${st.robotsError})` : ''}: asked again at ${st.robotsRetryAt}`;
   if (st.storeRetryAt) return `store failing (${st.storeError ?? 'see the worker log'}): nothing sent until ${st.storeRetryAt}`;
   if (st.coolingUntil) return `cooling until ${st.coolingUntil}`;

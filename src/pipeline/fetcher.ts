@@ -19,6 +19,7 @@ import { type Connector, noteSlowFirst, WarmConnections } from './warmConnection
 import { noRouteError, type OutageChange, WorkerOutageWatch } from './workerOutage';
 import { UserAgentNotice } from './userAgentNotice';
 import { ExcludedHosts } from './excludedHosts';
+import { readSiteQuota, type SiteQuota } from '../politeness/rateLimitHeaders';
 
 /**
  * HTTP fetching for hostile input: http(s) only, redirects followed by hand (each hop
@@ -56,6 +57,8 @@ export interface FetchResult {
   setCookies?: string[];
   /** A 2xx response's headers on how its content may be used (rightsHeaders.ts), when it had any. */
   rightsHeaders?: RightsHeaders;
+  /** The quota the response's rate-limit headers state (rateLimitHeaders.ts), when they state one. */
+  quota?: SiteQuota;
 }
 
 export class FetchError extends Error {
@@ -497,7 +500,8 @@ export class Fetcher {
           if (opts.followRedirects === false) {
             const cookies = res.headers['set-cookie'];
             const setCookies = cookies === undefined ? [] : Array.isArray(cookies) ? cookies : [cookies];
-            return { ok: false, status, ttfbMs, finalUrl: url, redirects, totalMs: elapsed(), sent, location, ...(setCookies.length ? { setCookies } : {}) };
+            const quota = readSiteQuota(header, Date.now());
+            return { ok: false, status, ttfbMs, finalUrl: url, redirects, totalMs: elapsed(), sent, location, ...(setCookies.length ? { setCookies } : {}), ...(quota ? { quota } : {}) };
           }
           if (redirects >= this.cfg.maxRedirects) return fail('too-many-redirects', `more than ${this.cfg.maxRedirects} redirects`, { status, ttfbMs });
           redirects += 1;
@@ -505,7 +509,8 @@ export class Fetcher {
           continue;
         }
         const rights = status >= 200 && status < 300 ? readRightsHeaders(res.headers) : undefined;
-        const base = { status, ttfbMs, finalUrl: url, redirects, contentType: header('content-type'), retryAfter: header('retry-after'), sent, ...(rights ? { rightsHeaders: rights } : {}) };
+        const quota = readSiteQuota(header, Date.now());
+        const base = { status, ttfbMs, finalUrl: url, redirects, contentType: header('content-type'), retryAfter: header('retry-after'), sent, ...(rights ? { rightsHeaders: rights } : {}), ...(quota ? { quota } : {}) };
         if (status < 200 || status >= 300) return { ok: false, ...base, totalMs: elapsed() };
         if (res.failure) return fail(res.failure, res.reason!, base);
         const coding = header('content-encoding');

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { classifyStatus, statusReason } from '../politeness/classify';
 import { transferMsPerMib } from '../politeness/latency';
 import { parseRetryAfter } from '../politeness/retryAfter';
+import { quotaWaitMs, type SiteQuota } from '../politeness/rateLimitHeaders';
 import type { ProcessedUrl, UrlProcessor } from '../activities/crawlActivities';
 import type { OpenLimitHint, RedirectHop, RefusalHint, RequestOutcome } from '../shared/types';
 import { analyse, type Analysis, ContentError, thumbnail } from './analyse';
@@ -196,7 +197,7 @@ export class ImagePipeline implements UrlProcessor {
     };
   }
 
-  async process(url: string, ctx: { source: string; attempt: number; signal: AbortSignal; sendBy?: number; mayGoLate?: () => boolean; hop?: RedirectHop; onConnectionWait?: (perSite: number) => void }): Promise<ProcessedUrl> {
+  async process(url: string, ctx: { source: string; attempt: number; signal: AbortSignal; sendBy?: number; mayGoLate?: () => boolean; hop?: RedirectHop; onConnectionWait?: (perSite: number) => void; onQuota?: (quota: SiteQuota) => void }): Promise<ProcessedUrl> {
     const base = { url, sent: false };
     const known = ctx.hop && this.fromTarget(url, ctx.hop);
     if (known) return known;
@@ -256,6 +257,7 @@ export class ImagePipeline implements UrlProcessor {
       const cookie = cookieHeader(ctx.hop?.cookies, u);
       const res = await this.fetcher.fetch(target, { signal: ctx.signal, sendBy: ctx.sendBy, mayGoLate: ctx.mayGoLate, followRedirects: false, resendInNextSlot: ctx.sendBy !== undefined, onConnectionWait: ctx.onConnectionWait, ...(cookie ? { cookie } : {}) });
       if (res.failure === 'late') return late;
+      if (res.quota) ctx.onQuota?.(res.quota);
       if (res.failure === 'resend') return { outcome: { ...base, cls: 'error', sent: true, reason: res.reason }, requeue: true, resend: true };
       timing = { status: res.status, ttfbMs: res.ttfbMs, totalMs: res.totalMs, sent: res.sent };
       if (res.status !== undefined) this.moved.noteAnswer(target, res.status, res.location);
@@ -283,7 +285,9 @@ export class ImagePipeline implements UrlProcessor {
         if (meaning === 'linkrot') return { outcome: { ...base, ...timing, cls: 'linkrot', reason } };
         // A 401, 451 or a firewall's 400 for every URL is a wall as much as a login page is: one of a run that halts.
         if (meaning === 'url-error') return { outcome: { ...base, ...timing, cls: 'content', reason, page: true } };
-        const retryAfterMs = parseRetryAfter(res.retryAfter, Date.now(), MAX_RETRY_AFTER_MS);
+        // A 429 without Retry-After whose rate-limit headers say when the quota resets: that is when to come back.
+        const quotaReset = res.quota?.resetAtMs !== undefined ? quotaWaitMs(res.quota, Date.now(), 0) : undefined;
+        const retryAfterMs = parseRetryAfter(res.retryAfter, Date.now(), MAX_RETRY_AFTER_MS) ?? (quotaReset !== undefined ? Math.min(quotaReset, MAX_RETRY_AFTER_MS) : undefined);
         return { outcome: { ...base, ...timing, cls: 'error', reason, retryAfterMs } };
       }
       // Analysed, it was called a corrupt image ("premature end of JPEG image").

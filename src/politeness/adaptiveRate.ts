@@ -35,18 +35,20 @@ export function invalidRetryAfterCap(seconds: number): string | undefined {
 }
 
 /**
- * A new cap on the Retry-After honoured. A Retry-After hold that would outlast the new cap
+ * A new cap on the Retry-After honoured. A Retry-After (or spent quota) hold that would outlast the new cap
  * counted from now ends then instead; a longer cap lengthens no hold already decided.
  */
 export function capRetryAfter(state: AdaptiveState, maxRetryAfterMs: number, nowMs: number): boolean {
   const until = nowMs + maxRetryAfterMs;
-  if ((state.holdReason ?? 'retry-after') !== 'retry-after' || state.holdUntilMs <= until) return false;
+  // A spent quota's wait is capped as a Retry-After is: both are the site's word on when to come back.
+  const reason = state.holdReason ?? 'retry-after';
+  if ((reason !== 'retry-after' && reason !== 'quota') || state.holdUntilMs <= until) return false;
   state.holdUntilMs = until;
   state.lastRampMs = Math.min(state.lastRampMs, until);
   return true;
 }
 
-export type HoldReason = 'retry-after' | 'crawl-delay' | 'robots' | 'store';
+export type HoldReason = 'retry-after' | 'crawl-delay' | 'robots' | 'store' | 'quota';
 
 export interface AdaptiveState {
   rate: number;

@@ -7,6 +7,7 @@ import { grantLeadMs, learnDispatch } from './grantLead';
 import { newPacerState, FIRST_WINDOW_MS, PROBE_WINDOW_MS, planWindow, windowLengthMs, type PacerState, type PlannedGrant, type Want } from './pacing';
 import { PAGES_FOR_HALT, pagesHaltReason, pagesSinceImage } from './pageRun';
 import { targetRate } from './targetRate';
+import { quotaText } from './rateLimitHeaders';
 
 /**
  * One source's politeness state and decisions: target and current rate, Retry-After hold,
@@ -103,6 +104,8 @@ export interface GovernorState {
   storeError?: string;
   /** Why robots.txt could not be read when last reported (shown while the source is held for it). */
   robotsError?: string;
+  /** The site's whole quota when its rate-limit headers last said none was left (shown while the source is held for it; null: not said). */
+  quotaLimit?: number | null;
   /**
    * The last host of a source spanning several whose robots.txt could not be read while the
    * source went on with the others, and until when its URLs wait (shown until then).
@@ -136,7 +139,7 @@ export interface GovernorState {
 }
 
 export interface PolicyEvent {
-  event: 'throttled' | 'cooling' | 'resumed' | 'halted' | 'latency-slowdown' | 'paused' | 'stopped' | 'rate-set' | 'catalogue-entry' | 'max-rate' | 'max-retry-after' | 'max-connections' | 'crawl-delay' | 'robots-unavailable' | 'store-unavailable';
+  event: 'throttled' | 'cooling' | 'resumed' | 'halted' | 'latency-slowdown' | 'paused' | 'stopped' | 'rate-set' | 'catalogue-entry' | 'max-rate' | 'max-retry-after' | 'max-connections' | 'crawl-delay' | 'robots-unavailable' | 'store-unavailable' | 'quota-spent';
   detail: string;
 }
 
@@ -225,6 +228,13 @@ export class Governor {
         holdUntil(s.adaptive, nowMs + report.storeRetryMs, 'store');
         events.push({ event: 'store-unavailable', detail: `the store failed (${s.storeError}); nothing sent for ${Math.round(report.storeRetryMs / 1000)} s, the URLs keep their attempts` });
       }
+    }
+    // Not a refusal: the site said how many requests it takes and that none is left until its
+    // quota resets. The rate stays (within the quota the site takes it); nothing goes until then.
+    if (report.quotaHoldMs !== undefined && report.quotaHoldMs > 0 && report.retryAfterMs === undefined && nowMs + report.quotaHoldMs > s.adaptive.holdUntilMs) {
+      holdUntil(s.adaptive, nowMs + report.quotaHoldMs, 'quota');
+      s.quotaLimit = report.quotaLimit ?? null;
+      events.push({ event: 'quota-spent', detail: `the site's rate-limit headers say ${quotaText({ ...(report.quotaLimit !== undefined ? { limit: report.quotaLimit } : {}) })}; nothing sent for ${Math.round(report.quotaHoldMs / 1000)} s, until its quota resets` });
     }
     for (const o of report.outcomes) {
       if (o.final) s.counts[o.cls] += 1;

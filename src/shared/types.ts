@@ -190,6 +190,10 @@ export interface OutcomeReport {
   refusals?: Record<string, RefusalHint>;
   /** Set when the activity stopped on a 429/503: how long the source asked us to wait. */
   retryAfterMs?: number;
+  /** Set when the activity stopped because the site's rate-limit headers said none of its requests is left (FetchBatchResult.quotaHoldMs). */
+  quotaHoldMs?: number;
+  /** With quotaHoldMs: the site's whole quota for its window, when it said (FetchBatchResult.quotaLimit). */
+  quotaLimit?: number;
   /** Set when the activity stopped because robots.txt asks for more time between requests (FetchBatchResult.crawlDelayMs). */
   crawlDelayMs?: number;
   /** Set when the activity stopped because robots.txt could not be read (FetchBatchResult.robotsRetryMs). */
@@ -340,6 +344,15 @@ export interface FetchBatchResult {
   hops?: [number, RedirectHop][];
   /** Set when the source answered 429/503: how long it asked us to wait, ms. */
   retryAfterMs?: number;
+  /**
+   * Set when a response's rate-limit headers (RateLimit, X-RateLimit-*) said none of the site's
+   * requests is left until its quota resets, this many ms from the activity's end (capped as a
+   * Retry-After is): the activity sent nothing more and handed the rest back. Not a refusal: the
+   * source's rate stays, and it is held until then.
+   */
+  quotaHoldMs?: number;
+  /** With quotaHoldMs: the site's whole quota for its window, when its headers said. */
+  quotaLimit?: number;
   /**
    * Set when the site's robots.txt asks for more time between requests (Crawl-delay, ms) than
    * the grant's slots leave: the activity sent nothing more and handed the rest back.

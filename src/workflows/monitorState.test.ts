@@ -595,6 +595,26 @@ describe('MonitorModel stats: what holds a source', () => {
     expect(m.stats(T0 + 40_000)).toMatchObject({ retryAfterUntil: null, crawlDelayUntil: null });
   });
 
+  it('holds a source whose site said its quota is spent until it resets, without lowering the rate, and grants nothing meanwhile', () => {
+    const m = MonitorModel.fromInput({ source: 's', config: { rate: 10 }, work: [{ chunkId: 'c1', count: 500 }] }, T0);
+    const [chunk] = m.takeChunksToStart();
+    m.batchStarted('b1', chunk!);
+    const ok = { url: '', cls: 'done' as const, sent: true, final: true, attempt: 1, status: 200, ttfbMs: 5 };
+    const events = m.onReport({ batchId: 'b1', grantId: 1, outcomes: [ok, ok, ok], unused: 17, quotaHoldMs: 40_000, quotaLimit: 3 }, T0);
+    expect(events).toContainEqual({ event: 'quota-spent', detail: 'the site\'s rate-limit headers say none of its 3 requests left; nothing sent for 40 s, until its quota resets' });
+    expect(m.stats(T0 + 1_000)).toMatchObject({ quotaUntil: new Date(T0 + 40_000).toISOString(), quotaLimit: 3, retryAfterUntil: null, rate: 10, target: 10, slowed: null });
+    expect(detailsMarkdown(m.stats(T0 + 1_000), 'running')).toContain(`the site's rate-limit headers say none of its 3 requests left: nothing sent until its quota resets at ${new Date(T0 + 40_000).toISOString()}`);
+    m.onTokenRequest({ batchId: 'b1', unassigned: 17, grantsSeen: 1 });
+    expect(m.planGrants(T0 + 39_000)).toEqual([]);
+    expect(m.planGrants(T0 + 40_000).length).toBe(1);
+    expect(m.stats(T0 + 40_000)).toMatchObject({ quotaUntil: null, quotaLimit: null, rate: 10 });
+    // A lower cap on the Retry-After honoured caps this wait too: both are the site's word on when to come back.
+    m.onReport({ batchId: 'b1', grantId: 2, outcomes: [ok], unused: 0, quotaHoldMs: 600_000 }, T0 + 41_000);
+    expect(m.stats(T0 + 41_000)).toMatchObject({ quotaUntil: new Date(T0 + 641_000).toISOString(), quotaLimit: null });
+    m.governor.setMaxRetryAfter(60_000, T0 + 42_000);
+    expect(m.stats(T0 + 42_000)).toMatchObject({ quotaUntil: new Date(T0 + 102_000).toISOString() });
+  });
+
   it('names a wait after the store failed as such, with what the store said', () => {
     const m = MonitorModel.fromInput({ source: 's', config: { rate: 10 }, work: [{ chunkId: 'c1', count: 500 }] }, T0);
     const [chunk] = m.takeChunksToStart();

@@ -552,6 +552,8 @@ export class MonitorModel {
       ceilingPerSecond: ceilings(g.adaptive.rate, g.burst).perSecond,
       retryAfterUntil: (g.adaptive.holdReason ?? 'retry-after') === 'retry-after' ? heldUntil : null,
       crawlDelayUntil: g.adaptive.holdReason === 'crawl-delay' ? heldUntil : null,
+      quotaUntil: g.adaptive.holdReason === 'quota' ? heldUntil : null,
+      quotaLimit: g.adaptive.holdReason === 'quota' && heldUntil ? g.quotaLimit ?? null : null,
       robotsRetryAt: g.adaptive.holdReason === 'robots' ? heldUntil : null,
       robotsError: g.adaptive.holdReason === 'robots' && heldUntil ? g.robotsError ?? null : null,
       robotsHostWait: g.robotsHostWait && g.robotsHostWait.untilMs > nowMs ? { error: g.robotsHostWait.error, until: new Date(g.robotsHostWait.untilMs).toISOString() } : null,

@@ -1,6 +1,7 @@
 import { REFUSED_HOLD_MS } from '../politeness/refusalHold';
 import { workersBehindNote } from '../politeness/missedSlots';
 import { sameImageNote, type SameImageRun } from '../politeness/sameImage';
+import { quotaText } from '../politeness/rateLimitHeaders';
 import type { Counts, GovernorMode } from '../politeness/governor';
 import { durationText, secondsLeft } from './timeLeft';
 import { FINISHED } from '../temporal/searchAttributes';
@@ -39,6 +40,14 @@ export interface MonitorStats {
   retryAfterUntil: string | null;
   /** No grant before this time: the wait the site's robots.txt Crawl-delay asks for. */
   crawlDelayUntil: string | null;
+  /**
+   * No grant before this time: the site's rate-limit headers (RateLimit, X-RateLimit-*) said none
+   * of its requests was left until its quota resets then; null otherwise; absent from monitors
+   * of older builds.
+   */
+  quotaUntil?: string | null;
+  /** While quotaUntil is set: the site's whole quota for its window, when its headers said it. */
+  quotaLimit?: number | null;
   /** No grant before this time: robots.txt could not be read and is asked for again then. */
   robotsRetryAt: string | null;
   /** While robotsRetryAt is set: which origin's robots.txt, why it could not be read, and its try count. */
@@ -116,7 +125,7 @@ export function behindNote(st: MonitorStats): string | undefined {
 }
 
 function sendingNow(st: MonitorStats): boolean {
-  return st.state === 'running' && !st.retryAfterUntil && !st.robotsRetryAt && !st.storeRetryAt && !st.networkDownAt;
+  return st.state === 'running' && !st.retryAfterUntil && !st.quotaUntil && !st.robotsRetryAt && !st.storeRetryAt && !st.networkDownAt;
 }
 
 /**
@@ -249,6 +258,7 @@ export function detailsMarkdown(s: MonitorStats, state: string, nowMs?: number):
     lines.push(`downloads open at once, as a worker found the site's link to bear (every worker keeps to it): ${Object.entries(s.openLimits).map(([origin, n]) => `${n} at ${asText(origin)}`).join(', ')}`);
   }
   if (s.retryAfterUntil) lines.push(`Retry-After hold until ${s.retryAfterUntil}`);
+  if (s.quotaUntil) lines.push(quotaNote(s.quotaUntil, s.quotaLimit));
   if (s.crawlDelayUntil) lines.push(`robots.txt Crawl-delay: next request not before ${s.crawlDelayUntil}`);
   if (s.robotsRetryAt) lines.push(`robots.txt unavailable${s.robotsError ? ` (${asText(s.robotsError)})` : ''}: asked again at ${s.robotsRetryAt}, nothing sent until then`);
   if (s.robotsHostWait) lines.push(`one host's robots.txt unavailable (${asText(s.robotsHostWait.error)}): its URLs wait until ${s.robotsHostWait.until}; the source goes on with its other hosts`);
@@ -284,4 +294,9 @@ export function slowedNote(slowed: NonNullable<MonitorStats['slowed']>, target: 
 /** Text as markdown shows it: every ASCII punctuation mark that markdown or HTML reads is escaped (CommonMark backslash escapes). */
 export function asText(text: string): string {
   return text.replace(/[\\`*_{}[\]()<>#+!|~]/g, '\\$&');
+}
+
+/** A hold for a spent quota in words: the status table and the monitor's details both say it. */
+export function quotaNote(until: string, limit: number | null | undefined): string {
+  return `the site's rate-limit headers say ${quotaText(limit != null ? { limit } : {})}: nothing sent until its quota resets at ${until}`;
 }

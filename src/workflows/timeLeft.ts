@@ -22,7 +22,7 @@ export function secondsLeft(st: MonitorStats, nowMs: number): number | null {
   const full = Math.max(st.rate, st.target) * sent;
   if (!(now > 0)) return null;
   const requests = left * requestsPerUrl(st);
-  const holdEndMs = Math.max(nowMs, ...[st.retryAfterUntil, st.crawlDelayUntil, st.robotsRetryAt, st.storeRetryAt, st.coolingUntil].map(timeOf));
+  const holdEndMs = Math.max(nowMs, ...[st.retryAfterUntil, st.quotaUntil, st.crawlDelayUntil, st.robotsRetryAt, st.storeRetryAt, st.coolingUntil].map(timeOf));
   const held = (holdEndMs - nowMs) / 1000;
   const backMs = st.slowed ? timeOf(st.slowed.backAt) : 0;
   const rampS = Math.max(0, (backMs - holdEndMs) / 1000);

@@ -7,7 +7,7 @@ import type http from 'node:http';
 import { brotliCompressSync, gzipSync } from 'node:zlib';
 import sharp from 'sharp';
 import { createCrawlActivities } from '../../src/activities/crawlActivities';
-import { clearSourceBlocks } from '../../src/activities/sourceBlocks';
+import { clearSourceBlocks, isSourceBlocked } from '../../src/activities/sourceBlocks';
 import { StoreRecorder } from '../../src/activities/storeRecorder';
 import { GrantJournal } from '../../src/activities/grantJournal';
 import { pipelineConfigFromEnv } from '../../src/pipeline/config';
@@ -88,6 +88,10 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
       .route('/drip.jpg', drip)
       .route('/fail.jpg', (_q, r) => { r.writeHead(500); r.end(); })
       .route('/busy.jpg', (_q, r) => { r.writeHead(503, { 'retry-after': '120' }); r.end(); })
+      // An API gateway's quota: the image, with how many requests are left (GitHub-style headers).
+      .route('/quota-left.png', (_q, r) => { r.writeHead(200, { 'content-type': 'image/png', 'x-ratelimit-limit': '3', 'x-ratelimit-remaining': '1', 'x-ratelimit-reset': String(Math.floor(Date.now() / 1000) + 30) }); r.end(smallPng); })
+      .route('/quota-spent.png', (_q, r) => { r.writeHead(200, { 'content-type': 'image/png', 'x-ratelimit-limit': '3', 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(Math.floor(Date.now() / 1000) + 30) }); r.end(smallPng); })
+      .route('/quota-429.jpg', (_q, r) => { r.writeHead(429, { ratelimit: '"default";r=0;t=90', 'ratelimit-policy': '"default";q=100;w=3600' }); r.end(); })
       // Answers no HTTP client can read, written to the socket past Node's HTTP server.
       .route('/bad-chunk.jpg', (_q, r) => { r.socket!.end('HTTP/1.1 200 OK\r\ncontent-type: image/jpeg\r\ntransfer-encoding: chunked\r\n\r\nZZZ\r\nabc\r\n0\r\n\r\n'); })
       .route('/not-http.jpg', (_q, r) => { r.socket!.end('HELLO THIS IS NOT HTTP\r\n\r\n'); })
@@ -775,6 +779,33 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     expect(result.retryAfterMs).toBe(120_000);
     expect(result.unused).toEqual([2, 3]);
     expect(origin.requests.slice(before).filter((r) => r.path === '/rotated.jpg' || r.path === '/good.jpg')).toEqual([]);
+  });
+
+  it('stops once the site\'s rate-limit headers say none of its requests is left, keeps the image, and reports the wait until its quota resets', async () => {
+    const before = origin.requests.length;
+    const { result, by } = await run(['/quota-left.png', '/quota-spent.png', '/good.jpg', '/rotated.jpg']);
+    expect(by.get('/quota-left.png')).toMatchObject({ cls: 'done', status: 200 });
+    // Not a refusal: the image is kept and nothing counts against the site.
+    expect(by.get('/quota-spent.png')).toMatchObject({ cls: 'done', status: 200 });
+    expect(result.unused).toEqual([2, 3]);
+    expect(origin.requests.slice(before).filter((r) => r.path === '/good.jpg' || r.path === '/rotated.jpg')).toEqual([]);
+    // The reset is a Unix time in whole seconds: 29-30 s from the answer.
+    expect(result.quotaHoldMs).toBeGreaterThan(27_000);
+    expect(result.quotaHoldMs).toBeLessThanOrEqual(30_000);
+    expect(result).toMatchObject({ quotaLimit: 3 });
+    expect(result.retryAfterMs).toBeUndefined();
+    // The worker's other grants of the source send nothing meanwhile either.
+    expect(isSourceBlocked(`127.0.0.1:${origin.port}`)).toBe(true);
+  });
+
+  it('takes a 429\'s wait from its rate-limit headers when it gives no Retry-After', async () => {
+    const { result, by } = await run(['/good.png', '/quota-429.jpg', '/good.jpg']);
+    expect(by.get('/quota-429.jpg')).toMatchObject({ cls: 'error', status: 429 });
+    // Without the headers it would be the default hold of 5 s.
+    expect(by.get('/quota-429.jpg')!.retryAfterMs).toBeGreaterThan(88_000);
+    expect(result.retryAfterMs).toBe(by.get('/quota-429.jpg')!.retryAfterMs);
+    expect(result.quotaHoldMs).toBeUndefined();
+    expect(result.unused).toEqual([2]);
   });
 
   it('keeps URLs out of its heartbeats: a grant of long signed URLs stays far below the 2 MB payload limit', async () => {
