@@ -1457,6 +1457,45 @@ describe('crawl monitor (time-skipping server)', () => {
     });
   };
 
+  it('holds a source whose site said its quota is spent until the quota resets, at its rate, and grants nothing meanwhile', async () => {
+    const source = 'quota.test';
+    const { taskQueue, workflowId } = ids(source);
+    const scripted = scriptedActivities(() => ({ cls: 'done', status: 200 }));
+    let spentAtMs: number | undefined;
+    const acts = {
+      ...scripted.acts,
+      // The 11th URL's answer says none of the site's 10 requests is left for 2 minutes: the activity stops there.
+      async fetchBatch(input: FetchBatchInput): Promise<FetchBatchResult> {
+        const at = spentAtMs === undefined ? input.items.findIndex((item) => indexOf(item.url) === 10) : -1;
+        if (at < 0) return scripted.acts.fetchBatch(input);
+        // Workflow time (skipped), as the grant's; the activity's own clock is not.
+        spentAtMs = input.schedule.startMs;
+        const result = await scripted.acts.fetchBatch({ ...input, items: input.items.slice(0, at + 1) });
+        return { ...result, unused: [...result.unused, ...input.items.slice(at + 1).map((_, k) => at + 1 + k)], quotaHoldMs: 120_000, quotaLimit: 10 };
+      },
+    };
+    const worker = await monitorWorker(env, taskQueue, acts);
+    await worker.runUntil(async () => {
+      const handle = await env.client.workflow.start(crawlMonitorWorkflow, {
+        taskQueue, workflowId, args: [{ source, config: { rate: 2 }, work: chunksOf(source, 40, 40) }],
+      });
+      for (let i = 0; i < 60 && spentAtMs === undefined; i++) await env.sleep(1_000);
+      await env.sleep(2_000);
+      const stats = await handle.query(statsQuery);
+      // Counted from the report, which the scripted activity sends before its window's start.
+      const untilMs = Date.parse(stats.quotaUntil!);
+      expect(untilMs - spentAtMs!).toBeGreaterThan(115_000);
+      expect(stats).toMatchObject({ quotaLimit: 10, retryAfterUntil: null, rate: 2, slowed: null });
+      expect(stats.alerts.at(-1)).toMatch(/quota-spent: the site's rate-limit headers say none of its 10 requests left; nothing sent for 1[12]\d s, until its quota resets$/);
+      const grantsBefore = scripted.grants.length;
+      await env.sleep(100_000);
+      expect(scripted.grants.length).toBe(grantsBefore);
+      expect((await handle.result()).urls).toMatchObject({ total: 40, finished: 40 });
+      // Nothing went before the reset, and the rest went at the source's rate.
+      expect(Math.min(...scripted.grants.slice(grantsBefore).map((g) => g.startMs))).toBeGreaterThanOrEqual(untilMs);
+    });
+  });
+
   it('takes a --max-retry-after that comes with more work: a source held for an hour-long Retry-After is asked again at the new cap', async () => {
     await heldForAnHour('retry-after.test', async (handle, grants, retryAfterCaps) => {
       const grantsBefore = grants();
