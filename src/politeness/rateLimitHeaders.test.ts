@@ -33,6 +33,9 @@ describe('readSiteQuota', () => {
     expect(readSiteQuota(headers({ 'x-ratelimit-remaining': '-1' }), NOW)).toBeUndefined();
     expect(readSiteQuota(headers({ ratelimit: 'garbage' }), NOW)).toBeUndefined();
     expect(readSiteQuota(headers({ 'x-ratelimit-limit': '100' }), NOW)).toBeUndefined();
+    // A window's quota of none at all: a misconfiguration, not a limit to keep to.
+    expect(readSiteQuota(headers({ 'x-ratelimit-limit': '0', 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': '60' }), NOW)).toBeUndefined();
+    expect(readSiteQuota(headers({ ratelimit: 'limit=0, remaining=0, reset=60' }), NOW)).toBeUndefined();
     // An unreadable reset leaves the count: the wait is then the default.
     expect(readSiteQuota(headers({ 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': 'soon' }), NOW)).toEqual({ remaining: 0 });
   });

@@ -87,6 +87,14 @@ function fromDictionary(value: string, nowMs: number): SiteQuota | undefined {
  * the site had not sent it: the crawler's own pacing and the 429 reflex still hold.
  */
 export function readSiteQuota(header: HeaderOf, nowMs: number): SiteQuota | undefined {
+  const quota = statedQuota(header, nowMs);
+  // A window's quota of none at all is not a limit one can keep to but a misconfiguration (a
+  // site that wants nothing sent says so with robots.txt or a 403): read as no quota stated,
+  // the 429 reflex still holding. Kept to, it would hold the source for good, 15 min at a time.
+  return quota?.limit === 0 ? undefined : quota;
+}
+
+function statedQuota(header: HeaderOf, nowMs: number): SiteQuota | undefined {
   const date = header('date');
   const siteNowMs = date === undefined ? undefined : Date.parse(date);
   const siteNow = siteNowMs !== undefined && Number.isFinite(siteNowMs) ? siteNowMs : undefined;
