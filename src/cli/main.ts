@@ -240,7 +240,7 @@ export function buildProgram(): Command {
         const allowNetworks = [...new Set([...allowNetworksFromEnv(), ...opts.allowNetwork])];
         log.info({
           event: 'worker.start', taskQueue: opts.taskQueue, address: temporalAddress(), namespace: DEFAULT_NAMESPACE, store: deps.store?.description,
-          allowNetworks, userAgent: pipelineConfigFromEnv().userAgent, cpus: usableCpus(), ...(healthAddress ? { health: healthAddress.text } : {}),
+          allowNetworks, ...userAgentAndFrom(), cpus: usableCpus(), ...(healthAddress ? { health: healthAddress.text } : {}),
         }, 'worker running');
         logDiskRoom(workerDiskDirs(deps, dataDir));
         const running = worker.run();
@@ -699,3 +699,9 @@ export async function main(argv: string[]): Promise<void> {
 }
 
 if (require.main === module) void main(process.argv);
+
+/** What every request says of us (User-Agent, From), for the worker's start line. */
+function userAgentAndFrom(): { userAgent: string; from?: string } {
+  const { userAgent, from } = pipelineConfigFromEnv();
+  return { userAgent, ...(from !== undefined ? { from } : {}) };
+}

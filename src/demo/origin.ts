@@ -14,6 +14,8 @@ export interface OriginRequest {
   userAgent: string | undefined;
   host: string | undefined;
   acceptEncoding: string | undefined;
+  /** The From header (CRAWL_FROM), when one was sent. */
+  from?: string | undefined;
 }
 
 export class Origin {
@@ -45,7 +47,7 @@ export class Origin {
     if (!host.startsWith('127.')) throw new Error('the demo origin only listens on loopback (127.0.0.0/8)');
     this.server = http.createServer((req, res) => {
       const path = (req.url ?? '/').split('?')[0]!;
-      this.requests.push({ path, atMs: Date.now(), userAgent: req.headers['user-agent'], host: req.headers.host, acceptEncoding: req.headers['accept-encoding'] });
+      this.requests.push({ path, atMs: Date.now(), userAgent: req.headers['user-agent'], host: req.headers.host, acceptEncoding: req.headers['accept-encoding'], from: req.headers.from });
       const handler = this.routes.get(path) ?? this.routes.get('*');
       if (handler) return handler(req, res);
       res.writeHead(404, { 'content-type': 'text/plain' });

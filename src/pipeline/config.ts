@@ -12,6 +12,11 @@ import { usableCpus } from '../shared/usableCpus';
 export interface PipelineConfig {
   /** The same on every request; names us and a contact URL. */
   userAgent: string;
+  /**
+   * The e-mail address of whoever runs the crawl (CRAWL_FROM), sent as `From` on every request,
+   * as RFC 9110 asks of robots; absent: no From header.
+   */
+  from?: string;
   /** Product token matched against robots.txt groups. */
   robotsAgent: string;
   connectTimeoutMs: number;
@@ -171,10 +176,25 @@ export function robotsProductToken(ua: string): string {
   return named[2]!;
 }
 
+/**
+ * CRAWL_FROM: a mailbox (RFC 5322 addr-spec, as RFC 9110's From takes), printable ASCII on one
+ * line. A name with it (`Ops <ops@...>`) is not a mailbox; nor is a URL.
+ */
+export function checkFromAddress(value: string): string {
+  const address = value.trim();
+  const label = '[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?';
+  if (!new RegExp(`^[A-Za-z0-9!#$%&'*+/=?^_\`{|}~.-]+@${label}(?:\\.${label})+$`).test(address) || address.startsWith('.') || address.includes('..')) {
+    throw new Error(`CRAWL_FROM must be the e-mail address of whoever runs the crawl, alone (RFC 9110 From: site owners write to it), like crawler-ops@yourdomain.org; got ${JSON.stringify(value.slice(0, 200))}`);
+  }
+  return address;
+}
+
 export function pipelineConfigFromEnv(overrides: Partial<PipelineConfig> = {}): PipelineConfig {
   const userAgent = checkUserAgent(envText('CRAWL_USER_AGENT', DEFAULT_USER_AGENT));
+  const from = envText('CRAWL_FROM', '');
   return {
     userAgent,
+    ...(from.trim() !== '' ? { from: checkFromAddress(from) } : {}),
     robotsAgent: robotsProductToken(userAgent),
     connectTimeoutMs: num('CRAWL_CONNECT_TIMEOUT_MS', 10_000, 1, MAX_TIMEOUT_MS),
     headersTimeoutMs: num('CRAWL_HEADERS_TIMEOUT_MS', 20_000, 1, MAX_TIMEOUT_MS),

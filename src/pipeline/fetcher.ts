@@ -439,6 +439,8 @@ export class Fetcher {
               // Without accept-encoding any coding is acceptable (RFC 9110): images gain nothing from one.
               headers: {
                 'user-agent': this.cfg.userAgent, accept: opts.accept ?? 'image/*,*/*;q=0.5', 'accept-encoding': 'identity',
+                // Whom a site owner writes to about us (RFC 9110 asks robots to send it).
+                ...(this.cfg.from !== undefined ? { from: this.cfg.from } : {}),
                 // A chain's cookies, for its first request (a hop of its own): followed hops get none.
                 ...(opts.cookie !== undefined && redirects === 0 ? { cookie: opts.cookie } : {}),
               },
