@@ -202,6 +202,20 @@ function strictest(hosts: ReadonlyMap<string, { ms: number }>): HostCrawlDelay {
   return { origin, delayMs: ms };
 }
 
+/**
+ * A spent quota as the monitor hears of it: durations, not times (the worker's and the
+ * workflow's clocks differ), and the site's own wait beside the capped hold when that was shorter.
+ */
+function quotaReport(spent: { untilMs: number; resetAtMs: number; limit?: number }, nowMs: number): Pick<FetchBatchResult, 'quotaHoldMs' | 'quotaLimit' | 'quotaResetMs'> {
+  const holdMs = Math.max(1, spent.untilMs - nowMs);
+  const resetMs = spent.resetAtMs - nowMs;
+  return {
+    quotaHoldMs: holdMs,
+    ...(spent.limit !== undefined ? { quotaLimit: spent.limit } : {}),
+    ...(resetMs > holdMs ? { quotaResetMs: resetMs } : {}),
+  };
+}
+
 /** How early a slot may ask whether another worker's requests are open at its site: a timer fires a little ahead of the wall clock. */
 const OTHERS_ASK_EARLY_MS = 50;
 
@@ -353,13 +367,17 @@ export function createCrawlActivities(deps: CrawlDeps) {
     let storeFailure: string | undefined;
     let stoodDown = false;
     // The site's rate-limit headers said none of its requests is left until then (rateLimitHeaders.ts).
-    let quotaSpent: { untilMs: number; limit?: number } | undefined;
+    let quotaSpent: { untilMs: number; resetAtMs: number; limit?: number } | undefined;
     const onQuota = (quota: SiteQuota) => {
       const now = Date.now();
       const waitMs = quotaWaitMs(quota, now, deps.defaultHoldMs ?? 5_000);
       if (waitMs === undefined || waitMs <= 0) return;
       const untilMs = now + Math.min(waitMs, input.maxRetryAfterMs ?? DEFAULT_ADAPTIVE.maxRetryAfterMs);
-      quotaSpent = { untilMs: Math.max(untilMs, quotaSpent?.untilMs ?? 0), ...(quota.limit !== undefined ? { limit: quota.limit } : {}) };
+      quotaSpent = {
+        untilMs: Math.max(untilMs, quotaSpent?.untilMs ?? 0),
+        resetAtMs: Math.max(now + waitMs, quotaSpent?.resetAtMs ?? 0),
+        ...(quota.limit !== undefined ? { limit: quota.limit } : {}),
+      };
       // The worker's other grants of the source stop too, as they do for a 429.
       blockSource(input.source, quotaSpent.untilMs);
     };
@@ -621,7 +639,7 @@ export function createCrawlActivities(deps: CrawlDeps) {
       ...(robotsRetryAtMs !== undefined && !holdForRobots ? { robotsHostWait: { error: robotsError ?? 'robots.txt could not be read', retryAtMs: robotsRetryAtMs } } : {}),
       ...(storeFailure !== undefined ? { storeRetryMs: STORE_RETRY_MS, storeError: storeFailure } : {}),
       // A duration, not a time: the worker's and the workflow's clocks differ.
-      ...(quotaSpent !== undefined && !throttled ? { quotaHoldMs: Math.max(1, quotaSpent.untilMs - Date.now()), ...(quotaSpent.limit !== undefined ? { quotaLimit: quotaSpent.limit } : {}) } : {}),
+      ...(quotaSpent !== undefined && !throttled ? quotaReport(quotaSpent, Date.now()) : {}),
       ...(hostPaced ? { hostCrawlDelay: strictest(delayedHosts) } : {}),
       ...(hostWaited.length ? { hostWaited } : {}),
       ...leastHostDelay(),

@@ -162,6 +162,16 @@ describe('the status table', () => {
     expect(monitoringUpdate([waiting]).sources.s).toMatchObject({ quotaUntil: '2026-11-23T12:00:40.000Z', quotaLimit: 100, retryAfterUntil: null });
   });
 
+  it('says when the quota a site said it spent paces a source below its rate, and times it at that pace', () => {
+    const r = running(3);
+    const paced: SourceStatus = { ...r, stats: { ...r.stats!, rate: 10, quotaPace: { limit: 100, everyS: 3_600 } } };
+    const row = statusTable([paced]).split('\n')[1]!;
+    expect(row).toMatch(/the site's quota \(its rate-limit headers\): 100 requests each 1h00m, about 0\.028\/s on average; the time left is at that pace$/);
+    const update = monitoringUpdate([paced]).sources.s!;
+    expect(update).toMatchObject({ quotaPace: { limit: 100, everyS: 3_600 } });
+    expect(update.secondsLeft).toBeGreaterThan(3_600);
+  });
+
   it('says when a failing store holds a source, with what the store said', () => {
     const r = running(3);
     const waiting: SourceStatus = { ...r, stats: { ...r.stats!, storeRetryAt: '2026-11-23T12:01:00.000Z', storeError: 'ENOSPC: no space left on device' } };

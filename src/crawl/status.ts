@@ -6,7 +6,7 @@ import { errorText } from '../shared/errorText';
 import { STOPPED_BATCHES_WAIT_MS } from '../shared/heartbeat';
 import { statsQuery, stopUpdate } from '../workflows/messages';
 import { monitorWorkflowId } from '../workflows/monitorState';
-import { answersNote, behindNote, connectionsFullKind, connectionsFullNote, type CrawlCommand, hostCrawlDelayNote, type MonitorStats, networkDownNote, quotaNote, slowedNote } from '../workflows/monitorStats';
+import { answersNote, behindNote, connectionsFullKind, connectionsFullNote, type CrawlCommand, hostCrawlDelayNote, type MonitorStats, networkDownNote, quotaNote, quotaPaceNote, slowedNote } from '../workflows/monitorStats';
 import { BEHIND_MISS_RATE } from '../politeness/missedSlots';
 import { crawlSecondsLeft, durationText, secondsLeft } from '../workflows/timeLeft';
 import { fulfilsWithin } from '../shared/concurrency';
@@ -340,7 +340,7 @@ export interface MonitoringUpdate {
    * `errors`: URLs whose last try failed (a final error record); `retries`: tries that failed with tries left, their URLs to go again.
    */
   global: { sources: number; running: number; paused: number; halted: number; waiting: number; ratePerS: number; targetPerS: number; done: number; errors: number; retries: number; finishedUrls: number; totalUrls: number; imagesPerS: number | null; secondsLeft: number | null; workersBehind: number; connectionsFull: number; networkDown: number };
-  sources: Record<string, { state: string; rate: number; target: number; done: number; errors: number; retries: number; linkrot: number; content: number; robots: number; refused: number; finished: number; total: number; secondsLeft: number | null; breaker: string; retryAfterUntil: string | null; quotaUntil: string | null; quotaLimit: number | null; crawlDelayUntil: string | null; robotsRetryAt: string | null; robotsError: string | null; robotsHostWait: { error: string; until: string } | null; hostCrawlDelay: { origin: string; delayS: number } | null; storeRetryAt: string | null; storeError: string | null; workersBehind: boolean; connectionsFull: boolean; networkDownAt: string | null; haltReason: string | null; slowed: { by: string; at: string; backAt: string } | null; note?: string }>;
+  sources: Record<string, { state: string; rate: number; target: number; done: number; errors: number; retries: number; linkrot: number; content: number; robots: number; refused: number; finished: number; total: number; secondsLeft: number | null; breaker: string; retryAfterUntil: string | null; quotaUntil: string | null; quotaLimit: number | null; quotaPace: { limit: number; everyS: number } | null; crawlDelayUntil: string | null; robotsRetryAt: string | null; robotsError: string | null; robotsHostWait: { error: string; until: string } | null; hostCrawlDelay: { origin: string; delayS: number } | null; storeRetryAt: string | null; storeError: string | null; workersBehind: boolean; connectionsFull: boolean; networkDownAt: string | null; haltReason: string | null; slowed: { by: string; at: string; backAt: string } | null; note?: string }>;
 }
 
 /**
@@ -380,7 +380,7 @@ export function monitoringUpdate(statuses: SourceStatus[], previous?: { atMs: nu
       total += u?.total ?? 0;
       sources[s.source] = {
         state, rate: u?.rate ?? 0, target: 0, done: u?.done ?? 0, errors: u?.errors ?? 0, retries: 0, linkrot: 0, content: 0, robots: 0, refused: 0, finished: 0, total: u?.total ?? 0, secondsLeft: null,
-        breaker: '', retryAfterUntil: null, quotaUntil: null, quotaLimit: null, crawlDelayUntil: null, robotsRetryAt: null, robotsError: null, robotsHostWait: null, hostCrawlDelay: null, storeRetryAt: null, storeError: null, workersBehind: false, connectionsFull: false, networkDownAt: null, haltReason: null, slowed: null, ...(u ? { note: u.note } : s.ended ? { note: s.ended } : {}),
+        breaker: '', retryAfterUntil: null, quotaUntil: null, quotaLimit: null, quotaPace: null, crawlDelayUntil: null, robotsRetryAt: null, robotsError: null, robotsHostWait: null, hostCrawlDelay: null, storeRetryAt: null, storeError: null, workersBehind: false, connectionsFull: false, networkDownAt: null, haltReason: null, slowed: null, ...(u ? { note: u.note } : s.ended ? { note: s.ended } : {}),
       };
       continue;
     }
@@ -415,6 +415,7 @@ export function monitoringUpdate(statuses: SourceStatus[], previous?: { atMs: nu
       retryAfterUntil: live ? st.retryAfterUntil : null,
       quotaUntil: live ? st.quotaUntil ?? null : null,
       quotaLimit: live && st.quotaUntil ? st.quotaLimit ?? null : null,
+      quotaPace: live ? st.quotaPace ?? null : null,
       // Older monitors (before this field) show a Crawl-delay hold as retryAfterUntil.
       crawlDelayUntil: live ? st.crawlDelayUntil ?? null : null,
       robotsRetryAt: live ? st.robotsRetryAt ?? null : null,
@@ -626,7 +627,7 @@ export function statusTable(statuses: SourceStatus[], nowMs = Date.now()): strin
     const note = state === 'stopped' ? `stopped by an operator${st?.haltReason ? ` (was halted: ${st.haltReason})` : ''}${st ? notCrawledNote(st.urls) : ''}`
       : state === 'paused' && !st?.haltReason ? `paused by an operator${st?.coolingUntil ? `; its temporary halt lasts until ${st.coolingUntil}` : ''}`
       // An ended monitor's stats are from its end: a hold it had then (a Retry-After) is over.
-      : st?.haltReason ?? (st && (s.workflowStatus === 'RUNNING' ? waitingFor(st) ?? hostWaitNote(st) ?? lostBatchesNote(st) ?? networkDownNote(st) ?? connectionsFullNote(st) ?? behindNote(st) ?? answersNote(st) ?? (st.slowed ? slowedNote(st.slowed, st.target) : undefined)
+      : st?.haltReason ?? (st && (s.workflowStatus === 'RUNNING' ? waitingFor(st) ?? hostWaitNote(st) ?? lostBatchesNote(st) ?? quotaPaceNote(st) ?? networkDownNote(st) ?? connectionsFullNote(st) ?? behindNote(st) ?? answersNote(st) ?? (st.slowed ? slowedNote(st.slowed, st.target) : undefined)
         // Its records look like images: the summary's reasons for URLs not done cannot tell.
         : s.workflowStatus === 'COMPLETED' ? answersNote(st, null) : undefined))
         ?? (st?.siteMaxRate != null ? `robots.txt Crawl-delay: at most ${st.siteMaxRate}/s${st.crawlDelayUntil ? `, next request not before ${st.crawlDelayUntil}` : ''}` : u?.note ?? s.ended ?? '');

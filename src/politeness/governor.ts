@@ -107,6 +107,13 @@ export interface GovernorState {
   /** The site's whole quota when its rate-limit headers last said none was left (shown while the source is held for it; null: not said). */
   quotaLimit?: number | null;
   /**
+   * The pace the site's quota allows, learnt when it was last spent with its size said: `limit`
+   * requests each `cycleMs` (the time to send them at the rate then, and the wait until it
+   * reset). `requestsAt`: the source's requests then; with twice the quota sent since and none
+   * spent, it binds no more (the site raised it, or a lower rate keeps within it).
+   */
+  quotaPace?: { limit: number; cycleMs: number; requestsAt: number };
+  /**
    * The last host of a source spanning several whose robots.txt could not be read while the
    * source went on with the others, and until when its URLs wait (shown until then).
    */
@@ -234,7 +241,10 @@ export class Governor {
     if (report.quotaHoldMs !== undefined && report.quotaHoldMs > 0 && report.retryAfterMs === undefined && nowMs + report.quotaHoldMs > s.adaptive.holdUntilMs) {
       holdUntil(s.adaptive, nowMs + report.quotaHoldMs, 'quota');
       s.quotaLimit = report.quotaLimit ?? null;
-      events.push({ event: 'quota-spent', detail: `the site's rate-limit headers say ${quotaText({ ...(report.quotaLimit !== undefined ? { limit: report.quotaLimit } : {}) })}; nothing sent for ${Math.round(report.quotaHoldMs / 1000)} s, until its quota resets` });
+      if (report.quotaLimit !== undefined && report.quotaLimit > 0 && s.adaptive.rate > 0) {
+        s.quotaPace = { limit: report.quotaLimit, cycleMs: (report.quotaResetMs ?? report.quotaHoldMs) + (report.quotaLimit * 1000) / s.adaptive.rate, requestsAt: s.counts.requests };
+      }
+      events.push({ event: 'quota-spent', detail: `the site's rate-limit headers say ${quotaText({ ...(report.quotaLimit !== undefined ? { limit: report.quotaLimit } : {}) })}; nothing sent for ${Math.round(report.quotaHoldMs / 1000)} s, ${report.quotaResetMs !== undefined ? `the longest Retry-After honoured (its quota resets in ${Math.round(report.quotaResetMs / 1000)} s)` : 'until its quota resets'}` });
     }
     for (const o of report.outcomes) {
       if (o.final) s.counts[o.cls] += 1;
@@ -316,6 +326,13 @@ export class Governor {
     else s.adaptive.lastRampMs = nowMs;
     if (s.slowedBy && s.adaptive.rate >= s.target) delete s.slowedBy;
     return events;
+  }
+
+  /** The pace the site's quota allows (GovernorState.quotaPace), while it still binds. */
+  quotaPace(): { limit: number; everyS: number } | null {
+    const q = this.state.quotaPace;
+    if (!q || this.state.counts.requests - q.requestsAt > 2 * q.limit) return null;
+    return { limit: q.limit, everyS: Math.max(1, Math.round(q.cycleMs / 1000)) };
   }
 
   canGrant(nowMs: number): boolean {

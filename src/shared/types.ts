@@ -194,6 +194,8 @@ export interface OutcomeReport {
   quotaHoldMs?: number;
   /** With quotaHoldMs: the site's whole quota for its window, when it said (FetchBatchResult.quotaLimit). */
   quotaLimit?: number;
+  /** With quotaHoldMs: the site's own wait when the hold was capped (FetchBatchResult.quotaResetMs). */
+  quotaResetMs?: number;
   /** Set when the activity stopped because robots.txt asks for more time between requests (FetchBatchResult.crawlDelayMs). */
   crawlDelayMs?: number;
   /** Set when the activity stopped because robots.txt could not be read (FetchBatchResult.robotsRetryMs). */
@@ -353,6 +355,11 @@ export interface FetchBatchResult {
   quotaHoldMs?: number;
   /** With quotaHoldMs: the site's whole quota for its window, when its headers said. */
   quotaLimit?: number;
+  /**
+   * With quotaHoldMs, when the cap on a Retry-After made the hold shorter: how long until the
+   * site's quota resets by its own word, ms. The monitor's time left reads the site's pace from it.
+   */
+  quotaResetMs?: number;
   /**
    * Set when the site's robots.txt asks for more time between requests (Crawl-delay, ms) than
    * the grant's slots leave: the activity sent nothing more and handed the rest back.

@@ -403,7 +403,7 @@ export async function runBatch(input: BatchInput, run: BatchRun): Promise<BatchR
       await link.send(reportOutcomesSignal, {
         // Slots the grant did not use: a grant can carry more URLs than slots (grantItemCount).
         batchId, grantId: g.grantId, unused: Math.min(g.slots, result.unused.length), retryAfterMs: result.retryAfterMs, crawlDelayMs: result.crawlDelayMs, robotsRetryMs: result.robotsRetryMs, robotsError: result.robotsError,
-        ...(result.quotaHoldMs !== undefined ? { quotaHoldMs: result.quotaHoldMs, ...(result.quotaLimit !== undefined ? { quotaLimit: result.quotaLimit } : {}) } : {}),
+        ...(result.quotaHoldMs !== undefined ? { quotaHoldMs: result.quotaHoldMs, ...(result.quotaLimit !== undefined ? { quotaLimit: result.quotaLimit } : {}), ...(result.quotaResetMs !== undefined ? { quotaResetMs: result.quotaResetMs } : {}) } : {}),
         ...(result.robotsHostWait ? { robotsHostWait: result.robotsHostWait } : {}),
         ...(result.hostCrawlDelay ? { hostCrawlDelay: result.hostCrawlDelay } : {}),
         ...(result.leastHostDelayMs !== undefined ? { leastHostDelayMs: result.leastHostDelayMs } : {}),

@@ -554,6 +554,7 @@ export class MonitorModel {
       crawlDelayUntil: g.adaptive.holdReason === 'crawl-delay' ? heldUntil : null,
       quotaUntil: g.adaptive.holdReason === 'quota' ? heldUntil : null,
       quotaLimit: g.adaptive.holdReason === 'quota' && heldUntil ? g.quotaLimit ?? null : null,
+      quotaPace: this.governor.quotaPace(),
       robotsRetryAt: g.adaptive.holdReason === 'robots' ? heldUntil : null,
       robotsError: g.adaptive.holdReason === 'robots' && heldUntil ? g.robotsError ?? null : null,
       robotsHostWait: g.robotsHostWait && g.robotsHostWait.untilMs > nowMs ? { error: g.robotsHostWait.error, until: new Date(g.robotsHostWait.untilMs).toISOString() } : null,

@@ -48,6 +48,12 @@ export interface MonitorStats {
   quotaUntil?: string | null;
   /** While quotaUntil is set: the site's whole quota for its window, when its headers said it. */
   quotaLimit?: number | null;
+  /**
+   * The pace the site's quota allows, as its rate-limit headers said when it was last spent:
+   * `limit` requests each `everyS` seconds; null (or absent, from an older worker) when it binds
+   * no more or never did. The time left is at this pace when it is below the rate.
+   */
+  quotaPace?: { limit: number; everyS: number } | null;
   /** No grant before this time: robots.txt could not be read and is asked for again then. */
   robotsRetryAt: string | null;
   /** While robotsRetryAt is set: which origin's robots.txt, why it could not be read, and its try count. */
@@ -259,6 +265,8 @@ export function detailsMarkdown(s: MonitorStats, state: string, nowMs?: number):
   }
   if (s.retryAfterUntil) lines.push(`Retry-After hold until ${s.retryAfterUntil}`);
   if (s.quotaUntil) lines.push(quotaNote(s.quotaUntil, s.quotaLimit));
+  const quotaPace = quotaPaceNote(s);
+  if (quotaPace) lines.push(quotaPace);
   if (s.crawlDelayUntil) lines.push(`robots.txt Crawl-delay: next request not before ${s.crawlDelayUntil}`);
   if (s.robotsRetryAt) lines.push(`robots.txt unavailable${s.robotsError ? ` (${asText(s.robotsError)})` : ''}: asked again at ${s.robotsRetryAt}, nothing sent until then`);
   if (s.robotsHostWait) lines.push(`one host's robots.txt unavailable (${asText(s.robotsHostWait.error)}): its URLs wait until ${s.robotsHostWait.until}; the source goes on with its other hosts`);
@@ -297,6 +305,16 @@ export function asText(text: string): string {
 }
 
 /** A hold for a spent quota in words: the status table and the monitor's details both say it. */
+/**
+ * The site's quota as the pace it allows, when that is below the source's rate: the rate reads
+ * 10/s while the site takes 100 requests an hour, and the time left is at the quota's pace.
+ */
+export function quotaPaceNote(s: Pick<MonitorStats, 'quotaPace' | 'rate'>): string | undefined {
+  const q = s.quotaPace;
+  if (!q || q.limit / q.everyS >= s.rate) return undefined;
+  return `the site's quota (its rate-limit headers): ${q.limit} requests each ${durationText(q.everyS)}, about ${Number((q.limit / q.everyS).toPrecision(2))}/s on average; the time left is at that pace`;
+}
+
 export function quotaNote(until: string, limit: number | null | undefined): string {
   return `the site's rate-limit headers say ${quotaText(limit != null ? { limit } : {})}: nothing sent until its quota resets at ${until}`;
 }

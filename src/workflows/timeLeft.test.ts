@@ -29,6 +29,25 @@ describe('the time a source still takes', () => {
     expect(secondsLeft(big.stats(T0), T0)).toBeCloseTo(30 + 90 + (2_000 - 675) / 10, 5);
   });
 
+  it('goes at the pace of the quota the site said it spent, while that binds', () => {
+    const m = model(10, 1_000);
+    // 100 requests at 10/s spent the site's quota of 100 an hour: held the longest Retry-After
+    // honoured (15 min); its quota resets in 3,590 s.
+    const events = m.onReport({ batchId: 'b1', grantId: 1, outcomes: done(100), unused: 0, quotaHoldMs: 900_000, quotaResetMs: 3_590_000, quotaLimit: 100 }, T0);
+    expect(events.find((e) => e.event === 'quota-spent')?.detail).toBe("the site's rate-limit headers say none of its 100 requests left; nothing sent for 900 s, the longest Retry-After honoured (its quota resets in 3590 s)");
+    const st = m.stats(T0);
+    expect(st.quotaPace).toEqual({ limit: 100, everyS: 3_600 });
+    // 900 URLs left: the hold, a window's 100 at 10/s, then 800 at 100 an hour (not 90 s at 10/s).
+    expect(secondsLeft(st, T0)).toBeCloseTo(900 + 10 + 800 * 36, 5);
+    expect(detailsMarkdown(st, 'running', T0)).toContain("the site's quota (its rate-limit headers): 100 requests each 1h00m, about 0.028/s on average; the time left is at that pace");
+    // A quota the rate keeps within is no note, nor any slower pace.
+    expect(detailsMarkdown({ ...st, rate: 0.02 }, 'running', T0)).not.toContain("the site's quota");
+    // Twice the quota sent since without its being spent: the site takes the rate now.
+    m.onReport({ batchId: 'b1', grantId: 2, outcomes: done(201), unused: 0 }, T0 + 901_000);
+    expect(m.stats(T0 + 901_000).quotaPace).toBeNull();
+    expect(secondsLeft(m.stats(T0 + 901_000), T0 + 901_000)).toBeCloseTo(699 / 10, 5);
+  });
+
   it('counts the slots that pass unsent and the requests a URL takes', () => {
     const m = model(10, 500);
     const st = m.stats(T0);

@@ -8,7 +8,8 @@ import type { MonitorStats } from './monitorStats';
  * The pace is the monitor's rate less the slots that pass unsent (a busy worker, connections all
  * waiting on a slow site: `tokens.missRate`; a site held to the downloads its link bears), in requests a URL as the finished ones took (tries
  * again, redirects, robots.txt), after any hold, and rising with the ramp back to the target
- * when a 429, a slow answer or a halt lowered it. It does not foresee the next slow-down.
+ * when a 429, a slow answer or a halt lowered it, but no faster than the quota the site's
+ * rate-limit headers gave when it was last spent. It does not foresee the next slow-down.
  */
 export function secondsLeft(st: MonitorStats, nowMs: number): number | null {
   const left = Math.max(0, st.urls.total - st.urls.finished);
@@ -24,6 +25,13 @@ export function secondsLeft(st: MonitorStats, nowMs: number): number | null {
   const requests = left * requestsPerUrl(st);
   const holdEndMs = Math.max(nowMs, ...[st.retryAfterUntil, st.quotaUntil, st.crawlDelayUntil, st.robotsRetryAt, st.storeRetryAt, st.coolingUntil].map(timeOf));
   const held = (holdEndMs - nowMs) / 1000;
+  const quota = st.quotaPace;
+  if (quota && quota.limit / quota.everyS < full) {
+    // The site's quota binds: a window's worth at our rate (a fresh one after its hold), then
+    // a window's worth each cycle.
+    const first = Math.min(requests, quota.limit);
+    return held + first / now + (requests - first) / (quota.limit / quota.everyS);
+  }
   const backMs = st.slowed ? timeOf(st.slowed.backAt) : 0;
   const rampS = Math.max(0, (backMs - holdEndMs) / 1000);
   return held + rampedSeconds(requests, now, full, rampS);

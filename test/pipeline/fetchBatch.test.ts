@@ -793,9 +793,21 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     expect(result.quotaHoldMs).toBeGreaterThan(27_000);
     expect(result.quotaHoldMs).toBeLessThanOrEqual(30_000);
     expect(result).toMatchObject({ quotaLimit: 3 });
+    expect(result.quotaResetMs).toBeUndefined();
     expect(result.retryAfterMs).toBeUndefined();
     // The worker's other grants of the source send nothing meanwhile either.
     expect(isSourceBlocked(`127.0.0.1:${origin.port}`)).toBe(true);
+  });
+
+  it('reports the site\'s own wait beside a quota hold that the longest Retry-After honoured cut short', async () => {
+    await run(['/good.png']);
+    const result = (await new MockActivityEnvironment().run(acts.fetchBatch, { ...input(['/quota-spent.png', '/good.jpg']), maxRetryAfterMs: 10_000 })) as FetchBatchResult;
+    expect(result.unused).toEqual([1]);
+    expect(result.quotaHoldMs).toBeGreaterThan(8_000);
+    expect(result.quotaHoldMs).toBeLessThanOrEqual(10_000);
+    // The monitor's time left reads the site's pace from it: 3 requests each 30 s, not each 10.
+    expect(result.quotaResetMs).toBeGreaterThan(27_000);
+    expect(result.quotaResetMs).toBeLessThanOrEqual(30_000);
   });
 
   it('takes a 429\'s wait from its rate-limit headers when it gives no Retry-After', async () => {
