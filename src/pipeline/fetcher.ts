@@ -485,6 +485,8 @@ export class Fetcher {
           const v = res.headers[name];
           return Array.isArray(v) ? v[0] : v;
         };
+        // Any answer may say the site's quota is spent: a redirect or an error as much as an image.
+        const quota = readSiteQuota(header, Date.now());
         if (status >= 300 && status < 400 && status !== 304 && header('location')) {
           let target: URL;
           try {
@@ -502,7 +504,6 @@ export class Fetcher {
           if (opts.followRedirects === false) {
             const cookies = res.headers['set-cookie'];
             const setCookies = cookies === undefined ? [] : Array.isArray(cookies) ? cookies : [cookies];
-            const quota = readSiteQuota(header, Date.now());
             return { ok: false, status, ttfbMs, finalUrl: url, redirects, totalMs: elapsed(), sent, location, ...(setCookies.length ? { setCookies } : {}), ...(quota ? { quota } : {}) };
           }
           if (redirects >= this.cfg.maxRedirects) return fail('too-many-redirects', `more than ${this.cfg.maxRedirects} redirects`, { status, ttfbMs });
@@ -511,7 +512,6 @@ export class Fetcher {
           continue;
         }
         const rights = status >= 200 && status < 300 ? readRightsHeaders(res.headers) : undefined;
-        const quota = readSiteQuota(header, Date.now());
         const base = { status, ttfbMs, finalUrl: url, redirects, contentType: header('content-type'), retryAfter: header('retry-after'), sent, ...(rights ? { rightsHeaders: rights } : {}), ...(quota ? { quota } : {}) };
         if (status < 200 || status >= 300) return { ok: false, ...base, totalMs: elapsed() };
         if (res.failure) return fail(res.failure, res.reason!, base);
