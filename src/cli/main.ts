@@ -321,7 +321,8 @@ export function buildProgram(): Command {
         manifest, catalog, maxRate: maxRateSetting(opts.maxRate), store, guardedHosts, hostNames,
         onBadLine: (b) => process.stderr.write(`crawl: ${manifest} line ${b.line}: ${b.error} (skipped)\n`),
       });
-      const looked = hostNames ? hostLookupWarnings(await hostNames.resolve(guard)) : [];
+      const rates = new Map(plan.sources.map((s) => [s.source, s.rate]));
+      const looked = hostNames ? hostLookupWarnings(await hostNames.resolve(guard), (source) => rates.get(source)) : [];
       const warnings = () => [...startWarnings(plan), guardedHosts.warning('check'), ...looked].filter((w) => w !== undefined);
       const empty = emptyManifest(plan.sources.length, plan.badLines, manifest);
       process.exitCode = empty && 'error' in empty ? 1 : 0;

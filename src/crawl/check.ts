@@ -76,7 +76,7 @@ export async function planCrawl(opts: {
       if (opts.store) origins.add(entry.origin);
       hosts.add(entry.source, entry.origin, (source) => urls.has(source));
       opts.guardedHosts?.add(entry.origin);
-      opts.hostNames?.add(entry.origin);
+      opts.hostNames?.add(entry.origin, entry.source);
       urls.set(entry.source, (urls.get(entry.source) ?? 0) + 1);
     }
   }
