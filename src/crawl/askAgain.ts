@@ -3,6 +3,7 @@ import type { ObjectStore } from '../pipeline/store';
 import { exportRecords } from './exportRecords';
 import { notDoneRecords } from './recordLines';
 import { replaceFile } from '../shared/replaceFile';
+import { isExclusionReason } from '../pipeline/excludedHosts';
 
 /**
  * Which URLs to ask for again, from what the store's records say of each (its done or else
@@ -13,7 +14,7 @@ import { replaceFile } from '../shared/replaceFile';
  *   crawler through, these are the URLs it still owes.
  * - `failed`: URLs that used up their tries (timeouts, 5xx, a robots.txt that could not be read),
  *   and those the network guard refused (asked again once --allow-network opens their range;
- *   a refusal sends nothing to the site).
+ *   a refusal sends nothing to the site). Not those of hosts CRAWL_EXCLUDE_HOSTS excluded.
  */
 export type AgainKind = 'walled' | 'failed';
 
@@ -30,6 +31,9 @@ export interface AgainSummary {
 
 export function againKind(r: { outcome?: unknown; reason?: unknown }): AgainKind | undefined {
   if (r.outcome === 'content' && typeof r.reason === 'string' && WALL_REASON.test(r.reason)) return 'walled';
+  // A site its owner asked us to leave alone is no failure: asked again from a shell without the
+  // exclusion (the note at a run's end suggested it), its URLs would have been crawled.
+  if (r.outcome === 'refused' && typeof r.reason === 'string' && isExclusionReason(r.reason)) return undefined;
   if (r.outcome === 'error' || r.outcome === 'refused') return 'failed';
   return undefined;
 }

@@ -39,6 +39,11 @@ function excluded(host: string, entry: string): string {
   return `${host} is excluded by CRAWL_EXCLUDE_HOSTS (${entry}): not asked for`;
 }
 
+/** Whether a record's reason is an exclusion's (as `excluded` words it). */
+export function isExclusionReason(reason: string): boolean {
+  return / is excluded by CRAWL_EXCLUDE_HOSTS \(.*\): not asked for$/.test(reason);
+}
+
 /** CRAWL_EXCLUDE_HOSTS: comma- or whitespace-separated. */
 export function excludedHostsFromEnv(env: NodeJS.ProcessEnv = process.env): string[] {
   return (env.CRAWL_EXCLUDE_HOSTS ?? '').split(/[,\s]+/).filter(Boolean);

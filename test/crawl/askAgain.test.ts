@@ -20,6 +20,8 @@ describe('asking again for the URLs a wall answered', () => {
     }
     expect(againKind({ outcome: 'error', reason: 'timeout: headers timeout' })).toBe('failed');
     expect(againKind({ outcome: 'refused', reason: 'address 10.0.0.1 is private' })).toBe('failed');
+    // A host the operator excluded (its owner asked): asked again, it would be crawled from a shell without the exclusion.
+    expect(againKind({ outcome: 'refused', reason: 'img.museum.org is excluded by CRAWL_EXCLUDE_HOSTS (museum.org): not asked for' })).toBeUndefined();
     for (const outcome of ['done', 'linkrot', 'robots']) expect(againKind({ outcome, reason: 'http 404' })).toBeUndefined();
   });
 

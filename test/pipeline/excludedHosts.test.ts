@@ -1,5 +1,5 @@
 import { pipelineConfigFromEnv } from '../../src/pipeline/config';
-import { ExcludedHosts } from '../../src/pipeline/excludedHosts';
+import { ExcludedHosts, isExclusionReason } from '../../src/pipeline/excludedHosts';
 import { Fetcher } from '../../src/pipeline/fetcher';
 import { RobotsCache } from '../../src/pipeline/robots';
 import { Origin, redirect } from '../support/origin';
@@ -9,6 +9,9 @@ describe('hosts excluded by CRAWL_EXCLUDE_HOSTS (site owners who asked not to be
     const ex = new ExcludedHosts(['museum.org', ' *.Photos.example. ', '[::1]', '10.0.0.7']);
     expect(ex.reason('museum.org')).toBe('museum.org is excluded by CRAWL_EXCLUDE_HOSTS (museum.org): not asked for');
     expect(ex.reason('img.cdn.Museum.org.')).toBe('img.cdn.museum.org is excluded by CRAWL_EXCLUDE_HOSTS (museum.org): not asked for');
+    // `crawl again --failed` knows such records by their reason, and leaves them out.
+    expect(isExclusionReason(ex.reason('img.cdn.Museum.org.')!)).toBe(true);
+    expect(isExclusionReason('address 10.0.0.1 is private; not allowed (use --allow-network to open it)')).toBe(false);
     expect(ex.reason('photos.example')).toBeDefined();
     expect(ex.reason('[::1]')).toBeDefined();
     expect(ex.reason('10.0.0.7')).toBeDefined();
