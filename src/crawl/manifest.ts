@@ -393,10 +393,22 @@ export async function* readManifest(path: string, upTo?: { bytes: number; lastBr
   };
   const cellsOf = (text: string): string[] => scanOf(text).cells;
   const opens = (text: string): boolean => text.includes('"') && scanOf(text).open;
-  // A record whose quoted cell holds line breaks is read as one, if its URL is where it belongs.
+  /**
+   * A line that reads as a record of its own: every column of the header (the last one open, at
+   * most) and a URL in the url column. Two quotes left open by mistake in a caption column,
+   * lines apart, joined the lines between into one caption, their URLs lost without a word.
+   */
+  const recordOfItsOwn = (line: string): boolean => {
+    const { cells, open } = scanCsv(line, separator);
+    if (open ? cells.length > headerNames.length || urlCol >= cells.length - 1 : cells.length !== headerNames.length) return false;
+    return /^https?:\/\/\S+$/i.test(cells[urlCol] ?? '');
+  };
+  // A record whose quoted cell holds line breaks is read as one, if its URL is where it belongs
+  // and none of the lines after its first is a record of its own.
   const records = new CsvRecords(opens, (record) => {
     const cells = cellsOf(record);
-    return filled(cells) <= columns && !cells[urlCol]?.includes('\n') && !(sourceCol >= 0 && cells[sourceCol]?.includes('\n'));
+    return filled(cells) <= columns && !cells[urlCol]?.includes('\n') && !(sourceCol >= 0 && cells[sourceCol]?.includes('\n')) &&
+      !record.split('\n').slice(1).some(recordOfItsOwn);
   }, MAX_LINE_CHARS);
 
   /** One line's entry (a CSV record's), or undefined for a line that holds none (a header). */

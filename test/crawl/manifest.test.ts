@@ -152,6 +152,27 @@ describe('manifests', () => {
     expect(unclosed.slice(1)).toEqual(rows.map((_, i) => ({ line: i + 5, url: `https://m.example/${i}.jpg`, source: 'museum' })));
   });
 
+  it('reads the lines between two quotes left open in a caption column as the records they are', async () => {
+    // Joined, lines 2 to 4 made one record whose caption held the URLs of lines 3 and 4.
+    const csv = 'url,title\nhttp://a.example/1.jpg,"Sunset\nhttp://a.example/2.jpg,ok\nhttp://a.example/3.jpg,"Dawn\nhttp://a.example/4.jpg,end\n';
+    expect(await entries('m.csv', csv)).toEqual([
+      { line: 2, url: 'http://a.example/1.jpg', source: 'a.example' },
+      { line: 3, url: 'http://a.example/2.jpg', source: 'a.example' },
+      { line: 4, url: 'http://a.example/3.jpg', source: 'a.example' },
+      { line: 5, url: 'http://a.example/4.jpg', source: 'a.example' },
+    ]);
+    // The second quote on the next line: that line opens a record of its own, and its caption goes on below.
+    expect(await entries('m.csv', 'url,title\nhttp://a.example/1.jpg,"Sunset\nhttp://a.example/2.jpg,"multi\nline"\nhttp://a.example/3.jpg,x\n')).toEqual([
+      { line: 2, url: 'http://a.example/1.jpg', source: 'a.example' },
+      { line: 3, url: 'http://a.example/2.jpg', source: 'a.example' },
+      { line: 5, url: 'http://a.example/3.jpg', source: 'a.example' },
+    ]);
+    // A caption's line holding a URL, with fewer columns than a record, is still the caption's.
+    expect(await entries('m.csv', 'url,title,notes\nhttp://a.example/1.jpg,T,"see\nhttp://a.example/other.jpg, too"\n')).toEqual([
+      { line: 2, url: 'http://a.example/1.jpg', source: 'a.example' },
+    ]);
+  });
+
   it('refuses a URL the parser would silently change (a tab, a line break)', async () => {
     // A tab-separated file read as a URL list: the URL parser drops the tab, and the URL would
     // have become https://x.example/1.pngmuseum.
