@@ -205,9 +205,21 @@ export function isCsvHeader(line: string): boolean {
   return headerSeparator(line) !== undefined;
 }
 
+/**
+ * The separator Excel's `sep=;` line names, for a CSV's first line (trimmed: `sep=` alone was
+ * `sep=` and a tab), else undefined. Files written for Excel start so; the header follows.
+ */
+export function excelSeparatorLine(line: string): string | undefined {
+  const m = /^sep=(.?)$/i.exec(line);
+  if (!m) return undefined;
+  const sep = m[1] || '\t';
+  return CSV_SEPARATORS.includes(sep) ? sep : undefined;
+}
+
 export function detectFormat(path: string, firstLine: string): ManifestFormat {
   const named = formatFromName(path);
   if (named === 'ndjson' || firstLine.trimStart().startsWith('{')) return 'ndjson';
+  if (excelSeparatorLine(firstLine) !== undefined) return 'csv';
   return named ?? (isCsvHeader(firstLine) ? 'csv' : 'lines');
 }
 
@@ -222,7 +234,7 @@ export async function formatHint(path: string): Promise<string> {
     if ('tooLong' in read) return 'none';
     const text = read.text.trim();
     if (text === '' || text.startsWith('#')) continue;
-    return !text.startsWith('{') && isCsvHeader(text) ? 'csv-header' : 'none';
+    return !text.startsWith('{') && (isCsvHeader(text) || excelSeparatorLine(text) !== undefined) ? 'csv-header' : 'none';
   }
   return 'none';
 }
@@ -259,6 +271,7 @@ export async function assertManifestShape(path: string): Promise<void> {
   let noUrl: { line: number; obj: Record<string, unknown> } | undefined;
   let withUrl = false;
   let seen = 0;
+  let excelSep: string | undefined;
   lines: for await (const batch of readLines(manifestBytes(path), MAX_LINE_CHARS)) for (const read of batch) {
     if ('tooLong' in read) return;
     const text = read.text.trim();
@@ -266,6 +279,7 @@ export async function assertManifestShape(path: string): Promise<void> {
     if (format === undefined) assertNotPrettyJson(path, read.line, text);
     format ??= detectFormat(path, text);
     if (format === 'csv') {
+      if (!header && !excelSep && (excelSep = excelSeparatorLine(text)) !== undefined) continue;
       // Named .csv, its header names no url column: told with the first row, which shows where its URLs are.
       if (header) throwNoUrlColumn(path, header, text);
       if (isCsvHeader(text)) return;
@@ -384,6 +398,7 @@ export async function* readManifest(path: string, upTo?: { bytes: number; lastBr
   let columns = 0;
   let separator = ',';
   let unreadable = false; // a CSV header without a url column: nothing after it can be read
+  let excelSep: string | undefined; // Excel's `sep=;` line before the header
   // A record's cells, as scanned to see whether it goes on in the next line: read once, not twice
   // (a manifest of a million quoted lines took 2.7 s instead of 2.0 to read).
   let scanned: { text: string; cells: string[]; open: boolean } | undefined;
@@ -435,7 +450,8 @@ export async function* readManifest(path: string, upTo?: { bytes: number; lastBr
       if (urlCol < 0) {
         // The separator is the one with which the header names a url column: Excel writes `;` where
         // the decimal mark is a comma, and tab-separated exports are as common.
-        separator = headerSeparator(text) ?? ',';
+        if (excelSep === undefined && (excelSep = excelSeparatorLine(text)) !== undefined) return undefined;
+        separator = headerSeparator(text) ?? excelSep ?? ',';
         const cells = splitCsv(text, separator);
         urlCol = cells.findIndex((c) => c.toLowerCase() === 'url');
         sourceCol = cells.findIndex((c) => c.toLowerCase() === 'source');

@@ -38,6 +38,33 @@ const CSV_RULES = 'csv-columns';
  * bad ones now (`caf\xe9.jpg` was crawled as `caf%EF%BF%BD.jpg`).
  */
 const NOT_UTF8_RULE = '\nrule not-utf8-lines-bad\n';
+/**
+ * Hashed after the bytes of a CSV manifest with a line of an odd number of double quotes (a
+ * quoted cell going on in the next line, or a quote left open by mistake), so that only such
+ * manifests get new ids: a record joined over lines is refused now when a line after its first
+ * reads as a record of its own (their URLs were lost in a caption).
+ */
+const CSV_OWN_LINE_RULE = '\nrule csv-own-line-records\n';
+
+/** Whether a CSV's lines hold an odd number of double quotes anywhere, read part by part. */
+class OddQuoteLines {
+  found = false;
+  private open = false;
+
+  take(part: Buffer): void {
+    for (let at = 0; !this.found;) {
+      const quote = part.indexOf(0x22, at);
+      // Line breaks matter only within an odd run of quotes.
+      if (this.open) {
+        const lineBreak = part.indexOf(0x0a, at);
+        if (lineBreak >= 0 && (quote < 0 || lineBreak < quote)) this.found = true;
+      }
+      if (quote < 0 || this.found) return;
+      this.open = !this.open;
+      at = quote + 1;
+    }
+  }
+}
 
 /** Lines 1..lastLine of the manifest (all the rest when null) are chunked under `id`. */
 export interface ManifestPortion {
@@ -76,14 +103,14 @@ function recordKey(bytes: number, id: string): string {
   return `${RECORDS}${bytes}-${id}.json`;
 }
 
-async function newHash(file: string): Promise<Hash> {
+async function newHash(file: string): Promise<{ hash: Hash; csv: boolean }> {
   const hash = createHash('sha256');
   // The same bytes named urls.csv and urls.txt are read differently, unless they begin with a
   // CSV header ('csv-header': such a file was read as a URL list before, a manifest of its own).
   const hint = await formatHint(file);
-  const rules = hint === 'csv' || hint === 'csv-header' ? `${MANIFEST_RULES} ${CSV_RULES}` : MANIFEST_RULES;
-  hash.update(`manifest-rules ${rules}\nformat-hint ${hint}\n`);
-  return hash;
+  const csv = hint === 'csv' || hint === 'csv-header';
+  hash.update(`manifest-rules ${csv ? `${MANIFEST_RULES} ${CSV_RULES}` : MANIFEST_RULES}\nformat-hint ${hint}\n`);
+  return { hash, csv };
 }
 
 const digest = (hash: Hash) => hash.digest('hex').slice(0, 16);
@@ -120,7 +147,8 @@ export async function identifyManifest(file: string, store: ObjectStore): Promis
     known.set(bytes, ids.set(m[2]!, key));
   }
   const offsets = [...known.keys()].sort((a, b) => a - b);
-  const hash = await newHash(file);
+  const { hash, csv } = await newHash(file);
+  const oddQuotes = csv ? new OddQuoteLines() : undefined;
   let read = 0;
   let lineBreaks = 0;
   let next = 0;
@@ -137,9 +165,14 @@ export async function identifyManifest(file: string, store: ObjectStore): Promis
     if (last >= 0) lastBreak = taken + last + 1;
     taken += part.length;
     if (!notUtf8 && text.write(part).includes('\ufffd')) notUtf8 = true;
+    oddQuotes?.take(part);
   };
   /** The id of what has been hashed: of the bytes so far, as a manifest of its own. */
-  const idSoFar = (h: Hash) => digest(notUtf8 ? h.update(NOT_UTF8_RULE) : h);
+  const idSoFar = (h: Hash) => {
+    if (oddQuotes?.found) h.update(CSV_OWN_LINE_RULE);
+    if (notUtf8) h.update(NOT_UTF8_RULE);
+    return digest(h);
+  };
   for await (const chunk of manifestBytes(file)) {
     let at = 0;
     while (next < offsets.length && offsets[next]! <= read + chunk.length) {

@@ -173,6 +173,24 @@ describe('manifests', () => {
     ]);
   });
 
+  it('reads the separator from Excel\'s sep= line before the header, whatever the file is named', async () => {
+    // Before, `sep=;` was taken for the header: "names no url column (its columns: sep=, )".
+    for (const name of ['m.csv', 'm.txt']) {
+      expect(await entries(name, 'sep=;\r\nurl;source\r\nhttp://a.example/1.jpg;museum\r\n"http://a.example/a;b.jpg";\r\n')).toEqual([
+        { line: 3, url: 'http://a.example/1.jpg', source: 'museum' },
+        { line: 4, url: 'http://a.example/a;b.jpg', source: 'a.example' },
+      ]);
+    }
+    expect(await entries('m.csv', 'sep=\t\nsource\turl\nmuseum\thttp://a.example/1.jpg\n')).toEqual([{ line: 3, url: 'http://a.example/1.jpg', source: 'museum' }]);
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'manifest-'));
+    const file = path.join(dir, 'm.csv');
+    fs.writeFileSync(file, 'sep=;\nurl;source\nhttp://a.example/1.jpg;museum\n');
+    await expect(assertManifestShape(file)).resolves.toBeUndefined();
+    // Its header still has to name the url column, and is the line the error names.
+    fs.writeFileSync(file, 'sep=;\nimage;source\nhttp://a.example/1.jpg;museum\n');
+    await expect(assertManifestShape(file)).rejects.toThrow(`manifest ${file} is CSV whose header (line 2) names no "url" column (its columns: image, source); its column "image" holds URLs: name it "url"`);
+  });
+
   it('refuses a URL the parser would silently change (a tab, a line break)', async () => {
     // A tab-separated file read as a URL list: the URL parser drops the tab, and the URL would
     // have become https://x.example/1.pngmuseum.

@@ -487,6 +487,14 @@ describe('startCrawl', () => {
       const ndjson = `{"url":"${a(1)}"}\n`;
       expect(await idOf('m.ndjson', ndjson)).toBe(v3('ndjson', ndjson));
       expect(await idOf('m.csv', `url\n${a(1)}\n`)).not.toBe(v3('csv', `url\n${a(1)}\n`));
+      // CSV read by the rules of session 87 (a record is not joined over a line that is one of its
+      // own): only CSVs with a line of an odd number of quotes, which the rule may read otherwise, get new ids.
+      const csvV3 = (text: string) => createHash('sha256').update(`manifest-rules v3 csv-columns\nformat-hint csv\n${text}`).digest('hex').slice(0, 16);
+      const quoted = `url,title\n"${a(1)}","x"\n${a(2)},"y, z"\n`;
+      expect(await idOf('q.csv', quoted)).toBe(csvV3(quoted));
+      const open = `url,title\n${a(1)},"Sunset\n${a(2)},ok\n${a(3)},"Dawn\n`;
+      expect(await idOf('o.csv', open)).not.toBe(csvV3(open));
+      expect(await idOf('o.csv', open)).toBe(createHash('sha256').update(`manifest-rules v3 csv-columns\nformat-hint csv\n${open}\nrule csv-own-line-records\n`).digest('hex').slice(0, 16));
     });
 
     it('reads the same bytes named .ndjson and .txt as different manifests, since their lines differ', async () => {
