@@ -3,7 +3,7 @@ import { TextDecoder } from 'node:util';
 import type { SourceConfig } from '../shared/types';
 import { SOURCE_CONFIG_FIELDS, sourceConfigOf } from '../politeness/targetRate';
 import { isPlainObject } from '../shared/plainObject';
-import { headerSeparator, hostSourceName, splitCsv } from './manifest';
+import { excelSeparatorLine, headerSeparator, hostSourceName, splitCsv } from './manifest';
 import { utf16Of } from './manifestBytes';
 
 /**
@@ -35,8 +35,12 @@ export async function readCatalog(path: string, warn: (message: string) => void 
   // Every bad entry is named, not only the first: a catalogue of thousands fixed one error a run.
   const problems = new CatalogProblems(path);
   try {
-    const csv = csvHeader(trimmed);
-    if (csv) entries = csvEntries(trimmed, csv, problems);
+    // Excel's `sep=;` line before the header: the rows' line numbers count it.
+    const firstLine = trimmed.slice(0, trimmed.indexOf('\n') >>> 0).trim();
+    const excelSep = excelSeparatorLine(firstLine);
+    const sheet = excelSep !== undefined ? trimmed.slice(trimmed.indexOf('\n') + 1) : trimmed;
+    const csv = csvHeader(sheet) ?? (excelSep !== undefined && !sheet.startsWith('[') && !sheet.startsWith('{') ? excelSep : undefined);
+    if (csv) entries = csvEntries(sheet, csv, problems, excelSep !== undefined ? 2 : 1);
     else if (trimmed.startsWith('[')) entries = JSON.parse(trimmed);
     else if (trimmed.startsWith('{') && !trimmed.includes('\n{')) {
       const obj = JSON.parse(trimmed) as Record<string, unknown>;
@@ -173,16 +177,16 @@ function csvHeader(text: string): string | undefined {
  * spreadsheet's `Name,Rate`); an empty cell sets nothing; a number is a number (`2.5`), anything
  * else is checked as given (`rate must be a finite number...`).
  */
-function csvEntries(text: string, separator: string, problems: CatalogProblems): unknown[] {
+function csvEntries(text: string, separator: string, problems: CatalogProblems, headerLine = 1): unknown[] {
   const [head, ...rows] = text.split('\n');
   const columns = splitCsv(head!, separator).map((c) => FIELDS.find((f) => f.toLowerCase() === c.toLowerCase()) ?? c);
   const entries: unknown[] = [];
   rows.forEach((row, i) => {
     if (row.trim() === '') return;
     const cells = splitCsv(row, separator);
-    if (cells.slice(columns.length).some((c) => c !== '')) return problems.add(`line ${i + 2}: ${cells.length} cells where the header has ${columns.length}`);
+    if (cells.slice(columns.length).some((c) => c !== '')) return problems.add(`line ${headerLine + i + 1}: ${cells.length} cells where the header has ${columns.length}`);
     const entry: Record<string, unknown> = {};
-    entryLines.set(entry, i + 2);
+    entryLines.set(entry, headerLine + i + 1);
     cells.forEach((cell, c) => {
       if (cell !== '' && c < columns.length) entry[columns[c]!] = columns[c] === 'name' || !/^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i.test(cell) ? cell : Number(cell);
     });

@@ -474,6 +474,9 @@ describe('manifests', () => {
     await expect(bad('name,rate\n\nmuseum,fast\n')).rejects.toThrow(/^catalog .*bad\.csv line 3 \(museum\): rate must be a finite number/);
     await expect(bad('name,rps\nmuseum,2\n')).rejects.toThrow('line 2 (museum): unknown field "rps"');
     await expect(bad('name,rate\nmuseum,2,9\n')).rejects.toThrow(/bad\.csv line 2: 3 cells where the header has 2$/);
+    // Excel's sep= line before the header, its lines counted.
+    expect([...await readCatalog(write('excel.csv', 'sep=;\r\nname;rate\r\nmuseum;2\r\n'))]).toEqual([['museum', { rate: 2 }]]);
+    await expect(bad('sep=;\nname;rate\nmuseum;fast\n')).rejects.toThrow(/bad\.csv line 3 \(museum\): rate must be a finite number/);
   });
 
   it('reads a one-line NDJSON catalogue as one entry, and an object keyed by name as sources', async () => {
