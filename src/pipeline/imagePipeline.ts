@@ -232,7 +232,7 @@ export class ImagePipeline implements UrlProcessor {
       if (!this.robots.known(u)) {
         if (tooLate()) return late;
         // Fetching robots.txt spends this slot: the image waits for a later one.
-        const { verdict: first, fetched, shared } = await this.robots.check(u, ctx.signal, ctx.sendBy, ctx.mayGoLate);
+        const { verdict: first, fetched, shared } = await this.robots.check(u, ctx.signal, ctx.sendBy, ctx.mayGoLate, ctx.onQuota);
         // Nothing left for a refused address: the URL is refused in this slot.
         if (first.kind === 'refused') return { outcome: { ...base, cls: 'refused', reason: first.reason } };
         if (!shared) return { outcome: { ...base, cls: 'error', sent: fetched, reason: `robots.txt ${fetched ? 'fetched' : 'not fetched yet'}` }, requeue: true, siteFile: 'robots.txt' };
@@ -246,7 +246,7 @@ export class ImagePipeline implements UrlProcessor {
       // The origin's TDMRep file before its first image, in a slot of its own as robots.txt.
       if (this.tdmRep && !this.tdmRep.known(u)) {
         if (tooLate()) return late;
-        const fetched = await this.tdmRep.load(u, ctx.signal, ctx.sendBy, ctx.mayGoLate);
+        const fetched = await this.tdmRep.load(u, ctx.signal, ctx.sendBy, ctx.mayGoLate, ctx.onQuota);
         // Read from the store, no request made: the image takes this slot.
         if (fetched !== 'kept') return { outcome: { ...base, cls: 'error', sent: fetched, reason: `tdmrep.json ${fetched ? 'fetched' : 'not fetched yet'}` }, requeue: true, siteFile: 'tdmrep.json' };
       }

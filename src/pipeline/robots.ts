@@ -1,5 +1,6 @@
 import robotsParser from 'robots-parser';
 import { parseRetryAfter } from '../politeness/retryAfter';
+import type { SiteQuota } from '../politeness/rateLimitHeaders';
 import { setBounded } from '../shared/boundedMap';
 import { log } from '../shared/log';
 import type { RedirectHop } from '../shared/types';
@@ -239,13 +240,13 @@ export class RobotsCache {
    * The verdict for a URL. When robots.txt is not cached, fetches it (one request) and
    * returns its verdict; the caller decides whether the image request may follow in the same slot.
    */
-  async check(url: URL, signal?: AbortSignal, sendBy?: number, mayGoLate?: () => boolean): Promise<{ verdict: RobotsVerdict; fetched: boolean; shared?: boolean }> {
+  async check(url: URL, signal?: AbortSignal, sendBy?: number, mayGoLate?: () => boolean, onQuota?: (quota: SiteQuota) => void): Promise<{ verdict: RobotsVerdict; fetched: boolean; shared?: boolean }> {
     const origin = url.origin;
     const cached = this.fresh(origin);
     if (cached) return { verdict: cached.check(url.href), fetched: false };
     const running = this.inflight.get(origin);
     if (running) return { verdict: { kind: 'pending' }, fetched: false };
-    const p = this.fromShelf(origin).then((found): Promise<Entry | 'late' | 'redirected' | 'shared'> | 'shared' => (found && this.fresh(origin) ? 'shared' : this.load(origin, signal, sendBy, mayGoLate)));
+    const p = this.fromShelf(origin).then((found): Promise<Entry | 'late' | 'redirected' | 'shared'> | 'shared' => (found && this.fresh(origin) ? 'shared' : this.load(origin, signal, sendBy, mayGoLate, onQuota)));
     this.inflight.set(origin, p);
     try {
       const entry = await p;
@@ -310,7 +311,7 @@ export class RobotsCache {
   }
 
   /** `sendBy`: robots.txt takes an image's request slot, so it leaves by that slot's deadline or not at all. */
-  private async load(origin: string, signal?: AbortSignal, sendBy?: number, mayGoLate?: () => boolean): Promise<Entry | 'late' | 'redirected'> {
+  private async load(origin: string, signal?: AbortSignal, sendBy?: number, mayGoLate?: () => boolean, onQuota?: (quota: SiteQuota) => void): Promise<Entry | 'late' | 'redirected'> {
     const robotsUrl = `${origin}/robots.txt`;
     const hop = this.hops.get(origin);
     const asked = new URL(hop?.url ?? robotsUrl);
@@ -318,6 +319,8 @@ export class RobotsCache {
     const cookie = cookieHeader(hop?.cookies, asked);
     const res = await this.fetcher.fetch(asked.href, { signal, sendBy, mayGoLate, maxBytes: ROBOTS_MAX_BYTES, truncate: true, accept: 'text/plain,*/*;q=0.5', followRedirects: false, ...(cookie ? { cookie } : {}) });
     if (res.failure === 'late') return 'late';
+    // A request like any other: its answer's rate-limit headers count as an image's do.
+    if (res.quota) onQuota?.(res.quota);
     const redirects = (hop?.redirects ?? 0) + 1;
     if (res.location !== undefined && redirects <= ROBOTS_MAX_REDIRECTS) {
       const cookies = absorbSetCookies(hop?.cookies, res.setCookies ?? [], asked);

@@ -2,6 +2,7 @@ import { setBounded } from '../shared/boundedMap';
 import type { PipelineConfig } from './config';
 import type { Fetcher } from './fetcher';
 import type { RightsHeaders } from './rightsHeaders';
+import type { SiteQuota } from '../politeness/rateLimitHeaders';
 import { type SiteFileShelf, siteInTrouble, spreadTtlMs } from './siteFileShelf';
 
 /**
@@ -146,8 +147,9 @@ export class TdmRepCache {
    * Reads the origin's file in this request slot. True when a request went out (whatever its
    * answer); false when none did (too late for the slot, or another URL is reading it now);
    * 'kept' when another worker's read of it was in the store (no request: the slot is free).
+   * `onQuota`: what the answer's rate-limit headers said of the site's quota, as an image's would.
    */
-  async load(url: URL, signal?: AbortSignal, sendBy?: number, mayGoLate?: () => boolean): Promise<boolean | 'kept'> {
+  async load(url: URL, signal?: AbortSignal, sendBy?: number, mayGoLate?: () => boolean, onQuota?: (quota: SiteQuota) => void): Promise<boolean | 'kept'> {
     const origin = url.origin;
     if (this.inflight.has(origin)) return false;
     this.inflight.add(origin);
@@ -162,6 +164,7 @@ export class TdmRepCache {
       }
       const res = await this.fetcher.fetch(`${origin}${TDMREP_PATH}`, { signal, sendBy, mayGoLate, maxBytes: TDMREP_MAX_BYTES, accept: 'application/json,*/*;q=0.5', followRedirects: false });
       if (res.failure === 'late') return false;
+      if (res.quota) onQuota?.(res.quota);
       const now = this.now();
       // A site in trouble (5xx, 429, no answer) may have a file: it is asked again as robots.txt would be.
       const trouble = res.status === undefined || res.status >= 500 || siteInTrouble(res.status);

@@ -542,6 +542,24 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     }
   });
 
+  it('stops when robots.txt\'s own answer says the site\'s quota is spent, before any image is asked for', async () => {
+    const reset = () => String(Math.floor(Date.now() / 1000) + 30);
+    const site = await new Origin()
+      .route('/robots.txt', (_q, r) => { r.writeHead(200, { 'content-type': 'text/plain', 'x-ratelimit-limit': '60', 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': reset() }); r.end('User-agent: *\nAllow: /\n'); })
+      .serve('/a.png', await png(30, 20), 'image/png').start();
+    try {
+      const r = (await new MockActivityEnvironment().run(acts.fetchBatch, grantOn(site, 'robots-quota', 1, ['/a.png?1', '/a.png?2', '/a.png?3'], 8))) as FetchBatchResult;
+      // Before, the images went out and the site refused them: a 429 halves the source's rate.
+      expect(site.requests.map((q) => q.path)).toEqual(['/robots.txt']);
+      expect(r.quotaHoldMs).toBeGreaterThan(27_000);
+      expect(r).toMatchObject({ quotaLimit: 60 });
+      expect(r.outcomes.filter((o) => o.sent && o.cls === 'done')).toEqual([]);
+      expect(r.unused.length + r.outcomes.filter((o) => !o.final).length).toBeGreaterThanOrEqual(3);
+    } finally {
+      await site.stop();
+    }
+  });
+
   it('keeps to a Crawl-delay it read from the store before its first request to the host', async () => {
     const site = await new Origin().serve('/robots.txt', 'User-agent: *\nCrawl-delay: 1\n', 'text/plain').serve('/a.png', await png(30, 20), 'image/png').start();
     const { other, acts: otherActs } = secondWorker();
