@@ -73,8 +73,7 @@ export class HostNames {
     if (this.names.size < LOOKED_UP * 10) {
       this.names.set(host, 1);
       this.sources.set(host, source);
-    }
-    else this.urlsNotKept++;
+    } else this.urlsNotKept++;
   }
 
   /** Looks up the names with the most URLs, `concurrency` at a time, each given up after `timeoutMs`. */
