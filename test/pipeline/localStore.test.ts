@@ -37,7 +37,7 @@ describe('LocalStore', () => {
         await put;
       }
       expect(write).toHaveBeenCalled();
-      expect(write.mock.calls.every((call) => call[1] === big)).toBe(true);
+      expect(write.mock.calls.every((call) => (call as unknown[])[1] === big)).toBe(true);
     } finally {
       writeSync.mockRestore();
       write.mockRestore();
