@@ -14,6 +14,7 @@ import { decodeContent } from './contentEncoding';
 import { readRightsHeaders, type RightsHeaders } from './rightsHeaders';
 import { SiteDownloads } from './siteDownloads';
 import { TRANSFER_SAMPLE_MIN_BYTES } from '../politeness/latency';
+import { isThrottle } from '../politeness/classify';
 import { NetworkGuard } from './networkGuard';
 import { type Connector, noteSlowFirst, WarmConnections } from './warmConnections';
 import { noRouteError, type OutageChange, WorkerOutageWatch } from './workerOutage';
@@ -418,7 +419,7 @@ export class Fetcher {
           if (by !== undefined && opts.onConnectionWait && this.connectionsFull(u.origin)) opts.onConnectionWait(this.cfg.maxConnectionsPerSite);
           const download = this.downloads.start(u.origin);
           const handler = new CollectHandler((r) => {
-            if (r.status === 503 || r.status === 429) this.downloads.refused(download, r.status);
+            if (isThrottle(r.status)) this.downloads.refused(download, r.status);
             this.downloads.end(download, r.body && !r.truncated ? { bytes: r.body.length, transferMs: performance.now() - r.headersAt } : undefined, r.status);
             resolve(r);
           }, (err) => {

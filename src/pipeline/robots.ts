@@ -1,5 +1,6 @@
 import robotsParser from 'robots-parser';
 import { parseRetryAfter } from '../politeness/retryAfter';
+import { isThrottle } from '../politeness/classify';
 import type { SiteQuota } from '../politeness/rateLimitHeaders';
 import { setBounded } from '../shared/boundedMap';
 import { log } from '../shared/log';
@@ -365,8 +366,8 @@ export class RobotsCache {
     // A host without a DNS record has no server that asking again could burden: its URLs (a
     // manifest's typo, a domain gone) should not wait out the interval meant for a site in trouble.
     const retryMs = noSuchHost(res) ? Math.min(this.cfg.robotsRetryMs, NO_SUCH_HOST_RETRY_MS) : this.cfg.robotsRetryMs;
-    // A site that answered 429 or 503 with a Retry-After longer than our interval gets that long.
-    const askedMs = res.status === 429 || res.status === 503 ? parseRetryAfter(res.retryAfter, now, MAX_ROBOTS_RETRY_AFTER_MS) : undefined;
+    // A site that answered 429 or 503 (or 509, 529) with a Retry-After longer than our interval gets that long.
+    const askedMs = isThrottle(res.status) ? parseRetryAfter(res.retryAfter, now, MAX_ROBOTS_RETRY_AFTER_MS) : undefined;
     const retryAtMs = now + Math.max(retryMs, askedMs ?? 0);
     const giveUp = failures >= this.cfg.robotsMaxTries;
     // What the site answered is kept for the other workers; a failure to reach it may be this worker's own.

@@ -12,10 +12,9 @@ describe('error classification', () => {
     expect(classifyStatus(400)).toBe('url-error');
     expect(classifyStatus(401)).toBe('url-error');
   });
-  it('throttles only on 429 and 503', () => {
-    expect(isThrottle(429)).toBe(true);
-    expect(isThrottle(503)).toBe(true);
-    expect(isThrottle(500)).toBe(false);
+  it('throttles on 429 and 503 and on their kin 509 and 529, not on other failures', () => {
+    for (const s of [429, 503, 509, 529]) expect(isThrottle(s)).toBe(true);
+    for (const s of [undefined, 403, 408, 500, 502, 504, 520]) expect(isThrottle(s)).toBe(false);
   });
   it('does not count content errors or unsent requests as site-health errors', () => {
     expect(healthSample('content', true)).toBe('ok');

@@ -26,9 +26,16 @@ export function statusReason(status: number): string {
   return note ? `http ${status}: ${note}` : `http ${status}`;
 }
 
-/** 429 and 503 ask us to slow down, not just report a failure. */
+/**
+ * Answers that ask us to slow down, not just report a failure: 429 and 503, and the two that
+ * say the same in other words, 509 (the site's bandwidth allowance is spent, as cPanel and
+ * Apache hosts answer) and 529 (the site is overloaded). Sending on past them, as past a 500,
+ * spent what little the site had left on answering us no.
+ */
+const THROTTLE_STATUSES: ReadonlySet<number> = new Set([429, 503, 509, 529]);
+
 export function isThrottle(status: number | undefined): boolean {
-  return status === 429 || status === 503;
+  return status !== undefined && THROTTLE_STATUSES.has(status);
 }
 
 /**

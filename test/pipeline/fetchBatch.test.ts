@@ -88,6 +88,8 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
       .route('/drip.jpg', drip)
       .route('/fail.jpg', (_q, r) => { r.writeHead(500); r.end(); })
       .route('/busy.jpg', (_q, r) => { r.writeHead(503, { 'retry-after': '120' }); r.end(); })
+      .route('/bandwidth.jpg', (_q, r) => { r.writeHead(509); r.end(); })
+      .route('/failing.jpg', (_q, r) => { r.writeHead(500); r.end(); })
       // An API gateway's quota: the image, with how many requests are left (GitHub-style headers).
       .route('/quota-left.png', (_q, r) => { r.writeHead(200, { 'content-type': 'image/png', 'x-ratelimit-limit': '3', 'x-ratelimit-remaining': '1', 'x-ratelimit-reset': String(Math.floor(Date.now() / 1000) + 30) }); r.end(smallPng); })
       .route('/quota-spent.png', (_q, r) => { r.writeHead(200, { 'content-type': 'image/png', 'x-ratelimit-limit': '3', 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(Math.floor(Date.now() / 1000) + 30) }); r.end(smallPng); })
@@ -797,6 +799,21 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     expect(result.retryAfterMs).toBe(120_000);
     expect(result.unused).toEqual([2, 3]);
     expect(origin.requests.slice(before).filter((r) => r.path === '/rotated.jpg' || r.path === '/good.jpg')).toEqual([]);
+  });
+
+  it('stops at a 509 (bandwidth spent) as at a 503, with the default hold, but sends on past a 500', async () => {
+    const before = origin.requests.length;
+    const { result, by } = await run(['/bandwidth.jpg', '/good.jpg']);
+    expect(by.get('/bandwidth.jpg')).toMatchObject({ cls: 'error', status: 509 });
+    expect(result.unused).toEqual([1]);
+    expect(result.retryAfterMs).toBeGreaterThan(0);
+    expect(origin.requests.slice(before).filter((r) => r.path === '/good.jpg')).toEqual([]);
+    clearSourceBlocks();
+    const failing = await run(['/failing.jpg', '/good.jpg']);
+    expect(failing.by.get('/failing.jpg')).toMatchObject({ cls: 'error', status: 500 });
+    expect(failing.by.get('/good.jpg')).toMatchObject({ cls: 'done' });
+    expect(failing.result.unused).toEqual([]);
+    expect(failing.result.retryAfterMs).toBeUndefined();
   });
 
   it('stops once the site\'s rate-limit headers say none of its requests is left, keeps the image, and reports the wait until its quota resets', async () => {
