@@ -82,7 +82,7 @@ export async function crawlMonitorWorkflow(given: MonitorInput): Promise<Monitor
   // Served with the worker's metrics (CRAWL_METRICS_ADDRESS), by event and not by source, as the
   // activities' are: an alert on halts, a graph of sites pushing back. Not counted in replay.
   const monitorEvents = metricMeter.createCounter('crawl_monitor_events', 'events',
-    'Crawl monitors\' policy events: halted (waits for an operator), cooling (temporary halt), throttled (a 429 or 503: rate halved), latency-slowdown, resumed, paused, stopped and settings changed');
+    'Crawl monitors\' policy events: halted (waits for an operator), cooling (temporary halt), throttled (a 429, 503, 509 or 529: rate halved), latency-slowdown, resumed, paused, stopped and settings changed');
   const announce = (events: PolicyEvent[]) => {
     for (const e of events) {
       monitorEvents.add(1, { event: e.event });

@@ -80,7 +80,7 @@ export interface MonitorStats {
   coolingUntil: string | null;
   haltReason: string | null;
   /**
-   * While a running source's rate is below its target: what lowered it last (`by`: a 429 or 503,
+   * While a running source's rate is below its target: what lowered it last (`by`: a 429, 503, 509 or 529,
    * its TTFB, a temporary halt, a global ceiling since raised), when, and when the additive ramp brings it back to the target
    * if nothing lowers it again. Null otherwise; absent from monitors of older builds.
    */
