@@ -89,7 +89,6 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
       .route('/fail.jpg', (_q, r) => { r.writeHead(500); r.end(); })
       .route('/busy.jpg', (_q, r) => { r.writeHead(503, { 'retry-after': '120' }); r.end(); })
       .route('/bandwidth.jpg', (_q, r) => { r.writeHead(509); r.end(); })
-      .route('/failing.jpg', (_q, r) => { r.writeHead(500); r.end(); })
       // An API gateway's quota: the image, with how many requests are left (GitHub-style headers).
       .route('/quota-left.png', (_q, r) => { r.writeHead(200, { 'content-type': 'image/png', 'x-ratelimit-limit': '3', 'x-ratelimit-remaining': '1', 'x-ratelimit-reset': String(Math.floor(Date.now() / 1000) + 30) }); r.end(smallPng); })
       .route('/quota-spent.png', (_q, r) => { r.writeHead(200, { 'content-type': 'image/png', 'x-ratelimit-limit': '3', 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(Math.floor(Date.now() / 1000) + 30) }); r.end(smallPng); })
@@ -809,8 +808,8 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     expect(result.retryAfterMs).toBeGreaterThan(0);
     expect(origin.requests.slice(before).filter((r) => r.path === '/good.jpg')).toEqual([]);
     clearSourceBlocks();
-    const failing = await run(['/failing.jpg', '/good.jpg']);
-    expect(failing.by.get('/failing.jpg')).toMatchObject({ cls: 'error', status: 500 });
+    const failing = await run(['/fail.jpg', '/good.jpg']);
+    expect(failing.by.get('/fail.jpg')).toMatchObject({ cls: 'error', status: 500 });
     expect(failing.by.get('/good.jpg')).toMatchObject({ cls: 'done' });
     expect(failing.result.unused).toEqual([]);
     expect(failing.result.retryAfterMs).toBeUndefined();
