@@ -92,7 +92,7 @@ export class SiteDownloads {
   }
 
   /**
-   * The site answered the request 503 or 429. Sent while others were open, and one of those then
+   * The site answered the request with a throttle (429, 503, 509, 529: classify.ts). Sent while others were open, and one of those then
    * answered, that is how a limit on connections at once answers (nginx's limit_conn): asked for
    * 10 a second from a site that answers in 1 s and refuses a fifth at once, the worker sent more
    * each time the monitor's rate came back after its back-off, and the source got 2.3 images a

@@ -345,7 +345,7 @@ describe('MonitorModel token bookkeeping', () => {
     for (let i = 0; i < 5; i++) m.onReport({ batchId, grantId: 0, outcomes: Array.from({ length: 20 }, () => answered), unused: 30, missedSlots: 0, connectionWaits: { requests: 30, perSite: 4, learnt: true, refused: true } }, T0 + i * 10_000);
     const held = m.stats(T0 + 40_000);
     expect(held.connectionWaits).toEqual({ share: 0.5, perSite: 4, learnt: true, refused: true });
-    expect(connectionsFullNote(held)).toBe('site refuses requests beyond 4 open at once (it answered 503 or 429 to one sent with that many open), so the worker keeps to 4 ' +
+    expect(connectionsFullNote(held)).toBe('site refuses requests beyond 4 open at once (it answered 429 or 503, or 509 or 529, to one sent with that many open), so the worker keeps to 4 ' +
       'for 10 minutes, and 50% of its recent slots passed waiting for one to end: it gets less than its 10/s (lower its rate with crawl set-rate, or give it maxConnections in its catalogue entry)');
     // Once the hold is over the worker's reports say so, and so does the note.
     m.onReport({ batchId, grantId: 0, outcomes: Array.from({ length: 20 }, () => answered), unused: 30, missedSlots: 0, connectionWaits: { requests: 30, perSite: 64 } }, T0 + 50_000);

@@ -173,7 +173,7 @@ export function connectionsFullNote(st: MonitorStats): string | undefined {
   }
   // No operator's doing: the worker keeps to what the site's link bears, and tries more now and then.
   if (kind === 'refused') {
-    return `site refuses requests beyond ${perSite ?? 'a few'} open at once (it answered 503 or 429 to one sent with that many open), so the worker ` +
+    return `site refuses requests beyond ${perSite ?? 'a few'} open at once (it answered 429 or 503, or 509 or 529, to one sent with that many open), so the worker ` +
       `keeps to ${perSite ?? 'that'} for ${REFUSED_HOLD_MS / 60_000} minutes, and ${Math.round(st.connectionWaits!.share * 100)}% of its recent slots passed waiting for one to end: ` +
       `it gets less than its ${Number(st.rate.toPrecision(3))}/s (lower its rate with crawl set-rate, or give it maxConnections in its catalogue entry)`;
   }
