@@ -45,6 +45,8 @@ export interface FetchResult {
   body?: Buffer;
   contentType?: string;
   retryAfter?: string;
+  /** The response's Date header: the site's clock, which a Retry-After date is on (retryAfter.ts). */
+  siteDate?: string;
   /** True once any request left this process for the site. */
   sent: boolean;
   /** With `truncate`: the body is the first `maxBytes` of a longer one. */
@@ -513,7 +515,7 @@ export class Fetcher {
           continue;
         }
         const rights = status >= 200 && status < 300 ? readRightsHeaders(res.headers) : undefined;
-        const base = { status, ttfbMs, finalUrl: url, redirects, contentType: header('content-type'), retryAfter: header('retry-after'), sent, ...(rights ? { rightsHeaders: rights } : {}), ...(quota ? { quota } : {}) };
+        const base = { status, ttfbMs, finalUrl: url, redirects, contentType: header('content-type'), retryAfter: header('retry-after'), siteDate: header('date'), sent, ...(rights ? { rightsHeaders: rights } : {}), ...(quota ? { quota } : {}) };
         if (status < 200 || status >= 300) return { ok: false, ...base, totalMs: elapsed() };
         if (res.failure) return fail(res.failure, res.reason!, base);
         const coding = header('content-encoding');

@@ -287,7 +287,7 @@ export class ImagePipeline implements UrlProcessor {
         if (meaning === 'url-error') return { outcome: { ...base, ...timing, cls: 'content', reason, page: true } };
         // A 429 without Retry-After whose rate-limit headers say when the quota resets: that is when to come back.
         const quotaReset = res.quota?.resetAtMs !== undefined ? quotaWaitMs(res.quota, Date.now(), 0) : undefined;
-        const retryAfterMs = parseRetryAfter(res.retryAfter, Date.now(), MAX_RETRY_AFTER_MS) ?? (quotaReset !== undefined ? Math.min(quotaReset, MAX_RETRY_AFTER_MS) : undefined);
+        const retryAfterMs = parseRetryAfter(res.retryAfter, Date.now(), MAX_RETRY_AFTER_MS, res.siteDate) ?? (quotaReset !== undefined ? Math.min(quotaReset, MAX_RETRY_AFTER_MS) : undefined);
         return { outcome: { ...base, ...timing, cls: 'error', reason, retryAfterMs } };
       }
       // Analysed, it was called a corrupt image ("premature end of JPEG image").

@@ -367,7 +367,7 @@ export class RobotsCache {
     // manifest's typo, a domain gone) should not wait out the interval meant for a site in trouble.
     const retryMs = noSuchHost(res) ? Math.min(this.cfg.robotsRetryMs, NO_SUCH_HOST_RETRY_MS) : this.cfg.robotsRetryMs;
     // A site that answered 429 or 503 (or 509, 529) with a Retry-After longer than our interval gets that long.
-    const askedMs = isThrottle(res.status) ? parseRetryAfter(res.retryAfter, now, MAX_ROBOTS_RETRY_AFTER_MS) : undefined;
+    const askedMs = isThrottle(res.status) ? parseRetryAfter(res.retryAfter, now, MAX_ROBOTS_RETRY_AFTER_MS, res.siteDate) : undefined;
     const retryAtMs = now + Math.max(retryMs, askedMs ?? 0);
     const giveUp = failures >= this.cfg.robotsMaxTries;
     // What the site answered is kept for the other workers; a failure to reach it may be this worker's own.

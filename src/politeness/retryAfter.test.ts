@@ -7,6 +7,16 @@ describe('Retry-After', () => {
   it('reads delta-seconds', () => expect(parseRetryAfter('120', now, cap)).toBe(120_000));
   it('reads an HTTP-date', () => expect(parseRetryAfter('Sat, 21 Nov 2026 12:02:30 GMT', now, cap)).toBe(150_000));
   it('treats a date in the past as zero', () => expect(parseRetryAfter('Sat, 21 Nov 2026 11:00:00 GMT', now, cap)).toBe(0));
+  it('measures an HTTP-date from the site\'s own Date when it sent one', () => {
+    // The site's clock an hour behind ours: its "two minutes from now" is past here.
+    expect(parseRetryAfter('Sat, 21 Nov 2026 11:02:00 GMT', now, cap, 'Sat, 21 Nov 2026 11:00:00 GMT')).toBe(120_000);
+    // An hour ahead: two minutes, not an hour and two (capped at 15 min).
+    expect(parseRetryAfter('Sat, 21 Nov 2026 13:02:00 GMT', now, cap, 'Sat, 21 Nov 2026 13:00:00 GMT')).toBe(120_000);
+    // Seconds are seconds, whatever the clocks say.
+    expect(parseRetryAfter('30', now, cap, 'Sat, 21 Nov 2026 11:00:00 GMT')).toBe(30_000);
+    // A Date that cannot be read leaves our clock to measure by.
+    expect(parseRetryAfter('Sat, 21 Nov 2026 12:02:30 GMT', now, cap, 'yesterday')).toBe(150_000);
+  });
   it('caps a huge value', () => expect(parseRetryAfter('86400', now, cap)).toBe(cap));
   it('ignores garbage and absence', () => {
     expect(parseRetryAfter('soon', now, cap)).toBeUndefined();

@@ -1,8 +1,13 @@
 /**
  * Parses a Retry-After value (RFC 9110: delta-seconds or an HTTP-date) into ms from `nowMs`.
  * Returns undefined for a missing or unparsable value; never negative; capped at `capMs`.
+ *
+ * An HTTP-date is on the site's clock: with the response's Date header (`siteDate`) it is
+ * measured from that, so a site whose clock is behind ours still gets the wait it asked for.
+ * Measured from our clock, a site an hour behind asking for two minutes got none: its date was
+ * already past here, and the source went on at once.
  */
-export function parseRetryAfter(value: string | undefined | null, nowMs: number, capMs: number): number | undefined {
+export function parseRetryAfter(value: string | undefined | null, nowMs: number, capMs: number, siteDate?: string): number | undefined {
   if (value === undefined || value === null) return undefined;
   const trimmed = value.trim();
   if (trimmed === '') return undefined;
@@ -12,7 +17,8 @@ export function parseRetryAfter(value: string | undefined | null, nowMs: number,
   } else if (/[A-Za-z]/.test(trimmed)) {
     const at = Date.parse(trimmed);
     if (Number.isNaN(at)) return undefined;
-    ms = at - nowMs;
+    const siteNowMs = siteDate === undefined ? NaN : Date.parse(siteDate);
+    ms = at - (Number.isNaN(siteNowMs) ? nowMs : siteNowMs);
   } else {
     return undefined;
   }

@@ -88,6 +88,12 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
       .route('/drip.jpg', drip)
       .route('/fail.jpg', (_q, r) => { r.writeHead(500); r.end(); })
       .route('/busy.jpg', (_q, r) => { r.writeHead(503, { 'retry-after': '120' }); r.end(); })
+      // A site whose clock is an hour behind ours, asking for two minutes by the date on its clock.
+      .route('/busy-behind.jpg', (_q, r) => {
+        const siteNow = Math.floor(Date.now() / 1000) * 1000 - 3_600_000;
+        r.writeHead(503, { date: new Date(siteNow).toUTCString(), 'retry-after': new Date(siteNow + 120_000).toUTCString() });
+        r.end();
+      })
       .route('/bandwidth.jpg', (_q, r) => { r.writeHead(509); r.end(); })
       // An API gateway's quota: the image, with how many requests are left (GitHub-style headers).
       .route('/quota-left.png', (_q, r) => { r.writeHead(200, { 'content-type': 'image/png', 'x-ratelimit-limit': '3', 'x-ratelimit-remaining': '1', 'x-ratelimit-reset': String(Math.floor(Date.now() / 1000) + 30) }); r.end(smallPng); })
@@ -798,6 +804,13 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     expect(result.retryAfterMs).toBe(120_000);
     expect(result.unused).toEqual([2, 3]);
     expect(origin.requests.slice(before).filter((r) => r.path === '/rotated.jpg' || r.path === '/good.jpg')).toEqual([]);
+  });
+
+  it('measures a Retry-After date from the site\'s own Date: a site whose clock is an hour behind gets its two minutes', async () => {
+    const { result, by } = await run(['/busy-behind.jpg', '/good.jpg']);
+    expect(by.get('/busy-behind.jpg')).toMatchObject({ cls: 'error', status: 503, retryAfterMs: 120_000 });
+    expect(result.retryAfterMs).toBe(120_000);
+    expect(result.unused).toEqual([1]);
   });
 
   it('stops at a 509 (bandwidth spent) as at a 503, with the default hold, but sends on past a 500', async () => {

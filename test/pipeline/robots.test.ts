@@ -148,6 +148,20 @@ describe('robots.txt (RFC 9309) per origin', () => {
     }
   });
 
+  it('measures a robots.txt Retry-After date from the site\'s own Date, its clock an hour behind ours', async () => {
+    const behind = (o: Origin) => o.route('/robots.txt', (_q, r) => {
+      const siteNow = Math.floor(Date.now() / 1000) * 1000 - 3_600_000;
+      r.writeHead(503, { date: new Date(siteNow).toUTCString(), 'retry-after': new Date(siteNow + 600_000).toUTCString() });
+      r.end();
+    });
+    await withRobots(behind, async (o, cache) => {
+      const before = Date.now();
+      const { verdict } = await cache.check(new URL(o.url('/any.jpg')));
+      expect((verdict as { retryAtMs: number }).retryAtMs - before).toBeGreaterThanOrEqual(600_000);
+      expect((verdict as { retryAtMs: number }).retryAtMs - Date.now()).toBeLessThanOrEqual(600_000);
+    });
+  });
+
   it('asks an unavailable robots.txt again after the retry interval, and gives up after three failures in a row', async () => {
     let now = 1_000_000;
     let answer = 503;
