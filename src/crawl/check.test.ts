@@ -47,6 +47,15 @@ describe('crawl check: what a manifest would crawl, from the files alone', () =>
     expect(planText(plan).split('\n')[2]).toContain('(the longest: museum.example, 1 URL at 1/s)');
   });
 
+  it('shows a rate below a thousandth a second as it is, not as 0', async () => {
+    const manifest = path.join(dir, 'slow.txt');
+    fs.writeFileSync(manifest, 'https://archive.example/0.jpg\n');
+    const plan = await planCrawl({ manifest, catalog: new Map([['archive.example', { rate: 0.00012345 }]]), onBadLine: () => {} });
+    const text = planText(plan).split('\n');
+    expect(text[1]).toMatch(/^archive\.example +1 +0\.000123 +~2h16m +catalogue rate$/);
+    expect(text[2]).toContain('(the longest: archive.example, 1 URL at 0.000123/s)');
+  });
+
   it('counts the URLs downloaded before into a store, as a start leaves them out, and times the rest', async () => {
     const store = new LocalStore(path.join(dir, 'store'));
     const index = (source: string, chunk: string, urls: string[]) =>

@@ -184,8 +184,9 @@ export function planText(plan: CrawlPlan): string {
   return lines.join('\n');
 }
 
+/** A rate to three decimals, or to three figures below that: a catalogue's 0.0001/s read as 0/s. */
 function rateText(rate: number): string {
-  return String(Math.round(rate * 1000) / 1000);
+  return String(Math.round(rate * 1000) / 1000 || Number(rate.toPrecision(3)));
 }
 
 function count(n: number): string {
