@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
+import { parseHttpDate } from '../shared/httpDate';
 
 /**
  * What an image's response headers say about its use, beside the rights embedded in the file
@@ -87,21 +88,10 @@ export function rightsFields(raw: RightsHeaders | undefined, agent: string, url:
   };
 }
 
-/**
- * An HTTP date (RFC 9110's IMF-fixdate, or the obsolete RFC 850 and asctime forms that
- * Date.parse also reads) as ISO 8601. A bare number or a date without a time is not one: Date.parse
- * would read `2024` or `12/01/2024` as dates of its own guessing.
- */
+/** An HTTP date (shared/httpDate.ts) as ISO 8601. */
 function httpDate(value: string): string | null {
-  const v = value.trim();
-  // The day of the month is captured by whichever form matched.
-  const m = /^[A-Za-z]{3,9},? +(\d{1,2})[ -][A-Za-z]{3}[ -]\d{2,4} +\d{2}:\d{2}:\d{2} +GMT$|^[A-Za-z]{3} +[A-Za-z]{3} +(\d{1,2}) +\d{2}:\d{2}:\d{2} +\d{4}$/.exec(v);
-  if (!m) return null;
-  const ms = Date.parse(m[1] !== undefined ? v : `${v} GMT`);
-  if (!Number.isFinite(ms)) return null;
-  // Date.parse rolls 31 Feb over into March: a day the month does not have is no date.
-  const at = new Date(ms);
-  return at.getUTCDate() === Number(m[1] ?? m[2]) ? at.toISOString() : null;
+  const ms = parseHttpDate(value);
+  return ms === undefined ? null : new Date(ms).toISOString();
 }
 
 /**

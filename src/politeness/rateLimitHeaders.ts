@@ -13,6 +13,8 @@
  *   Unix time in seconds (GitHub, Twitter) when it is that large.
  */
 
+import { parseHttpDate } from '../shared/httpDate';
+
 /** The site's quota as a response stated it. */
 export interface SiteQuota {
   /** Requests (quota units) the site will still take in its current window. */
@@ -96,8 +98,7 @@ export function readSiteQuota(header: HeaderOf, nowMs: number): SiteQuota | unde
 
 function statedQuota(header: HeaderOf, nowMs: number): SiteQuota | undefined {
   const date = header('date');
-  const siteNowMs = date === undefined ? undefined : Date.parse(date);
-  const siteNow = siteNowMs !== undefined && Number.isFinite(siteNowMs) ? siteNowMs : undefined;
+  const siteNow = date === undefined ? undefined : parseHttpDate(date);
   const combined = header('ratelimit');
   if (combined !== undefined) {
     const quota = /(^|;)\s*r\s*=/i.test(combined) ? fromPolicyList(combined, nowMs) : fromDictionary(combined, nowMs);

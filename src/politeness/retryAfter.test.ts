@@ -6,6 +6,13 @@ const cap = 15 * 60_000;
 describe('Retry-After', () => {
   it('reads delta-seconds', () => expect(parseRetryAfter('120', now, cap)).toBe(120_000));
   it('reads an HTTP-date', () => expect(parseRetryAfter('Sat, 21 Nov 2026 12:02:30 GMT', now, cap)).toBe(150_000));
+  // asctime is read as GMT on a worker in any zone (shared/httpDate.test.ts runs one in Berlin).
+  it('reads all three HTTP date forms, on the site\'s clock in any of them', () => {
+    expect(parseRetryAfter('Sat Nov 21 12:02:30 2026', now, cap)).toBe(150_000);
+    expect(parseRetryAfter('Saturday, 21-Nov-26 12:02:30 GMT', now, cap)).toBe(150_000);
+    expect(parseRetryAfter('Sat Nov 21 11:04:00 2026', now, cap, 'Sat Nov 21 11:00:00 2026')).toBe(240_000);
+    expect(parseRetryAfter('Sat Nov 21 11:02:30 2026', now, cap, 'Sat, 21 Nov 2026 11:00:00 GMT')).toBe(150_000);
+  });
   it('treats a date in the past as zero', () => expect(parseRetryAfter('Sat, 21 Nov 2026 11:00:00 GMT', now, cap)).toBe(0));
   it('measures an HTTP-date from the site\'s own Date when it sent one', () => {
     // The site's clock an hour behind ours: its "two minutes from now" is past here.

@@ -1,3 +1,5 @@
+import { parseHttpDate } from '../shared/httpDate';
+
 /**
  * Parses a Retry-After value (RFC 9110: delta-seconds or an HTTP-date) into ms from `nowMs`.
  * Returns undefined for a missing or unparsable value; never negative; capped at `capMs`.
@@ -15,10 +17,11 @@ export function parseRetryAfter(value: string | undefined | null, nowMs: number,
   if (/^\d+$/.test(trimmed)) {
     ms = Number(trimmed) * 1000;
   } else if (/[A-Za-z]/.test(trimmed)) {
-    const at = Date.parse(trimmed);
+    // Not one of HTTP's three date forms (an ISO 8601 time, say): read as Date.parse reads it.
+    const at = parseHttpDate(trimmed) ?? Date.parse(trimmed);
     if (Number.isNaN(at)) return undefined;
-    const siteNowMs = siteDate === undefined ? NaN : Date.parse(siteDate);
-    ms = at - (Number.isNaN(siteNowMs) ? nowMs : siteNowMs);
+    const siteNowMs = siteDate === undefined ? undefined : parseHttpDate(siteDate);
+    ms = at - (siteNowMs ?? nowMs);
   } else {
     return undefined;
   }
