@@ -46,6 +46,15 @@ describe('robots.txt (RFC 9309) per origin', () => {
     }
   });
 
+  it('compares paths with unreserved characters decoded (RFC 9309): /%7Euser/ is /~user/, /a%2Fb is not /a/b', async () => {
+    await withRobots((o) => o.serve('/robots.txt', 'User-agent: *\nDisallow: /%7Euser/\nDisallow: /~admin/\nDisallow: /a%2Fb\n', 'text/plain'), async (o, cache) => {
+      expect((await cache.check(new URL(o.url('/~user/a.jpg')))).verdict.kind).toBe('disallowed');
+      expect((await cache.check(new URL(o.url('/%7eadmin/a.jpg')))).verdict.kind).toBe('disallowed');
+      expect((await cache.check(new URL(o.url('/a/b.jpg')))).verdict.kind).toBe('allowed');
+      expect((await cache.check(new URL(o.url('/a%2Fb.jpg')))).verdict.kind).toBe('disallowed');
+    });
+  });
+
   it('reads a robots.txt sent after an interim 103 Early Hints, in a request slot with a send-by time', async () => {
     await withRobots((o) => o.route('/robots.txt', (_q, r) => {
       r.writeEarlyHints({ link: '</style.css>; rel=preload; as=style' });
