@@ -1,4 +1,4 @@
-import { s3ConfigFromEnv } from './store';
+import { s3ConfigFromEnv, s3SettingsWithoutStore } from './store';
 
 describe('S3 settings from the environment', () => {
   const base = { CRAWL_S3_BUCKET: 'b' };
@@ -18,5 +18,15 @@ describe('S3 settings from the environment', () => {
     expect(() => s3ConfigFromEnv({ ...base, CRAWL_S3_ENDPOINT: 'http://key:secret@minio:9000' })).toThrow(/must not hold credentials/);
     expect(() => s3ConfigFromEnv({ ...base, CRAWL_S3_FORCE_PATH_STYLE: 'on' })).toThrow(/CRAWL_S3_FORCE_PATH_STYLE must be true or false, got "on"/);
     expect(() => s3ConfigFromEnv({ ...base, CRAWL_S3_PREFIX: '/crawl' })).toThrow(/must not start with "\/"/);
+  });
+
+  it('asks which store is meant when S3 settings come without CRAWL_STORE, rather than writing to the local disk without a word', () => {
+    expect(s3SettingsWithoutStore({ CRAWL_S3_BUCKET: 'crawl', CRAWL_S3_ENDPOINT: 'http://minio:9000' })).toBe(
+      'CRAWL_S3_BUCKET, CRAWL_S3_ENDPOINT are set, but CRAWL_STORE is not, and without it the store is a local directory: ' +
+      'set CRAWL_STORE=s3 to use the S3 store, or CRAWL_STORE=local to keep the local directory');
+    expect(s3SettingsWithoutStore({ CRAWL_S3_PREFIX: 'team/' })).toMatch(/^CRAWL_S3_PREFIX is set, but CRAWL_STORE is not/);
+    expect(s3SettingsWithoutStore({ CRAWL_STORE: 'local', CRAWL_S3_BUCKET: 'crawl' })).toBeUndefined();
+    expect(s3SettingsWithoutStore({ CRAWL_STORE: 's3', CRAWL_S3_BUCKET: 'crawl' })).toBeUndefined();
+    expect(s3SettingsWithoutStore({ CRAWL_S3_BUCKET: ' ', AWS_REGION: 'us-east-1' })).toBeUndefined();
   });
 });

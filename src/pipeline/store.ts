@@ -321,9 +321,29 @@ function s3Advice(err: unknown, cfg: S3StoreConfig): string {
 
 export function storeFromEnv(dataDir: string): ObjectStore {
   const kind = envText('CRAWL_STORE', 'local');
-  if (kind === 'local') return new LocalStore(envText('CRAWL_LOCAL_STORE_DIR') ?? path.join(dataDir, 'store'));
+  if (kind === 'local') {
+    const unchosen = s3SettingsWithoutStore(process.env);
+    if (unchosen) throw new Error(unchosen);
+    return new LocalStore(envText('CRAWL_LOCAL_STORE_DIR') ?? path.join(dataDir, 'store'));
+  }
   if (kind === 's3') return new S3Store(s3ConfigFromEnv());
   throw new Error(`CRAWL_STORE must be "local" or "s3", got ${JSON.stringify(kind)}`);
+}
+
+const S3_SETTINGS = ['CRAWL_S3_BUCKET', 'CRAWL_S3_ENDPOINT', 'CRAWL_S3_PREFIX', 'CRAWL_S3_REGION', 'CRAWL_S3_FORCE_PATH_STYLE'];
+
+/**
+ * S3 settings given without CRAWL_STORE: the local directory is the default, and a fleet of
+ * workers given a bucket but not `CRAWL_STORE=s3` wrote each to its own disk without a word (and
+ * `crawl start` its URL lists where no other machine's worker could read them). Which was meant
+ * cannot be told, so it is asked. `CRAWL_STORE=local` said outright keeps the local directory.
+ */
+export function s3SettingsWithoutStore(env: NodeJS.ProcessEnv): string | undefined {
+  if (env.CRAWL_STORE?.trim()) return undefined;
+  const given = S3_SETTINGS.filter((name) => env[name]?.trim());
+  if (!given.length) return undefined;
+  return `${given.join(', ')} ${given.length === 1 ? 'is' : 'are'} set, but CRAWL_STORE is not, and without it the store is a local directory: ` +
+    'set CRAWL_STORE=s3 to use the S3 store, or CRAWL_STORE=local to keep the local directory';
 }
 
 /**
