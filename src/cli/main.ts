@@ -40,6 +40,7 @@ import { endIdleTemporalRuntime, installTemporalRuntime, ipPortFromEnv, logWorkf
 import { serveHealth } from '../workers/healthServer';
 import { installCrashReport, logProcessWarnings } from './crashReport';
 import { envText } from '../shared/env';
+import { unknownSettings, unknownSettingText } from '../shared/settingNames';
 
 const DEFAULT_DATA_DIR = envText('CRAWL_DATA_DIR') ?? path.resolve('.crawl-data');
 
@@ -675,6 +676,11 @@ function runsWorker(command: string | undefined): boolean {
 export async function main(argv: string[]): Promise<void> {
   installCrashReport(log);
   logProcessWarnings(log);
+  // A worker's output is its JSON log; the other commands talk to a person.
+  for (const unknown of unknownSettings(process.env)) {
+    if (argv[2] === 'worker') log.warn({ event: 'unknown-setting', setting: unknown.name, ...(unknown.meant ? { meant: unknown.meant } : {}) }, unknownSettingText(unknown));
+    else process.stderr.write(`crawl: ${unknownSettingText(unknown)}\n`);
+  }
   try {
     // Only those: `crawl status` beside a worker would find the worker's port taken.
     installTemporalRuntime(undefined, runsWorker(argv[2]) ? metricsAddressFromEnv() : undefined, true);
