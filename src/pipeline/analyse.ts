@@ -92,7 +92,8 @@ export interface Analysis {
   licenseUrl: string | null;
 }
 
-export async function analyse(body: Buffer, maxPixels: number): Promise<Analysis> {
+/** `sha256`: the body's, when the caller has it already (hex). */
+export async function analyse(body: Buffer, maxPixels: number, sha256?: string): Promise<Analysis> {
   const format = sniffImageType(body);
   if (!format) {
     const { what, page } = describeNonImage(body);
@@ -125,7 +126,7 @@ export async function analyse(body: Buffer, maxPixels: number): Promise<Analysis
     width: rotated ? h : w,
     height: rotated ? w : h,
     bytes: body.length,
-    sha256: createHash('sha256').update(body).digest('hex'),
+    sha256: sha256 ?? createHash('sha256').update(body).digest('hex'),
     jpegQuality: format === 'jpeg' ? estimateJpegQuality(body) ?? null : null,
     orientation,
     artist,

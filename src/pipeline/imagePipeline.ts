@@ -8,6 +8,7 @@ import type { OpenLimitHint, RedirectHop, RefusalHint, RequestOutcome } from '..
 import { analyse, type Analysis, ContentError, thumbnail } from './analyse';
 import { absorbSetCookies, cookieHeader } from './chainCookies';
 import type { PipelineConfig } from './config';
+import { DECODE_DEATHS_TO_REFUSE, type DecodeCrashGuard } from './decodeCrashGuard';
 import { decodeWeight } from './decodeMemory';
 import { Fetcher, FetchError, type FetcherOptions, validateUrl } from './fetcher';
 import { originalKey, thumbnailKey } from './keys';
@@ -62,7 +63,12 @@ export class ImagePipeline implements UrlProcessor {
   /** Images in sharp at once (PipelineConfig.imageConcurrency), shared fairly between sources. */
   readonly imageSlots: FairSlots;
 
-  constructor(private readonly cfg: PipelineConfig, private readonly store: ObjectStore, private readonly spool: Spool, fetcherOptions?: FetcherOptions) {
+  /**
+   * @param crashGuard images whose decoding killed workers on this machine (decodeCrashGuard.ts);
+   *   without one (tests, benches) every image is decoded.
+   */
+  constructor(private readonly cfg: PipelineConfig, private readonly store: ObjectStore, private readonly spool: Spool, fetcherOptions?: FetcherOptions,
+    private readonly crashGuard?: DecodeCrashGuard) {
     this.fetcher = new Fetcher(cfg, fetcherOptions);
     this.smallDecodeBudget = new WeightedBudget(Math.ceil(cfg.maxDecodePixels / 10));
     this.decodeBudget = new WeightedBudget(cfg.maxDecodePixels - this.smallDecodeBudget.capacity);
@@ -72,6 +78,7 @@ export class ImagePipeline implements UrlProcessor {
   }
 
   close(): Promise<void> {
+    this.crashGuard?.close();
     return this.fetcher.close();
   }
 
@@ -312,15 +319,22 @@ export class ImagePipeline implements UrlProcessor {
       let dHash: string | null = null;
       let unreadable: ContentError | undefined;
       try {
-        analysis = await this.imageSlots.use(ctx.source, () => analyse(body, this.cfg.maxPixels));
+        const sha256 = createHash('sha256').update(body).digest('hex');
+        const guard = this.crashGuard;
+        const deaths = guard?.deathsDuring(sha256) ?? 0;
+        if (deaths >= DECODE_DEATHS_TO_REFUSE) {
+          throw new ContentError(`a worker on this machine died ${deaths} times while decoding this image (sha256 ${sha256.slice(0, 12)}: a crash of the image decoder, or its memory), so it is not decoded again`);
+        }
+        const decoding = <T>(decode: () => Promise<T>): Promise<T> => (guard ? guard.decoding(sha256, decode) : decode());
+        analysis = await this.imageSlots.use(ctx.source, () => decoding(() => analyse(body, this.cfg.maxPixels, sha256)));
         const weight = decodeWeight(body, analysis);
         const budget = weight <= this.cfg.maxDecodePixels / 100 ? this.smallDecodeBudget : this.decodeBudget;
         // The slot is taken once the memory is: an image waiting for memory holds no slot another source could use.
-        [thumb, dHash] = await budget.use(weight, () => this.imageSlots.use(ctx.source, async () => {
+        [thumb, dHash] = await budget.use(weight, () => this.imageSlots.use(ctx.source, () => decoding(async () => {
           const made = await thumbnail(body, { maxPixels: this.cfg.maxPixels, maxSide: this.cfg.thumbnailMaxSide, quality: this.cfg.thumbnailQuality, format: this.cfg.thumbnailFormat });
           // The image is kept without it rather than lost over a hash.
           return [made, this.cfg.perceptualHash ? await differenceHash(made).catch(() => null) : null] as const;
-        }));
+        })));
       } catch (err) {
         if (!(err instanceof ContentError)) throw err;
         unreadable = err;

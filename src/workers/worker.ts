@@ -12,6 +12,7 @@ import { probeProxy, type ProxySetting } from '../pipeline/proxy';
 import { ImagePipeline } from '../pipeline/imagePipeline';
 import { Spool } from '../pipeline/spool';
 import { GrantJournal } from '../activities/grantJournal';
+import { DecodeCrashGuard } from '../pipeline/decodeCrashGuard';
 import { LocalStore, storeFromEnv } from '../pipeline/store';
 import type { WatchedDir } from '../shared/diskRoom';
 import { DEFAULT_NAMESPACE, TASK_QUEUE } from '../temporal/connect';
@@ -66,7 +67,8 @@ export function defaultDeps(opts: DepsOptions = {}): CrawlDeps {
   logProxy(cfg.proxy, cfg.connectTimeoutMs);
   const metrics = servesMetrics() ? crawlMetrics(Runtime.instance().metricMeter) : undefined;
   return {
-    processor: new ImagePipeline(cfg, store, new Spool(path.join(dataDir, 'spool')), metrics ? { onResend: () => metrics.resent() } : undefined),
+    processor: new ImagePipeline(cfg, store, new Spool(path.join(dataDir, 'spool')), metrics ? { onResend: () => metrics.resent() } : undefined,
+      new DecodeCrashGuard(path.join(dataDir, 'decoding'))),
     recorder: new StoreRecorder(store),
     store,
     journal: new GrantJournal(path.join(dataDir, 'journal')),
