@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { errorText } from '../shared/errorText';
+import { processAlive } from '../shared/processAlive';
 
 /**
  * The `crawl run`s of this machine that run on servers of their own, each with the sites
@@ -51,12 +52,7 @@ function processStart(pid: number): string | null {
 }
 
 function alive(entry: Entry): boolean {
-  try {
-    process.kill(entry.pid, 0);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EPERM') return false; // another user's process is alive too
-  }
-  return entry.procStart === null || processStart(entry.pid) === entry.procStart;
+  return processAlive(entry.pid) && (entry.procStart === null || processStart(entry.pid) === entry.procStart);
 }
 
 export class RunRegistration {

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { log } from '../shared/log';
+import { processAlive } from '../shared/processAlive';
 
 /** Deaths of worker processes while an image was being decoded, after which it is not decoded again. */
 export const DECODE_DEATHS_TO_REFUSE = 2;
@@ -144,13 +145,4 @@ function unfinished(text: string): string[] {
     open.set(m[2]!, (open.get(m[2]!) ?? 0) + (m[1] === 'S' ? 1 : -1));
   }
   return [...open].filter(([, n]) => n > 0).map(([sha]) => sha);
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }

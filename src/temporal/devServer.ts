@@ -11,6 +11,7 @@ import { ALL_SEARCH_ATTRIBUTES } from './searchAttributes';
 import { resolveTool, SETUP_COMMAND } from './tools';
 import { makeDirsSync } from '../shared/makeDirs';
 import { envText } from '../shared/env';
+import { processAlive } from '../shared/processAlive';
 
 export interface DevServerOptions {
   dataDir: string;
@@ -48,19 +49,10 @@ interface ServerMarker {
 
 const MARKER = 'server.json';
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 function readMarker(dataDir: string): ServerMarker | undefined {
   try {
     const m = JSON.parse(fs.readFileSync(path.join(dataDir, MARKER), 'utf8')) as ServerMarker;
-    return Number.isInteger(m.pid) && alive(m.pid) ? m : undefined;
+    return Number.isInteger(m.pid) && processAlive(m.pid) ? m : undefined;
   } catch {
     return undefined;
   }
@@ -102,7 +94,7 @@ function watchProcess(pid: number, logFile: string): { ended: Promise<string>; s
 
 /** Alive and not a zombie: a taken-over server that was killed stays one until it is reaped. */
 function running(pid: number): boolean {
-  return alive(pid) && !zombie(pid);
+  return processAlive(pid) && !zombie(pid);
 }
 
 /** A process that has ended but was not reaped (in a container whose init does not reap). */
@@ -228,7 +220,7 @@ export async function ensureTemporalServer(opts: DevServerOptions): Promise<Runn
   if (marker && await portOpen(marker.ip, marker.port)) {
     const address = `${marker.ip}:${marker.port}`;
     // Its starter died (a run killed with SIGKILL): it is ours now, to stop when we are done.
-    const orphan = !alive(marker.ownerPid);
+    const orphan = !processAlive(marker.ownerPid);
     // Another run's: it stops the server when it ends, and this run's crawl would fail there
     // ("14 UNAVAILABLE ... ECONNREFUSED" from a status call, its crawl cut off part-way).
     if (!orphan && marker.endsWithOwner && marker.ownerPid !== process.pid && !opts.local) {
