@@ -34,6 +34,15 @@ describe('images whose decoding killed a worker', () => {
     second.close();
   });
 
+  it('makes no directory before its first image, and leaves none when closed after a crawl that met no crash', async () => {
+    const sub = path.join(dir, 'decoding');
+    const guard = new DecodeCrashGuard(sub, alive);
+    expect(fs.existsSync(sub)).toBe(false);
+    await guard.decoding(A, async () => { expect(fs.readdirSync(sub)).toHaveLength(1); });
+    guard.close();
+    expect(fs.existsSync(sub)).toBe(false);
+  });
+
   it('marks an image as being decoded until its decoding is over, failed or not, and leaves no log when closed', async () => {
     const guard = new DecodeCrashGuard(dir, alive);
     const own = () => fs.readdirSync(dir).filter((n) => n.startsWith(`${host}-${process.pid}-`));

@@ -27,6 +27,10 @@ const DEAD_LOG_MAX_AGE_MS = 7 * 24 * 60 * 60_000;
  * (its data directory): a worker on another machine may decode it, and die, twice itself.
  * Best effort: a log that cannot be written or read leaves images decoded as before.
  */
+/** The guards with a log open in this process, closed as it exits. */
+const open = new Set<DecodeCrashGuard>();
+let exitHooked = false;
+
 export class DecodeCrashGuard {
   private fd: number | undefined;
   private readonly own: string;
@@ -34,26 +38,22 @@ export class DecodeCrashGuard {
   /** The size of the deaths file when last read: another worker's claim grows it. */
   private deathsSize = -1;
   private saidUnwritable = false;
+  private started = false;
 
   constructor(private readonly dir: string, private readonly alive: (pid: number) => boolean = processAlive) {
     this.own = `${os.hostname()}-${process.pid}-${crypto.randomBytes(4).toString('hex')}.log`;
-    try {
-      fs.mkdirSync(dir, { recursive: true });
-      this.claimDeadLogs();
-      this.fd = fs.openSync(path.join(dir, this.own), 'a');
-    } catch (err) {
-      this.fail(err);
-    }
   }
 
   /** How many worker deaths on this machine came while this image was being decoded. */
   deathsDuring(sha256: string): number {
+    this.start();
     this.readDeaths();
     return this.deaths.get(sha256) ?? 0;
   }
 
   /** Around the decoding of an image: marked as started, and as over however it ends. */
   async decoding<T>(sha256: string, decode: () => Promise<T>): Promise<T> {
+    this.start();
     this.write(`S ${sha256}\n`);
     try {
       return await decode();
@@ -62,16 +62,37 @@ export class DecodeCrashGuard {
     }
   }
 
+  /** Its log removed (nothing died here), and its directory when that leaves it empty: a crawl that met no crash leaves nothing. */
   close(): void {
+    open.delete(this);
     if (this.fd === undefined) return;
     const fd = this.fd;
     this.fd = undefined;
     try {
       fs.closeSync(fd);
-      // Closed cleanly: nothing died here.
       fs.unlinkSync(path.join(this.dir, this.own));
+      fs.rmdirSync(this.dir);
     } catch {
-      // best effort
+      // not empty (a deaths file, another worker's log), or already gone
+    }
+  }
+
+  /** At the first image, not before: a worker that decodes nothing makes no directory. */
+  private start(): void {
+    if (this.started) return;
+    this.started = true;
+    try {
+      fs.mkdirSync(this.dir, { recursive: true });
+      this.claimDeadLogs();
+      this.fd = fs.openSync(path.join(this.dir, this.own), 'a');
+      open.add(this);
+      if (!exitHooked) {
+        exitHooked = true;
+        // A process that exits, even by process.exit(), was not killed by an image.
+        process.once('exit', () => { for (const guard of [...open]) guard.close(); });
+      }
+    } catch (err) {
+      this.fail(err);
     }
   }
 
