@@ -5,6 +5,7 @@ import { GetObjectCommand, ListObjectsV2Command, PutObjectCommand, S3Client } fr
 import { makeDirsSync } from '../shared/makeDirs';
 import { envText, readFlag } from '../shared/env';
 import { isDiskFull } from '../shared/diskRoom';
+import { CRAWL_SETTINGS } from '../shared/settingNames';
 
 /** Where thumbnails and metadata records go: a local directory or any S3-compatible store. */
 export interface ObjectStore {
@@ -330,7 +331,7 @@ export function storeFromEnv(dataDir: string): ObjectStore {
   throw new Error(`CRAWL_STORE must be "local" or "s3", got ${JSON.stringify(kind)}`);
 }
 
-const S3_SETTINGS = ['CRAWL_S3_BUCKET', 'CRAWL_S3_ENDPOINT', 'CRAWL_S3_PREFIX', 'CRAWL_S3_REGION', 'CRAWL_S3_FORCE_PATH_STYLE'];
+const S3_SETTINGS = CRAWL_SETTINGS.filter((name) => name.startsWith('CRAWL_S3_'));
 
 /**
  * S3 settings given without CRAWL_STORE: the local directory is the default, and a fleet of
