@@ -18,6 +18,7 @@ import { HEARTBEAT_EVERY_MS } from '../shared/heartbeat';
 import { GrantAttempts } from './grantAttempts';
 import type { GrantJournal, JournalWriter } from './grantJournal';
 import { finishedFromRecord, recordOf } from './outcomeRecord';
+import { closedLine, lostInFlight, lostOutcome, openLine } from './lostInFlight';
 import { blockSource, isSourceBlocked } from './sourceBlocks';
 import { describeStoreError } from '../pipeline/storeError';
 import { CHUNK_UNREADABLE, STORE_RETRY_MS, STORE_UNAVAILABLE } from '../shared/storeOutage';
@@ -165,6 +166,8 @@ interface Progress {
   slim?: [number, Omit<RequestOutcome, 'url'>, Record<string, unknown> | null][];
   /** Items without an outcome yet that are part-way through their redirects. */
   hops?: [number, RedirectHop][];
+  /** Items whose run was under way (lostInFlight.ts): a retry after a death charges them a try. */
+  open?: number[];
 }
 
 /**
@@ -286,12 +289,16 @@ export function createCrawlActivities(deps: CrawlDeps) {
     const hops: Hops = new Map();
     input.items.forEach((item, i) => { if (item.hop) hops.set(i, item.hop); });
     for (const [i, hop] of prior?.hops ?? []) hops.set(i, hop);
+    /** Items whose run is under way in this attempt. */
+    const underWay = new Set<number>();
     let lastBeat = 0;
     const beat = () => {
       lastBeat = Date.now();
+      const open = [...underWay].filter((i) => !done.has(i));
       ctx.heartbeat({
         slim: [...done].map(([i, d]) => [i, ...withoutUrls(input.items[i]!.url, d.outcome, d.extra)]),
         hops: [...hops].filter(([i]) => !done.has(i)),
+        ...(open.length ? { open } : {}),
       } satisfies Progress);
     };
     // Beats from the start, also while waiting for an attempt this one replaces to stop. A tick
@@ -310,11 +317,13 @@ export function createCrawlActivities(deps: CrawlDeps) {
       for (const [i, d] of earlier?.done ?? []) if (!done.has(i)) done.set(i, d);
       for (const [i, hop] of earlier?.hops ?? []) if (hop.redirects > (hops.get(i)?.redirects ?? 0)) hops.set(i, hop);
       if (ctx.info.attempt > 1) await takeUpStoredRecords(input, done);
+      // An attempt in this process that this one replaced settled its runs before it stopped.
+      if (ctx.info.attempt > 1 && !earlier) chargeLost(input, done, journal?.earlier ?? [], prior?.open, journal?.writer);
       const networkDownBefore = deps.processor.networkDownFailures?.();
       const self = {};
       fetches.add(self);
       const standDown = () => deps.processor.network?.down === true && fetches.values().next().value !== self;
-      const result = await crawlGrant(input, ctx, done, hops, beat, attempt.superseded, standDown, journal?.writer).finally(() => fetches.delete(self));
+      const result = await crawlGrant(input, ctx, done, hops, underWay, beat, attempt.superseded, standDown, journal?.writer).finally(() => fetches.delete(self));
       // Its records are stored (or it had none): what it finished is in its result now.
       journal?.writer.discard();
       // Its missed slots were the worker's network, not a worker falling behind (status notes).
@@ -347,7 +356,26 @@ export function createCrawlActivities(deps: CrawlDeps) {
     }
   }
 
-  async function crawlGrant(input: FetchBatchInput, ctx: Context, done: Done, hops: Hops, beat: () => void, superseded: () => boolean, standDown: () => boolean, journal?: JournalWriter): Promise<FetchBatchResult> {
+  /** URLs the attempts before this one left under way as their process died: each is charged the try it was on. */
+  function chargeLost(input: FetchBatchInput, done: Done, journalLines: readonly unknown[], heartbeatOpen: readonly unknown[] | undefined, journal?: JournalWriter): void {
+    const lost = lostInFlight(journalLines, heartbeatOpen, done, input.items.length);
+    if (!lost.length) return;
+    let ended = 0;
+    for (const i of lost) {
+      const outcome = lostOutcome(input.items[i]!, input.maxAttempts);
+      const entry = { outcome, extra: outcome.final ? {} : null };
+      done.set(i, entry);
+      journal?.add({ i, ...entry });
+      if (outcome.final) {
+        ended += 1;
+        deps.metrics?.finished(outcome.cls, undefined);
+      }
+    }
+    log.warn({ event: 'lost-with-worker', source: input.source, grantId: input.grantId, urls: lost.length, ended },
+      'the attempt before this one died with URLs under way: each is charged the try it was on, and those at their last try end as errors');
+  }
+
+  async function crawlGrant(input: FetchBatchInput, ctx: Context, done: Done, hops: Hops, underWay: Set<number>, beat: () => void, superseded: () => boolean, standDown: () => boolean, journal?: JournalWriter): Promise<FetchBatchResult> {
     let retryAfterMs: number | undefined;
     let throttled = false;
     let errorRun = 0;
@@ -556,14 +584,23 @@ export function createCrawlActivities(deps: CrawlDeps) {
         const host = checkCrawlDelay(target);
         if ((host?.freeAtMs ?? -Infinity) > slotMs || burstTooClose) return 'next';
         noteHostRequest(host);
-        const processed = await deps.processor.process(item.url, { source: input.source, attempt: item.attempt, signal: inFlight.signal, sendBy, mayGoLate, hop: hops.get(i), onConnectionWait, onQuota });
-        // Its robots.txt may have been read in this slot; a redirect may lead to another host.
-        noteRequest(target);
-        if (processed.hop) checkCrawlDelay(processed.hop.url);
-        // Cut off by our own abort, not failed by the site: no attempt used, nothing held against
-        // the site's health; it goes back unused.
-        if (inFlight.signal.aborted && processed.outcome.cls === 'error' && processed.outcome.status === undefined) return 'requeue';
-        return settle(i, processed);
+        underWay.add(i);
+        journal?.add(openLine(i));
+        try {
+          const processed = await deps.processor.process(item.url, { source: input.source, attempt: item.attempt, signal: inFlight.signal, sendBy, mayGoLate, hop: hops.get(i), onConnectionWait, onQuota });
+          // Its robots.txt may have been read in this slot; a redirect may lead to another host.
+          noteRequest(target);
+          if (processed.hop) checkCrawlDelay(processed.hop.url);
+          // Cut off by our own abort, not failed by the site: no attempt used, nothing held against
+          // the site's health; it goes back unused.
+          if (inFlight.signal.aborted && processed.outcome.cls === 'error' && processed.outcome.status === undefined) return 'requeue';
+          return settle(i, processed);
+        } finally {
+          // Finished, its entry in the journal ends it; otherwise this line does (a throw too:
+          // only a process that died leaves a run open).
+          underWay.delete(i);
+          if (!done.has(i)) journal?.add(closedLine(i));
+        }
       },
       // Ruled out without a request (robots.txt disallows it, say): no slot spent on it.
       decide: deps.processor.decideWithoutRequest && ((i) => {

@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import type http from 'node:http';
 import { brotliCompressSync, gzipSync } from 'node:zlib';
 import sharp from 'sharp';
-import { createCrawlActivities } from '../../src/activities/crawlActivities';
+import { createCrawlActivities, type ProcessedUrl } from '../../src/activities/crawlActivities';
 import { clearSourceBlocks, isSourceBlocked } from '../../src/activities/sourceBlocks';
 import { StoreRecorder } from '../../src/activities/storeRecorder';
 import { GrantJournal } from '../../src/activities/grantJournal';
@@ -967,6 +967,63 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     expect(records.every((r) => r.width === 64 && r.thumbnailKey)).toBe(true);
     // Stored: the journal has said all it had to.
     expect(fs.existsSync(path.join(dir, 'journal'))).toBe(false);
+  });
+
+  it('a retry after the worker died with URLs under way charges each the try it was on: no second request in the grant, and one at its last try recorded as an error', async () => {
+    await run(['/good.png']); // robots.txt warm
+    const paths = [1, 2, 3, 4, 5, 6].map((k) => `/underway/${k}.jpg`);
+    const small = await jpeg(64, 48, 80);
+    for (const p of paths) origin.serve(p, small);
+    const dies = new Set([origin.url('/underway/3.jpg'), origin.url('/underway/5.jpg')]);
+    // The dying process: the site answered /3 and /5, and the worker died handling them. Their
+    // runs never end (no `finally` runs in a dead process) until the test ends it by a cancel.
+    const dying = createCrawlActivities({
+      processor: {
+        process: (url, ctx) => (dies.has(url)
+          ? pipeline.process(url, ctx).then(() => new Promise<ProcessedUrl>((resolve) => ctx.signal?.addEventListener('abort', () => resolve({ outcome: { url, cls: 'error', sent: true } }))))
+          : pipeline.process(url, ctx)),
+      },
+      recorder: new StoreRecorder(store), journal: new GrantJournal(path.join(dir, 'journal')), cancelGraceMs: 10,
+    });
+    const startMs = Date.now() + 50;
+    const grant: FetchBatchInput = {
+      ...input(paths), grantId: 13, maxAttempts: 3,
+      // /3 on its first try, /5 on its last.
+      items: paths.map((p, k) => ({ url: origin.url(p), attempt: k === 4 ? 3 : 1 })),
+      schedule: { startMs, endMs: startMs + 12 * 30, intervalMs: 30, burstSlots: 0 },
+    };
+    const before = origin.requests.length;
+    const dyingEnv = new MockActivityEnvironment();
+    const dyingRun = dyingEnv.run(dying.fetchBatch, grant).catch(() => undefined);
+    // Until the other four are finished (journalled) and /3 and /5 are stuck.
+    const journalled = () => fs.readdirSync(path.join(dir, 'journal')).reduce((n, f) => n + (fs.readFileSync(path.join(dir, 'journal', f), 'utf8').match(/"outcome"/g)?.length ?? 0), 0);
+    for (let t = 0; t < 200 && (origin.requests.length - before < paths.length || journalled() < 4); t++) await new Promise((r) => setTimeout(r, 25));
+    expect(origin.requests.slice(before).map((r) => r.path).sort()).toEqual([...paths].sort());
+    // Its retry in another worker process on the same disk (modules of its own, so nothing of the
+    // dying attempt is in memory), after the heartbeat timed out: no heartbeat details.
+    let fresh!: typeof import('../../src/activities/crawlActivities');
+    jest.isolateModules(() => {
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      fresh = require('../../src/activities/crawlActivities') as typeof import('../../src/activities/crawlActivities');
+    });
+    const next = fresh.createCrawlActivities({ processor: pipeline, recorder: new StoreRecorder(store), journal: new GrantJournal(path.join(dir, 'journal')) });
+    const retried = (await new MockActivityEnvironment({ attempt: 2 }).run(next.fetchBatch, { ...grant, schedule: { ...grant.schedule, startMs: Date.now() + 50, endMs: Date.now() + 50 + 12 * 30 } })) as FetchBatchResult;
+    try {
+      expect(origin.requests.length - before).toBe(paths.length);
+      const by = new Map(retried.outcomes.map((o) => [new URL(o.url).pathname, o]));
+      expect([...by.keys()].sort()).toEqual([...paths].sort());
+      expect(retried.unused).toEqual([]);
+      for (const k of [1, 2, 4, 6]) expect(by.get(`/underway/${k}.jpg`)).toMatchObject({ cls: 'done', final: true });
+      // Charged its first try: the batch gives it a later grant, as it would a URL that failed.
+      expect(by.get('/underway/3.jpg')).toMatchObject({ cls: 'error', final: false, attempt: 1, sent: false });
+      expect(by.get('/underway/5.jpg')).toMatchObject({ cls: 'error', final: true, attempt: 3, sent: false, reason: expect.stringMatching(/worker died/) });
+      const records = (await store.get(recordKey(grant.source, `${grant.batchId}-g13`)))!.toString().trim().split('\n').map((l) => JSON.parse(l) as { url: string; outcome: string; attempts: number });
+      expect(records.map((r) => [new URL(r.url).pathname, r.outcome, r.attempts]).sort()).toEqual(
+        [['/underway/1.jpg', 'done', 1], ['/underway/2.jpg', 'done', 1], ['/underway/4.jpg', 'done', 1], ['/underway/5.jpg', 'error', 3], ['/underway/6.jpg', 'done', 1]]);
+    } finally {
+      dyingEnv.cancel();
+      await dyingRun;
+    }
   });
 
   it('cancelled (its grant revoked), sends nothing more, lets a request on the wire finish, and hands the rest back unused', async () => {
