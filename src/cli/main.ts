@@ -40,25 +40,26 @@ import { endIdleTemporalRuntime, installTemporalRuntime, ipPortFromEnv, logWorkf
 import { serveHealth } from '../workers/healthServer';
 import { installCrashReport, logProcessWarnings } from './crashReport';
 import { envText } from '../shared/env';
+import { decimal } from '../shared/decimal';
 import { unknownSettings, unknownSettingText } from '../shared/settingNames';
 
 const DEFAULT_DATA_DIR = envText('CRAWL_DATA_DIR') ?? path.resolve('.crawl-data');
 
 function parsePort(value: string): number {
-  const n = Number(value);
+  const n = decimal(value);
   if (!Number.isInteger(n) || n < 1 || n > 65535) throw new InvalidArgumentError('must be a port number 1-65535');
   return n;
 }
 
 function parseRate(value: string): number {
-  const n = Number(value);
+  const n = decimal(value);
   const bad = invalidRate(n);
   if (bad) throw new InvalidArgumentError(bad);
   return n;
 }
 
 function parseBurst(value: string): number {
-  const n = Number(value);
+  const n = decimal(value);
   const bad = invalidBurst(n);
   if (bad) throw new InvalidArgumentError(bad);
   return n;
@@ -66,33 +67,33 @@ function parseBurst(value: string): number {
 
 function parseMaxConnections(value: string): number | null {
   if (value === 'none') return null;
-  const n = Number(value);
+  const n = decimal(value);
   const bad = invalidMaxConnections(n);
   if (bad) throw new InvalidArgumentError(`${bad}, or none`);
   return n;
 }
 
 function parseRetryAfterCap(value: string): number {
-  const n = Number(value);
+  const n = decimal(value);
   const bad = invalidRetryAfterCap(n);
   if (bad) throw new InvalidArgumentError(bad);
   return n;
 }
 
 function parseInterval(value: string): number {
-  const n = Number(value);
+  const n = decimal(value);
   if (!Number.isFinite(n) || n < 1 || n > 3600) throw new InvalidArgumentError('interval must be a number of seconds from 1 to 3600');
   return n;
 }
 
 function parseWithin(value: string): number {
-  const n = Number(value);
+  const n = decimal(value);
   if (!Number.isFinite(n) || n < 1 || n > 86_400) throw new InvalidArgumentError('must be a number of seconds from 1 to 86400');
   return n;
 }
 
 function parseTop(value: string): number {
-  const n = Number(value);
+  const n = decimal(value);
   if (!Number.isInteger(n) || n < 1 || n > 100) throw new InvalidArgumentError('must be a whole number from 1 to 100');
   return n;
 }
@@ -623,7 +624,7 @@ export function buildProgram(): Command {
     .command('demo')
     .description('crawl a generated set of images from four loopback sources (one rate-limits, one fails)')
     .option('--out <dir>', 'output directory', path.resolve('crawl-demo'))
-    .option('--scale <n>', 'multiply the number of images', (v) => Number(v), 1)
+    .option('--scale <n>', 'multiply the number of images', (v) => decimal(v), 1)
     .option('--resume-halted', 'try "broken" again after an earlier demo halted it')
     .option('--stop-halted', 'end "broken" for good after an earlier demo halted it')
     .action(async (opts: { out: string; scale: number } & HaltedOptions) => {

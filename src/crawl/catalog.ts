@@ -1,3 +1,4 @@
+import { decimal } from '../shared/decimal';
 import fs from 'node:fs/promises';
 import { TextDecoder } from 'node:util';
 import type { SourceConfig } from '../shared/types';
@@ -188,7 +189,7 @@ function csvEntries(text: string, separator: string, problems: CatalogProblems, 
     const entry: Record<string, unknown> = {};
     entryLines.set(entry, headerLine + i + 1);
     cells.forEach((cell, c) => {
-      if (cell !== '' && c < columns.length) entry[columns[c]!] = columns[c] === 'name' || !/^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i.test(cell) ? cell : Number(cell);
+      if (cell !== '' && c < columns.length) entry[columns[c]!] = columns[c] === 'name' || Number.isNaN(decimal(cell)) ? cell : decimal(cell);
     });
     entries.push(entry);
   });

@@ -1,3 +1,4 @@
+import { decimal } from '../shared/decimal';
 import path from 'node:path';
 import { DEFAULT_ADAPTIVE, invalidRetryAfterCap } from '../politeness/adaptiveRate';
 import type { Client } from '@temporalio/client';
@@ -187,9 +188,9 @@ export function maxRateSetting(flag: number | undefined, env: NodeJS.ProcessEnv 
   if (flag !== undefined) return flag;
   const raw = env.CRAWL_MAX_RATE;
   if (raw === undefined || raw.trim() === '') return undefined;
-  const bad = invalidRate(Number(raw));
+  const bad = invalidRate(decimal(raw));
   if (bad) throw new Error(`CRAWL_MAX_RATE: ${bad}, got ${JSON.stringify(raw)}`);
-  return Number(raw);
+  return decimal(raw);
 }
 
 /**
@@ -200,9 +201,9 @@ export function maxRetryAfterSetting(flag: number | undefined, env: NodeJS.Proce
   if (flag !== undefined) return flag * 1000;
   const raw = env.CRAWL_MAX_RETRY_AFTER_S;
   if (raw === undefined || raw.trim() === '') return undefined;
-  const bad = invalidRetryAfterCap(Number(raw));
+  const bad = invalidRetryAfterCap(decimal(raw));
   if (bad) throw new Error(`CRAWL_MAX_RETRY_AFTER_S: ${bad}, got ${JSON.stringify(raw)}`);
-  return Number(raw) * 1000;
+  return decimal(raw) * 1000;
 }
 
 export interface StartOptions {

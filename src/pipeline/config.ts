@@ -1,3 +1,4 @@
+import { decimal } from '../shared/decimal';
 import { constants as bufferConstants } from 'node:buffer';
 import type { OpenLimitConfig } from '../politeness/openLimit';
 import { ExcludedHosts, excludedHostsFromEnv } from './excludedHosts';
@@ -134,7 +135,7 @@ export const DEFAULT_USER_AGENT = 'PoliteImageCrawler/0.1 (+https://github.com/p
 function num(name: string, fallback: number, min = 1, max = Number.MAX_SAFE_INTEGER): number {
   const raw = process.env[name];
   if (raw === undefined || raw === '') return fallback;
-  const n = Number(raw);
+  const n = decimal(raw);
   if (!Number.isFinite(n) || n < min || n > max) {
     throw new Error(`${name} must be a number ${max === Number.MAX_SAFE_INTEGER ? `of at least ${min}` : `from ${min} to ${max}`}, got ${JSON.stringify(raw)}`);
   }

@@ -488,6 +488,8 @@ export class Fetcher {
           const v = res.headers[name];
           return Array.isArray(v) ? v[0] : v;
         };
+        // Sent twice, both lines: parseRetryAfter honours the longer wait.
+        const retryAfter = ((v) => (Array.isArray(v) ? v.join(', ') : v))(res.headers['retry-after']);
         // Any answer may say the site's quota is spent: a redirect or an error as much as an image.
         const quota = readSiteQuota(header, Date.now());
         if (status >= 300 && status < 400 && status !== 304 && header('location')) {
@@ -515,7 +517,7 @@ export class Fetcher {
           continue;
         }
         const rights = status >= 200 && status < 300 ? readRightsHeaders(res.headers) : undefined;
-        const base = { status, ttfbMs, finalUrl: url, redirects, contentType: header('content-type'), retryAfter: header('retry-after'), siteDate: header('date'), sent, ...(rights ? { rightsHeaders: rights } : {}), ...(quota ? { quota } : {}) };
+        const base = { status, ttfbMs, finalUrl: url, redirects, contentType: header('content-type'), retryAfter, siteDate: header('date'), sent, ...(rights ? { rightsHeaders: rights } : {}), ...(quota ? { quota } : {}) };
         if (status < 200 || status >= 300) return { ok: false, ...base, totalMs: elapsed() };
         if (res.failure) return fail(res.failure, res.reason!, base);
         const coding = header('content-encoding');

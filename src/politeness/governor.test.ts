@@ -165,6 +165,8 @@ describe('Governor and a catalogue entry given again with more work', () => {
     expect(g.takeCatalogEntry({ rate: 1, burst: 0 }, T0 + 1_000)).toEqual({ event: 'catalogue-entry', detail: 'changed to rate 1, burst 0: target 1.00/s, burst 0 (was 5.00/s)' });
     expect(g.state).toMatchObject({ target: 1, burst: 0 });
     expect(g.rate).toBe(1);
+    // A request every few hours reads as such, not as 0.00/s.
+    expect(g.setRate(0.0001, undefined, T0 + 1_500)).toEqual({ event: 'rate-set', detail: 'target 0.0001/s burst 0' });
     // An operator's set-rate since then stands while the catalogue says the same as before.
     g.setRate(0.5, undefined, T0 + 2_000);
     expect(g.takeCatalogEntry({ rate: 1, burst: 0 }, T0 + 3_000)).toBeUndefined();

@@ -705,8 +705,14 @@ function speedText(msPerMib: number): string {
   return kibPerS >= 1024 ? `${(kibPerS / 1024).toFixed(1)} MiB/s` : `${Math.round(kibPerS)} KiB/s`;
 }
 
+/**
+ * A rate in an event's text. Below 0.01/s, two significant digits: two decimals showed a
+ * catalogue's 0.0001/s (a request every few hours) as 0.00/s, read as a source that sends nothing.
+ */
 function fmt(n: number): string {
-  return n >= 10 ? n.toFixed(0) : n.toFixed(2);
+  if (n >= 10) return n.toFixed(0);
+  if (n >= 0.01 || n <= 0) return n.toFixed(2);
+  return String(Number(n.toPrecision(2)));
 }
 
 function sameConfig(a: SourceConfig, b: SourceConfig): boolean {

@@ -24,11 +24,27 @@ describe('Retry-After', () => {
     // A Date that cannot be read leaves our clock to measure by.
     expect(parseRetryAfter('Sat, 21 Nov 2026 12:02:30 GMT', now, cap, 'yesterday')).toBe(150_000);
   });
+  it('honours the longest wait of a field given twice, joined by a proxy or sent as two lines', () => {
+    expect(parseRetryAfter('120, 120', now, cap)).toBe(120_000);
+    expect(parseRetryAfter('30,120', now, cap)).toBe(120_000);
+    expect(parseRetryAfter('Sat, 21 Nov 2026 12:02:30 GMT, Sat, 21 Nov 2026 12:01:00 GMT', now, cap)).toBe(150_000);
+    expect(parseRetryAfter('60, Saturday, 21-Nov-26 12:03:00 GMT', now, cap)).toBe(180_000);
+    expect(parseRetryAfter('86400, 5', now, cap)).toBe(cap);
+    expect(parseRetryAfter('soon, later', now, cap)).toBeUndefined();
+    expect(parseRetryAfter(',', now, cap)).toBeUndefined();
+  });
   it('caps a huge value', () => expect(parseRetryAfter('86400', now, cap)).toBe(cap));
   it('ignores garbage and absence', () => {
     expect(parseRetryAfter('soon', now, cap)).toBeUndefined();
     expect(parseRetryAfter('', now, cap)).toBeUndefined();
     expect(parseRetryAfter(undefined, now, cap)).toBeUndefined();
     expect(parseRetryAfter('-5', now, cap)).toBeUndefined();
+    // Date.parse alone reads these as days long past: no wait at all instead of the default hold.
+    expect(parseRetryAfter('soon, 90', now, cap)).toBe(90_000);
+    expect(parseRetryAfter('in 5 minutes', now, cap)).toBeUndefined();
+    expect(parseRetryAfter('1 2', now, cap)).toBeUndefined();
+  });
+  it('reads an ISO 8601 time, which some servers send', () => {
+    expect(parseRetryAfter('2026-11-21T12:01:00Z', now, cap)).toBe(60_000);
   });
 });

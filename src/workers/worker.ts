@@ -1,3 +1,4 @@
+import { decimal } from '../shared/decimal';
 import path from 'node:path';
 import { NativeConnection, Runtime, Worker, type WorkerOptions } from '@temporalio/worker';
 import * as smoke from '../activities/smoke';
@@ -142,7 +143,7 @@ export function checkWorkerConfig(): void {
 export function maxActivitiesFromEnv(): number {
   const raw = process.env.CRAWL_MAX_ACTIVITIES;
   if (raw === undefined || raw === '') return 1000;
-  const n = Number(raw);
+  const n = decimal(raw);
   if (!Number.isInteger(n) || n < 1) throw new Error(`CRAWL_MAX_ACTIVITIES must be a positive integer, got ${JSON.stringify(raw)}`);
   return n;
 }

@@ -505,6 +505,10 @@ describe('the crawl end to end (local dev server, real worker, loopback origins,
     const badBurst = await runCli(['set-rate', 'anything', '5', '--burst', '-2'], { TEMPORAL_ADDRESS: '127.0.0.1:1' });
     expect(badBurst.code).not.toBe(0);
     expect(badBurst.stderr).toMatch(/burst must be a whole number from 0 to 1000/);
+    // Number() read it as hexadecimal: 16 requests/s.
+    const hexRate = await runCli(['set-rate', 'anything', '0x10'], { TEMPORAL_ADDRESS: '127.0.0.1:1' });
+    expect(hexRate.code).not.toBe(0);
+    expect(hexRate.stderr).toMatch(/rate must be a finite number of requests per second/);
     const badCap = await runCli(['set-max-retry-after', '2h', 'anything'], { TEMPORAL_ADDRESS: '127.0.0.1:1' });
     expect(badCap.code).not.toBe(0);
     expect(badCap.stderr).toMatch(/the longest Retry-After must be a number of seconds from 1 to 86400/);
