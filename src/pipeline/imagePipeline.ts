@@ -318,8 +318,8 @@ export class ImagePipeline implements UrlProcessor {
       let thumb: Buffer | undefined;
       let dHash: string | null = null;
       let unreadable: ContentError | undefined;
+      const sha256 = createHash('sha256').update(body).digest('hex');
       try {
-        const sha256 = createHash('sha256').update(body).digest('hex');
         const guard = this.crashGuard;
         const deaths = guard?.deathsDuring(sha256) ?? 0;
         if (deaths >= DECODE_DEATHS_TO_REFUSE) {
@@ -357,8 +357,10 @@ export class ImagePipeline implements UrlProcessor {
       if (unreadable) {
         // Read but not decodable (a HEIC photo, a JPEG cut short after its headers): its size,
         // hash and rights were read and are worth keeping; there is no thumbnail.
-        const record = analysis ? { ...analysis, ...recordRights(analysis, rightsHeaders, this.cfg.robotsAgent, target), ...stored, finalUrl: target, redirects } : undefined;
-        return { outcome: { ...base, ...timing, cls: 'content', reason: unreadable.message, ...(unreadable.page ? { page: true as const } : {}) }, ...(record ? { record } : {}) };
+        // Not read as an image at all (a page, a file its decoder killed workers on): what was
+        // served, its size and hash, all the same: the same bytes behind other URLs show up.
+        const record = analysis ? { ...analysis, ...recordRights(analysis, rightsHeaders, this.cfg.robotsAgent, target), ...stored, finalUrl: target, redirects } : { bytes: body.length, sha256, finalUrl: target, redirects };
+        return { outcome: { ...base, ...timing, cls: 'content', reason: unreadable.message, ...(unreadable.page ? { page: true as const } : {}) }, record };
       }
       const done = analysis!;
       const sha = done.sha256.slice(0, 8);

@@ -51,6 +51,8 @@ describe('an image whose decoding killed workers (real undici, sharp, origin on 
       const records = new Map(readRecords(dir).map((r) => [new URL(String(r.url)).pathname, r]));
       expect(records.get('/poison.png')).toMatchObject({ outcome: 'content', reason: expect.stringMatching(/^a worker on this machine died 2 times while decoding this image/) });
       expect(records.get('/poison.png')).not.toHaveProperty('width');
+      // Which file it was, for whoever looks into the crash: its size and whole hash.
+      expect(records.get('/poison.png')).toMatchObject({ bytes: poison.length, sha256: sha(poison) });
       expect(records.get('/once.png')).toMatchObject({ outcome: 'done', width: 32, height: 24 });
     } finally {
       await pipeline.robots.settled();
