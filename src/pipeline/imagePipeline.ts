@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { classifyStatus, statusReason } from '../politeness/classify';
 import { transferMsPerMib } from '../politeness/latency';
-import { parseRetryAfter } from '../politeness/retryAfter';
+import { parseRetryAfter, RETRY_AFTER_READ_CAP_MS } from '../politeness/retryAfter';
 import { quotaWaitMs, type SiteQuota } from '../politeness/rateLimitHeaders';
 import type { ProcessedUrl, UrlProcessor } from '../activities/crawlActivities';
 import type { OpenLimitHint, RedirectHop, RefusalHint, RequestOutcome } from '../shared/types';
@@ -26,7 +26,7 @@ import { describeStoreError } from './storeError';
 import type { WorkerNetwork } from './workerOutage';
 
 /** Retry-After is read up to a day (the most --max-retry-after allows); the fetch activity and the monitor cap it. */
-const MAX_RETRY_AFTER_MS = 24 * 3_600_000;
+const MAX_RETRY_AFTER_MS = RETRY_AFTER_READ_CAP_MS;
 
 /** How long the outcome and record of a URL whose record the store could not take are kept to be recorded without a request. */
 const KEPT_RECORD_MAX_AGE_MS = 24 * 60 * 60_000;

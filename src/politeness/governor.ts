@@ -1,3 +1,4 @@
+import { RETRY_AFTER_READ_CAP_MS } from './retryAfter';
 import type { OutcomeClass, OutcomeReport, SourceConfig } from '../shared/types';
 import { capRetryAfter, DEFAULT_ADAPTIVE, holdUntil, isHeld, newAdaptiveState, onLatencyElevated, onThrottle, ramp, reduceTo, type AdaptiveConfig, type AdaptiveState } from './adaptiveRate';
 import { clearRun, clearWindow, DEFAULT_BREAKER, newBreakerState, recordRepeat, recordSample, shouldCoolDown, shouldHalt, windowCounts, type BreakerConfig, type BreakerState } from './breaker';
@@ -277,7 +278,9 @@ export class Governor {
       // A Retry-After past the longest honoured is held only that long: saying just the site's
       // figure (a day) read as a day's slowdown in a note that also says when it is back.
       const longest = this.cfg.adaptive.maxRetryAfterMs;
-      const asked = retryAfterMs === undefined ? '' : ` (Retry-After ${Math.round(retryAfterMs / 1000)} s${retryAfterMs > longest ? `; held ${Math.round(longest / 1000)} s, the longest honoured` : ''})`;
+      // A wait read as the longest read was a day or more (a week, say): not "86400 s".
+      const askedS = retryAfterMs !== undefined && retryAfterMs >= RETRY_AFTER_READ_CAP_MS ? 'a day or more' : `${Math.round((retryAfterMs ?? 0) / 1000)} s`;
+      const asked = retryAfterMs === undefined ? '' : ` (Retry-After ${askedS}${retryAfterMs > longest ? `; held ${Math.round(longest / 1000)} s, the longest honoured` : ''})`;
       s.slowedBy = { by: `${answered}${asked}`, atMs: throttledAt };
     }
     const judge = !throttled && report.retryAfterMs === undefined;

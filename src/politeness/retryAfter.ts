@@ -9,6 +9,9 @@ import { parseHttpDate } from '../shared/httpDate';
  * Measured from our clock, a site an hour behind asking for two minutes got none: its date was
  * already past here, and the source went on at once.
  */
+/** The longest Retry-After read (a site's week is read as this): past any wait a monitor honours. */
+export const RETRY_AFTER_READ_CAP_MS = 24 * 3_600_000;
+
 export function parseRetryAfter(value: string | undefined | null, nowMs: number, capMs: number, siteDate?: string): number | undefined {
   if (value === undefined || value === null) return undefined;
   const trimmed = value.trim();
