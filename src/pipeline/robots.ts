@@ -8,7 +8,7 @@ import type { RedirectHop } from '../shared/types';
 import { absorbSetCookies, cookieHeader } from './chainCookies';
 import type { PipelineConfig } from './config';
 import type { Fetcher, FetchResult } from './fetcher';
-import { robotsMatchUrl, robotsRulesDecoded } from './robotsEncoding';
+import { robotsAgentsAsTokens, robotsMatchUrl, robotsRulesDecoded } from './robotsEncoding';
 import { type RobotsShelf, type SharedSiteFile, siteInTrouble, spreadTtlMs } from './siteFileShelf';
 
 /**
@@ -283,7 +283,7 @@ export class RobotsCache {
 
   /** The entry for a robots.txt file of `robotsUrl` with these rules, read at `now` and good for `ttlMs`. */
   private parsed(robotsUrl: string, rules: string, now: number, ttlMs = this.cfg.robotsTtlMs): Entry {
-    const robot = robotsParser(robotsUrl, robotsRulesDecoded(rules));
+    const robot = robotsParser(robotsUrl, robotsAgentsAsTokens(robotsRulesDecoded(rules)));
     const agent = this.cfg.robotsAgent;
     const delayS = robot.getCrawlDelay(agent);
     const wildcards = wildcardChars(robot, agent);

@@ -1,5 +1,5 @@
 import robotsParser from 'robots-parser';
-import { decodeUnreserved, robotsMatchUrl, robotsRulesDecoded } from './robotsEncoding';
+import { decodeUnreserved, robotsAgentsAsTokens, robotsMatchUrl, robotsRulesDecoded } from './robotsEncoding';
 
 describe('robots.txt percent-encoding (RFC 9309 2.2.2)', () => {
   it('decodes unreserved characters only, and writes the other encodings\' hex in upper case', () => {
@@ -25,3 +25,21 @@ describe('robots.txt percent-encoding (RFC 9309 2.2.2)', () => {
     expect(robotsParser('https://a.example/robots.txt', 'User-agent: *\nDisallow: /%7Euser/\n').isAllowed('https://a.example/~user/a.jpg', 'bot')).toBe(true);
   });
 });
+
+describe('robots.txt User-agent lines read as product tokens', () => {
+  const rules = (ua: string) => `User-agent: ${ua}\nDisallow: /\n\nUser-agent: *\nAllow: /\n`;
+  const allowed = (text: string) => robotsParser('https://a.example/robots.txt', robotsAgentsAsTokens(text)).isAllowed('https://a.example/a.jpg', 'PoliteBot');
+
+  it('holds a group for us whose line says more than our token', () => {
+    for (const ua of ['PoliteBot (images)', 'politebot foo', 'PoliteBot; see below', 'PoliteBot/2.0 (+https://a.example)', 'POLITEBOT']) expect(allowed(rules(ua))).toBe(false);
+    // Without it, robots-parser matched none of the first three to us: their rules fell to `*`'s.
+    expect(robotsParser('https://a.example/robots.txt', rules('politebot foo')).isAllowed('https://a.example/a.jpg', 'PoliteBot')).toBe(true);
+  });
+
+  it('leaves other crawlers\' groups and `*` as they are', () => {
+    expect(allowed(rules('PoliteBotExtra'))).toBe(true);
+    expect(allowed(rules('Polite Bot'))).toBe(true);
+    expect(robotsAgentsAsTokens('user-agent:* # all\nUSER-AGENT : a.b-c_d more\r\nUser-agent: (odd)\n')).toBe('user-agent:* # all\nUSER-AGENT : a.b-c_d\r\nUser-agent: (odd)\n');
+  });
+});
+

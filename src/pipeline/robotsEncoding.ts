@@ -31,3 +31,17 @@ export function robotsRulesDecoded(text: string): string {
   if (!text.includes('%')) return text;
   return text.replace(/^([ \t]*(?:dis)?allow[ \t]*:[ \t]*)([^#\r\n]*)/gim, (_line, key: string, value: string) => key + decodeUnreserved(value));
 }
+
+/**
+ * A robots.txt with each User-agent line's value cut to its product token, as Google's parser
+ * reads it: `User-agent: PoliteBot (images)` or `User-agent: PoliteBot; see below` names
+ * PoliteBot. robots-parser cuts only at a `/` and compared the rest whole, so a group written so
+ * for us matched no crawler and its rules fell to `*`'s. RFC 9309 allows only the token there;
+ * what follows it is a site owner's note, not another crawler's name.
+ */
+export function robotsAgentsAsTokens(text: string): string {
+  return text.replace(/^([ \t]*user-agent[ \t]*:[ \t]*)([^#\r\n]*)/gim, (line, key: string, value: string) => {
+    const token = /^(\*|[A-Za-z0-9._-]+)/.exec(value)?.[1];
+    return token === undefined ? line : key + token + value.slice(value.trimEnd().length);
+  });
+}

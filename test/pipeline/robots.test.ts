@@ -46,6 +46,13 @@ describe('robots.txt (RFC 9309) per origin', () => {
     }
   });
 
+  it('obeys a group whose User-agent line says more than our product token, as Google\'s parser reads it, and its Crawl-delay', async () => {
+    await withRobots((o) => o.serve('/robots.txt', 'User-agent: PoliteImageCrawler (image crawl, see below)\nCrawl-delay: 4\nDisallow: /no/\n\nUser-agent: *\nAllow: /\n', 'text/plain'), async (o, cache) => {
+      expect((await cache.check(new URL(o.url('/no/a.jpg')))).verdict.kind).toBe('disallowed');
+      expect(cache.crawlDelayMs(new URL(o.url('/yes/a.jpg')))).toBe(4_000);
+    });
+  });
+
   it('compares paths with unreserved characters decoded (RFC 9309): /%7Euser/ is /~user/, /a%2Fb is not /a/b', async () => {
     await withRobots((o) => o.serve('/robots.txt', 'User-agent: *\nDisallow: /%7Euser/\nDisallow: /~admin/\nDisallow: /a%2Fb\n', 'text/plain'), async (o, cache) => {
       expect((await cache.check(new URL(o.url('/~user/a.jpg')))).verdict.kind).toBe('disallowed');
