@@ -489,9 +489,11 @@ export class Fetcher {
           return Array.isArray(v) ? v[0] : v;
         };
         // Sent twice, both lines: parseRetryAfter honours the longer wait.
-        const retryAfter = ((v) => (Array.isArray(v) ? v.join(', ') : v))(res.headers['retry-after']);
+        const retryAfter = joinedHeader(res.headers['retry-after']);
         // Any answer may say the site's quota is spent: a redirect or an error as much as an image.
-        const quota = readSiteQuota(header, Date.now());
+        // RateLimit is a list of policies: on two lines, both are read (the first alone missed a
+        // spent policy on the second).
+        const quota = readSiteQuota((name) => (name === 'ratelimit' ? joinedHeader(res.headers[name]) : header(name)), Date.now());
         if (status >= 300 && status < 400 && status !== 304 && header('location')) {
           let target: URL;
           try {
@@ -737,6 +739,11 @@ class CollectHandler implements Dispatcher.DispatchHandler, SendWatcher {
 }
 
 /** The process (EMFILE) or the machine (ENFILE) has no file descriptor left for a socket. */
+/** A header sent on several lines as the one list they make (RFC 9110 5.3); undefined when absent. */
+function joinedHeader(v: string | string[] | undefined): string | undefined {
+  return Array.isArray(v) ? v.join(', ') : v;
+}
+
 function outOfFiles(err: unknown): boolean {
   const code = errorCode(err);
   return code === 'EMFILE' || code === 'ENFILE';

@@ -88,6 +88,8 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
       .route('/drip.jpg', drip)
       .route('/fail.jpg', (_q, r) => { r.writeHead(500); r.end(); })
       .route('/busy.jpg', (_q, r) => { r.writeHead(503, { 'retry-after': '120' }); r.end(); })
+      // Retry-After on two lines (two layers of the site each adding one): the longer wait holds.
+      .route('/busy-twice.jpg', (_q, r) => { r.setHeader('retry-after', ['5', '120']); r.writeHead(503); r.end(); })
       // A site whose clock is an hour behind ours, asking for two minutes by the date on its clock.
       .route('/busy-behind.jpg', (_q, r) => {
         const siteNow = Math.floor(Date.now() / 1000) * 1000 - 3_600_000;
@@ -98,6 +100,8 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
       // An API gateway's quota: the image, with how many requests are left (GitHub-style headers).
       .route('/quota-left.png', (_q, r) => { r.writeHead(200, { 'content-type': 'image/png', 'x-ratelimit-limit': '3', 'x-ratelimit-remaining': '1', 'x-ratelimit-reset': String(Math.floor(Date.now() / 1000) + 30) }); r.end(smallPng); })
       .route('/quota-spent.png', (_q, r) => { r.writeHead(200, { 'content-type': 'image/png', 'x-ratelimit-limit': '3', 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': String(Math.floor(Date.now() / 1000) + 30) }); r.end(smallPng); })
+      // Two policies on two header lines, the second spent (RateLimit is a list field: the lines are one list).
+      .route('/quota-two-lines.png', (_q, r) => { r.writeHead(200, { 'content-type': 'image/png', ratelimit: ['"burst";r=9;t=1', '"daily";r=0;t=40'] }); r.end(smallPng); })
       .route('/quota-429.jpg', (_q, r) => { r.writeHead(429, { ratelimit: '"default";r=0;t=90', 'ratelimit-policy': '"default";q=100;w=3600' }); r.end(); })
       // Answers no HTTP client can read, written to the socket past Node's HTTP server.
       .route('/bad-chunk.jpg', (_q, r) => { r.socket!.end('HTTP/1.1 200 OK\r\ncontent-type: image/jpeg\r\ntransfer-encoding: chunked\r\n\r\nZZZ\r\nabc\r\n0\r\n\r\n'); })
@@ -808,6 +812,12 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     expect(origin.requests.slice(before).filter((r) => r.path === '/rotated.jpg' || r.path === '/good.jpg')).toEqual([]);
   });
 
+  it('honours the longer of two Retry-After lines', async () => {
+    const { result, by } = await run(['/busy-twice.jpg', '/good.jpg']);
+    expect(by.get('/busy-twice.jpg')).toMatchObject({ cls: 'error', status: 503, retryAfterMs: 120_000 });
+    expect(result.retryAfterMs).toBe(120_000);
+  });
+
   it('measures a Retry-After date from the site\'s own Date: a site whose clock is an hour behind gets its two minutes', async () => {
     const { result, by } = await run(['/busy-behind.jpg', '/good.jpg']);
     expect(by.get('/busy-behind.jpg')).toMatchObject({ cls: 'error', status: 503, retryAfterMs: 120_000 });
@@ -846,6 +856,14 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     expect(result.retryAfterMs).toBeUndefined();
     // The worker's other grants of the source send nothing meanwhile either.
     expect(isSourceBlocked(`127.0.0.1:${origin.port}`)).toBe(true);
+  });
+
+  it('reads a RateLimit sent on two header lines as one list: the spent policy on the second line holds the source', async () => {
+    const { result, by } = await run(['/quota-two-lines.png', '/good.jpg']);
+    expect(by.get('/quota-two-lines.png')).toMatchObject({ cls: 'done', status: 200 });
+    expect(result.unused).toEqual([1]);
+    expect(result.quotaHoldMs).toBeGreaterThan(38_000);
+    expect(result.quotaHoldMs).toBeLessThanOrEqual(40_000);
   });
 
   it('reports the site\'s own wait beside a quota hold that the longest Retry-After honoured cut short', async () => {
