@@ -1046,6 +1046,22 @@ describe('fetchBatch activity against a hostile origin on 127.0.0.1 (real undici
     }
   });
 
+  it('a retry on another machine charges the URL its dead attempt\'s last heartbeat had under way, and sends the rest', async () => {
+    await run(['/good.png']); // robots.txt warm
+    const paths = [1, 2, 3].map((k) => `/beat-open/${k}.jpg`);
+    const small = await jpeg(64, 48, 80);
+    for (const p of paths) origin.serve(p, small);
+    const grant: FetchBatchInput = { ...input(paths), grantId: 14, maxAttempts: 3 };
+    const before = origin.requests.length;
+    // No journal here: what the dead attempt had under way is known from its heartbeat alone.
+    const retried = (await new MockActivityEnvironment({ attempt: 2, heartbeatDetails: { slim: [], open: [1] } }).run(acts.fetchBatch, grant)) as FetchBatchResult;
+    const by = new Map(retried.outcomes.map((o) => [new URL(o.url).pathname, o]));
+    expect(by.get('/beat-open/2.jpg')).toMatchObject({ cls: 'error', final: false, attempt: 1, sent: false, reason: expect.stringMatching(/^worker died/) });
+    expect(by.get('/beat-open/1.jpg')).toMatchObject({ cls: 'done' });
+    expect(by.get('/beat-open/3.jpg')).toMatchObject({ cls: 'done' });
+    expect(origin.requests.slice(before).map((r) => r.path).sort()).toEqual(['/beat-open/1.jpg', '/beat-open/3.jpg']);
+  });
+
   it('cancelled (its grant revoked), sends nothing more, lets a request on the wire finish, and hands the rest back unused', async () => {
     await run(['/good.png']); // robots.txt warm
     const small = await jpeg(64, 48, 80);
